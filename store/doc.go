@@ -1,0 +1,49 @@
+// Package store defines the index at the heart of every indexer node: a map
+// from multihash to the provider values that can serve it, plus one
+// [ProviderInfo] record per provider.
+//
+// # Model
+//
+// A [Value] is (provider, context ID, metadata). All multihashes that a
+// provider publishes under one context ID share one stored value record, and
+// each multihash entry points at that record by a short internal ID. This
+// indirection is what makes the expensive IPNI operations cheap:
+//
+//   - [Index.UpdateMetadata] rewrites one record, whatever the number of
+//     multihashes.
+//   - [Index.RemoveProviderContext] and [Index.RemoveProvider] delete records,
+//     not entries. The entries they orphan are skipped by Get and removed
+//     later by [Sweeper.Sweep].
+//   - A record ID is never reused, so putting a removed context again does
+//     not bring its old multihashes back.
+//
+// Multihashes are stored and compared by their bytes, whatever the codec of
+// the CID they came from.
+//
+// # Backends
+//
+// This package holds only the interface and the data model; it never imports
+// a backend. Pick one of:
+//
+//   - store/memory: goroutine-safe maps, for tests, caches and small nodes.
+//   - store/pebble: the default for nodes (cockroachdb/pebble on disk).
+//   - store/leveldb: for deployments that already run LevelDB through
+//     go-datastore. go-ds-leveldb syncs every batch commit, so it writes
+//     more slowly than pebble.
+//
+// Every backend passes the conformance suite in store/storetest, and a new
+// backend is done when it does.
+//
+// # Lifecycle and concurrency
+//
+// A backend's Open or New returns a ready [Store] that starts no background
+// work of its own beyond what its engine runs. Every method is safe for
+// concurrent use. Close waits for calls in flight, after which every method
+// returns an error wrapping [ErrClosed].
+//
+// # Errors
+//
+// Failures wrap the sentinels of this package ([ErrNotFound], [ErrClosed],
+// [ErrInvalidValue], [ErrInvalidMultihash]) so that callers test them with
+// errors.Is; engine errors are wrapped with the operation that failed.
+package store

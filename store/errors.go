@@ -1,0 +1,20 @@
+package store
+
+import "errors"
+
+var (
+	// ErrNotFound is returned when a provider record or a (provider, context)
+	// value does not exist.
+	ErrNotFound = errors.New("store: not found")
+
+	// ErrClosed is returned by every method of a store after Close.
+	ErrClosed = errors.New("store: closed")
+
+	// ErrInvalidValue is wrapped by errors that reject a [Value] (empty
+	// provider, oversize context ID or metadata).
+	ErrInvalidValue = errors.New("store: invalid value")
+
+	// ErrInvalidMultihash is wrapped by errors that reject a multihash that
+	// does not decode.
+	ErrInvalidMultihash = errors.New("store: invalid multihash")
+)

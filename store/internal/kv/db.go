@@ -1,0 +1,673 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+)
+
+// MaxBatch is the most writes a DB puts in one engine batch. Larger Puts and
+// removals are split, which keeps engine batches near 200 KiB: big enough to
+// amortise a commit, small enough not to stall the engine.
+const MaxBatch = 4096
+
+// scanChunk is how many entries All and Sweep read per engine scan before they
+// release the engine, so that a slow consumer never pins it.
+const scanChunk = 1024
+
+var errStop = errors.New("kv: stop scan")
+
+// record is one value record; it is replaced, never changed, so readers may
+// keep its slices.
+type record struct {
+	id uint64
+	v  store.Value
+}
+
+// DB implements store.Store over an Engine.
+type DB struct {
+	eng  Engine
+	name string
+
+	// opMu guards eng against Close: every call holds it shared.
+	opMu   sync.RWMutex
+	closed bool
+
+	// recMu serialises writers of value records and of the maps below.
+	recMu sync.Mutex
+	// mu guards the maps for readers.
+	mu     sync.RWMutex
+	byID   map[uint64]*record
+	byCtx  map[string]*record
+	byProv map[peer.ID]map[uint64]*record
+	nextID uint64
+}
+
+var (
+	_ store.Store   = (*DB)(nil)
+	_ store.Sweeper = (*DB)(nil)
+)
+
+// Open loads the value records of eng into memory and returns a DB that owns
+// eng. name prefixes error messages (for example "pebble"). On error eng is
+// left open.
+func Open(eng Engine, name string) (*DB, error) {
+	db := &DB{
+		eng:    eng,
+		name:   name,
+		byID:   make(map[uint64]*record),
+		byCtx:  make(map[string]*record),
+		byProv: make(map[peer.ID]map[uint64]*record),
+	}
+	ver, err := eng.Get(keyVersion)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b := eng.NewBatch()
+		defer b.Close()
+		if err := b.Set(keyVersion, binary.AppendUvarint(nil, schemaVersion)); err != nil {
+			return nil, db.wrap("open", err)
+		}
+		if err := b.Commit(); err != nil {
+			return nil, db.wrap("open", err)
+		}
+	case err != nil:
+		return nil, db.wrap("open: read schema version", err)
+	default:
+		if v, n := binary.Uvarint(ver); n <= 0 || v != schemaVersion {
+			return nil, fmt.Errorf("%s: open: unsupported schema version %x (want %d)", name, ver, schemaVersion)
+		}
+	}
+	next, err := eng.Get(keyNextID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return nil, db.wrap("open: read next ID", err)
+	case len(next) != idLen:
+		return nil, fmt.Errorf("%s: open: %w: next ID is %d bytes", name, errCorrupt, len(next))
+	default:
+		db.nextID = binary.BigEndian.Uint64(next)
+	}
+	err = eng.Scan([]byte{prefixRecord}, []byte{prefixRecord + 1}, func(key, val []byte) error {
+		if len(key) != 1+idLen {
+			return fmt.Errorf("%w: record key of %d bytes", errCorrupt, len(key))
+		}
+		v, err := decodeRecord(val)
+		if err != nil {
+			return err
+		}
+		id := binary.BigEndian.Uint64(key[1:])
+		if id >= db.nextID {
+			return fmt.Errorf("%w: record %d at or above next ID %d", errCorrupt, id, db.nextID)
+		}
+		db.index(&record{id: id, v: v.Clone()})
+		return nil
+	})
+	if err != nil {
+		return nil, db.wrap("open: load value records", err)
+	}
+	return db, nil
+}
+
+func (db *DB) wrap(op string, err error) error {
+	return fmt.Errorf("%s: %s: %w", db.name, op, err)
+}
+
+// ctxKey is the map key of a (provider, context): a length-prefixed provider
+// followed by the context ID.
+func ctxKey(dst []byte, p peer.ID, contextID []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(p)))
+	dst = append(dst, p...)
+	return append(dst, contextID...)
+}
+
+// index adds r to the maps; the caller holds mu for writing (or owns db).
+func (db *DB) index(r *record) {
+	db.byID[r.id] = r
+	db.byCtx[string(ctxKey(nil, r.v.ProviderID, r.v.ContextID))] = r
+	m := db.byProv[r.v.ProviderID]
+	if m == nil {
+		m = make(map[uint64]*record)
+		db.byProv[r.v.ProviderID] = m
+	}
+	m[r.id] = r
+}
+
+// unindex removes r from the maps; the caller holds mu for writing.
+func (db *DB) unindex(r *record) {
+	delete(db.byID, r.id)
+	delete(db.byCtx, string(ctxKey(nil, r.v.ProviderID, r.v.ContextID)))
+	if m := db.byProv[r.v.ProviderID]; m != nil {
+		delete(m, r.id)
+		if len(m) == 0 {
+			delete(db.byProv, r.v.ProviderID)
+		}
+	}
+}
+
+func (db *DB) lookup(p peer.ID, contextID []byte) *record {
+	var buf [128]byte
+	k := ctxKey(buf[:0], p, contextID)
+	db.mu.RLock()
+	r := db.byCtx[string(k)]
+	db.mu.RUnlock()
+	return r
+}
+
+// begin takes the shared close guard. It fails if the DB is closed or ctx is
+// done; on success the caller must call db.opMu.RUnlock.
+func (db *DB) begin(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return db.wrap(op, err)
+	}
+	db.opMu.RLock()
+	if db.closed {
+		db.opMu.RUnlock()
+		return db.wrap(op, store.ErrClosed)
+	}
+	return nil
+}
+
+// ensureRecord returns the ID of v's (provider, context), creating the record
+// or replacing its metadata as needed. With create false a missing record is
+// an error wrapping store.ErrNotFound.
+func (db *DB) ensureRecord(v store.Value, create bool) (uint64, error) {
+	if r := db.lookup(v.ProviderID, v.ContextID); r != nil && bytes.Equal(r.v.Metadata, v.Metadata) {
+		return r.id, nil
+	}
+	db.recMu.Lock()
+	defer db.recMu.Unlock()
+	old := db.lookup(v.ProviderID, v.ContextID)
+	if old != nil && bytes.Equal(old.v.Metadata, v.Metadata) {
+		return old.id, nil
+	}
+	if old == nil && !create {
+		return 0, store.ErrNotFound
+	}
+	id := db.nextID
+	if old != nil {
+		id = old.id
+	}
+	r := &record{id: id, v: v.Clone()}
+	b := db.eng.NewBatch()
+	defer b.Close()
+	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
+		return 0, err
+	}
+	if old == nil {
+		if err := b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return 0, err
+	}
+	db.mu.Lock()
+	if old != nil {
+		db.unindex(old)
+	} else {
+		db.nextID++
+	}
+	db.index(r)
+	db.mu.Unlock()
+	return id, nil
+}
+
+// Put implements [store.Index].
+func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash) error {
+	if err := v.Validate(); err != nil {
+		return db.wrap("put", err)
+	}
+	for _, mh := range mhs {
+		if err := store.ValidateMultihash(mh); err != nil {
+			return db.wrap("put", err)
+		}
+	}
+	if err := db.begin(ctx, "put"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	id, err := db.ensureRecord(v, true)
+	if err != nil {
+		return db.wrap("put: write value record", err)
+	}
+	if err := db.writeEntries(ctx, mhs, id, false); err != nil {
+		return db.wrap("put", err)
+	}
+	return nil
+}
+
+// writeEntries sets (or deletes) the index entries of mhs for id, in batches
+// of at most MaxBatch.
+func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, del bool) error {
+	key := make([]byte, 0, 64)
+	for len(mhs) > 0 {
+		n := min(len(mhs), MaxBatch)
+		if err := db.commitEntries(mhs[:n], id, del, key); err != nil {
+			return err
+		}
+		mhs = mhs[n:]
+		if len(mhs) > 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool, key []byte) error {
+	b := db.eng.NewBatch()
+	defer b.Close()
+	for _, mh := range mhs {
+		key = appendIndexKey(key[:0], mh, id)
+		var err error
+		if del {
+			err = b.Delete(key)
+		} else {
+			err = b.Set(key, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return b.Commit()
+}
+
+// Get implements [store.Index].
+func (db *DB) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value, error) {
+	if err := store.ValidateMultihash(mh); err != nil {
+		return nil, db.wrap("get", err)
+	}
+	if err := db.begin(ctx, "get"); err != nil {
+		return nil, err
+	}
+	defer db.opMu.RUnlock()
+	bounds := make([]byte, 0, 2*(len(mh)+1))
+	bounds = append(bounds, prefixIndex)
+	bounds = append(bounds, mh...)
+	lower := bounds
+	upper := append(bounds[len(bounds):], lower...)
+	upper[len(upper)-1]++ // the last digest byte; a 0xff carries below
+	if upper[len(upper)-1] == 0 {
+		upper = prefixEnd(lower)
+	}
+	var idBuf [8]uint64
+	ids := idBuf[:0]
+	err := db.eng.Scan(lower, upper, func(key, _ []byte) error {
+		if len(key) == len(lower)+idLen {
+			ids = append(ids, binary.BigEndian.Uint64(key[len(lower):]))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, db.wrap("get", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	vals := make([]store.Value, 0, len(ids))
+	db.mu.RLock()
+	for _, id := range ids {
+		if r := db.byID[id]; r != nil {
+			vals = append(vals, r.v)
+		}
+	}
+	db.mu.RUnlock()
+	return vals, nil
+}
+
+// Remove implements [store.Index].
+func (db *DB) Remove(ctx context.Context, provider peer.ID, contextID []byte, mhs ...multihash.Multihash) error {
+	for _, mh := range mhs {
+		if err := store.ValidateMultihash(mh); err != nil {
+			return db.wrap("remove", err)
+		}
+	}
+	if err := db.begin(ctx, "remove"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	r := db.lookup(provider, contextID)
+	if r == nil {
+		return nil
+	}
+	if err := db.writeEntries(ctx, mhs, r.id, true); err != nil {
+		return db.wrap("remove", err)
+	}
+	return nil
+}
+
+// RemoveProviderContext implements [store.Index].
+func (db *DB) RemoveProviderContext(ctx context.Context, provider peer.ID, contextID []byte) error {
+	if err := db.begin(ctx, "remove provider context"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	db.recMu.Lock()
+	defer db.recMu.Unlock()
+	r := db.lookup(provider, contextID)
+	if r == nil {
+		return nil
+	}
+	if err := db.deleteRecords([]*record{r}); err != nil {
+		return db.wrap("remove provider context", err)
+	}
+	return nil
+}
+
+// RemoveProvider implements [store.Index].
+func (db *DB) RemoveProvider(ctx context.Context, provider peer.ID) error {
+	if err := db.begin(ctx, "remove provider"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	db.recMu.Lock()
+	defer db.recMu.Unlock()
+	db.mu.RLock()
+	recs := make([]*record, 0, len(db.byProv[provider]))
+	for _, r := range db.byProv[provider] {
+		recs = append(recs, r)
+	}
+	db.mu.RUnlock()
+	for len(recs) > 0 {
+		n := min(len(recs), MaxBatch)
+		if err := db.deleteRecords(recs[:n]); err != nil {
+			return db.wrap("remove provider", err)
+		}
+		recs = recs[n:]
+		if err := ctx.Err(); err != nil && len(recs) > 0 {
+			return db.wrap("remove provider", err)
+		}
+	}
+	return nil
+}
+
+// deleteRecords deletes recs in one batch; the caller holds recMu.
+func (db *DB) deleteRecords(recs []*record) error {
+	b := db.eng.NewBatch()
+	defer b.Close()
+	for _, r := range recs {
+		if err := b.Delete(recordKey(r.id)); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	for _, r := range recs {
+		db.unindex(r)
+	}
+	db.mu.Unlock()
+	return nil
+}
+
+// UpdateMetadata implements [store.Index].
+func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, metadata []byte) error {
+	if err := store.ValidateContext(contextID, metadata); err != nil {
+		return db.wrap("update metadata", err)
+	}
+	if err := db.begin(ctx, "update metadata"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	if _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false); err != nil {
+		return db.wrap("update metadata", err)
+	}
+	return nil
+}
+
+// PutProvider implements [store.ProviderRecords].
+func (db *DB) PutProvider(ctx context.Context, info store.ProviderInfo) error {
+	if info.AddrInfo.ID == "" {
+		return db.wrap("put provider", fmt.Errorf("%w: empty provider ID", store.ErrInvalidValue))
+	}
+	enc, err := encodeProvider(info)
+	if err != nil {
+		return db.wrap("put provider", err)
+	}
+	if err := db.begin(ctx, "put provider"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	b := db.eng.NewBatch()
+	defer b.Close()
+	if err := b.Set(providerKey(info.AddrInfo.ID), enc); err != nil {
+		return db.wrap("put provider", err)
+	}
+	if err := b.Commit(); err != nil {
+		return db.wrap("put provider", err)
+	}
+	return nil
+}
+
+// Provider implements [store.ProviderRecords].
+func (db *DB) Provider(ctx context.Context, id peer.ID) (store.ProviderInfo, error) {
+	if err := db.begin(ctx, "get provider"); err != nil {
+		return store.ProviderInfo{}, err
+	}
+	defer db.opMu.RUnlock()
+	b, err := db.eng.Get(providerKey(id))
+	if errors.Is(err, ErrNotFound) {
+		return store.ProviderInfo{}, db.wrap("get provider "+id.String(), store.ErrNotFound)
+	}
+	if err != nil {
+		return store.ProviderInfo{}, db.wrap("get provider", err)
+	}
+	info, err := decodeProvider(b)
+	if err != nil {
+		return store.ProviderInfo{}, db.wrap("get provider", err)
+	}
+	return info, nil
+}
+
+// Providers implements [store.ProviderRecords].
+func (db *DB) Providers(ctx context.Context) iter.Seq2[store.ProviderInfo, error] {
+	return func(yield func(store.ProviderInfo, error) bool) {
+		if err := db.begin(ctx, "list providers"); err != nil {
+			yield(store.ProviderInfo{}, err)
+			return
+		}
+		var infos []store.ProviderInfo
+		err := db.eng.Scan([]byte{prefixProvider}, []byte{prefixProvider + 1}, func(_, val []byte) error {
+			info, err := decodeProvider(val)
+			if err != nil {
+				return err
+			}
+			infos = append(infos, info)
+			return nil
+		})
+		db.opMu.RUnlock()
+		if err != nil {
+			yield(store.ProviderInfo{}, db.wrap("list providers", err))
+			return
+		}
+		for _, info := range infos {
+			if !yield(info, nil) {
+				return
+			}
+		}
+	}
+}
+
+// DeleteProvider implements [store.ProviderRecords].
+func (db *DB) DeleteProvider(ctx context.Context, id peer.ID) error {
+	if err := db.begin(ctx, "delete provider"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	b := db.eng.NewBatch()
+	defer b.Close()
+	if err := b.Delete(providerKey(id)); err != nil {
+		return db.wrap("delete provider", err)
+	}
+	if err := b.Commit(); err != nil {
+		return db.wrap("delete provider", err)
+	}
+	return nil
+}
+
+// scanIndex reads up to scanChunk index keys from start, calling fn with each
+// multihash and record ID, and returns where the next chunk starts (nil at the
+// end). It releases the engine before returning.
+func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(key []byte, mh []byte, id uint64)) ([]byte, error) {
+	if err := db.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	defer db.opMu.RUnlock()
+	n := 0
+	var next []byte
+	err := db.eng.Scan(start, []byte{prefixIndex + 1}, func(key, _ []byte) error {
+		if n >= scanChunk {
+			next = bytes.Clone(key)
+			return errStop
+		}
+		n++
+		if len(key) < 1+idLen+1 {
+			return fmt.Errorf("%w: index key of %d bytes", errCorrupt, len(key))
+		}
+		fn(key, key[1:len(key)-idLen], binary.BigEndian.Uint64(key[len(key)-idLen:]))
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, db.wrap(op, err)
+	}
+	return next, nil
+}
+
+// All implements [store.Store]. It reads the index in chunks and holds no
+// engine resources while it yields, so the loop body may call the store.
+func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
+	return func(yield func(store.Entry, error) bool) {
+		start := []byte{prefixIndex}
+		var cur store.Entry
+		for start != nil {
+			var entries []store.Entry
+			next, err := db.scanIndex(ctx, "iterate", start, func(_ []byte, mh []byte, id uint64) {
+				if !bytes.Equal(cur.Multihash, mh) {
+					if len(cur.Values) > 0 {
+						entries = append(entries, cur)
+					}
+					cur = store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
+				}
+				db.mu.RLock()
+				r := db.byID[id]
+				db.mu.RUnlock()
+				if r != nil {
+					cur.Values = append(cur.Values, r.v)
+				}
+			})
+			if err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			if next == nil && len(cur.Values) > 0 {
+				entries = append(entries, cur)
+			}
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			start = next
+		}
+	}
+}
+
+// Sweep implements [store.Sweeper].
+func (db *DB) Sweep(ctx context.Context) (int64, error) {
+	var removed int64
+	start := []byte{prefixIndex}
+	for start != nil {
+		var dead [][]byte
+		next, err := db.scanIndex(ctx, "sweep", start, func(key []byte, _ []byte, id uint64) {
+			db.mu.RLock()
+			live := db.byID[id] != nil
+			db.mu.RUnlock()
+			if !live {
+				dead = append(dead, bytes.Clone(key))
+			}
+		})
+		if err != nil {
+			return removed, err
+		}
+		if len(dead) > 0 {
+			if err := db.deleteKeys(ctx, dead); err != nil {
+				return removed, err
+			}
+			removed += int64(len(dead))
+		}
+		start = next
+	}
+	return removed, nil
+}
+
+func (db *DB) deleteKeys(ctx context.Context, keys [][]byte) error {
+	if err := db.begin(ctx, "sweep"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	b := db.eng.NewBatch()
+	defer b.Close()
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return db.wrap("sweep", err)
+		}
+	}
+	if err := b.Commit(); err != nil {
+		return db.wrap("sweep", err)
+	}
+	return nil
+}
+
+// Size implements [store.Store].
+func (db *DB) Size(ctx context.Context) (int64, error) {
+	if err := db.begin(ctx, "size"); err != nil {
+		return 0, err
+	}
+	defer db.opMu.RUnlock()
+	n, err := db.eng.DiskUsage()
+	if err != nil {
+		return 0, db.wrap("size", err)
+	}
+	return n, nil
+}
+
+// Flush implements [store.Store].
+func (db *DB) Flush(ctx context.Context) error {
+	if err := db.begin(ctx, "flush"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	if err := db.eng.Sync(); err != nil {
+		return db.wrap("flush", err)
+	}
+	return nil
+}
+
+// Close implements [store.Store]. It waits for calls in flight, syncs and
+// closes the engine.
+func (db *DB) Close() error {
+	db.opMu.Lock()
+	defer db.opMu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	err := db.eng.Sync()
+	if cerr := db.eng.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return db.wrap("close", err)
+	}
+	return nil
+}

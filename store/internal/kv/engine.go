@@ -1,0 +1,56 @@
+// Package kv implements [store.Store] over any ordered key-value engine. The
+// pebble and leveldb backends are thin [Engine] adapters around it, so both
+// share one key layout, one record cache and one set of semantics.
+//
+// # Key layout
+//
+//	0x00 'v'                 schema version (uvarint)
+//	0x00 'n'                 next record ID (8 bytes, big-endian)
+//	0x01 mh id               index entry, empty value (id: 8 bytes, big-endian)
+//	0x02 id                  value record: provider, context ID, metadata
+//	0x03 provider            provider record (JSON)
+//
+// An index entry is one engine key per (multihash, value), so a Put never
+// reads, duplicate puts overwrite identical keys, and removing one value from
+// one multihash is one Delete. Multihashes are self-delimiting, so the entries
+// of one multihash are exactly the keys under 0x01‖mh.
+//
+// Value records are few (one per provider context) and all of them are held
+// in memory, so a lookup is one engine scan plus map reads.
+package kv
+
+import "errors"
+
+// ErrNotFound is returned by [Engine.Get] for a missing key.
+var ErrNotFound = errors.New("kv: not found")
+
+// Engine is the ordered byte-key store under a [DB].
+type Engine interface {
+	// NewBatch starts an atomic group of writes.
+	NewBatch() Batch
+	// Get returns a copy of the value of key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Scan calls fn for each key in [lower, upper) in ascending order; a nil
+	// upper means no bound. key and value are valid only during the call.
+	// An error from fn stops the scan and is returned as is.
+	Scan(lower, upper []byte, fn func(key, value []byte) error) error
+	// Sync makes every committed batch durable.
+	Sync() error
+	// DiskUsage returns the bytes the engine occupies on disk.
+	DiskUsage() (int64, error)
+	// Close releases the engine.
+	Close() error
+}
+
+// Batch is a group of writes committed atomically, in order with other
+// batches. The engine copies keys and values, so callers may reuse them.
+type Batch interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	// Len returns the number of writes in the batch.
+	Len() int
+	// Commit applies the batch. It need not be durable until Engine.Sync.
+	Commit() error
+	// Close releases the batch, committed or not.
+	Close() error
+}

@@ -1,0 +1,138 @@
+package leveldb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/internal/kv"
+	ds "github.com/ipfs/go-datastore"
+	dsleveldb "github.com/ipfs/go-ds-leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
+)
+
+// Store is a [store.Store] kept in a LevelDB database opened through
+// go-ds-leveldb.
+type Store struct {
+	*kv.DB
+	ds *dsleveldb.Datastore
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Sweeper = (*Store)(nil)
+)
+
+// Options are goleveldb's options, passed through to go-ds-leveldb.
+type Options = dsleveldb.Options
+
+// Open opens (creating if needed) the store in directory dir. opts may be
+// nil for goleveldb's defaults.
+func Open(dir string, opts *Options) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("leveldb: open: empty directory")
+	}
+	d, err := dsleveldb.NewDatastore(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("leveldb: open %s: %w", dir, err)
+	}
+	db, err := kv.Open(&engine{ds: d}, "leveldb")
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return &Store{DB: db, ds: d}, nil
+}
+
+// Datastore returns the underlying go-datastore, for callers that keep other
+// small state beside the index. Its keys must not begin with "/" followed by
+// a byte below 0x04, which the index uses.
+func (s *Store) Datastore() ds.Batching { return s.ds }
+
+// engine adapts go-ds-leveldb to kv.Engine. Writes go through the
+// go-datastore batch API (which syncs every commit); reads use the datastore
+// and, for ordered range scans that go-datastore queries cannot express, the
+// goleveldb handle it exposes.
+//
+// A kv key k is stored as "/" + k + "~". go-datastore keys must start with
+// "/" and must not end with "/"; the constant terminator keeps the order of
+// the kv layout, because its multihashes, provider IDs and record IDs are
+// self-delimiting or fixed-length, so no stored key is a proper prefix of
+// another.
+type engine struct {
+	ds *dsleveldb.Datastore
+}
+
+func encodeKey(k []byte) ds.Key {
+	b := make([]byte, 0, len(k)+2)
+	b = append(b, '/')
+	b = append(b, k...)
+	return ds.RawKey(string(append(b, '~')))
+}
+
+func (e *engine) NewBatch() kv.Batch {
+	b, _ := e.ds.Batch(context.Background()) // never fails in go-ds-leveldb
+	return &batch{b: b}
+}
+
+func (e *engine) Get(key []byte) ([]byte, error) {
+	v, err := e.ds.Get(context.Background(), encodeKey(key))
+	if errors.Is(err, ds.ErrNotFound) {
+		return nil, kv.ErrNotFound
+	}
+	return v, err
+}
+
+func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	r := &util.Range{Start: append([]byte{'/'}, lower...)}
+	if upper != nil {
+		r.Limit = append([]byte{'/'}, upper...)
+	} else {
+		r.Limit = []byte{'/' + 1}
+	}
+	it := e.ds.DB.NewIterator(r, nil)
+	defer it.Release()
+	for it.Next() {
+		k := it.Key()
+		if len(k) < 2 || k[len(k)-1] != '~' {
+			return fmt.Errorf("leveldb: foreign key %q in index range", k)
+		}
+		if err := fn(k[1:len(k)-1], it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Sync does nothing: go-ds-leveldb syncs every batch as it commits.
+func (e *engine) Sync() error { return nil }
+
+func (e *engine) DiskUsage() (int64, error) {
+	n, err := e.ds.DiskUsage(context.Background())
+	return int64(n), err
+}
+
+func (e *engine) Close() error { return e.ds.Close() }
+
+type batch struct {
+	b ds.Batch
+	n int
+}
+
+func (b *batch) Set(key, value []byte) error {
+	b.n++
+	if value == nil {
+		value = []byte{}
+	}
+	return b.b.Put(context.Background(), encodeKey(key), value)
+}
+
+func (b *batch) Delete(key []byte) error {
+	b.n++
+	return b.b.Delete(context.Background(), encodeKey(key))
+}
+
+func (b *batch) Len() int      { return b.n }
+func (b *batch) Commit() error { return b.b.Commit(context.Background()) }
+func (b *batch) Close() error  { return nil }

@@ -1,0 +1,104 @@
+package pebble
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Option configures Open.
+type Option func(*config) error
+
+type config struct {
+	opts      *pebble.Options
+	cacheSize int64
+	logger    *slog.Logger
+}
+
+const defaultCacheSize = 256 << 20
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{cacheSize: defaultCacheSize, logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// pebbleOptions returns the options to open with and a func to call once
+// pebble.Open has returned (Open takes its own reference to the cache).
+func (c *config) pebbleOptions() (*pebble.Options, func()) {
+	o := c.opts
+	if o == nil {
+		o = DefaultOptions()
+	}
+	if o.Logger == nil {
+		o.Logger = slogLogger{c.logger}
+	}
+	if o.Cache == nil && c.cacheSize > 0 {
+		cache := pebble.NewCache(c.cacheSize)
+		o.Cache = cache
+		return o, func() { o.Cache = nil; cache.Unref() }
+	}
+	return o, func() {}
+}
+
+// WithOptions makes Open use o, which must not be shared with another
+// database, instead of [DefaultOptions]. A nil Cache in o gets the cache of
+// [WithCacheSize].
+func WithOptions(o *pebble.Options) Option {
+	return func(c *config) error {
+		if o == nil {
+			return errors.New("nil pebble options")
+		}
+		c.opts = o
+		return nil
+	}
+}
+
+// WithCacheSize sets the block cache size in bytes (256 MiB by default); 0
+// leaves Pebble's own default.
+func WithCacheSize(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return errors.New("negative cache size")
+		}
+		c.cacheSize = n
+		return nil
+	}
+}
+
+// WithLogger sends Pebble's log lines to l: informational ones at debug
+// level, errors at error level. By default they are discarded.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// slogLogger adapts slog to pebble.Logger.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Infof(format string, args ...any) {
+	s.l.Debug(fmt.Sprintf(format, args...), "engine", "pebble")
+}
+
+func (s slogLogger) Errorf(format string, args ...any) {
+	s.l.Error(fmt.Sprintf(format, args...), "engine", "pebble")
+}
+
+// Fatalf logs and panics: Pebble calls it only for unrecoverable corruption
+// and expects it not to return.
+func (s slogLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.l.Error(msg, "engine", "pebble")
+	panic("pebble: " + msg)
+}

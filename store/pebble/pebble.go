@@ -1,0 +1,140 @@
+package pebble
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/internal/kv"
+)
+
+// Store is a [store.Store] kept in a Pebble database.
+type Store struct {
+	*kv.DB
+	pdb *pebble.DB
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Sweeper = (*Store)(nil)
+)
+
+// Open opens (creating if needed) the store in directory dir.
+func Open(dir string, opts ...Option) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("pebble: open: empty directory")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, fmt.Errorf("pebble: open: %w", err)
+	}
+	po, release := cfg.pebbleOptions()
+	pdb, err := pebble.Open(dir, po)
+	release()
+	if err != nil {
+		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
+	}
+	eng := &engine{db: pdb, syncByFlush: po.DisableWAL}
+	db, err := kv.Open(eng, "pebble")
+	if err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	return &Store{DB: db, pdb: pdb}, nil
+}
+
+// Metrics returns the engine's metrics: levels, read amplification,
+// compaction debt and write stalls, for an operator to watch.
+func (s *Store) Metrics() *pebble.Metrics { return s.pdb.Metrics() }
+
+// DefaultOptions returns the Pebble options Open uses when none are given:
+// 64 MiB memtables and a high L0 stop threshold so that ingest does not
+// stall, a 256 MiB block cache, and bloom filters on every level but the
+// last. A fresh value is returned on every call.
+func DefaultOptions() *pebble.Options {
+	o := &pebble.Options{
+		MemTableSize:                64 << 20,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       2,
+		L0StopWritesThreshold:       1000,
+		LBaseMaxBytes:               64 << 20,
+		BytesPerSync:                10 << 20,
+		WALBytesPerSync:             10 << 20,
+		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
+	}
+	o.Levels[0].BlockSize = 32 << 10
+	o.Levels[0].IndexBlockSize = 256 << 10
+	o.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	o.Levels[0].FilterType = pebble.TableFilter
+	for i := 1; i < len(o.Levels); i++ {
+		o.Levels[i] = o.Levels[0]
+	}
+	o.Levels[len(o.Levels)-1].FilterPolicy = nil
+	return o
+}
+
+// engine adapts a pebble.DB to kv.Engine.
+type engine struct {
+	db          *pebble.DB
+	syncByFlush bool
+}
+
+func (e *engine) NewBatch() kv.Batch { return &batch{b: e.db.NewBatch()} }
+
+func (e *engine) Get(key []byte) ([]byte, error) {
+	v, closer, err := e.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	return out, closer.Close()
+}
+
+func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+func (e *engine) Sync() error {
+	if e.syncByFlush {
+		return e.db.Flush()
+	}
+	return e.db.LogData(nil, pebble.Sync)
+}
+
+func (e *engine) DiskUsage() (int64, error) {
+	return int64(e.db.Metrics().DiskSpaceUsage()), nil
+}
+
+func (e *engine) Close() error { return e.db.Close() }
+
+type batch struct{ b *pebble.Batch }
+
+func (b *batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
+func (b *batch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
+func (b *batch) Len() int                    { return int(b.b.Count()) }
+func (b *batch) Commit() error               { return b.b.Commit(pebble.NoSync) }
+func (b *batch) Close() error                { return b.b.Close() }

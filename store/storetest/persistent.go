@@ -1,0 +1,261 @@
+package storetest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+)
+
+// crashEnv names the directory a re-executed test binary writes to; its
+// presence makes the crash subtest act as the child.
+const crashEnv = "INDEXKIT_STORETEST_CRASH_DIR"
+
+// RunPersistent runs the suite for stores kept on disk: everything of [Run],
+// then reopening after Close, and a crash test that SIGKILLs a child process
+// (this test binary, re-executed) in the middle of a stream of writes and
+// checks that the reopened store holds every write flushed before the kill.
+//
+// open must open (creating if needed) the store in dir; it is called once
+// per subtest and again to reopen.
+func RunPersistent(t *testing.T, open func(dir string) (store.Store, error)) {
+	if dir := os.Getenv(crashEnv); dir != "" {
+		t.Run("Crash", func(t *testing.T) { crashChild(t, dir, open) })
+		return
+	}
+	Run(t, func(t *testing.T) store.Store {
+		s, err := open(t.TempDir())
+		if err != nil {
+			t.Fatalf("open: %v", err)
+		}
+		return s
+	})
+	t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
+	t.Run("Crash", func(t *testing.T) { testCrash(t, open) })
+}
+
+func testReopen(t *testing.T, open func(string) (store.Store, error)) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := value("p1", "ctx1", "md1")
+	gone := value("p1", "ctx2", "md2")
+	updated := value("p2", "ctx1", "before")
+	mhs := Multihashes("reopen", 200)
+	mustPut(t, s, keep, mhs...)
+	mustPut(t, s, gone, mhs[:50]...)
+	mustPut(t, s, updated, mhs[100:]...)
+	if err := s.UpdateMetadata(ctx, updated.ProviderID, updated.ContextID, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveProviderContext(ctx, gone.ProviderID, gone.ContextID); err != nil {
+		t.Fatal(err)
+	}
+	info := store.ProviderInfo{AddrInfo: peer.AddrInfo{ID: keep.ProviderID}, LastError: "x"}
+	if err := s.PutProvider(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s, err = open(dir)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	after := value("p2", "ctx1", "after")
+	for i, mh := range mhs {
+		if i >= 100 {
+			expectValues(t, s, mh, keep, after)
+		} else {
+			expectValues(t, s, mh, keep)
+		}
+	}
+	got, err := s.Provider(ctx, keep.ProviderID)
+	if err != nil || got.LastError != "x" {
+		t.Fatalf("provider record after reopen: %+v, %v", got, err)
+	}
+	// Record IDs are not reused across a restart: the removed context, put
+	// again, must not bring back its old multihashes.
+	fresh := Multihash("reopen-fresh", 0)
+	mustPut(t, s, gone, fresh)
+	expectValues(t, s, fresh, gone)
+	expectValues(t, s, mhs[0], keep)
+}
+
+// The crash child writes rounds of puts. Round r puts crashRoundSize
+// multihashes under context r; every third round also updates the metadata
+// of round r-1, every fifth removes context r-2. After each round it flushes
+// and reports "flushed r" on stdout, except every fourth round, which it
+// leaves unflushed until the next.
+const (
+	crashRoundSize = 500
+	crashMaxRounds = 2000
+	crashKillAfter = 25
+)
+
+func crashValue(r int, updated bool) store.Value {
+	md := fmt.Sprint("md-", r)
+	if updated {
+		md += "-updated"
+	}
+	return store.Value{ProviderID: PeerID("crash"), ContextID: []byte(fmt.Sprint("ctx-", r)), Metadata: []byte(md)}
+}
+
+func crashChild(t *testing.T, dir string, open func(string) (store.Store, error)) {
+	ctx := context.Background()
+	s, err := open(dir)
+	if err != nil {
+		t.Fatalf("child open: %v", err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for r := 0; r < crashMaxRounds && time.Now().Before(deadline); r++ {
+		if err := s.Put(ctx, crashValue(r, false), crashMultihashes(r)...); err != nil {
+			t.Fatalf("child put: %v", err)
+		}
+		if r%3 == 0 && r > 0 {
+			if err := s.UpdateMetadata(ctx, PeerID("crash"), []byte(fmt.Sprint("ctx-", r-1)), crashValue(r-1, true).Metadata); err != nil {
+				t.Fatalf("child update: %v", err)
+			}
+		}
+		if r%5 == 0 && r >= 2 {
+			if err := s.RemoveProviderContext(ctx, PeerID("crash"), []byte(fmt.Sprint("ctx-", r-2))); err != nil {
+				t.Fatalf("child remove: %v", err)
+			}
+		}
+		if r%4 == 3 {
+			continue
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("child flush: %v", err)
+		}
+		fmt.Printf("flushed %d\n", r)
+	}
+	_ = s.Close()
+}
+
+func crashMultihashes(r int) []multihash.Multihash {
+	return Multihashes(fmt.Sprint("crash-", r), crashRoundSize)
+}
+
+// crashState says what the store may hold for round r once round flushed
+// has been flushed. Operations of later rounds may or may not have landed
+// before the kill, so the context may also be removed (mayBeGone), and its
+// metadata may be either form (eitherMetadata).
+func crashState(r, flushed int) (want store.Value, removed, mayBeGone, eitherMetadata bool) {
+	removesR := r+2 >= 2 && (r+2)%5 == 0
+	updatesR := (r+1)%3 == 0
+	removed = removesR && r+2 <= flushed
+	mayBeGone = removesR && r+2 > flushed
+	eitherMetadata = updatesR && r+1 > flushed
+	return crashValue(r, updatesR && r+1 <= flushed), removed, mayBeGone, eitherMetadata
+}
+
+func testCrash(t *testing.T, open func(string) (store.Store, error)) {
+	if testing.Short() {
+		t.Skip("crash test re-executes the test binary; skipped with -short")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v=false")
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	flushed := -1
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var r int
+		if n, _ := fmt.Sscanf(sc.Text(), "flushed %d", &r); n == 1 {
+			flushed = r
+			if flushed >= crashKillAfter {
+				break
+			}
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill child: %v", err)
+	}
+	_ = cmd.Wait()
+	if flushed < crashKillAfter {
+		t.Fatalf("child reported only round %d flushed before it stopped (want %d)", flushed, crashKillAfter)
+	}
+	t.Logf("killed the child after round %d was flushed", flushed)
+
+	s, err := open(dir)
+	if err != nil {
+		t.Fatalf("reopen after kill: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for r := 0; r <= flushed; r++ {
+		want, removed, mayBeGone, either := crashState(r, flushed)
+		for i, mh := range crashMultihashes(r) {
+			vals := mustGet(t, s, mh)
+			switch {
+			case removed && len(vals) != 0:
+				t.Fatalf("round %d mh %d: removed context still has %s", r, i, fmtValues(vals))
+			case removed, mayBeGone && len(vals) == 0:
+				continue
+			case len(vals) != 1:
+				t.Fatalf("round %d mh %d: %s, want %s", r, i, fmtValues(vals), fmtValues([]store.Value{want}))
+			case vals[0].Equal(want), either && vals[0].Equal(crashValue(r, true)):
+			default:
+				t.Fatalf("round %d mh %d: %s, want %s", r, i, fmtValues(vals), fmtValues([]store.Value{want}))
+			}
+		}
+	}
+	// Rounds after the last flush may be partly there; what is there must be
+	// well-formed, and the store must take new writes.
+	n := 0
+	for e, err := range s.All(ctx) {
+		if err != nil {
+			t.Fatalf("All after kill: %v", err)
+		}
+		for _, v := range e.Values {
+			if v.ProviderID != PeerID("crash") || !strings.HasPrefix(string(v.ContextID), "ctx-") {
+				t.Fatalf("corrupt value after kill: %s", fmtValues(e.Values))
+			}
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("All after kill yielded nothing")
+	}
+	fresh := value("after", "crash", "md")
+	mustPut(t, s, fresh, Multihash("after-crash", 0))
+	expectValues(t, s, Multihash("after-crash", 0), fresh)
+	if sw, ok := s.(store.Sweeper); ok {
+		if _, err := sw.Sweep(ctx); err != nil {
+			t.Fatalf("Sweep after kill: %v", err)
+		}
+	}
+}
+
+// runPattern turns a test name such as "TestX/Persistent/Crash" into a -run
+// pattern that matches exactly that test.
+func runPattern(name string) string {
+	parts := strings.Split(name, "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return strings.Join(parts, "/")
+}
