@@ -37,7 +37,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leveldb: open %s: %w", dir, err)
 	}
-	db, err := kv.Open(&engine{ds: d}, "leveldb")
+	db, err := kv.Open(&engine{ds: d}, "leveldb", kv.Entries)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -55,20 +55,16 @@ func (s *Store) Datastore() ds.Batching { return s.ds }
 // and, for ordered range scans that go-datastore queries cannot express, the
 // goleveldb handle it exposes.
 //
-// A kv key k is stored as "/" + k + "~". go-datastore keys must start with
-// "/" and must not end with "/"; the constant terminator keeps the order of
-// the kv layout, because its multihashes, provider IDs and record IDs are
-// self-delimiting or fixed-length, so no stored key is a proper prefix of
-// another.
+// A kv key k is stored as "/" + k: go-datastore keys must start with "/"
+// and must not end with "/", and every kv key ends in a byte below 0x10.
 type engine struct {
 	ds *dsleveldb.Datastore
 }
 
 func encodeKey(k []byte) ds.Key {
-	b := make([]byte, 0, len(k)+2)
+	b := make([]byte, 0, len(k)+1)
 	b = append(b, '/')
-	b = append(b, k...)
-	return ds.RawKey(string(append(b, '~')))
+	return ds.RawKey(string(append(b, k...)))
 }
 
 func (e *engine) NewBatch() kv.Batch {
@@ -76,12 +72,15 @@ func (e *engine) NewBatch() kv.Batch {
 	return &batch{b: b}
 }
 
-func (e *engine) Get(key []byte) ([]byte, error) {
+func (e *engine) Get(key []byte, fn func(value []byte) error) error {
 	v, err := e.ds.Get(context.Background(), encodeKey(key))
 	if errors.Is(err, ds.ErrNotFound) {
-		return nil, kv.ErrNotFound
+		return kv.ErrNotFound
 	}
-	return v, err
+	if err != nil {
+		return err
+	}
+	return fn(v)
 }
 
 func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
@@ -91,14 +90,18 @@ func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) err
 	} else {
 		r.Limit = []byte{'/' + 1}
 	}
+	return e.scan(r, fn)
+}
+
+func (e *engine) ScanPrefix(prefix []byte, fn func(key, value []byte) error) error {
+	return e.scan(util.BytesPrefix(append([]byte{'/'}, prefix...)), fn)
+}
+
+func (e *engine) scan(r *util.Range, fn func(key, value []byte) error) error {
 	it := e.ds.DB.NewIterator(r, nil)
 	defer it.Release()
 	for it.Next() {
-		k := it.Key()
-		if len(k) < 2 || k[len(k)-1] != '~' {
-			return fmt.Errorf("leveldb: foreign key %q in index range", k)
-		}
-		if err := fn(k[1:len(k)-1], it.Value()); err != nil {
+		if err := fn(it.Key()[1:], it.Value()); err != nil {
 			return err
 		}
 	}

@@ -36,6 +36,12 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	if o == nil {
 		o = DefaultOptions()
 	}
+	if o.Comparer == nil {
+		o.Comparer = Comparer
+	}
+	if o.Merger == nil {
+		o.Merger = Merger
+	}
 	if o.Logger == nil {
 		o.Logger = slogLogger{c.logger}
 	}

@@ -37,7 +37,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
 	eng := &engine{db: pdb, syncByFlush: po.DisableWAL}
-	db, err := kv.Open(eng, "pebble")
+	db, err := kv.Open(eng, "pebble", kv.Merged)
 	if err != nil {
 		pdb.Close()
 		return nil, err
@@ -45,16 +45,14 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	return &Store{DB: db, pdb: pdb}, nil
 }
 
-// Metrics returns the engine's metrics: levels, read amplification,
-// compaction debt and write stalls, for an operator to watch.
-func (s *Store) Metrics() *pebble.Metrics { return s.pdb.Metrics() }
-
 // DefaultOptions returns the Pebble options Open uses when none are given:
 // 64 MiB memtables and a high L0 stop threshold so that ingest does not
 // stall, a 256 MiB block cache, and bloom filters on every level but the
 // last. A fresh value is returned on every call.
 func DefaultOptions() *pebble.Options {
 	o := &pebble.Options{
+		Comparer:                    Comparer,
+		Merger:                      Merger,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       2,
@@ -75,6 +73,28 @@ func DefaultOptions() *pebble.Options {
 	return o
 }
 
+// Comparer orders keys as bytes and splits index keys into the multihash
+// prefix and the record-ID suffix, so that bloom filters and prefix seeks
+// work per multihash. A database written by this package must be opened with
+// it; [DefaultOptions] sets it, and Open sets it on options that have none.
+var Comparer = func() *pebble.Comparer {
+	c := *pebble.DefaultComparer
+	c.Split = kv.Split
+	c.Name = "indexkit.store.v1"
+	return &c
+}()
+
+// Merger combines the record-ID lists stored under each multihash: a Put
+// adds its ID to each multihash with a merge operand instead of reading and
+// rewriting the list. A database written by this package must be opened with
+// it; [DefaultOptions] sets it, and Open sets it on options that have none.
+var Merger = &pebble.Merger{
+	Name: "indexkit.store.ids.v1",
+	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		return kv.NewIDMerger(key, value)
+	},
+}
+
 // engine adapts a pebble.DB to kv.Engine.
 type engine struct {
 	db          *pebble.DB
@@ -83,16 +103,19 @@ type engine struct {
 
 func (e *engine) NewBatch() kv.Batch { return &batch{b: e.db.NewBatch()} }
 
-func (e *engine) Get(key []byte) ([]byte, error) {
+func (e *engine) Get(key []byte, fn func(value []byte) error) error {
 	v, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, kv.ErrNotFound
+		return kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	out := append([]byte(nil), v...)
-	return out, closer.Close()
+	err = fn(v)
+	if cerr := closer.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
@@ -107,6 +130,24 @@ func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) err
 			return err
 		}
 		if err := fn(it.Key(), v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+func (e *engine) ScanPrefix(prefix []byte, fn func(key, value []byte) error) error {
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	for ok := it.SeekPrefixGE(prefix); ok; ok = it.Next() {
+		if err := fn(it.Key(), nil); err != nil {
 			it.Close()
 			return err
 		}
@@ -133,8 +174,14 @@ func (e *engine) Close() error { return e.db.Close() }
 
 type batch struct{ b *pebble.Batch }
 
-func (b *batch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
-func (b *batch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
-func (b *batch) Len() int                    { return int(b.b.Count()) }
-func (b *batch) Commit() error               { return b.b.Commit(pebble.NoSync) }
-func (b *batch) Close() error                { return b.b.Close() }
+func (b *batch) Set(key, value []byte) error   { return b.b.Set(key, value, nil) }
+func (b *batch) Delete(key []byte) error       { return b.b.Delete(key, nil) }
+func (b *batch) Merge(key, value []byte) error { return b.b.Merge(key, value, nil) }
+func (b *batch) Len() int                      { return int(b.b.Count()) }
+func (b *batch) Commit() error                 { return b.b.Commit(pebble.NoSync) }
+func (b *batch) Close() error                  { return b.b.Close() }
+
+// Pebble returns the underlying Pebble database, for what the store does not wrap
+// (checkpoints, manual flushes and compactions, metrics). Writing to it
+// directly bypasses the store and can corrupt the index.
+func (s *Store) Pebble() *pebble.DB { return s.pdb }

@@ -22,38 +22,64 @@ const (
 	schemaVersion = 1
 )
 
+// indexSuffixLen is the length of an index entry's suffix: the record ID and
+// the byte that states the suffix length.
+const indexSuffixLen = idLen + 1
+
 var (
-	keyVersion = []byte{prefixMeta, 'v'}
-	keyNextID  = []byte{prefixMeta, 'n'}
+	keyVersion = []byte{prefixMeta, 'v', 0}
+	keyNextID  = []byte{prefixMeta, 'n', 0}
 
 	errCorrupt = errors.New("kv: corrupt record")
 )
 
-func appendIndexKey(dst []byte, mh []byte, id uint64) []byte {
+// Split returns the length of the prefix of key: the part shared by all
+// entries of one multihash. Every key ends in a byte that gives the length of
+// its suffix, counting that byte; 0 means the key has no suffix. An index
+// entry 0x01‖mh‖0x00‖id‖0x09 thus splits into 0x01‖mh‖0x00 and id‖0x09, and
+// every other key is all prefix. Engines with prefix bloom filters (Pebble's
+// Comparer.Split) use it so that a lookup skips files without the multihash.
+func Split(key []byte) int {
+	if len(key) == 0 {
+		return 0
+	}
+	n := int(key[len(key)-1])
+	if n == 0 || n > len(key) {
+		return len(key)
+	}
+	return len(key) - n
+}
+
+// appendIndexPrefix appends 0x01‖mh‖0x00, the prefix of mh's entries.
+func appendIndexPrefix(dst []byte, mh []byte) []byte {
 	dst = append(dst, prefixIndex)
 	dst = append(dst, mh...)
-	return binary.BigEndian.AppendUint64(dst, id)
+	return append(dst, 0)
+}
+
+func appendIndexKey(dst []byte, mh []byte, id uint64) []byte {
+	dst = appendIndexPrefix(dst, mh)
+	dst = binary.BigEndian.AppendUint64(dst, id)
+	return append(dst, indexSuffixLen)
+}
+
+// parseIndexKey splits an index entry into multihash and record ID.
+func parseIndexKey(key []byte) (mh []byte, id uint64, ok bool) {
+	if len(key) < 1+1+indexSuffixLen+1 || key[0] != prefixIndex || key[len(key)-1] != indexSuffixLen {
+		return nil, 0, false
+	}
+	p := len(key) - indexSuffixLen
+	return key[1 : p-1], binary.BigEndian.Uint64(key[p:]), true
 }
 
 func recordKey(id uint64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{prefixRecord}, id)
+	k := binary.BigEndian.AppendUint64([]byte{prefixRecord}, id)
+	return append(k, 0)
 }
 
 func providerKey(id peer.ID) []byte {
-	return append([]byte{prefixProvider}, id...)
-}
-
-// prefixEnd returns the smallest key greater than every key starting with p,
-// or nil if there is none.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
+	k := append([]byte{prefixProvider}, id...)
+	return append(k, 0)
 }
 
 // encodeRecord writes a value record: uvarint-prefixed provider and context

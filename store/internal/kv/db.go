@@ -28,14 +28,22 @@ var errStop = errors.New("kv: stop scan")
 // record is one value record; it is replaced, never changed, so readers may
 // keep its slices.
 type record struct {
-	id uint64
-	v  store.Value
+	id  uint64
+	v   store.Value
+	one []store.Value // v alone: what Get returns for a single value
+}
+
+func newRecord(id uint64, v store.Value) *record {
+	r := &record{id: id, v: v}
+	r.one = []store.Value{r.v}
+	return r
 }
 
 // DB implements store.Store over an Engine.
 type DB struct {
-	eng  Engine
-	name string
+	eng    Engine
+	name   string
+	layout layout
 
 	// opMu guards eng against Close: every call holds it shared.
 	opMu   sync.RWMutex
@@ -57,9 +65,9 @@ var (
 )
 
 // Open loads the value records of eng into memory and returns a DB that owns
-// eng. name prefixes error messages (for example "pebble"). On error eng is
-// left open.
-func Open(eng Engine, name string) (*DB, error) {
+// eng, keeping index entries in layout l. name prefixes error messages (for
+// example "pebble"). On error eng is left open.
+func Open(eng Engine, name string, l Layout) (*DB, error) {
 	db := &DB{
 		eng:    eng,
 		name:   name,
@@ -67,12 +75,28 @@ func Open(eng Engine, name string) (*DB, error) {
 		byCtx:  make(map[string]*record),
 		byProv: make(map[peer.ID]map[uint64]*record),
 	}
-	ver, err := eng.Get(keyVersion)
+	switch l {
+	case Entries:
+		db.layout = entriesLayout{}
+	case Merged:
+		b := eng.NewBatch()
+		_, ok := b.(MergeBatch)
+		b.Close()
+		if !ok {
+			return nil, fmt.Errorf("%s: open: engine batches cannot merge, which layout %v needs", name, l)
+		}
+		db.layout = mergedLayout{}
+	default:
+		return nil, fmt.Errorf("%s: open: unknown layout %v", name, l)
+	}
+	schema := append(binary.AppendUvarint(nil, schemaVersion), byte(l))
+	var stored []byte
+	err := eng.Get(keyVersion, func(v []byte) error { stored = bytes.Clone(v); return nil })
 	switch {
 	case errors.Is(err, ErrNotFound):
 		b := eng.NewBatch()
 		defer b.Close()
-		if err := b.Set(keyVersion, binary.AppendUvarint(nil, schemaVersion)); err != nil {
+		if err := b.Set(keyVersion, schema); err != nil {
 			return nil, db.wrap("open", err)
 		}
 		if err := b.Commit(); err != nil {
@@ -80,23 +104,21 @@ func Open(eng Engine, name string) (*DB, error) {
 		}
 	case err != nil:
 		return nil, db.wrap("open: read schema version", err)
-	default:
-		if v, n := binary.Uvarint(ver); n <= 0 || v != schemaVersion {
-			return nil, fmt.Errorf("%s: open: unsupported schema version %x (want %d)", name, ver, schemaVersion)
-		}
+	case !bytes.Equal(stored, schema):
+		return nil, fmt.Errorf("%s: open: database has schema %x, this code writes %x (version %d, layout %v)", name, stored, schema, schemaVersion, l)
 	}
-	next, err := eng.Get(keyNextID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
+	err = eng.Get(keyNextID, func(v []byte) error {
+		if len(v) != idLen {
+			return fmt.Errorf("%w: next ID is %d bytes", errCorrupt, len(v))
+		}
+		db.nextID = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, db.wrap("open: read next ID", err)
-	case len(next) != idLen:
-		return nil, fmt.Errorf("%s: open: %w: next ID is %d bytes", name, errCorrupt, len(next))
-	default:
-		db.nextID = binary.BigEndian.Uint64(next)
 	}
 	err = eng.Scan([]byte{prefixRecord}, []byte{prefixRecord + 1}, func(key, val []byte) error {
-		if len(key) != 1+idLen {
+		if len(key) != 1+idLen+1 {
 			return fmt.Errorf("%w: record key of %d bytes", errCorrupt, len(key))
 		}
 		v, err := decodeRecord(val)
@@ -107,7 +129,7 @@ func Open(eng Engine, name string) (*DB, error) {
 		if id >= db.nextID {
 			return fmt.Errorf("%w: record %d at or above next ID %d", errCorrupt, id, db.nextID)
 		}
-		db.index(&record{id: id, v: v.Clone()})
+		db.index(newRecord(id, v.Clone()))
 		return nil
 	})
 	if err != nil {
@@ -195,7 +217,7 @@ func (db *DB) ensureRecord(v store.Value, create bool) (uint64, error) {
 	if old != nil {
 		id = old.id
 	}
-	r := &record{id: id, v: v.Clone()}
+	r := newRecord(id, v.Clone())
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
@@ -247,10 +269,9 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 // writeEntries sets (or deletes) the index entries of mhs for id, in batches
 // of at most MaxBatch.
 func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, del bool) error {
-	key := make([]byte, 0, 64)
 	for len(mhs) > 0 {
 		n := min(len(mhs), MaxBatch)
-		if err := db.commitEntries(mhs[:n], id, del, key); err != nil {
+		if err := db.commitEntries(mhs[:n], id, del); err != nil {
 			return err
 		}
 		mhs = mhs[n:]
@@ -263,20 +284,11 @@ func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id ui
 	return nil
 }
 
-func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool, key []byte) error {
+func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool) error {
 	b := db.eng.NewBatch()
 	defer b.Close()
-	for _, mh := range mhs {
-		key = appendIndexKey(key[:0], mh, id)
-		var err error
-		if del {
-			err = b.Delete(key)
-		} else {
-			err = b.Set(key, nil)
-		}
-		if err != nil {
-			return err
-		}
+	if err := db.layout.write(b, mhs, id, del); err != nil {
+		return err
 	}
 	return b.Commit()
 }
@@ -290,37 +302,33 @@ func (db *DB) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value, e
 		return nil, err
 	}
 	defer db.opMu.RUnlock()
-	bounds := make([]byte, 0, 2*(len(mh)+1))
-	bounds = append(bounds, prefixIndex)
-	bounds = append(bounds, mh...)
-	lower := bounds
-	upper := append(bounds[len(bounds):], lower...)
-	upper[len(upper)-1]++ // the last digest byte; a 0xff carries below
-	if upper[len(upper)-1] == 0 {
-		upper = prefixEnd(lower)
-	}
-	var idBuf [8]uint64
-	ids := idBuf[:0]
-	err := db.eng.Scan(lower, upper, func(key, _ []byte) error {
-		if len(key) == len(lower)+idLen {
-			ids = append(ids, binary.BigEndian.Uint64(key[len(lower):]))
+	sc := lookupPool.Get().(*lookupScratch)
+	defer func() {
+		if cap(sc.ids) <= 1024 {
+			sc.ids = sc.ids[:0]
+			lookupPool.Put(sc)
 		}
-		return nil
-	})
-	if err != nil {
+	}()
+	if err := db.layout.lookup(db.eng, mh, sc); err != nil {
 		return nil, db.wrap("get", err)
 	}
-	if len(ids) == 0 {
+	if len(sc.ids) == 0 {
 		return nil, nil
 	}
-	vals := make([]store.Value, 0, len(ids))
 	db.mu.RLock()
-	for _, id := range ids {
+	defer db.mu.RUnlock()
+	if len(sc.ids) == 1 {
+		if r := db.byID[sc.ids[0]]; r != nil {
+			return r.one, nil
+		}
+		return nil, nil
+	}
+	vals := make([]store.Value, 0, len(sc.ids))
+	for _, id := range sc.ids {
 		if r := db.byID[id]; r != nil {
 			vals = append(vals, r.v)
 		}
 	}
-	db.mu.RUnlock()
 	return vals, nil
 }
 
@@ -455,14 +463,15 @@ func (db *DB) Provider(ctx context.Context, id peer.ID) (store.ProviderInfo, err
 		return store.ProviderInfo{}, err
 	}
 	defer db.opMu.RUnlock()
-	b, err := db.eng.Get(providerKey(id))
+	var info store.ProviderInfo
+	err := db.eng.Get(providerKey(id), func(v []byte) error {
+		var err error
+		info, err = decodeProvider(v)
+		return err
+	})
 	if errors.Is(err, ErrNotFound) {
 		return store.ProviderInfo{}, db.wrap("get provider "+id.String(), store.ErrNotFound)
 	}
-	if err != nil {
-		return store.ProviderInfo{}, db.wrap("get provider", err)
-	}
-	info, err := decodeProvider(b)
 	if err != nil {
 		return store.ProviderInfo{}, db.wrap("get provider", err)
 	}
@@ -515,29 +524,16 @@ func (db *DB) DeleteProvider(ctx context.Context, id peer.ID) error {
 	return nil
 }
 
-// scanIndex reads up to scanChunk index keys from start, calling fn with each
-// multihash and record ID, and returns where the next chunk starts (nil at the
-// end). It releases the engine before returning.
-func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(key []byte, mh []byte, id uint64)) ([]byte, error) {
+// scanIndex reads about scanChunk index keys from start, calling fn with
+// each multihash and its record IDs, and returns where the next chunk starts
+// (nil at the end). It releases the engine before returning.
+func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(mh []byte, ids []uint64)) ([]byte, error) {
 	if err := db.begin(ctx, op); err != nil {
 		return nil, err
 	}
 	defer db.opMu.RUnlock()
-	n := 0
-	var next []byte
-	err := db.eng.Scan(start, []byte{prefixIndex + 1}, func(key, _ []byte) error {
-		if n >= scanChunk {
-			next = bytes.Clone(key)
-			return errStop
-		}
-		n++
-		if len(key) < 1+idLen+1 {
-			return fmt.Errorf("%w: index key of %d bytes", errCorrupt, len(key))
-		}
-		fn(key, key[1:len(key)-idLen], binary.BigEndian.Uint64(key[len(key)-idLen:]))
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
+	next, err := db.layout.scan(db.eng, start, scanChunk, fn)
+	if err != nil {
 		return nil, db.wrap(op, err)
 	}
 	return next, nil
@@ -547,30 +543,24 @@ func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(ke
 // engine resources while it yields, so the loop body may call the store.
 func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
 	return func(yield func(store.Entry, error) bool) {
-		start := []byte{prefixIndex}
-		var cur store.Entry
-		for start != nil {
+		for start := []byte{prefixIndex}; start != nil; {
 			var entries []store.Entry
-			next, err := db.scanIndex(ctx, "iterate", start, func(_ []byte, mh []byte, id uint64) {
-				if !bytes.Equal(cur.Multihash, mh) {
-					if len(cur.Values) > 0 {
-						entries = append(entries, cur)
-					}
-					cur = store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
-				}
+			next, err := db.scanIndex(ctx, "iterate", start, func(mh []byte, ids []uint64) {
+				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
 				db.mu.RLock()
-				r := db.byID[id]
+				for _, id := range ids {
+					if r := db.byID[id]; r != nil {
+						e.Values = append(e.Values, r.v)
+					}
+				}
 				db.mu.RUnlock()
-				if r != nil {
-					cur.Values = append(cur.Values, r.v)
+				if len(e.Values) > 0 {
+					entries = append(entries, e)
 				}
 			})
 			if err != nil {
 				yield(store.Entry{}, err)
 				return
-			}
-			if next == nil && len(cur.Values) > 0 {
-				entries = append(entries, cur)
 			}
 			for _, e := range entries {
 				if !yield(e, nil) {
@@ -585,45 +575,62 @@ func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
 // Sweep implements [store.Sweeper].
 func (db *DB) Sweep(ctx context.Context) (int64, error) {
 	var removed int64
-	start := []byte{prefixIndex}
-	for start != nil {
-		var dead [][]byte
-		next, err := db.scanIndex(ctx, "sweep", start, func(key []byte, _ []byte, id uint64) {
+	type deadEntries struct {
+		mh  []byte
+		ids []uint64
+	}
+	for start := []byte{prefixIndex}; start != nil; {
+		var dead []deadEntries
+		next, err := db.scanIndex(ctx, "sweep", start, func(mh []byte, ids []uint64) {
+			var d []uint64
 			db.mu.RLock()
-			live := db.byID[id] != nil
+			for _, id := range ids {
+				if db.byID[id] == nil {
+					d = append(d, id)
+				}
+			}
 			db.mu.RUnlock()
-			if !live {
-				dead = append(dead, bytes.Clone(key))
+			if len(d) > 0 {
+				dead = append(dead, deadEntries{bytes.Clone(mh), d})
 			}
 		})
 		if err != nil {
 			return removed, err
 		}
 		if len(dead) > 0 {
-			if err := db.deleteKeys(ctx, dead); err != nil {
+			err := db.commit(ctx, "sweep", func(b Batch) error {
+				for _, d := range dead {
+					if err := db.layout.drop(b, d.mh, d.ids); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
 				return removed, err
 			}
-			removed += int64(len(dead))
+			for _, d := range dead {
+				removed += int64(len(d.ids))
+			}
 		}
 		start = next
 	}
 	return removed, nil
 }
 
-func (db *DB) deleteKeys(ctx context.Context, keys [][]byte) error {
-	if err := db.begin(ctx, "sweep"); err != nil {
+// commit runs fill on a new batch and commits it, under the close guard.
+func (db *DB) commit(ctx context.Context, op string, fill func(Batch) error) error {
+	if err := db.begin(ctx, op); err != nil {
 		return err
 	}
 	defer db.opMu.RUnlock()
 	b := db.eng.NewBatch()
 	defer b.Close()
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return db.wrap("sweep", err)
-		}
+	if err := fill(b); err != nil {
+		return db.wrap(op, err)
 	}
 	if err := b.Commit(); err != nil {
-		return db.wrap("sweep", err)
+		return db.wrap(op, err)
 	}
 	return nil
 }

@@ -4,16 +4,18 @@
 //
 // # Key layout
 //
-//	0x00 'v'                 schema version (uvarint)
-//	0x00 'n'                 next record ID (8 bytes, big-endian)
-//	0x01 mh id               index entry, empty value (id: 8 bytes, big-endian)
-//	0x02 id                  value record: provider, context ID, metadata
-//	0x03 provider            provider record (JSON)
+//	0x00 'v' 0x00              schema version (uvarint)
+//	0x00 'n' 0x00              next record ID (8 bytes, big-endian)
+//	0x01 mh 0x00 id 0x09       index entry, empty value (id: 8 bytes, big-endian)
+//	0x02 id 0x00               value record: provider, context ID, metadata
+//	0x03 provider 0x00         provider record (JSON)
 //
 // An index entry is one engine key per (multihash, value), so a Put never
 // reads, duplicate puts overwrite identical keys, and removing one value from
-// one multihash is one Delete. Multihashes are self-delimiting, so the entries
-// of one multihash are exactly the keys under 0x01‖mh.
+// one multihash is one Delete. Multihashes and peer IDs are self-delimiting,
+// so no key is a proper prefix of another, plain byte order is the key order,
+// and the entries of one multihash are exactly the keys under 0x01‖mh‖0x00.
+// The last byte of every key is the length of its suffix (see [Split]).
 //
 // Value records are few (one per provider context) and all of them are held
 // in memory, so a lookup is one engine scan plus map reads.
@@ -28,12 +30,16 @@ var ErrNotFound = errors.New("kv: not found")
 type Engine interface {
 	// NewBatch starts an atomic group of writes.
 	NewBatch() Batch
-	// Get returns a copy of the value of key, or ErrNotFound.
-	Get(key []byte) ([]byte, error)
+	// Get calls fn with the value of key, valid only during the call, or
+	// returns ErrNotFound. An error from fn is returned as is.
+	Get(key []byte, fn func(value []byte) error) error
 	// Scan calls fn for each key in [lower, upper) in ascending order; a nil
 	// upper means no bound. key and value are valid only during the call.
 	// An error from fn stops the scan and is returned as is.
 	Scan(lower, upper []byte, fn func(key, value []byte) error) error
+	// ScanPrefix is Scan over the keys whose [Split] prefix is prefix. It
+	// is the lookup path; engines with prefix bloom filters should use them.
+	ScanPrefix(prefix []byte, fn func(key, value []byte) error) error
 	// Sync makes every committed batch durable.
 	Sync() error
 	// DiskUsage returns the bytes the engine occupies on disk.

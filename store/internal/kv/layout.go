@@ -1,0 +1,240 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/multiformats/go-multihash"
+)
+
+// Layout is how index entries are kept in an engine. The layout of a database
+// is recorded in it at creation, and Open refuses a different one.
+type Layout byte
+
+const (
+	// Entries keeps one key per (multihash, record ID), 0x01‖mh‖0x00‖id‖0x09,
+	// with an empty value. A lookup is a prefix scan. It needs nothing of
+	// the engine beyond ordered keys.
+	Entries Layout = 1
+	// Merged keeps one key per multihash, 0x01‖mh‖0x00, whose value is a
+	// list of record IDs built by the engine's merge operator from operands
+	// that add or remove one ID each (see [IDMerger]). A Put never reads, and
+	// a lookup is one point read. Batches must implement [MergeBatch].
+	Merged Layout = 2
+)
+
+func (l Layout) String() string {
+	switch l {
+	case Entries:
+		return "entries"
+	case Merged:
+		return "merged"
+	}
+	return fmt.Sprintf("layout(%d)", byte(l))
+}
+
+// MergeBatch is a Batch that can record merge operands.
+type MergeBatch interface {
+	Batch
+	Merge(key, value []byte) error
+}
+
+// layout is the code behind a Layout.
+type layout interface {
+	// write adds (or, with del, removes) the entries of mhs for id.
+	write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error
+	// lookup appends the record IDs of mh to sc.ids.
+	lookup(eng Engine, mh []byte, sc *lookupScratch) error
+	// scan calls fn for each multihash from the engine key start on, with
+	// all its IDs, stopping once it has seen at least limit keys and the
+	// multihash changes. It returns the key to resume from, or nil at the
+	// end. mh and ids are valid only during fn.
+	scan(eng Engine, start []byte, limit int, fn func(mh []byte, ids []uint64)) (next []byte, err error)
+	// drop removes ids from the entries of mh.
+	drop(b Batch, mh []byte, ids []uint64) error
+}
+
+// entriesLayout implements Entries.
+type entriesLayout struct{}
+
+func (entriesLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+	key := make([]byte, 0, 64)
+	for _, mh := range mhs {
+		key = appendIndexKey(key[:0], mh, id)
+		var err error
+		if del {
+			err = b.Delete(key)
+		} else {
+			err = b.Set(key, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (entriesLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
+	sc.key = appendIndexPrefix(sc.key[:0], mh)
+	return eng.ScanPrefix(sc.key, sc.addKey)
+}
+
+func (entriesLayout) scan(eng Engine, start []byte, limit int, fn func(mh []byte, ids []uint64)) ([]byte, error) {
+	var (
+		n    int
+		next []byte
+		cur  []byte
+		ids  []uint64
+	)
+	err := eng.Scan(start, []byte{prefixIndex + 1}, func(key, _ []byte) error {
+		mh, id, ok := parseIndexKey(key)
+		if !ok {
+			return fmt.Errorf("%w: index key %x", errCorrupt, key)
+		}
+		if !bytes.Equal(mh, cur) {
+			if cur != nil {
+				fn(cur, ids)
+			}
+			if n >= limit {
+				next = bytes.Clone(key)
+				return errStop
+			}
+			cur, ids = append(cur[:0], mh...), ids[:0]
+		}
+		ids = append(ids, id)
+		n++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if next == nil && cur != nil {
+		fn(cur, ids)
+	}
+	return next, nil
+}
+
+func (entriesLayout) drop(b Batch, mh []byte, ids []uint64) error {
+	key := make([]byte, 0, 64)
+	for _, id := range ids {
+		if err := b.Delete(appendIndexKey(key[:0], mh, id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergedLayout implements Merged.
+type mergedLayout struct{}
+
+func (mergedLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+	mb := b.(MergeBatch)
+	op := appendOp(nil, id, del)
+	key := make([]byte, 0, 64)
+	for _, mh := range mhs {
+		if err := mb.Merge(appendIndexPrefix(key[:0], mh), op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (mergedLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
+	sc.key = appendIndexPrefix(sc.key[:0], mh)
+	err := eng.Get(sc.key, sc.addList)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// lookupScratch holds what one lookup needs, pooled so that a Get does not
+// allocate: the key buffer, the IDs found, and the callbacks bound once.
+type lookupScratch struct {
+	key     []byte
+	ids     []uint64
+	addKey  func(key, value []byte) error
+	addList func(value []byte) error
+}
+
+var lookupPool = sync.Pool{New: func() any {
+	sc := &lookupScratch{key: make([]byte, 0, 64), ids: make([]uint64, 0, 8)}
+	sc.addKey = func(key, _ []byte) error {
+		if _, id, ok := parseIndexKey(key); ok {
+			sc.ids = append(sc.ids, id)
+		}
+		return nil
+	}
+	sc.addList = func(v []byte) error {
+		var err error
+		sc.ids, err = appendLiveIDs(sc.ids, v)
+		return err
+	}
+	return sc
+}}
+
+func (mergedLayout) scan(eng Engine, start []byte, limit int, fn func(mh []byte, ids []uint64)) ([]byte, error) {
+	var (
+		n    int
+		next []byte
+		ids  []uint64
+	)
+	err := eng.Scan(start, []byte{prefixIndex + 1}, func(key, v []byte) error {
+		if n >= limit {
+			next = bytes.Clone(key)
+			return errStop
+		}
+		if len(key) < 3 || key[len(key)-1] != 0 {
+			return fmt.Errorf("%w: index key %x", errCorrupt, key)
+		}
+		var err error
+		if ids, err = appendLiveIDs(ids[:0], v); err != nil {
+			return err
+		}
+		if len(ids) > 0 {
+			fn(key[1:len(key)-1], ids)
+		}
+		n++
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	return next, nil
+}
+
+func (mergedLayout) drop(b Batch, mh []byte, ids []uint64) error {
+	var op []byte
+	for _, id := range ids {
+		op = appendOp(op, id, true)
+	}
+	return b.(MergeBatch).Merge(appendIndexPrefix(nil, mh), op)
+}
+
+// appendOp appends one merge operation: uvarint(id<<1 | del).
+func appendOp(dst []byte, id uint64, del bool) []byte {
+	v := id << 1
+	if del {
+		v |= 1
+	}
+	return binary.AppendUvarint(dst, v)
+}
+
+// appendLiveIDs appends the IDs that v adds and, within v, does not remove
+// again. v is a normalized list (one operation per ID) or a single operand.
+func appendLiveIDs(ids []uint64, v []byte) ([]uint64, error) {
+	for len(v) > 0 {
+		x, n := binary.Uvarint(v)
+		if n <= 0 {
+			return ids, fmt.Errorf("%w: bad ID list", errCorrupt)
+		}
+		v = v[n:]
+		if x&1 == 0 {
+			ids = append(ids, x>>1)
+		}
+	}
+	return ids, nil
+}
