@@ -1,0 +1,44 @@
+# indexkit: the tasks a developer and CI run. `make` alone lists them.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# The Redis that lease/redis and piece tests use; .ci/services starts it.
+export REDIS_ADDR ?= 127.0.0.1:6379
+
+# Every Go file of the repository but those under .git, NUL-separated.
+GOFILES := find . -path ./.git -prune -o -type f -name '*.go' -print0
+
+.PHONY: help demo test bench fmt
+
+help: ## list the targets
+	@echo "usage: make <target>"
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z]+:.*## / { printf "  %-6s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo "REDIS_ADDR=$(REDIS_ADDR) (override: make test REDIS_ADDR=host:port)"
+
+demo: ## run the store benchmarks once and show store vs raw engine as a table
+	go test -run '^$$' -bench 'Put|Get|UpdateMetadata' -benchtime 1x -count 1 ./store/... 2>&1 | go run ./examples/benchtable
+
+test: ## everything CI checks: services, vet, gofmt, import rules, race tests, interop
+	bash .ci/services
+	go vet ./...
+	@echo "gofmt -l (all .go files but .git)"
+	@unformatted="$$($(GOFILES) | xargs -0 -r gofmt -l)"; \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files are not formatted (run make fmt):"; \
+		echo "$$unformatted"; \
+		exit 1; \
+	fi
+	go test -run TestImportRules ./internal/importrules/
+	go test -race -count=1 ./...
+	@if [ -f interop/go.mod ]; then \
+		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
+		cd interop && go vet ./... && go test -race -count=1 ./...; \
+	fi
+
+bench: ## run every benchmark in full, with allocations
+	go test -run '^$$' -bench . -benchmem ./...
+
+fmt: ## gofmt every .go file in place
+	$(GOFILES) | xargs -0 -r gofmt -l -w

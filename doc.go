@@ -1,0 +1,94 @@
+// Package indexkit is a set of building blocks for content indexers of the
+// InterPlanetary Network Indexer (IPNI) kind, and a set of reference binaries
+// that wire the blocks into full nodes.
+//
+// An IPNI indexer maps content multihashes to the providers that serve them.
+// It learns those mappings by walking the signed advertisement chains that
+// publishers expose, and answers find queries over HTTP. indexkit splits that
+// work into packages that can be used one at a time:
+//
+//   - the index store, with an in-memory, a Pebble and a LevelDB backend;
+//   - ingestion of advertisement chains: the resumable chain walker, entry
+//     fetch, the publisher protocol, announces, the provider registry;
+//   - freeze and handoff: a node whose disk fills up stops ingesting, and
+//     its publishers move to an active node that resumes after its last ad;
+//   - the assigner, which spreads publishers over a pool of indexers;
+//   - scatter/gather find, which fans a query out to many indexers and
+//     merges their answers;
+//   - TTL leases with fencing tokens, with initial leases won by auction,
+//     for fleets that claim work items;
+//   - a piece sampler, which answers which payload CID is in piece P of
+//     provider X, with signed answers.
+//
+// The binaries under examples/ are thin wiring of these packages: flags in,
+// constructors called, hooks connected. By design every HTTP surface
+// matches the deployed IPNI reference, so that an indexkit node can join a
+// pool of reference nodes and replace them one part at a time.
+//
+// This package holds documentation only; import the packages below.
+//
+// # Package map
+//
+// Each package has one job. Packages marked (planned) do not exist yet.
+//
+//   - store: the index, multihash to provider values, and provider records.
+//     Interface and data model; never imports a backend.
+//   - store/memory: goroutine-safe in-memory store backend.
+//   - store/pebble: store backend on cockroachdb/pebble, the default for
+//     nodes.
+//   - store/leveldb: store backend on LevelDB through go-ds-leveldb.
+//   - store/storetest: conformance suite every store backend passes.
+//   - ingest (planned): everything between a publisher and a store: the
+//     advertisement chain walker, entry fetch, applying ads, per-publisher
+//     scheduling, allow/deny policy, provider registry.
+//   - ingest/schema (planned): advertisement and entry-chunk types, their
+//     codecs and signatures.
+//   - ingest/metadata (planned): transport metadata codec (bitswap,
+//     graphsync-filecoinv1, http).
+//   - ingest/ipnisync (planned): the HTTP publisher protocol, client and
+//     server.
+//   - ingest/announce (planned): announce messages over HTTP and gossipsub,
+//     receiver and sender.
+//   - freeze (planned): disk-usage monitor and the frozen state.
+//   - handoff (planned): moving a publisher from a frozen indexer to an
+//     active one.
+//   - assigner (planned): the publisher to indexer assignment service and
+//     the indexer admin API contract.
+//   - scatter (planned): scatter/gather find over many backends, and the
+//     IPNI find HTTP API.
+//   - lease (planned): catalog rows, TTL leases with fencing tokens, the
+//     bidding auction, eviction under a memory budget.
+//   - lease/memory, lease/redis (planned): lease backends.
+//   - lease/leasetest (planned): conformance suite every lease backend
+//     passes.
+//   - piece (planned): the piece sampler and its signed REST API.
+//   - internal/...: helpers no importer needs. Today internal/importrules,
+//     the test that enforces the import rules below.
+//   - examples/...: reference binaries. Today examples/benchtable, which
+//     turns benchmark output into a table; planned: indexer, assigner,
+//     scatter, piece, fleet, publisher, and pool, one command that runs a
+//     whole local pool.
+//
+// # Import rules
+//
+// The rules keep the leaves light and the tree acyclic; the test in
+// internal/importrules enforces them, and a new package needs a rule there
+// before it passes.
+//
+//   - store, freeze, lease, ingest/schema and ingest/metadata are leaves:
+//     they import no other package of the module.
+//   - Backends import only their parent (and, for store, store/internal);
+//     conformance suites import only their parent.
+//   - ingest imports store and ingest/*; handoff imports ingest and store;
+//     assigner imports handoff and ingest/announce; scatter imports store;
+//     piece imports ingest, ingest/schema and ingest/metadata.
+//   - A parent never imports its backends. Only the examples, and tests,
+//     import backends and conformance suites; only store/pebble imports
+//     Pebble and only store/leveldb imports LevelDB.
+//   - internal/... may be imported by the packages that are not leaves,
+//     and imports no public package except the leaves.
+//   - examples/... may import anything; nothing imports examples/....
+//
+// Siblings meet through small interfaces declared by the consumer: freeze
+// reports through a callback, and the indexer binary connects it to ingest.
+package indexkit

@@ -1,0 +1,363 @@
+package importrules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A rule says which packages of the module the non-test code of a package
+// may import. Paths are relative to the module root: "store", "ingest/schema".
+// A path ending in "/..." is a tree (the package and everything under it),
+// "..." alone is the whole module, and "." is the root package.
+//
+// A package gets the most specific rule that matches it: an exact path beats
+// a tree, and a longer tree beats a shorter one.
+type rule struct {
+	pkg   string   // package or tree the rule covers
+	allow []string // packages or trees its non-test code may import
+	why   string   // the rule as DESIGN.md states it, quoted in failures
+}
+
+// rules is DESIGN.md's "Import rules" as a table. Add a row with each new
+// package (or cover it by a tree); a package no row covers fails the test.
+//
+// Besides these rows, three rules hold for every package (see check):
+// nothing but examples/... imports examples/..., backends or conformance
+// suites (tests may import backends and suites), and the heavy engines are
+// imported only by their backend.
+var rules = []rule{
+	{pkg: ".", why: "the root package indexkit holds documentation only and imports nothing"},
+
+	// The index and its backends.
+	{pkg: "store", why: "store is a leaf: it imports no other package of the module"},
+	{pkg: "store/internal/...", allow: []string{"store"},
+		why: "store/internal/... imports only store"},
+	{pkg: "store/memory", allow: []string{"store", "store/internal/..."},
+		why: "a store backend imports only store and store/internal/..."},
+	{pkg: "store/pebble", allow: []string{"store", "store/internal/..."},
+		why: "a store backend imports only store and store/internal/..."},
+	{pkg: "store/leveldb", allow: []string{"store", "store/internal/..."},
+		why: "a store backend imports only store and store/internal/..."},
+	{pkg: "store/storetest", allow: []string{"store"},
+		why: "the store conformance suite imports only store"},
+
+	// Leaves of the other concerns.
+	{pkg: "freeze", why: "freeze is a leaf: it imports no other package of the module"},
+	{pkg: "lease", why: "lease is a leaf: it imports no other package of the module"},
+	{pkg: "lease/memory", allow: []string{"lease"},
+		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
+	{pkg: "lease/redis", allow: []string{"lease"},
+		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
+	{pkg: "lease/leasetest", allow: []string{"lease"},
+		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
+	{pkg: "ingest/schema", why: "ingest/schema is a leaf: it imports no other package of the module"},
+	{pkg: "ingest/metadata", why: "ingest/metadata is a leaf: it imports no other package of the module"},
+
+	// DESIGN.md lists ingest/ipnisync and ingest/announce among "ingest/*"
+	// without an arrow of their own; these two rows are the narrowest
+	// reading: they build on the ingest leaves, not on ingest itself.
+	{pkg: "ingest/ipnisync", allow: []string{"ingest/schema", "ingest/metadata", "internal/..."},
+		why: "ingest/ipnisync imports only ingest/schema, ingest/metadata and internal/..."},
+	{pkg: "ingest/announce", allow: []string{"ingest/schema", "ingest/metadata", "internal/..."},
+		why: "ingest/announce imports only ingest/schema, ingest/metadata and internal/..."},
+
+	// The packages that build on the leaves.
+	{pkg: "ingest", allow: []string{"store", "ingest/...", "internal/..."},
+		why: "ingest -> store, ingest/*"},
+	{pkg: "handoff", allow: []string{"ingest", "ingest/...", "store", "store/...", "internal/..."},
+		why: "handoff -> ingest, store (and their subpackages)"},
+	{pkg: "assigner/...", allow: []string{"handoff", "ingest/announce", "assigner/...", "internal/..."},
+		why: "assigner (and its subpackages) -> handoff, ingest/announce"},
+	{pkg: "scatter", allow: []string{"store", "internal/..."},
+		why: "scatter -> store"},
+	{pkg: "piece/...", allow: []string{"ingest", "ingest/schema", "ingest/metadata", "piece/...", "internal/..."},
+		why: "piece (and its subpackages) -> ingest, ingest/schema, ingest/metadata"},
+
+	{pkg: "internal/...", allow: []string{"store", "freeze", "lease", "ingest/schema", "ingest/metadata", "internal/..."},
+		why: "internal/... imports no public package except the leaves (store, freeze, lease, ingest/schema, ingest/metadata)"},
+	{pkg: "examples/...", allow: []string{"..."},
+		why: "examples/... may import anything; nothing imports examples"},
+}
+
+// backends are the packages that implement a parent's interface. Only
+// examples/... and tests import them: a parent never imports its backends.
+// Add each new backend here.
+var backends = []string{
+	"store/memory", "store/pebble", "store/leveldb",
+	"lease/memory", "lease/redis",
+}
+
+// engines are heavy third-party modules that only one backend may import
+// (besides examples/... and tests).
+var engines = []struct {
+	module string // module path; its packages are the path and below
+	only   string // the one package of the module that may import it
+}{
+	{"github.com/cockroachdb/pebble", "store/pebble"}, // and pebble/v2, /vfs, ...
+	{"github.com/ipfs/go-ds-leveldb", "store/leveldb"},
+	{"github.com/syndtr/goleveldb", "store/leveldb"},
+}
+
+// isSuite reports whether a package is a conformance suite (storetest,
+// leasetest): only tests and examples/... import those.
+func isSuite(rel string) bool { return strings.HasSuffix(path.Base(rel), "test") }
+
+func isExample(rel string) bool { return matches("examples/...", rel) }
+
+func isBackend(rel string) bool { return slices.Contains(backends, rel) }
+
+// specificity is -1 when pattern does not match the module-relative package
+// rel, and otherwise grows with how narrowly pattern names rel.
+func specificity(pattern, rel string) int {
+	if pattern == "..." {
+		return 0
+	}
+	if tree, ok := strings.CutSuffix(pattern, "/..."); ok {
+		if rel == tree || strings.HasPrefix(rel, tree+"/") {
+			return 2 * len(tree)
+		}
+		return -1
+	}
+	if rel == pattern {
+		return 2*len(pattern) + 1
+	}
+	return -1
+}
+
+func matches(pattern, rel string) bool { return specificity(pattern, rel) >= 0 }
+
+// ruleFor returns the most specific rule covering rel.
+func ruleFor(rel string) (rule, bool) {
+	var best rule
+	bestScore := -1
+	for _, r := range rules {
+		if s := specificity(r.pkg, rel); s > bestScore {
+			best, bestScore = r, s
+		}
+	}
+	return best, bestScore >= 0
+}
+
+func (r rule) allows(rel string) bool {
+	return slices.ContainsFunc(r.allow, func(p string) bool { return matches(p, rel) })
+}
+
+func (r rule) String() string {
+	allowed := "nothing from the module"
+	if len(r.allow) > 0 {
+		allowed = strings.Join(r.allow, ", ")
+	}
+	return "rule " + r.pkg + ": " + r.why + " (allowed: " + allowed + ")"
+}
+
+// The kinds of violation; TestImportRules runs one subtest per kind.
+const (
+	kindList        = "List"        // go list could not load a package
+	kindCoverage    = "Coverage"    // a package no rule covers
+	kindImports     = "Imports"     // non-test imports
+	kindTestImports = "TestImports" // imports of _test.go files
+	kindDeps        = "Deps"        // transitive dependencies of non-test code
+)
+
+var kinds = []string{kindList, kindCoverage, kindImports, kindTestImports, kindDeps}
+
+type violation struct {
+	kind string
+	msg  string
+}
+
+// listedPackage holds the fields of `go list -json` that check reads.
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string // direct imports of non-test code
+	TestImports  []string // direct imports of in-package _test.go files
+	XTestImports []string // direct imports of package xxx_test files
+	Deps         []string // transitive dependencies of non-test code
+	Error        *struct{ Err string }
+}
+
+// check applies the rules to the packages of module mod and returns every
+// violation, in package order.
+func check(mod string, pkgs []listedPackage) []violation {
+	var vs []violation
+	add := func(kind, format string, args ...any) {
+		vs = append(vs, violation{kind: kind, msg: fmt.Sprintf(format, args...)})
+	}
+	relOf := func(importPath string) (string, bool) {
+		if importPath == mod {
+			return ".", true
+		}
+		rel, ok := strings.CutPrefix(importPath, mod+"/")
+		return rel, ok
+	}
+
+	for _, p := range pkgs {
+		rel, ok := relOf(p.ImportPath)
+		if !ok {
+			continue // not ours
+		}
+		name := display(rel)
+		if p.Error != nil {
+			add(kindList, "%s: go list cannot load it, so its imports cannot be checked: %s", name, p.Error.Err)
+		}
+		r, covered := ruleFor(rel)
+		if !covered {
+			add(kindCoverage, "%s is not covered by any import rule: add a rule for it to the rules table in "+
+				"internal/importrules/importrules_test.go, following DESIGN.md \"Import rules\"", name)
+		}
+		example := isExample(rel)
+
+		// Non-test code.
+		for _, imp := range p.Imports {
+			irel, internal := relOf(imp)
+			if !internal {
+				for _, e := range engines {
+					if (imp == e.module || strings.HasPrefix(imp, e.module+"/")) && rel != e.only && !example {
+						add(kindImports, "%s imports %s: only %s (and examples/..., and tests) may import %s, "+
+							"so that importing a parent never drags in a heavy engine", name, imp, e.only, e.module)
+					}
+				}
+				continue
+			}
+			switch {
+			case example:
+				// examples/... may import anything
+			case isExample(irel):
+				add(kindImports, "%s imports %s: nothing imports examples/... (rule examples/...: %s)",
+					name, display(irel), ruleFor0("examples/...").why)
+			case isBackend(irel):
+				add(kindImports, "%s imports the backend %s: only examples/... and tests import backends; "+
+					"a parent never imports its backends, take the interface instead", name, display(irel))
+			case isSuite(irel):
+				add(kindImports, "%s imports the conformance suite %s from non-test code: only tests and "+
+					"examples/... import suites", name, display(irel))
+			case covered && !r.allows(irel):
+				add(kindImports, "%s imports %s, which its rule forbids: %s", name, display(irel), r)
+			}
+		}
+
+		// Test code: the package's rule, plus backends, conformance suites,
+		// internal/... and the package itself (package xxx_test imports it).
+		for _, list := range []struct {
+			field   string
+			imports []string
+		}{{"TestImports", p.TestImports}, {"XTestImports", p.XTestImports}} {
+			for _, imp := range list.imports {
+				irel, internal := relOf(imp)
+				if !internal || example {
+					continue // engines are fine in tests
+				}
+				switch {
+				case isExample(irel):
+					add(kindTestImports, "%s: its tests (%s) import %s: nothing imports examples/..., "+
+						"not even tests; move what they need into a package", name, list.field, display(irel))
+				case irel == rel, isBackend(irel), isSuite(irel), matches("internal/...", irel):
+				case covered && !r.allows(irel):
+					add(kindTestImports, "%s: its tests (%s) import %s, which its rule forbids: %s; "+
+						"tests may also import backends, conformance suites and internal/...",
+						name, list.field, display(irel), r)
+				}
+			}
+		}
+
+		// Transitively: nothing outside examples/... depends on examples/....
+		if !example {
+			for _, dep := range p.Deps {
+				drel, internal := relOf(dep)
+				if internal && isExample(drel) && !slices.Contains(p.Imports, dep) {
+					add(kindDeps, "%s depends on %s through its imports: nothing imports examples/...",
+						name, display(drel))
+				}
+			}
+		}
+	}
+	return vs
+}
+
+// ruleFor0 is ruleFor for a pattern known to be in the table.
+func ruleFor0(pkg string) rule {
+	for _, r := range rules {
+		if r.pkg == pkg {
+			return r
+		}
+	}
+	panic("importrules: no rule " + pkg)
+}
+
+func display(rel string) string {
+	if rel == "." {
+		return "the root package indexkit"
+	}
+	return rel
+}
+
+func TestImportRules(t *testing.T) {
+	mod, pkgs := listModule(t)
+	t.Logf("module %s: %d packages", mod, len(pkgs))
+	vs := check(mod, pkgs)
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			for _, v := range vs {
+				if v.kind == kind {
+					t.Error(v.msg)
+				}
+			}
+		})
+	}
+}
+
+// listModule lists every package of the module that holds this test, from
+// the module root, with the fields check reads.
+func listModule(t *testing.T) (mod string, pkgs []listedPackage) {
+	t.Helper()
+	gomod := strings.TrimSpace(string(goCmd(t, "", "env", "GOMOD")))
+	if gomod == "" || gomod == os.DevNull {
+		t.Fatalf("go env GOMOD = %q: not inside a module", gomod)
+	}
+	root := filepath.Dir(gomod)
+	mod = strings.TrimSpace(string(goCmd(t, root, "list", "-m", "-f", "{{.Path}}")))
+	out := goCmd(t, root, "list", "-e",
+		"-json=ImportPath,Imports,TestImports,XTestImports,Deps,Error", "./...")
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		err := dec.Decode(&p)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) == 0 {
+		t.Fatalf("go list ./... in %s listed no packages", root)
+	}
+	return mod, pkgs
+}
+
+// goCmd runs the go command in dir, outside any workspace, and returns its
+// standard output.
+func goCmd(t *testing.T, dir string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return out
+}
