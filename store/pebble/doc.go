@@ -8,10 +8,9 @@
 // however many providers a multihash already has. The (provider, context)
 // records themselves are few and are all held in memory, so Get is one point
 // read plus map lookups, and allocates nothing when a multihash has a single
-// value. [Comparer] makes bloom filters work per multihash. A database
-// written by this package records its layout and must be opened with
-// [Merger] and [Comparer], which Open sets unless [WithOptions] supplies
-// others.
+// value; bloom filters let it skip files without the multihash. A
+// database written by this package records its layout and must be opened
+// with [Merger], which Open sets unless [WithOptions] supplies another.
 //
 // # Durability
 //

@@ -36,9 +36,6 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	if o == nil {
 		o = DefaultOptions()
 	}
-	if o.Comparer == nil {
-		o.Comparer = Comparer
-	}
 	if o.Merger == nil {
 		o.Merger = Merger
 	}

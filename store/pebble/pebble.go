@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -51,7 +52,6 @@ func Open(dir string, opts ...Option) (*Store, error) {
 // last. A fresh value is returned on every call.
 func DefaultOptions() *pebble.Options {
 	o := &pebble.Options{
-		Comparer:                    Comparer,
 		Merger:                      Merger,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
@@ -72,17 +72,6 @@ func DefaultOptions() *pebble.Options {
 	o.Levels[len(o.Levels)-1].FilterPolicy = nil
 	return o
 }
-
-// Comparer orders keys as bytes and splits index keys into the multihash
-// prefix and the record-ID suffix, so that bloom filters and prefix seeks
-// work per multihash. A database written by this package must be opened with
-// it; [DefaultOptions] sets it, and Open sets it on options that have none.
-var Comparer = func() *pebble.Comparer {
-	c := *pebble.DefaultComparer
-	c.Split = kv.Split
-	c.Name = "indexkit.store.v1"
-	return &c
-}()
 
 // Merger combines the record-ID lists stored under each multihash: a Put
 // adds its ID to each multihash with a merge operand instead of reading and
@@ -118,45 +107,45 @@ func (e *engine) Get(key []byte, fn func(value []byte) error) error {
 	return err
 }
 
-func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) (err error) {
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.ValueAndErr()
 		if err != nil {
-			it.Close()
 			return err
 		}
 		if err := fn(it.Key(), v); err != nil {
-			it.Close()
 			return err
 		}
 	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return err
-	}
-	return it.Close()
+	return it.Error()
 }
 
+// ScanPrefix scans the keys that start with prefix. (The merged layout this
+// package uses looks multihashes up with Get; prefix scans serve only the
+// other layout.)
 func (e *engine) ScanPrefix(prefix []byte, fn func(key, value []byte) error) error {
-	it, err := e.db.NewIter(nil)
-	if err != nil {
-		return err
-	}
-	for ok := it.SeekPrefixGE(prefix); ok; ok = it.Next() {
-		if err := fn(it.Key(), nil); err != nil {
-			it.Close()
-			return err
+	return e.Scan(prefix, prefixEnd(prefix), fn)
+}
+
+// prefixEnd returns the least key above every key that starts with p, or nil.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
 		}
 	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return err
-	}
-	return it.Close()
+	return nil
 }
 
 func (e *engine) Sync() error {

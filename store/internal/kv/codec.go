@@ -22,8 +22,9 @@ const (
 	schemaVersion = 1
 )
 
-// indexSuffixLen is the length of an index entry's suffix: the record ID and
-// the byte that states the suffix length.
+// indexSuffixLen is the length of what follows 0x01‖mh‖0x00 in an [Entries]
+// index key: the record ID and a closing 0x09, which keeps the key from
+// ending in '/'.
 const indexSuffixLen = idLen + 1
 
 var (
@@ -32,23 +33,6 @@ var (
 
 	errCorrupt = errors.New("kv: corrupt record")
 )
-
-// Split returns the length of the prefix of key: the part shared by all
-// entries of one multihash. Every key ends in a byte that gives the length of
-// its suffix, counting that byte; 0 means the key has no suffix. An index
-// entry 0x01‖mh‖0x00‖id‖0x09 thus splits into 0x01‖mh‖0x00 and id‖0x09, and
-// every other key is all prefix. Engines with prefix bloom filters (Pebble's
-// Comparer.Split) use it so that a lookup skips files without the multihash.
-func Split(key []byte) int {
-	if len(key) == 0 {
-		return 0
-	}
-	n := int(key[len(key)-1])
-	if n == 0 || n > len(key) {
-		return len(key)
-	}
-	return len(key) - n
-}
 
 // appendIndexPrefix appends 0x01‖mh‖0x00, the prefix of mh's entries.
 func appendIndexPrefix(dst []byte, mh []byte) []byte {
@@ -151,7 +135,17 @@ func encodeProvider(info store.ProviderInfo) ([]byte, error) {
 	if info.FrozenAt.Defined() {
 		pj.FrozenAt = info.FrozenAt.String()
 	}
-	return json.Marshal(pj)
+	b, err := json.Marshal(pj)
+	if err != nil {
+		return nil, err
+	}
+	// Peer IDs are stored as text, which parses back only for well-formed
+	// IDs: refuse a record that could not be read, rather than store one
+	// that Provider reports corrupt and that stops Providers.
+	if _, err := decodeProvider(b); err != nil {
+		return nil, fmt.Errorf("%w: provider record would not read back: %v", store.ErrInvalidValue, err)
+	}
+	return b, nil
 }
 
 func decodeProvider(b []byte) (store.ProviderInfo, error) {

@@ -14,9 +14,17 @@ import (
 // operation each (the newest), and no deletions once the merge includes the
 // oldest value of the key (nothing older is left for them to cancel).
 //
-// Its methods match Pebble's ValueMerger and DeletableValueMerger, so an
-// engine adapter can hand it to Pebble as is. A merger is pooled: the io.Closer
-// returned by Finish puts it back.
+// Its methods match Pebble's ValueMerger, so an engine adapter can hand it to
+// Pebble as is. A merger is pooled: the io.Closer returned by Finish puts it
+// back.
+//
+// It deliberately does not implement Pebble's DeletableValueMerger: a list
+// emptied by removals stays as an empty value rather than being dropped.
+// Pebble v2.1.7 mishandles a deletion reported by a merge in a compaction:
+// when the merge has consumed an older SET of the key (the base, as a
+// bottommost compaction leaves every list), the compaction iterator panics
+// ("compaction iterator has skip=true, but iterator is at iterPosNext") on a
+// background goroutine, crashing the process.
 type IDMerger struct {
 	buf   []byte
 	spans []span // operands oldest first, once ordered
@@ -62,13 +70,14 @@ func (m *IDMerger) MergeOlder(value []byte) error {
 
 // Finish returns the merged value; it stays valid until the closer is closed.
 func (m *IDMerger) Finish(includesBase bool) ([]byte, io.Closer, error) {
-	v, _, c, err := m.DeletableFinish(includesBase)
+	v, _, c, err := m.deletableFinish(includesBase)
 	return v, c, err
 }
 
-// DeletableFinish is Finish that also reports when the key can be deleted:
-// the merge includes its oldest value and no ID is left.
-func (m *IDMerger) DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
+// deletableFinish is Finish that also reports when the key could be deleted:
+// the merge includes its oldest value and no ID is left. It is unexported so
+// that Pebble does not see a DeletableValueMerger (see [IDMerger]).
+func (m *IDMerger) deletableFinish(includesBase bool) ([]byte, bool, io.Closer, error) {
 	if len(m.older) == 0 && len(m.spans) == 1 {
 		// One operand: usually already normalized, as when a Put's operand
 		// is flushed or compacted alone.

@@ -1,0 +1,740 @@
+package kv
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/storetest"
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	"github.com/multiformats/go-multihash"
+)
+
+// refOp is one operation of the reference model of IDMerger.
+type refOp struct {
+	id  uint64
+	del bool
+}
+
+func (o refOp) String() string {
+	if o.del {
+		return fmt.Sprintf("-%d", o.id)
+	}
+	return fmt.Sprintf("+%d", o.id)
+}
+
+func encodeOps(ops []refOp) []byte {
+	var b []byte
+	for _, o := range ops {
+		b = appendOp(b, o.id, o.del)
+	}
+	return b
+}
+
+// decodeOps parses an operand or a merged value; ok is false if it is
+// malformed.
+func decodeOps(v []byte) (ops []refOp, ok bool) {
+	for len(v) > 0 {
+		x, n := binary.Uvarint(v)
+		if n <= 0 {
+			return ops, false
+		}
+		ops = append(ops, refOp{id: x >> 1, del: x&1 == 1})
+		v = v[n:]
+	}
+	return ops, true
+}
+
+// wantPartial is what a merge of ops (oldest first) without the base must
+// give: for every ID touched, its newest operation, in ascending ID order.
+func wantPartial(ops []refOp) []refOp {
+	newest := make(map[uint64]bool) // id → del
+	for _, o := range ops {
+		newest[o.id] = o.del
+	}
+	out := make([]refOp, 0, len(newest))
+	for id, del := range newest {
+		out = append(out, refOp{id, del})
+	}
+	slices.SortFunc(out, func(a, b refOp) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// wantFull is what a merge of ops including the base must give: the IDs that
+// a set holds after applying ops in order, ascending, all as additions. It is
+// computed the trivially correct way, with a map used as a set.
+func wantFull(ops []refOp) []refOp {
+	set := make(map[uint64]bool)
+	for _, o := range ops {
+		if o.del {
+			delete(set, o.id)
+		} else {
+			set[o.id] = true
+		}
+	}
+	out := make([]refOp, 0, len(set))
+	for id := range set {
+		out = append(out, refOp{id: id})
+	}
+	slices.SortFunc(out, func(a, b refOp) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// simOperand is one merge operand of a simulated key: its bytes, the range of
+// the original operations it stands for, and whether it is a base (a value
+// merged with includesBase, which Pebble writes as a SET).
+type simOperand struct {
+	b      []byte
+	lo, hi int
+	base   bool
+}
+
+// sim drives IDMerger the way Pebble may: operands of one key, oldest first,
+// merged in contiguous runs with includesBase=false (flushes and compactions
+// that do not reach the oldest operand), in runs that start at the oldest
+// operand with includesBase=true (a compaction into the bottommost level,
+// whose result is a base that newer operands merge with later), and finally
+// read with includesBase=true.
+type sim struct {
+	t   testing.TB
+	rng *rand.Rand
+	ops []refOp // every operation, oldest first
+	// canonical is set when every operand is canonically encoded, so merged
+	// values can be compared byte for byte, not only decoded.
+	canonical bool
+	log       []string
+}
+
+func (s *sim) fail(format string, args ...any) {
+	s.t.Helper()
+	s.t.Fatalf("%s\nops: %v\nmerge log:\n  %s", fmt.Sprintf(format, args...), s.ops, strings.Join(s.log, "\n  "))
+}
+
+// merge merges run (oldest first) into one value, building the merger from a
+// random operand of the run and adding the others with a random mix of
+// MergeOlder and MergeNewer, as Pebble does in compactions (MergeOlder) and
+// reverse iteration (MergeNewer). Every operand is handed over in a scratch
+// buffer that is overwritten once the call returns: the caller owns it.
+func (s *sim) merge(run []simOperand, includesBase bool) (out []byte, del bool) {
+	s.t.Helper()
+	scratch := make([]byte, 0, 64)
+	lend := func(b []byte) []byte {
+		scratch = append(scratch[:0], b...)
+		return scratch
+	}
+	scribble := func() {
+		for i := range scratch {
+			scratch[i] = 0x80 // an unterminated varint if it were ever read
+		}
+	}
+	k := s.rng.IntN(len(run))
+	order := []int{k}
+	m, err := NewIDMerger([]byte("key"), lend(run[k].b))
+	scribble()
+	if err != nil {
+		s.fail("NewIDMerger: %v", err)
+	}
+	lo, hi := k, k+1
+	for lo > 0 || hi < len(run) {
+		if lo > 0 && (hi == len(run) || s.rng.IntN(2) == 0) {
+			lo--
+			order = append(order, -lo-1)
+			err = m.MergeOlder(lend(run[lo].b))
+		} else {
+			order = append(order, hi+1)
+			err = m.MergeNewer(lend(run[hi].b))
+			hi++
+		}
+		scribble()
+		if err != nil {
+			s.fail("merge: %v", err)
+		}
+	}
+	var v []byte
+	var c interface{ Close() error }
+	useDeletable := s.rng.IntN(4) != 0
+	if useDeletable {
+		v, del, c, err = m.deletableFinish(includesBase)
+	} else {
+		v, c, err = m.Finish(includesBase)
+	}
+	if err != nil {
+		s.fail("finish: %v", err)
+	}
+	if c == nil {
+		s.fail("finish returned a nil closer")
+	}
+	out = bytes.Clone(v)
+	if err := c.Close(); err != nil {
+		s.fail("close: %v", err)
+	}
+	if !useDeletable {
+		del = includesBase && len(out) == 0
+	}
+	s.log = append(s.log, fmt.Sprintf("merge %d operands (start, then ±older/newer: %v) base=%v -> %x del=%v", len(run), order, includesBase, out, del))
+	return out, del
+}
+
+// check compares a merged value with the model for ops.
+func (s *sim) check(what string, got []byte, del bool, ops []refOp, includesBase bool) {
+	s.t.Helper()
+	var want []refOp
+	if includesBase {
+		want = wantFull(ops)
+	} else {
+		want = wantPartial(ops)
+	}
+	dec, ok := decodeOps(got)
+	if !ok {
+		s.fail("%s: merged value %x does not decode", what, got)
+	}
+	if !slices.Equal(dec, want) {
+		s.fail("%s (includesBase=%v): got %v, want %v", what, includesBase, dec, want)
+	}
+	if s.canonical && !bytes.Equal(got, encodeOps(want)) {
+		s.fail("%s: got bytes %x, want %x", what, got, encodeOps(want))
+	}
+	if wantDel := includesBase && len(want) == 0; del != wantDel {
+		s.fail("%s: delete = %v, want %v", what, del, wantDel)
+	}
+	// What a lookup reads from the value: the IDs it adds.
+	live, err := appendLiveIDs(nil, got)
+	if err != nil {
+		s.fail("%s: appendLiveIDs(%x): %v", what, got, err)
+	}
+	var wantLive []uint64
+	for _, o := range want {
+		if !o.del {
+			wantLive = append(wantLive, o.id)
+		}
+	}
+	if !slices.Equal(live, wantLive) {
+		s.fail("%s: appendLiveIDs = %v, want %v", what, live, wantLive)
+	}
+}
+
+// run merges operands (which cover s.ops in order) in random groupings, then
+// all that is left with includesBase, checking every result against the model.
+// Only the oldest operand can be a base, so only runs that start there may
+// (and, once it is a base, must) merge with includesBase.
+func (s *sim) run(operands []simOperand) {
+	s.t.Helper()
+	for range s.rng.IntN(6) {
+		if len(operands) == 0 {
+			break
+		}
+		i := s.rng.IntN(len(operands))
+		j := i + 1 + s.rng.IntN(len(operands)-i)
+		includesBase := i == 0 && (operands[0].base || s.rng.IntN(3) == 0)
+		run := operands[i:j]
+		out, del := s.merge(run, includesBase)
+		lo, hi := run[0].lo, run[len(run)-1].hi
+		if includesBase {
+			// Everything older than this run was merged away into
+			// nothing, so the set after ops[:hi] is the set this run
+			// stands for.
+			lo = 0
+		}
+		s.check(fmt.Sprintf("partial merge of operands %d..%d", i, j-1), out, del, s.ops[lo:hi], includesBase)
+		merged := simOperand{b: out, lo: lo, hi: hi, base: includesBase}
+		if del {
+			// Pebble drops a key that a base merge deleted: no record is
+			// written, and newer operands have nothing older.
+			operands = slices.Delete(operands, i, j)
+		} else {
+			operands = slices.Replace(operands, i, j, merged)
+		}
+	}
+	if len(operands) == 0 {
+		// The key is gone: the model must agree that nothing is left.
+		if w := wantFull(s.ops); len(w) != 0 {
+			s.fail("key deleted by a base merge, but the model holds %v", w)
+		}
+		return
+	}
+	out, del := s.merge(operands, true)
+	s.check("final merge", out, del, s.ops, true)
+}
+
+// splitOps cuts ops into operands at random points. Some operands are empty.
+func splitOps(rng *rand.Rand, ops []refOp) []simOperand {
+	var operands []simOperand
+	start := 0
+	for start < len(ops) || len(operands) == 0 {
+		n := 0
+		if start < len(ops) {
+			n = rng.IntN(len(ops) - start + 1)
+			if n == 0 && rng.IntN(4) != 0 {
+				n = 1
+			}
+		}
+		operands = append(operands, simOperand{b: encodeOps(ops[start : start+n]), lo: start, hi: start + n})
+		start += n
+	}
+	return operands
+}
+
+func TestIDMergerModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(0x1d5, 0x3e7))
+	// ID bases: small IDs (one varint byte), IDs around varint byte
+	// boundaries, and the largest IDs an operation can encode.
+	bases := []uint64{0, 0, 60, 8190, 1 << 55, math.MaxUint64>>1 - 16}
+	iters := 10000
+	if testing.Short() {
+		iters = 1000
+	}
+	for iter := range iters {
+		base := bases[rng.IntN(len(bases))]
+		span := 1 + rng.IntN(10)
+		ops := make([]refOp, rng.IntN(40))
+		for i := range ops {
+			ops[i] = refOp{id: base + uint64(rng.IntN(span)), del: rng.IntN(3) == 0}
+		}
+		s := &sim{t: t, rng: rng, ops: ops, canonical: true}
+		s.log = append(s.log, fmt.Sprintf("iteration %d", iter))
+		s.run(splitOps(rng, ops))
+	}
+}
+
+// TestIDMergerSingleOperand covers the one-operand shortcut of
+// deletableFinish: operands already in normal form (as Put writes them, and
+// as earlier merges leave them) must come back unchanged, and those that are
+// not must still be normalized.
+func TestIDMergerSingleOperand(t *testing.T) {
+	for _, tc := range []struct {
+		ops          []refOp
+		includesBase bool
+	}{
+		{nil, false},
+		{nil, true},
+		{[]refOp{{5, false}}, true},
+		{[]refOp{{5, true}}, false},
+		{[]refOp{{5, true}}, true},              // a lone deletion with the base: nothing
+		{[]refOp{{1, false}, {2, true}}, false}, // normalized without base
+		{[]refOp{{1, false}, {2, true}}, true},  // deletion must go
+		{[]refOp{{2, false}, {1, false}}, true}, // descending
+		{[]refOp{{2, false}, {2, false}}, true}, // duplicate
+		{[]refOp{{2, false}, {2, true}}, false}, // add then delete: delete wins
+		{[]refOp{{2, true}, {2, false}}, true},  // delete then add: add wins
+		{[]refOp{{0, false}, {0, true}}, true},  // ID 0
+		{[]refOp{{7, false}, {3, true}}, false}, // out of order, kept deletion
+		{[]refOp{{math.MaxUint64 >> 1, false}}, true},
+	} {
+		for range 2 {
+			v := encodeOps(tc.ops)
+			m, _ := NewIDMerger(nil, v)
+			out, del, c, err := m.deletableFinish(tc.includesBase)
+			if err != nil {
+				t.Fatalf("%v base=%v: %v", tc.ops, tc.includesBase, err)
+			}
+			s := &sim{t: t, ops: tc.ops, canonical: true}
+			s.check("single operand", out, del, tc.ops, tc.includesBase)
+			c.Close()
+		}
+	}
+}
+
+// TestIDMergerPool checks that pooling never lets one merge see another's
+// state: results stay intact while their merger is open, however many other
+// mergers come and go, and a merger taken from the pool starts empty.
+func TestIDMergerPool(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	type open struct {
+		want []byte
+		got  []byte
+		c    interface{ Close() error }
+	}
+	var live []open
+	var copies [][2][]byte // results copied before their merger was closed, and what they must be
+	for i := range 2000 {
+		ops := make([]refOp, 1+rng.IntN(50))
+		for j := range ops {
+			ops[j] = refOp{id: uint64(rng.IntN(1000)), del: rng.IntN(4) == 0}
+		}
+		// Sometimes one big operand, so that buffers grow and outsized
+		// mergers are let go instead of pooled.
+		if rng.IntN(100) == 0 {
+			for range 5000 {
+				ops = append(ops, refOp{id: uint64(rng.IntN(100000))})
+			}
+		}
+		m, _ := NewIDMerger(nil, encodeOps(ops[:len(ops)/2]))
+		if err := m.MergeNewer(encodeOps(ops[len(ops)/2:])); err != nil {
+			t.Fatal(err)
+		}
+		includesBase := rng.IntN(2) == 0
+		out, c, err := m.Finish(includesBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := encodeOps(wantPartial(ops))
+		if includesBase {
+			want = encodeOps(wantFull(ops))
+		}
+		if !bytes.Equal(out, want) {
+			t.Fatalf("merge %d (base=%v): got %x, want %x", i, includesBase, out, want)
+		}
+		live = append(live, open{want, out, c})
+		// Close a random open merger now and then; before closing, its
+		// result must still be what it was.
+		for len(live) > 0 && rng.IntN(3) != 0 {
+			k := rng.IntN(len(live))
+			o := live[k]
+			if !bytes.Equal(o.got, o.want) {
+				t.Fatalf("result of an open merger changed: got %x, want %x", o.got, o.want)
+			}
+			kept := bytes.Clone(o.got)
+			if err := o.c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			live = slices.Delete(live, k, k+1)
+			copies = append(copies, [2][]byte{kept, o.want})
+		}
+	}
+	// Copies taken before Close survive all later reuse of the mergers.
+	for _, c := range copies {
+		if !bytes.Equal(c[0], c[1]) {
+			t.Fatalf("copied result changed: got %x, want %x", c[0], c[1])
+		}
+	}
+	for _, o := range live {
+		if !bytes.Equal(o.got, o.want) {
+			t.Fatalf("result of an open merger changed: got %x, want %x", o.got, o.want)
+		}
+		o.c.Close()
+	}
+}
+
+// TestIDMergerConcurrent runs merges on several goroutines, as Pebble's
+// flushes, compactions and reads do, so that -race sees the pool shared.
+func TestIDMergerConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 99))
+			for range 300 {
+				ops := make([]refOp, rng.IntN(30))
+				for j := range ops {
+					ops[j] = refOp{id: uint64(rng.IntN(20)), del: rng.IntN(3) == 0}
+				}
+				s := &sim{t: t, rng: rng, ops: ops, canonical: true}
+				s.run(splitOps(rng, ops))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestIDMergerCorrupt(t *testing.T) {
+	good := encodeOps([]refOp{{1, false}, {2, true}})
+	bad := map[string][]byte{
+		"truncated":            {0x80},
+		"truncated after good": append(bytes.Clone(good), 0x81, 0x80),
+		"overflow":             {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},
+		"eleven bytes":         {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+	}
+	for name, b := range bad {
+		for _, includesBase := range []bool{false, true} {
+			for pos := range 3 { // the bad operand first, older, newer
+				t.Run(fmt.Sprintf("%s/base=%v/pos=%d", name, includesBase, pos), func(t *testing.T) {
+					var m *IDMerger
+					var err error
+					switch pos {
+					case 0:
+						m, err = NewIDMerger(nil, b)
+						if err == nil {
+							err = m.MergeNewer(good)
+						}
+					case 1:
+						m, err = NewIDMerger(nil, good)
+						if err == nil {
+							err = m.MergeOlder(b)
+						}
+					case 2:
+						m, err = NewIDMerger(nil, good)
+						if err == nil {
+							err = m.MergeNewer(b)
+						}
+					}
+					if err == nil {
+						var c interface{ Close() error }
+						_, _, c, err = m.deletableFinish(includesBase)
+						if c != nil {
+							c.Close()
+						}
+					}
+					if !errors.Is(err, errCorrupt) {
+						t.Fatalf("err = %v, want one wrapping errCorrupt", err)
+					}
+				})
+			}
+		}
+		t.Run(name+"/alone", func(t *testing.T) {
+			for _, includesBase := range []bool{false, true} {
+				m, _ := NewIDMerger(nil, b)
+				_, _, c, err := m.deletableFinish(includesBase)
+				if !errors.Is(err, errCorrupt) {
+					t.Fatalf("base=%v: err = %v, want one wrapping errCorrupt", includesBase, err)
+				}
+				if c != nil {
+					c.Close()
+				}
+			}
+			if _, err := appendLiveIDs(nil, b); !errors.Is(err, errCorrupt) {
+				t.Fatalf("appendLiveIDs: err = %v, want one wrapping errCorrupt", err)
+			}
+		})
+	}
+	// A merger that failed and was closed must not leak its operands into
+	// the next merge.
+	for range 10 {
+		m, _ := NewIDMerger(nil, good)
+		out, c, err := m.Finish(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := encodeOps([]refOp{{1, false}}); !bytes.Equal(out, want) {
+			t.Fatalf("after corrupt merges: got %x, want %x", out, want)
+		}
+		c.Close()
+	}
+}
+
+func TestIndexKeyRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	identity, _ := multihash.Sum([]byte("x"), multihash.IDENTITY, -1)
+	mhs := []multihash.Multihash{
+		identity,
+		{0x00, 0x00}, // identity of nothing: the shortest multihash
+		{0x12, 0x01, 0x09},
+		{0x12, 0x01, 0x00},
+	}
+	for i := range 20 {
+		mhs = append(mhs, storetest.Multihash("rt", i))
+	}
+	for _, mh := range mhs {
+		for _, id := range []uint64{0, 1, 9, 0x0900, math.MaxUint64, rng.Uint64()} {
+			k := appendIndexKey([]byte("junk"), mh, id)[4:]
+			if !bytes.HasPrefix(k, appendIndexPrefix(nil, mh)) {
+				t.Fatalf("key %x does not start with the prefix of %x", k, mh)
+			}
+			gotMH, gotID, ok := parseIndexKey(k)
+			if !ok || !bytes.Equal(gotMH, mh) || gotID != id {
+				t.Fatalf("parseIndexKey(%x) = %x, %d, %v; want %x, %d, true", k, gotMH, gotID, ok, mh, id)
+			}
+		}
+	}
+	k := appendIndexKey(nil, storetest.Multihash("rt", 0), 3)
+	for _, bad := range [][]byte{
+		nil,
+		appendIndexPrefix(nil, storetest.Multihash("rt", 0)),
+		k[:len(k)-1],
+		append([]byte{prefixRecord}, k[1:]...),
+		append(bytes.Clone(k[:len(k)-1]), 0x08),
+		recordKey(3),
+		{prefixIndex, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9}, // no multihash
+	} {
+		if mh, id, ok := parseIndexKey(bad); ok {
+			t.Errorf("parseIndexKey(%x) = %x, %d, true; want false", bad, mh, id)
+		}
+	}
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 13))
+	randBytes := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	values := []store.Value{
+		{ProviderID: storetest.PeerID("a"), ContextID: []byte("c"), Metadata: nil},
+		{ProviderID: storetest.PeerID("a"), ContextID: []byte("c"), Metadata: []byte{0}},
+		{ProviderID: "x", ContextID: make([]byte, store.MaxContextIDLen), Metadata: make([]byte, store.MaxMetadataLen)},
+		{ProviderID: peer.ID(randBytes(200)), ContextID: randBytes(130), Metadata: randBytes(5000)}, // lengths of 2-byte varints
+	}
+	for range 200 {
+		values = append(values, store.Value{
+			ProviderID: peer.ID(randBytes(1 + rng.IntN(60))),
+			ContextID:  randBytes(1 + rng.IntN(store.MaxContextIDLen)),
+			Metadata:   randBytes(rng.IntN(40)),
+		})
+	}
+	for _, v := range values {
+		enc := encodeRecord(v)
+		got, err := decodeRecord(enc)
+		if err != nil {
+			t.Fatalf("decodeRecord(encodeRecord(%v)): %v", v, err)
+		}
+		if !got.Equal(v) {
+			t.Fatalf("round trip: got %v, want %v", got, v)
+		}
+		if len(v.Metadata) == 0 && got.Metadata != nil {
+			t.Fatalf("empty metadata decoded as %q, want nil", got.Metadata)
+		}
+		// Cutting the record inside the provider or context ID field must
+		// be reported; cutting the metadata only shortens it.
+		fixed := len(enc) - len(v.Metadata)
+		for n := range enc {
+			got, err := decodeRecord(enc[:n])
+			switch {
+			case n < fixed && !errors.Is(err, errCorrupt):
+				t.Fatalf("decodeRecord of %d of %d bytes: %v, %v; want errCorrupt", n, len(enc), got, err)
+			case n >= fixed && (err != nil || !bytes.Equal(got.Metadata, v.Metadata[:n-fixed])):
+				t.Fatalf("decodeRecord of %d of %d bytes: %v, %v", n, len(enc), got, err)
+			}
+		}
+	}
+}
+
+func TestProviderRoundTrip(t *testing.T) {
+	now := time.Now()
+	adCid := cid.NewCidV1(cid.DagJSON, storetest.Multihash("ad", 1))
+	frozen := cid.NewCidV0(storetest.Multihash("ad", 2))
+	addrs := []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/4001")}
+	for _, info := range []store.ProviderInfo{
+		{AddrInfo: peer.AddrInfo{ID: storetest.PeerID("bare")}},
+		{
+			AddrInfo:          peer.AddrInfo{ID: storetest.PeerID("undef"), Addrs: addrs},
+			LastAdvertisement: cid.Undef,
+			FrozenAt:          cid.Undef,
+			LastError:         "boom",
+			LastErrorTime:     now,
+		},
+		{
+			AddrInfo:              peer.AddrInfo{ID: storetest.PeerID("full"), Addrs: addrs},
+			Publisher:             peer.AddrInfo{ID: storetest.PeerID("pub"), Addrs: addrs},
+			LastAdvertisement:     adCid,
+			LastAdvertisementTime: now,
+			FrozenAt:              frozen,
+			FrozenAtTime:          now.Add(time.Hour),
+			ExtendedProviders: &store.ExtendedProviders{
+				Providers: []peer.AddrInfo{{ID: storetest.PeerID("ext"), Addrs: addrs}},
+				Metadatas: [][]byte{[]byte("md")},
+				Contextual: []store.ContextualExtendedProviders{{
+					Override: true, ContextID: []byte("ctx"),
+					Providers: []peer.AddrInfo{{ID: storetest.PeerID("ext2")}},
+					Metadatas: [][]byte{nil},
+				}},
+			},
+		},
+		{AddrInfo: peer.AddrInfo{ID: storetest.PeerID("frozen only")}, FrozenAt: adCid},
+	} {
+		enc, err := encodeProvider(info)
+		if err != nil {
+			t.Fatalf("encodeProvider: %v", err)
+		}
+		got, err := decodeProvider(enc)
+		if err != nil {
+			t.Fatalf("decodeProvider(%s): %v", enc, err)
+		}
+		if got.AddrInfo.ID != info.AddrInfo.ID || len(got.AddrInfo.Addrs) != len(info.AddrInfo.Addrs) ||
+			got.Publisher.ID != info.Publisher.ID ||
+			!got.LastAdvertisement.Equals(info.LastAdvertisement) || got.LastAdvertisement.Defined() != info.LastAdvertisement.Defined() ||
+			!got.FrozenAt.Equals(info.FrozenAt) || got.FrozenAt.Defined() != info.FrozenAt.Defined() ||
+			!got.LastAdvertisementTime.Equal(info.LastAdvertisementTime) ||
+			!got.FrozenAtTime.Equal(info.FrozenAtTime) ||
+			!got.LastErrorTime.Equal(info.LastErrorTime) ||
+			got.LastError != info.LastError ||
+			(got.ExtendedProviders == nil) != (info.ExtendedProviders == nil) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v\nencoded %s", got, info, enc)
+		}
+		if ep := info.ExtendedProviders; ep != nil {
+			g := got.ExtendedProviders
+			if len(g.Providers) != len(ep.Providers) || len(g.Contextual) != 1 ||
+				!g.Contextual[0].Override || string(g.Contextual[0].ContextID) != "ctx" ||
+				string(g.Metadatas[0]) != "md" {
+				t.Fatalf("extended providers: got %+v, want %+v", g, ep)
+			}
+		}
+		if !info.LastAdvertisement.Defined() && strings.Contains(string(enc), "LastAdvertisement\"") {
+			t.Errorf("undefined CID stored: %s", enc)
+		}
+	}
+	for _, bad := range []string{
+		"",
+		"{",
+		"null x",
+		`{"LastAdvertisement":"not a cid"}`,
+		`{"FrozenAt":"bafy"}`,
+		`{"AddrInfo":{"ID":"not a peer"}}`,
+		`{"LastAdvertisementTime":"yesterday"}`,
+	} {
+		if _, err := decodeProvider([]byte(bad)); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeProvider(%q): err = %v, want one wrapping errCorrupt", bad, err)
+		}
+	}
+}
+
+// TestProviderRecordReadsBack checks that encodeProvider refuses a record
+// that decodeProvider could not read back. Peer IDs are stored in their
+// text form, which only parses for well-formed IDs; a record holding any
+// other (an empty extended provider, say) used to be written, after which
+// Provider reported it corrupt and Providers stopped at it, hiding every
+// other provider.
+func TestProviderRecordReadsBack(t *testing.T) {
+	id := storetest.PeerID("p")
+	for name, info := range map[string]store.ProviderInfo{
+		"malformed ID":        {AddrInfo: peer.AddrInfo{ID: "x"}},
+		"malformed publisher": {AddrInfo: peer.AddrInfo{ID: id}, Publisher: peer.AddrInfo{ID: "x"}},
+		"empty extended provider": {AddrInfo: peer.AddrInfo{ID: id}, ExtendedProviders: &store.ExtendedProviders{
+			Providers: []peer.AddrInfo{{}},
+		}},
+		"empty contextual provider": {AddrInfo: peer.AddrInfo{ID: id}, ExtendedProviders: &store.ExtendedProviders{
+			Contextual: []store.ContextualExtendedProviders{{ContextID: []byte("c"), Providers: []peer.AddrInfo{{}}}},
+		}},
+	} {
+		enc, err := encodeProvider(info)
+		if err == nil {
+			_, derr := decodeProvider(enc)
+			t.Errorf("%s: encodeProvider accepted a record that does not read back (%v): %s", name, derr, enc)
+			continue
+		}
+		if !errors.Is(err, store.ErrInvalidValue) {
+			t.Errorf("%s: err = %v, want one wrapping store.ErrInvalidValue", name, err)
+		}
+	}
+}
+
+// TestIDMergerNotDeletable guards the fix described at IDMerger: Pebble
+// v2.1.7 panics in compactions when a DeletableValueMerger drops a key whose
+// merge consumed an older SET, so IDMerger must not offer DeletableFinish.
+func TestIDMergerNotDeletable(t *testing.T) {
+	m, _ := NewIDMerger(nil, nil)
+	defer m.Close()
+	if _, ok := any(m).(interface {
+		DeletableFinish(includesBase bool) ([]byte, bool, io.Closer, error)
+	}); ok {
+		t.Fatal("IDMerger implements DeletableFinish, which crashes Pebble v2.1.7 compactions (see IDMerger)")
+	}
+}
