@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -51,4 +52,61 @@ type ContextualExtendedProviders struct {
 	ContextID []byte
 	Providers []peer.AddrInfo
 	Metadatas [][]byte
+}
+
+// Validate reports whether info may be stored: its peer IDs must be
+// well-formed (the provider's is required), and the context IDs and metadata
+// of its extended providers within the limits of a [Value]. Errors wrap
+// [ErrInvalidValue] and name the offending field.
+func (info ProviderInfo) Validate() error {
+	if info.AddrInfo.ID == "" {
+		return fmt.Errorf("%w: empty provider ID", ErrInvalidValue)
+	}
+	if err := validatePeerID(info.AddrInfo.ID); err != nil {
+		return fmt.Errorf("%w: provider ID: %v", ErrInvalidValue, err)
+	}
+	if id := info.Publisher.ID; id != "" {
+		if err := validatePeerID(id); err != nil {
+			return fmt.Errorf("%w: publisher ID: %v", ErrInvalidValue, err)
+		}
+	}
+	ep := info.ExtendedProviders
+	if ep == nil {
+		return nil
+	}
+	if err := validateExtended("extended provider", ep.Providers, ep.Metadatas); err != nil {
+		return err
+	}
+	for i, c := range ep.Contextual {
+		if len(c.ContextID) > MaxContextIDLen {
+			return fmt.Errorf("%w: contextual extended providers %d: context ID is %d bytes, limit %d", ErrInvalidValue, i, len(c.ContextID), MaxContextIDLen)
+		}
+		if err := validateExtended(fmt.Sprintf("contextual extended providers %d", i), c.Providers, c.Metadatas); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateExtended(what string, providers []peer.AddrInfo, metadatas [][]byte) error {
+	for i, p := range providers {
+		if err := validatePeerID(p.ID); err != nil {
+			return fmt.Errorf("%w: %s %d: peer ID: %v", ErrInvalidValue, what, i, err)
+		}
+	}
+	for i, md := range metadatas {
+		if len(md) > MaxMetadataLen {
+			return fmt.Errorf("%w: %s metadata %d is %d bytes, limit %d", ErrInvalidValue, what, i, len(md), MaxMetadataLen)
+		}
+	}
+	return nil
+}
+
+// validatePeerID checks that id is a non-empty multihash, as every peer ID is.
+func validatePeerID(id peer.ID) error {
+	if id == "" {
+		return peer.ErrEmptyPeerID
+	}
+	_, err := peer.IDFromBytes([]byte(id))
+	return err
 }

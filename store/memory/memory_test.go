@@ -372,7 +372,7 @@ func TestProviderCopies(t *testing.T) {
 	s := newStore(t)
 	addr := multiaddr.StringCast("/ip4/1.2.3.4/tcp/4001")
 	info := store.ProviderInfo{
-		AddrInfo: peer.AddrInfo{ID: "p", Addrs: []multiaddr.Multiaddr{addr}},
+		AddrInfo: peer.AddrInfo{ID: storetest.PeerID("p"), Addrs: []multiaddr.Multiaddr{addr}},
 		ExtendedProviders: &store.ExtendedProviders{
 			Metadatas: [][]byte{[]byte("md")},
 			Contextual: []store.ContextualExtendedProviders{
@@ -389,7 +389,7 @@ func TestProviderCopies(t *testing.T) {
 	info.ExtendedProviders.Metadatas[0][0] = 'X'
 	info.ExtendedProviders.Contextual[0].ContextID[0] = 'X'
 
-	got, err := s.Provider(ctx, "p")
+	got, err := s.Provider(ctx, storetest.PeerID("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +414,7 @@ func TestProviderCopies(t *testing.T) {
 		check(info)
 		info.ExtendedProviders.Metadatas[0][0] = 'Z'
 	}
-	got, err = s.Provider(ctx, "p")
+	got, err = s.Provider(ctx, storetest.PeerID("p"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,13 +426,13 @@ func TestProviderCopies(t *testing.T) {
 	if err := s.PutProvider(ctx, store.ProviderInfo{}); !errors.Is(err, store.ErrInvalidValue) {
 		t.Fatalf("empty ID: %v", err)
 	}
-	if err := s.DeleteProvider(ctx, "p"); err != nil {
+	if err := s.DeleteProvider(ctx, storetest.PeerID("p")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteProvider(ctx, "p"); err != nil {
+	if err := s.DeleteProvider(ctx, storetest.PeerID("p")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Provider(ctx, "p"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Provider(ctx, storetest.PeerID("p")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("deleted provider: %v", err)
 	}
 }
@@ -494,12 +494,12 @@ func TestClosed(t *testing.T) {
 		"rpc":    s.RemoveProviderContext(ctx, "p", []byte("c")),
 		"rp":     s.RemoveProvider(ctx, "p"),
 		"update": s.UpdateMetadata(ctx, "p", []byte("c"), nil),
-		"pp":     s.PutProvider(ctx, store.ProviderInfo{AddrInfo: peer.AddrInfo{ID: "p"}}),
-		"dp":     s.DeleteProvider(ctx, "p"),
+		"pp":     s.PutProvider(ctx, store.ProviderInfo{AddrInfo: peer.AddrInfo{ID: storetest.PeerID("p")}}),
+		"dp":     s.DeleteProvider(ctx, storetest.PeerID("p")),
 		"flush":  s.Flush(ctx),
 	}
 	_, errs["get"] = s.Get(ctx, ms[0])
-	_, errs["provider"] = s.Provider(ctx, "p")
+	_, errs["provider"] = s.Provider(ctx, storetest.PeerID("p"))
 	_, errs["size"] = s.Size(ctx)
 	_, errs["sweep"] = s.Sweep(ctx)
 	for _, err := range s.All(ctx) {

@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 
@@ -18,8 +17,8 @@ const providerOverhead = 256
 // PutProvider implements [store.ProviderRecords]. It stores a deep copy of
 // info.
 func (s *Store) PutProvider(ctx context.Context, info store.ProviderInfo) error {
-	if info.AddrInfo.ID == "" {
-		return wrap("put provider", fmt.Errorf("%w: empty provider ID", store.ErrInvalidValue))
+	if err := info.Validate(); err != nil {
+		return wrap("put provider", err)
 	}
 	if err := s.begin(ctx, "put provider"); err != nil {
 		return err

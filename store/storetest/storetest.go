@@ -352,8 +352,20 @@ func testRejectsBadInput(t *testing.T, s store.Store) {
 	}
 	expectValues(t, s, mhs[0])
 	expectValues(t, s, mhs[1])
-	if err := s.PutProvider(ctx, store.ProviderInfo{}); !errors.Is(err, store.ErrInvalidValue) {
-		t.Fatalf("PutProvider without ID: %v, want ErrInvalidValue", err)
+	for name, info := range map[string]store.ProviderInfo{
+		"no ID":                  {},
+		"malformed ID":           {AddrInfo: peer.AddrInfo{ID: "x"}},
+		"malformed publisher":    {AddrInfo: peer.AddrInfo{ID: PeerID("p")}, Publisher: peer.AddrInfo{ID: "x"}},
+		"empty extended":         {AddrInfo: peer.AddrInfo{ID: PeerID("p")}, ExtendedProviders: &store.ExtendedProviders{Providers: []peer.AddrInfo{{}}}},
+		"oversize ext. metadata": {AddrInfo: peer.AddrInfo{ID: PeerID("p")}, ExtendedProviders: &store.ExtendedProviders{Metadatas: [][]byte{make([]byte, store.MaxMetadataLen+1)}}},
+		"oversize ext. context":  {AddrInfo: peer.AddrInfo{ID: PeerID("p")}, ExtendedProviders: &store.ExtendedProviders{Contextual: []store.ContextualExtendedProviders{{ContextID: make([]byte, store.MaxContextIDLen+1)}}}},
+	} {
+		if err := s.PutProvider(ctx, info); !errors.Is(err, store.ErrInvalidValue) {
+			t.Errorf("PutProvider with %s: %v, want ErrInvalidValue", name, err)
+		}
+	}
+	if _, err := s.Provider(ctx, PeerID("p")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a rejected provider record was stored: %v", err)
 	}
 }
 

@@ -435,8 +435,8 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 
 // PutProvider implements [store.ProviderRecords].
 func (db *DB) PutProvider(ctx context.Context, info store.ProviderInfo) error {
-	if info.AddrInfo.ID == "" {
-		return db.wrap("put provider", fmt.Errorf("%w: empty provider ID", store.ErrInvalidValue))
+	if err := info.Validate(); err != nil {
+		return db.wrap("put provider", err)
 	}
 	enc, err := encodeProvider(info)
 	if err != nil {
