@@ -1,7 +1,11 @@
 package pebble_test
 
 import (
+	"context"
+	"fmt"
 	"testing"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
 
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
@@ -12,4 +16,62 @@ func TestConformance(t *testing.T) {
 	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
 		return pebble.Open(dir, pebble.WithCacheSize(8<<20))
 	})
+}
+
+// A multihash whose values are all removed leaves no key behind once swept,
+// whether its list was emptied by Remove or by removing its context.
+func TestSweepPrunesEmptiedKeys(t *testing.T) {
+	ctx := context.Background()
+	s, err := pebble.Open(t.TempDir(), pebble.WithCacheSize(8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := storetest.PeerID("p")
+	a, b := storetest.Multihashes("prune-a", 50), storetest.Multihashes("prune-b", 50)
+	keep := storetest.Multihash("prune-keep", 0)
+	for _, v := range []store.Value{
+		{ProviderID: p, ContextID: []byte("a"), Metadata: []byte("m")},
+		{ProviderID: p, ContextID: []byte("b"), Metadata: []byte("m")},
+	} {
+		mhs := a
+		if string(v.ContextID) == "b" {
+			mhs = b
+		}
+		if err := s.Put(ctx, v, append(mhs, keep)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Remove(ctx, p, []byte("a"), a...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveProviderContext(ctx, p, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Pebble().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != int64(len(b)+1) {
+		t.Fatalf("Sweep removed %d entries, want %d", n, len(b)+1)
+	}
+	it, err := s.Pebble().NewIter(&cpebble.IterOptions{LowerBound: []byte{0x01}, UpperBound: []byte{0x02}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var left []string
+	for ok := it.First(); ok; ok = it.Next() {
+		left = append(left, fmt.Sprintf("%x", it.Key()))
+	}
+	if len(left) != 1 {
+		t.Fatalf("%d index keys left after sweeping, want 1 (the multihash still held by context a): %v", len(left), left)
+	}
+	vals, err := s.Get(ctx, keep)
+	if err != nil || len(vals) != 1 || string(vals[0].ContextID) != "a" {
+		t.Fatalf("Get(keep) = %v, %v", vals, err)
+	}
 }

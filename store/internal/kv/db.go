@@ -49,6 +49,11 @@ type DB struct {
 	opMu   sync.RWMutex
 	closed bool
 
+	// indexMu orders index writes against pruning: every batch of index
+	// writes holds it shared; Sweep holds it alone while it deletes emptied
+	// keys, so that no merge it cannot see lands on a key it deletes.
+	indexMu sync.RWMutex
+
 	// recMu serialises writers of value records and of the maps below.
 	recMu sync.Mutex
 	// mu guards the maps for readers.
@@ -285,6 +290,8 @@ func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id ui
 }
 
 func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool) error {
+	db.indexMu.RLock()
+	defer db.indexMu.RUnlock()
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := db.layout.write(b, mhs, id, del); err != nil {
@@ -580,7 +587,10 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 		ids []uint64
 	}
 	for start := []byte{prefixIndex}; start != nil; {
-		var dead []deadEntries
+		var (
+			dead  []deadEntries
+			empty [][]byte // multihashes left with no live entry
+		)
 		next, err := db.scanIndex(ctx, "sweep", start, func(mh []byte, ids []uint64) {
 			var d []uint64
 			db.mu.RLock()
@@ -593,12 +603,15 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 			if len(d) > 0 {
 				dead = append(dead, deadEntries{bytes.Clone(mh), d})
 			}
+			if len(d) == len(ids) {
+				empty = append(empty, bytes.Clone(mh))
+			}
 		})
 		if err != nil {
 			return removed, err
 		}
 		if len(dead) > 0 {
-			err := db.commit(ctx, "sweep", func(b Batch) error {
+			err := db.commit(ctx, "sweep", false, func(b Batch) error {
 				for _, d := range dead {
 					if err := db.layout.drop(b, d.mh, d.ids); err != nil {
 						return err
@@ -613,17 +626,38 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 				removed += int64(len(d.ids))
 			}
 		}
+		if len(empty) > 0 {
+			err := db.commit(ctx, "sweep", true, func(b Batch) error {
+				for _, mh := range empty {
+					if err := db.layout.prune(db.eng, b, mh); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return removed, err
+			}
+		}
 		start = next
 	}
 	return removed, nil
 }
 
-// commit runs fill on a new batch and commits it, under the close guard.
-func (db *DB) commit(ctx context.Context, op string, fill func(Batch) error) error {
+// commit runs fill on a new batch of index writes and commits it, under the
+// close guard. With exclusive, no other index write is in flight meanwhile.
+func (db *DB) commit(ctx context.Context, op string, exclusive bool, fill func(Batch) error) error {
 	if err := db.begin(ctx, op); err != nil {
 		return err
 	}
 	defer db.opMu.RUnlock()
+	if exclusive {
+		db.indexMu.Lock()
+		defer db.indexMu.Unlock()
+	} else {
+		db.indexMu.RLock()
+		defer db.indexMu.RUnlock()
+	}
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := fill(b); err != nil {

@@ -55,6 +55,9 @@ type layout interface {
 	scan(eng Engine, start []byte, limit int, fn func(mh []byte, ids []uint64)) (next []byte, err error)
 	// drop removes ids from the entries of mh.
 	drop(b Batch, mh []byte, ids []uint64) error
+	// prune deletes what is left of mh's entries if none is live any
+	// more. The caller guarantees that no other index write is in flight.
+	prune(eng Engine, b Batch, mh []byte) error
 }
 
 // entriesLayout implements Entries.
@@ -116,6 +119,9 @@ func (entriesLayout) scan(eng Engine, start []byte, limit int, fn func(mh []byte
 	}
 	return next, nil
 }
+
+// prune has nothing to do: dropping an entry deletes its key.
+func (entriesLayout) prune(Engine, Batch, []byte) error { return nil }
 
 func (entriesLayout) drop(b Batch, mh []byte, ids []uint64) error {
 	key := make([]byte, 0, 64)
@@ -194,9 +200,7 @@ func (mergedLayout) scan(eng Engine, start []byte, limit int, fn func(mh []byte,
 		if ids, err = appendLiveIDs(ids[:0], v); err != nil {
 			return err
 		}
-		if len(ids) > 0 {
-			fn(key[1:len(key)-1], ids)
-		}
+		fn(key[1:len(key)-1], ids) // empty lists too, for Sweep to prune
 		n++
 		return nil
 	})
@@ -212,6 +216,27 @@ func (mergedLayout) drop(b Batch, mh []byte, ids []uint64) error {
 		op = appendOp(op, id, true)
 	}
 	return b.(MergeBatch).Merge(appendIndexPrefix(nil, mh), op)
+}
+
+// prune deletes mh's key if its list has no live ID. A list emptied by
+// removals stays as an empty value (see [IDMerger] for why the merge
+// operator cannot delete it), so Sweep deletes it here, re-reading it while
+// no merge can be in flight.
+func (mergedLayout) prune(eng Engine, b Batch, mh []byte) error {
+	key := appendIndexPrefix(nil, mh)
+	var live bool
+	err := eng.Get(key, func(v []byte) error {
+		ids, err := appendLiveIDs(nil, v)
+		live = len(ids) > 0
+		return err
+	})
+	if errors.Is(err, ErrNotFound) || (err == nil && live) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return b.Delete(key)
 }
 
 // appendOp appends one merge operation: uvarint(id<<1 | del).
