@@ -11,6 +11,7 @@ require (
 	github.com/multiformats/go-multiaddr v0.16.1
 	github.com/multiformats/go-multihash v0.2.3
 	github.com/syndtr/goleveldb v1.0.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
