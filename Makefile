@@ -17,8 +17,18 @@ help: ## list the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-z]+:.*## / { printf "  %-6s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	@echo "REDIS_ADDR=$(REDIS_ADDR) (override: make test REDIS_ADDR=host:port)"
 
-demo: ## run the store benchmarks once and show store vs raw engine as a table
-	go test -run '^$$' -bench 'Put|Get|UpdateMetadata' -benchtime 1x -count 1 ./store/... 2>&1 | go run ./examples/benchtable
+# The short benchmark run of `make demo`: the backends, one package at a time
+# (-p 1) so that no two benchmarks share the machine.
+DEMO_PKGS := ./store/pebble ./store/leveldb ./store/memory
+DEMO_TEST := go test -p 1 -run '^$$'
+
+demo: ## run the store benchmarks briefly (about a minute) and show store vs raw engine as a table
+	{ \
+	INDEXKIT_BENCH_KEYS=200000 $(DEMO_TEST) -bench '^BenchmarkPut$$' -benchtime 1x -count 3 $(DEMO_PKGS); \
+	$(DEMO_TEST) -bench '^BenchmarkGet(Parallel)?$$' -benchtime 500000x $(DEMO_PKGS); \
+	$(DEMO_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 200000x ./store/pebble ./store/memory; \
+	$(DEMO_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 2000x ./store/leveldb; \
+	} 2>&1 | go run ./examples/benchtable
 
 test: ## everything CI checks: services, vet, gofmt, import rules, race tests, interop
 	bash .ci/services

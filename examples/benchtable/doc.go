@@ -18,7 +18,7 @@
 // names the table; the backend is the last element of the package path.
 //
 // Each result line is "N  X ns/op" followed by value-unit pairs, such as
-// "312000 mh/s  4.1 cpu-s/Mmh  61.0 disk-B/mh  120 heap-B/mh". Results
+// "312000 mh/s  4.1 cpu-s/Mmh  61.0 disk-B/mh  95.0 rss-B/mh". Results
 // repeated with -count are averaged. A result line that log output split
 // from its benchmark name is joined back. Other lines (PASS, ok, goos, logs)
 // are ignored, except failures: when the input has "FAIL" or "--- FAIL:"
@@ -37,7 +37,8 @@
 //     the raw engine);
 //   - cpu store/raw: the store's "cpu-" metric divided by the raw one's,
 //     when both sides report one in the same unit;
-//   - disk-B/mh, heap-B/mh: the store side's footprint, when reported.
+//   - disk-B/mh, rss-B/mh, heap-B/mh: the store side's footprint, when
+//     reported.
 //
 // A missing value is shown as "—". The program uses the standard library
 // only.

@@ -10,16 +10,119 @@ import (
 
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
+	"github.com/indexkit/indexkit/store/storetest"
 	"github.com/multiformats/go-multihash"
 )
 
-const benchBatch = 1024
+func openStore(*testing.B) store.Store { return memory.New() }
 
-var benchSizes = []int{1 << 20, 10 << 20}
+// raw is the baseline the memory store is measured against: one map from
+// multihash bytes to the encoded record ID, guarded by one mutex, taken once
+// per written batch and once per lookup.
+type raw struct {
+	mu sync.RWMutex
+	m  map[string][]byte
+}
 
-// benchMhs returns n distinct sha2-256 multihashes (the digests are
-// pseudo-random, not real hashes, to keep generation cheap).
-func benchMhs(n int) []multihash.Multihash {
+func openRaw(*testing.B) storetest.Raw { return newRaw() }
+
+func newRaw() *raw { return &raw{m: make(map[string][]byte)} }
+
+func (r *raw) Write(mhs []multihash.Multihash, id uint64) error {
+	v := binary.BigEndian.AppendUint64(nil, id)
+	r.mu.Lock()
+	for _, mh := range mhs {
+		r.m[string(mh)] = v
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *raw) Get(mh multihash.Multihash, _ uint64) (bool, error) {
+	r.mu.RLock()
+	_, ok := r.m[string(mh)]
+	r.mu.RUnlock()
+	return ok, nil
+}
+
+func (r *raw) Sync() error          { return nil }
+func (r *raw) Settle() error        { return nil }
+func (r *raw) Size() (int64, error) { return 0, nil }
+
+func (r *raw) Close() error {
+	r.mu.Lock()
+	r.m = nil
+	r.mu.Unlock()
+	return nil
+}
+
+func BenchmarkPut(b *testing.B) {
+	for _, batch := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("batch=%d/store", batch), func(b *testing.B) { storetest.BenchPut(b, openStore, batch) })
+		b.Run(fmt.Sprintf("batch=%d/raw", batch), func(b *testing.B) { storetest.BenchRawPut(b, openRaw, batch) })
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	b.Run("store", func(b *testing.B) { storetest.BenchGet(b, openStore) })
+	b.Run("raw", func(b *testing.B) { storetest.BenchRawGet(b, openRaw) })
+}
+
+func BenchmarkUpdateMetadata(b *testing.B) {
+	for _, size := range []int{10, 100000} {
+		b.Run(fmt.Sprintf("mh=%d/store", size), func(b *testing.B) { storetest.BenchUpdateMetadata(b, openStore, size) })
+		b.Run(fmt.Sprintf("mh=%d/raw", size), func(b *testing.B) { storetest.BenchRawUpdate(b, openRaw) })
+	}
+}
+
+// BenchmarkGetParallel measures what the shared harness does not: lookups
+// from GOMAXPROCS goroutines at once (hits only), where the store's sharded
+// locks meet the baseline's single lock. It is its own Op, so its rows pair
+// with each other and not with BenchmarkGet.
+func BenchmarkGetParallel(b *testing.B) {
+	mhs := parallelMhs(storetest.BenchKeys())
+	const batch = 1000
+	b.Run("store", func(b *testing.B) {
+		ctx := context.Background()
+		s := memory.New()
+		defer s.Close()
+		for i := 0; i < len(mhs); i += batch {
+			v := store.Value{
+				ProviderID: storetest.PeerID("bench"),
+				ContextID:  fmt.Appendf(nil, "context-%08d", i/batch),
+				Metadata:   []byte("metadata"),
+			}
+			if err := s.Put(ctx, v, mhs[i:min(i+batch, len(mhs))]...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runParallelGets(b, func(mh multihash.Multihash) bool {
+			vs, err := s.Get(ctx, mh)
+			return err == nil && len(vs) == 1
+		})
+	})
+	b.Run("raw", func(b *testing.B) {
+		r := newRaw()
+		for i := 0; i < len(mhs); i += batch {
+			if err := r.Write(mhs[i:min(i+batch, len(mhs))], uint64(i/batch)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runParallelGets(b, func(mh multihash.Multihash) bool {
+			ok, err := r.Get(mh, 0)
+			return err == nil && ok
+		})
+	})
+}
+
+var parallelCache = map[int][]multihash.Multihash{}
+
+// parallelMhs returns n distinct sha2-256 multihashes with pseudo-random
+// digests.
+func parallelMhs(n int) []multihash.Multihash {
+	if m, ok := parallelCache[n]; ok {
+		return m
+	}
 	buf := make([]byte, n*34)
 	r := rand.New(rand.NewPCG(1, 2))
 	mhs := make([]multihash.Multihash, n)
@@ -27,132 +130,32 @@ func benchMhs(n int) []multihash.Multihash {
 		mh := buf[i*34 : (i+1)*34 : (i+1)*34]
 		mh[0], mh[1] = 0x12, 0x20
 		for j := 2; j < 34; j += 8 {
-			binary.LittleEndian.PutUint64(mh[j:], r.Uint64())
+			v := r.Uint64()
+			for k := 0; k < 8 && j+k < 34; k++ {
+				mh[j+k] = byte(v >> (8 * k))
+			}
 		}
 		mhs[i] = mh
 	}
+	parallelCache[n] = mhs
 	return mhs
 }
 
-var benchMhCache = map[int][]multihash.Multihash{}
-
-func cachedMhs(n int) []multihash.Multihash {
-	if m, ok := benchMhCache[n]; ok {
-		return m
-	}
-	m := benchMhs(n)
-	benchMhCache[n] = m
-	return m
-}
-
-var benchValue = store.Value{
-	ProviderID: "12D3KooWbench-provider-id-0000000000000000",
-	ContextID:  []byte("context"),
-	Metadata:   []byte("metadata-bitswap"),
-}
-
-// lockedMap is the baseline: a mutex-guarded map with the same batching.
-type lockedMap struct {
-	mu sync.RWMutex
-	m  map[string][]byte
-}
-
-func (l *lockedMap) put(v []byte, mhs []multihash.Multihash) {
-	l.mu.Lock()
-	for _, mh := range mhs {
-		l.m[string(mh)] = v
-	}
-	l.mu.Unlock()
-}
-
-func (l *lockedMap) get(mh multihash.Multihash) []byte {
-	l.mu.RLock()
-	v := l.m[string(mh)]
-	l.mu.RUnlock()
-	return v
-}
-
-func BenchmarkInsert(b *testing.B) {
-	for _, n := range benchSizes {
-		mhs := cachedMhs(n)
-		b.Run(fmt.Sprintf("map/%d", n), func(b *testing.B) {
-			for b.Loop() {
-				l := &lockedMap{m: make(map[string][]byte)}
-				v := benchValue.Metadata
-				for i := 0; i < n; i += benchBatch {
-					l.put(v, mhs[i:min(i+benchBatch, n)])
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "mh/s")
-		})
-		b.Run(fmt.Sprintf("memory/%d", n), func(b *testing.B) {
-			ctx := context.Background()
-			for b.Loop() {
-				s := memory.New()
-				for i := 0; i < n; i += benchBatch {
-					if err := s.Put(ctx, benchValue, mhs[i:min(i+benchBatch, n)]...); err != nil {
-						b.Fatal(err)
-					}
-				}
-				s.Close()
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "mh/s")
-		})
-	}
-}
-
-func BenchmarkGet(b *testing.B) {
-	n := benchSizes[0]
-	mhs := cachedMhs(n)
-	b.Run("map", func(b *testing.B) {
-		l := &lockedMap{m: make(map[string][]byte)}
-		for i := 0; i < n; i += benchBatch {
-			l.put(benchValue.Metadata, mhs[i:min(i+benchBatch, n)])
-		}
-		i := 0
-		for b.Loop() {
-			if l.get(mhs[i]) == nil {
-				b.Fatal("missing")
+// runParallelGets runs b.N lookups of mhs spread over GOMAXPROCS goroutines,
+// each walking its own pseudo-random sequence, and reports gets/s.
+func runParallelGets(b *testing.B, get func(multihash.Multihash) bool) {
+	mhs := parallelMhs(storetest.BenchKeys())
+	n := len(mhs)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := rand.IntN(n)
+		for pb.Next() {
+			if !get(mhs[i]) {
+				b.Error("lookup missed a stored multihash")
+				return
 			}
 			i = (i + 7919) % n
 		}
 	})
-	b.Run("memory", func(b *testing.B) {
-		ctx := context.Background()
-		s := memory.New()
-		defer s.Close()
-		for i := 0; i < n; i += benchBatch {
-			if err := s.Put(ctx, benchValue, mhs[i:min(i+benchBatch, n)]...); err != nil {
-				b.Fatal(err)
-			}
-		}
-		i := 0
-		for b.Loop() {
-			vs, err := s.Get(ctx, mhs[i])
-			if err != nil || len(vs) != 1 {
-				b.Fatal(vs, err)
-			}
-			i = (i + 7919) % n
-		}
-	})
-	b.Run("memory-parallel", func(b *testing.B) {
-		ctx := context.Background()
-		s := memory.New()
-		defer s.Close()
-		for i := 0; i < n; i += benchBatch {
-			if err := s.Put(ctx, benchValue, mhs[i:min(i+benchBatch, n)]...); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.RunParallel(func(pb *testing.PB) {
-			i := rand.IntN(n)
-			for pb.Next() {
-				vs, err := s.Get(ctx, mhs[i])
-				if err != nil || len(vs) != 1 {
-					b.Fatal(vs, err)
-				}
-				i = (i + 7919) % n
-			}
-		})
-	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "gets/s")
 }

@@ -113,6 +113,6 @@ func BenchmarkGet(b *testing.B) {
 func BenchmarkUpdateMetadata(b *testing.B) {
 	for _, size := range []int{10, 100000} {
 		b.Run(fmt.Sprintf("mh=%d/store", size), func(b *testing.B) { storetest.BenchUpdateMetadata(b, openStore, size) })
+		b.Run(fmt.Sprintf("mh=%d/raw", size), func(b *testing.B) { storetest.BenchRawUpdate(b, openRaw) })
 	}
-	b.Run("raw", func(b *testing.B) { storetest.BenchRawUpdate(b, openRaw) })
 }
