@@ -14,10 +14,22 @@ import (
 	"github.com/multiformats/go-multihash"
 )
 
-// MaxBatch is the most writes a DB puts in one engine batch. Larger Puts and
-// removals are split, which keeps engine batches near 200 KiB: big enough to
-// amortise a commit, small enough not to stall the engine.
-const MaxBatch = 4096
+// DefaultMaxBatch is the most writes a DB puts in one engine batch unless
+// [Config.MaxBatch] says otherwise. Larger Puts and removals are split, which
+// keeps Pebble batches near 200 KiB: big enough to amortise a commit, small
+// enough not to stall the engine.
+const DefaultMaxBatch = 4096
+
+// Config says how a DB uses its engine.
+type Config struct {
+	// Name prefixes error messages, for example "pebble".
+	Name string
+	// Layout is how index entries are kept.
+	Layout Layout
+	// MaxBatch caps the writes per engine batch; 0 means DefaultMaxBatch.
+	// An engine whose commits are costly (one fsync each) wants it higher.
+	MaxBatch int
+}
 
 // scanChunk is how many entries All and Sweep read per engine scan before they
 // release the engine, so that a slow consumer never pins it.
@@ -41,9 +53,10 @@ func newRecord(id uint64, v store.Value) *record {
 
 // DB implements store.Store over an Engine.
 type DB struct {
-	eng    Engine
-	name   string
-	layout layout
+	eng      Engine
+	name     string
+	layout   layout
+	maxBatch int
 
 	// opMu guards eng against Close: every call holds it shared.
 	opMu   sync.RWMutex
@@ -70,12 +83,19 @@ var (
 )
 
 // Open loads the value records of eng into memory and returns a DB that owns
-// eng, keeping index entries in layout l. name prefixes error messages (for
-// example "pebble"). On error eng is left open.
-func Open(eng Engine, name string, l Layout) (*DB, error) {
+// eng. On error eng is left open.
+func Open(eng Engine, cfg Config) (*DB, error) {
+	name, l := cfg.Name, cfg.Layout
+	if cfg.MaxBatch < 0 {
+		return nil, fmt.Errorf("%s: open: negative MaxBatch %d", name, cfg.MaxBatch)
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
 	db := &DB{
-		eng:    eng,
-		name:   name,
+		eng:      eng,
+		name:     name,
+		maxBatch: cfg.MaxBatch,
 		byID:   make(map[uint64]*record),
 		byCtx:  make(map[string]*record),
 		byProv: make(map[peer.ID]map[uint64]*record),
@@ -204,21 +224,23 @@ func (db *DB) begin(ctx context.Context, op string) error {
 
 // ensureRecord returns the ID of v's (provider, context), creating the record
 // or replacing its metadata as needed. With create false a missing record is
-// an error wrapping store.ErrNotFound.
-func (db *DB) ensureRecord(v store.Value, create bool) (uint64, error) {
+// an error wrapping store.ErrNotFound. When it writes the record, it writes
+// the index entries of first in the same batch and reports wrote, so that a
+// Put of a new context is one atomic commit, not two.
+func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multihash) (id uint64, wrote bool, err error) {
 	if r := db.lookup(v.ProviderID, v.ContextID); r != nil && bytes.Equal(r.v.Metadata, v.Metadata) {
-		return r.id, nil
+		return r.id, false, nil
 	}
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
 	old := db.lookup(v.ProviderID, v.ContextID)
 	if old != nil && bytes.Equal(old.v.Metadata, v.Metadata) {
-		return old.id, nil
+		return old.id, false, nil
 	}
 	if old == nil && !create {
-		return 0, store.ErrNotFound
+		return 0, false, store.ErrNotFound
 	}
-	id := db.nextID
+	id = db.nextID
 	if old != nil {
 		id = old.id
 	}
@@ -226,15 +248,22 @@ func (db *DB) ensureRecord(v store.Value, create bool) (uint64, error) {
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if old == nil {
 		if err := b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
-			return 0, err
+			return 0, false, err
+		}
+	}
+	if len(first) > 0 {
+		db.indexMu.RLock()
+		defer db.indexMu.RUnlock()
+		if err := db.layout.write(b, first, id, false); err != nil {
+			return 0, false, err
 		}
 	}
 	if err := b.Commit(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	db.mu.Lock()
 	if old != nil {
@@ -244,7 +273,7 @@ func (db *DB) ensureRecord(v store.Value, create bool) (uint64, error) {
 	}
 	db.index(r)
 	db.mu.Unlock()
-	return id, nil
+	return id, true, nil
 }
 
 // Put implements [store.Index].
@@ -261,9 +290,13 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 		return err
 	}
 	defer db.opMu.RUnlock()
-	id, err := db.ensureRecord(v, true)
+	first := mhs[:min(len(mhs), db.maxBatch)]
+	id, wrote, err := db.ensureRecord(v, true, first)
 	if err != nil {
 		return db.wrap("put: write value record", err)
+	}
+	if wrote {
+		mhs = mhs[len(first):]
 	}
 	if err := db.writeEntries(ctx, mhs, id, false); err != nil {
 		return db.wrap("put", err)
@@ -272,10 +305,10 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 }
 
 // writeEntries sets (or deletes) the index entries of mhs for id, in batches
-// of at most MaxBatch.
+// of at most db.maxBatch.
 func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, del bool) error {
 	for len(mhs) > 0 {
-		n := min(len(mhs), MaxBatch)
+		n := min(len(mhs), db.maxBatch)
 		if err := db.commitEntries(mhs[:n], id, del); err != nil {
 			return err
 		}
@@ -393,7 +426,7 @@ func (db *DB) RemoveProvider(ctx context.Context, provider peer.ID) error {
 	}
 	db.mu.RUnlock()
 	for len(recs) > 0 {
-		n := min(len(recs), MaxBatch)
+		n := min(len(recs), db.maxBatch)
 		if err := db.deleteRecords(recs[:n]); err != nil {
 			return db.wrap("remove provider", err)
 		}
@@ -434,7 +467,7 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 		return err
 	}
 	defer db.opMu.RUnlock()
-	if _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false); err != nil {
+	if _, _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false, nil); err != nil {
 		return db.wrap("update metadata", err)
 	}
 	return nil
