@@ -37,7 +37,7 @@
 //     the raw engine);
 //   - cpu store/raw: the store's "cpu-" metric divided by the raw one's,
 //     when both sides report one in the same unit;
-//   - disk-B/mh, rss-B/mh, heap-B/mh: the store side's footprint, when
+//   - disk-B/mh, size-B/mh, rss-B/mh, heap-B/mh: the store side's footprint, when
 //     reported.
 //
 // A missing value is shown as "—". The program uses the standard library

@@ -16,7 +16,7 @@ const legend = "store/raw = store rate ÷ raw engine rate, same run (1.00 = raw 
 
 // footprint lists the store-side metrics shown in columns of their own, when
 // some row of the table reports them.
-var footprint = []string{"disk-B/mh", "rss-B/mh", "heap-B/mh"}
+var footprint = []string{"disk-B/mh", "size-B/mh", "rss-B/mh", "heap-B/mh"}
 
 func writeTables(w io.Writer, pkgs []*pkgResults) error {
 	for i, pr := range pkgs {

@@ -1,13 +1,3 @@
-// Package storetest is the conformance suite every [store.Store] backend
-// passes. A backend is done when its tests call [Run] (and, for stores kept
-// on disk, [RunPersistent]) and they pass under -race.
-//
-//	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) store.Store { return memory.New() })
-//	}
-//
-// Each subtest gets a fresh store from the factory and closes it when done.
-// Errors are checked with errors.Is against the sentinels of package store.
 package storetest
 
 import (
