@@ -96,9 +96,9 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		eng:      eng,
 		name:     name,
 		maxBatch: cfg.MaxBatch,
-		byID:   make(map[uint64]*record),
-		byCtx:  make(map[string]*record),
-		byProv: make(map[peer.ID]map[uint64]*record),
+		byID:     make(map[uint64]*record),
+		byCtx:    make(map[string]*record),
+		byProv:   make(map[peer.ID]map[uint64]*record),
 	}
 	switch l {
 	case Entries:
