@@ -41,12 +41,18 @@ var errStop = errors.New("kv: stop scan")
 // keep its slices.
 type record struct {
 	id  uint64
+	key string // ctxKey of v, the key of byCtx
 	v   store.Value
 	one []store.Value // v alone: what Get returns for a single value
 }
 
-func newRecord(id uint64, v store.Value) *record {
-	r := &record{id: id, v: v}
+// newRecord makes the record of v, which it keeps; key is v's ctxKey, or
+// empty to compute it.
+func newRecord(id uint64, key string, v store.Value) *record {
+	if key == "" {
+		key = string(ctxKey(nil, v.ProviderID, v.ContextID))
+	}
+	r := &record{id: id, key: key, v: v}
 	r.one = []store.Value{r.v}
 	return r
 }
@@ -154,7 +160,7 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		if id >= db.nextID {
 			return fmt.Errorf("%w: record %d at or above next ID %d", errCorrupt, id, db.nextID)
 		}
-		db.index(newRecord(id, v.Clone()))
+		db.index(newRecord(id, "", v.Clone()))
 		return nil
 	})
 	if err != nil {
@@ -178,7 +184,7 @@ func ctxKey(dst []byte, p peer.ID, contextID []byte) []byte {
 // index adds r to the maps; the caller holds mu for writing (or owns db).
 func (db *DB) index(r *record) {
 	db.byID[r.id] = r
-	db.byCtx[string(ctxKey(nil, r.v.ProviderID, r.v.ContextID))] = r
+	db.byCtx[r.key] = r
 	m := db.byProv[r.v.ProviderID]
 	if m == nil {
 		m = make(map[uint64]*record)
@@ -190,7 +196,7 @@ func (db *DB) index(r *record) {
 // unindex removes r from the maps; the caller holds mu for writing.
 func (db *DB) unindex(r *record) {
 	delete(db.byID, r.id)
-	delete(db.byCtx, string(ctxKey(nil, r.v.ProviderID, r.v.ContextID)))
+	delete(db.byCtx, r.key)
 	if m := db.byProv[r.v.ProviderID]; m != nil {
 		delete(m, r.id)
 		if len(m) == 0 {
@@ -240,11 +246,15 @@ func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multiha
 	if old == nil && !create {
 		return 0, false, store.ErrNotFound
 	}
-	id = db.nextID
+	var r *record
 	if old != nil {
+		// Same provider and context: share them, and the map key.
 		id = old.id
+		r = newRecord(id, old.key, store.Value{ProviderID: old.v.ProviderID, ContextID: old.v.ContextID, Metadata: bytes.Clone(v.Metadata)})
+	} else {
+		id = db.nextID
+		r = newRecord(id, "", v.Clone())
 	}
-	r := newRecord(id, v.Clone())
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
@@ -266,12 +276,10 @@ func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multiha
 		return 0, false, err
 	}
 	db.mu.Lock()
-	if old != nil {
-		db.unindex(old)
-	} else {
+	if old == nil {
 		db.nextID++
 	}
-	db.index(r)
+	db.index(r) // replaces old, which has the same keys
 	db.mu.Unlock()
 	return id, true, nil
 }
