@@ -10,6 +10,10 @@
 // Each subtest gets a fresh store from the factory and closes it when done.
 // Errors are checked with errors.Is against the sentinels of package store.
 //
+// [RunDifferential] runs a random sequence of operations, reopenings and
+// engine-specific events against a backend and against a reference store
+// (the memory store, passed in), and compares them step by step.
+//
 // # Crash test
 //
 // [RunPersistent] re-executes the test binary as a child that writes rounds
