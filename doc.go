@@ -41,10 +41,10 @@
 //   - ingest (planned): everything between a publisher and a store: the
 //     advertisement chain walker, entry fetch, applying ads, per-publisher
 //     scheduling, allow/deny policy, provider registry.
-//   - ingest/schema (planned): advertisement and entry-chunk types, their
-//     codecs and signatures.
-//   - ingest/metadata (planned): transport metadata codec (bitswap,
-//     graphsync-filecoinv1, http).
+//   - ingest/schema: advertisement and entry-chunk types, their dag-json and
+//     dag-cbor codecs and signatures.
+//   - ingest/metadata: transport metadata codec (bitswap,
+//     graphsync-filecoinv1, gateway and piece HTTP, unknown codes kept).
 //   - ingest/ipnisync (planned): the HTTP publisher protocol, client and
 //     server.
 //   - ingest/announce (planned): announce messages over HTTP and gossipsub,
