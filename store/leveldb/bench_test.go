@@ -99,23 +99,10 @@ func (r *raw) Size() (int64, error) {
 
 func (r *raw) Close() error { return r.d.Close() }
 
-func BenchmarkPut(b *testing.B) {
-	for _, batch := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("batch=%d/store", batch), func(b *testing.B) { storetest.BenchPut(b, openStore, batch) })
-		b.Run(fmt.Sprintf("batch=%d/raw", batch), func(b *testing.B) { storetest.BenchRawPut(b, openRaw, batch) })
-	}
-}
+func BenchmarkPut(b *testing.B) { storetest.ComparePut(b, openStore, openRaw) }
 
-func BenchmarkGet(b *testing.B) {
-	b.Run("store", func(b *testing.B) { storetest.BenchGet(b, openStore) })
-	b.Run("raw", func(b *testing.B) { storetest.BenchRawGet(b, openRaw) })
-}
+func BenchmarkGet(b *testing.B) { storetest.CompareGet(b, openStore, openRaw) }
 
-// BenchmarkUpdateMetadata pairs each size with the raw floor of an update,
-// one synced single-key batch, which does not depend on the size.
-func BenchmarkUpdateMetadata(b *testing.B) {
-	for _, size := range []int{10, 100000} {
-		b.Run(fmt.Sprintf("mh=%d/store", size), func(b *testing.B) { storetest.BenchUpdateMetadata(b, openStore, size) })
-		b.Run(fmt.Sprintf("mh=%d/raw", size), func(b *testing.B) { storetest.BenchRawUpdate(b, openRaw) })
-	}
-}
+// BenchmarkUpdateMetadata pairs each context size with the raw floor of an
+// update, a one-key commit, which does not depend on the size.
+func BenchmarkUpdateMetadata(b *testing.B) { storetest.CompareUpdateMetadata(b, openStore, openRaw) }

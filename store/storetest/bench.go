@@ -371,3 +371,29 @@ func BenchRawUpdate(b *testing.B, open func(b *testing.B) Raw) {
 	}
 	m.report(b, b.N, "ops/s", "cpu-s/Mop")
 }
+
+// ComparePut runs BenchPut and BenchRawPut side by side, as
+// batch=N/store and batch=N/raw, for Puts of 1,000 and 10,000 multihashes.
+// A backend's BenchmarkPut is one call to it.
+func ComparePut(b *testing.B, open func(*testing.B) store.Store, raw func(*testing.B) Raw) {
+	for _, batch := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("batch=%d/store", batch), func(b *testing.B) { BenchPut(b, open, batch) })
+		b.Run(fmt.Sprintf("batch=%d/raw", batch), func(b *testing.B) { BenchRawPut(b, raw, batch) })
+	}
+}
+
+// CompareGet runs BenchGet and BenchRawGet side by side, as store and raw.
+func CompareGet(b *testing.B, open func(*testing.B) store.Store, raw func(*testing.B) Raw) {
+	b.Run("store", func(b *testing.B) { BenchGet(b, open) })
+	b.Run("raw", func(b *testing.B) { BenchRawGet(b, raw) })
+}
+
+// CompareUpdateMetadata runs BenchUpdateMetadata for contexts of 10 and
+// 100,000 multihashes, each beside the raw floor of an update (a one-key
+// commit, whatever the size), as mh=N/store and mh=N/raw.
+func CompareUpdateMetadata(b *testing.B, open func(*testing.B) store.Store, raw func(*testing.B) Raw) {
+	for _, size := range []int{10, 100000} {
+		b.Run(fmt.Sprintf("mh=%d/store", size), func(b *testing.B) { BenchUpdateMetadata(b, open, size) })
+		b.Run(fmt.Sprintf("mh=%d/raw", size), func(b *testing.B) { BenchRawUpdate(b, raw) })
+	}
+}
