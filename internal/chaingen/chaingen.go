@@ -1,0 +1,635 @@
+package chaingen
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/ingest/metadata"
+	"github.com/indexkit/indexkit/ingest/schema"
+)
+
+// DefaultChunkSize is the number of multihashes per entry chunk when
+// [Config.ChunkSize] is 0, as the reference publishers use.
+const DefaultChunkSize = 1000
+
+// Config says what chain [Generate] builds. The zero value is a valid,
+// empty chain. Every "Every" field counts advertisements from 1 (the
+// genesis ad is number 1): with RemoveEvery 5, ads 5, 10, 15, ... are
+// removals. When two of them pick the same ad, the first in the order
+// RemoveEvery, UpdateEvery, ReuseEvery wins; ExtendedEvery combines with
+// any of them except a removal.
+type Config struct {
+	// Seed is the source of everything: keys, addresses, context IDs,
+	// multihashes, metadata and every choice. Same Config, same chain,
+	// byte for byte.
+	Seed uint64
+	// Ads is the number of advertisements.
+	Ads int
+	// MhsPerAd is the number of multihashes of each ad with entries. With
+	// 0 those ads link to [schema.NoEntries] instead, which gives cheap,
+	// arbitrarily deep chains that index nothing.
+	MhsPerAd int
+	// ChunkSize is the number of multihashes per EntryChunk (default
+	// [DefaultChunkSize], at most [schema.MaxChunkEntries]). Chunks of more
+	// than about 80,000 sha2-256 multihashes (dag-json) exceed
+	// [schema.MaxBlockSize]: that is how a test gets an oversize block.
+	ChunkSize int
+	// Codec is the codec of every block: [schema.DagJSON] (the default)
+	// or [schema.DagCBOR].
+	Codec uint64
+
+	// RemoveEvery makes every Nth ad an IsRm of an earlier context that
+	// still has multihashes, picked at random (0 = never). With no such
+	// context the ad is an ordinary one.
+	RemoveEvery int
+	// UpdateEvery makes every Nth ad a metadata-only update (NoEntries,
+	// !IsRm) of an earlier context that still has multihashes, with new
+	// metadata (0 = never). With no such context the ad is an ordinary one.
+	UpdateEvery int
+	// ReuseEvery makes every Nth ad with entries publish new multihashes
+	// under an earlier context, live or removed, with new metadata
+	// (0 = never): the metadata of the whole context is replaced, and a
+	// removed context comes back holding only the new multihashes.
+	ReuseEvery int
+	// NoEntriesEvery is an alias of UpdateEvery, kept for callers that
+	// name the ad by its Entries link. If both are set, UpdateEvery wins.
+	NoEntriesEvery int
+	// ExtendedEvery gives every Nth ad that is not a removal an
+	// ExtendedProvider (the provider itself and one or two extended
+	// providers whose keys derive from Seed), signed with
+	// [schema.Advertisement.SignWithExtendedProviders] (0 = never).
+	ExtendedEvery int
+	// SharedMhs is the number of multihashes of each ad with entries that
+	// repeat the first new multihashes of the previous ad with entries (at
+	// most MhsPerAd), so that some multihashes have values in several
+	// contexts. 0 = every multihash is new.
+	SharedMhs int
+
+	// PublisherSigns makes a separate publisher key sign every ad for the
+	// provider; otherwise the provider key signs. Extended-provider
+	// entries are signed by their own keys (the provider's own entry by
+	// the provider key) either way.
+	PublisherSigns bool
+}
+
+func (cfg Config) normalize() (Config, error) {
+	if cfg.ChunkSize == 0 {
+		cfg.ChunkSize = DefaultChunkSize
+	}
+	if cfg.Codec == 0 {
+		cfg.Codec = schema.DagJSON
+	}
+	if cfg.UpdateEvery == 0 {
+		cfg.UpdateEvery = cfg.NoEntriesEvery
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"Ads", cfg.Ads}, {"MhsPerAd", cfg.MhsPerAd}, {"RemoveEvery", cfg.RemoveEvery},
+		{"UpdateEvery", cfg.UpdateEvery}, {"NoEntriesEvery", cfg.NoEntriesEvery},
+		{"ReuseEvery", cfg.ReuseEvery}, {"ExtendedEvery", cfg.ExtendedEvery}, {"SharedMhs", cfg.SharedMhs},
+	} {
+		if f.v < 0 {
+			return cfg, fmt.Errorf("%w: %s is %d, must not be negative", ErrInvalidConfig, f.name, f.v)
+		}
+	}
+	switch {
+	case cfg.ChunkSize < 0 || cfg.ChunkSize > schema.MaxChunkEntries:
+		return cfg, fmt.Errorf("%w: ChunkSize is %d, want 1 to %d", ErrInvalidConfig, cfg.ChunkSize, schema.MaxChunkEntries)
+	case cfg.Codec != schema.DagJSON && cfg.Codec != schema.DagCBOR:
+		return cfg, fmt.Errorf("%w: Codec is 0x%x, want dag-json 0x129 or dag-cbor 0x71", ErrInvalidConfig, cfg.Codec)
+	case cfg.SharedMhs > cfg.MhsPerAd:
+		return cfg, fmt.Errorf("%w: SharedMhs %d exceeds MhsPerAd %d", ErrInvalidConfig, cfg.SharedMhs, cfg.MhsPerAd)
+	}
+	return cfg, nil
+}
+
+// Chain is a generated advertisement chain: its blocks, its keys and the
+// log it derives its ground-truth [Model] from.
+//
+// Block, Head, Source, Blocks, Model, ModelAt, Ad, Corrupt, SetBlock and
+// RemoveBlock are safe for concurrent use, also while Extend runs (a
+// walker may fetch while a test extends the chain). The exported fields
+// are set by Generate; Extend appends to Ads under the chain's lock, so a
+// test that reads Ads while another goroutine extends the chain must use
+// [Chain.Head] or [Chain.Ad] instead.
+type Chain struct {
+	Provider     peer.ID
+	ProviderKey  crypto.PrivKey
+	Publisher    peer.ID        // Provider unless Config.PublisherSigns
+	PublisherKey crypto.PrivKey // ProviderKey unless Config.PublisherSigns
+	Addrs        []string       // provider addresses in every ad
+	Extended     []peer.ID      // extended providers that ads may list, besides Provider
+	Ads          []cid.Cid      // oldest first
+
+	cfg      Config
+	addrs    []string // private copy of Addrs
+	extKeys  map[string]crypto.PrivKey
+	extAddrs [][]string
+	extMeta  []byte // metadata of the extended providers' entries
+
+	mu     sync.RWMutex // guards blocks, head, Ads, ops
+	blocks map[cid.Cid][]byte
+	head   cid.Cid
+	ops    []op // one per ad, the model's log
+
+	genMu   sync.Mutex // serializes Extend; guards the generator state below
+	rng     *rand.PCG
+	ctxIDs  [][]byte // every context ever made, by index
+	live    []int32  // contexts that hold multihashes
+	livePos []int    // index in live of each context, -1 if not live
+	nextOrd uint64   // ordinal of the next new multihash
+	prevNew span     // new multihashes of the latest ad with entries
+}
+
+// span is the multihashes of ordinals [start, start+n).
+type span struct{ start, n uint64 }
+
+type opKind uint8
+
+const (
+	opPut    opKind = iota // index the spans under ctx, set its metadata
+	opUpdate               // set the metadata of ctx if it holds multihashes
+	opRemove               // drop ctx
+)
+
+// op is what one ad does to the model.
+type op struct {
+	kind  opKind
+	ctx   int32  // context index
+	ctxID []byte // its ContextID
+	meta  []byte
+	spans []span
+}
+
+// Generate builds the chain cfg describes. It fails only for an invalid
+// cfg (errors wrap [ErrInvalidConfig]) or a bug.
+func Generate(cfg Config) (*Chain, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("chaingen: generate: %w", err)
+	}
+	c := &Chain{
+		cfg:     cfg,
+		blocks:  make(map[cid.Cid][]byte),
+		extKeys: make(map[string]crypto.PrivKey),
+		rng:     rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15),
+	}
+	if c.ProviderKey, c.Provider, err = c.key("provider", 0); err != nil {
+		return nil, err
+	}
+	c.PublisherKey, c.Publisher = c.ProviderKey, c.Provider
+	if cfg.PublisherSigns {
+		if c.PublisherKey, c.Publisher, err = c.key("publisher", 0); err != nil {
+			return nil, err
+		}
+	}
+	port := 10000 + cfg.Seed%40000
+	c.addrs = []string{
+		"/ip4/127.0.0.1/tcp/" + strconv.FormatUint(port, 10) + "/http",
+		"/ip4/127.0.0.1/udp/" + strconv.FormatUint(port, 10) + "/quic-v1",
+	}
+	c.Addrs = append([]string(nil), c.addrs...)
+	for i := range 2 {
+		k, id, err := c.key("extended", uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		c.extKeys[id.String()] = k
+		c.Extended = append(c.Extended, id)
+		c.extAddrs = append(c.extAddrs, []string{
+			"/dns4/ep" + strconv.Itoa(i) + ".example.net/tcp/443/https",
+		})
+	}
+	m, err := metadata.New(metadata.IPFSGatewayHTTP{})
+	if err != nil {
+		return nil, fmt.Errorf("chaingen: generate: %w", err)
+	}
+	c.extMeta = m.Encode()
+	if err := c.extend(cfg.Ads); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Extend appends n ads on top of the chain, as if the publisher had
+// announced a new head: earlier CIDs and blocks stay as they are. It is
+// deterministic: Generate with Ads a, then Extend(b), gives the same chain
+// as Generate with Ads a+b. Blocks of the new ads are in place before
+// [Chain.Head] moves, ad by ad.
+func (c *Chain) Extend(n int) error {
+	if n < 0 {
+		return fmt.Errorf("chaingen: extend: %w: n is %d", ErrInvalidConfig, n)
+	}
+	return c.extend(n)
+}
+
+func (c *Chain) extend(n int) error {
+	c.genMu.Lock()
+	defer c.genMu.Unlock()
+	for range n {
+		if err := c.nextAd(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// every reports whether the ad numbered n (from 1) is an every-th one.
+func every(every, n int) bool { return every > 0 && n%every == 0 }
+
+func (c *Chain) pick(n int) int { return int(c.rng.Uint64() % uint64(n)) }
+
+// block is one encoded block waiting to be published.
+type block struct {
+	id   cid.Cid
+	data []byte
+}
+
+// nextAd generates one ad with its entries, publishes its blocks and moves
+// the head. Called with genMu held.
+func (c *Chain) nextAd() error {
+	cfg := &c.cfg
+	n := len(c.ops) + 1
+	o := op{kind: opPut}
+	switch {
+	case every(cfg.RemoveEvery, n) && len(c.live) > 0:
+		o.kind, o.ctx = opRemove, c.live[c.pick(len(c.live))]
+	case every(cfg.UpdateEvery, n) && len(c.live) > 0:
+		o.kind, o.ctx = opUpdate, c.live[c.pick(len(c.live))]
+	case every(cfg.ReuseEvery, n) && len(c.ctxIDs) > 0:
+		o.ctx = int32(c.pick(len(c.ctxIDs)))
+	default:
+		o.ctx = c.newContext()
+	}
+	o.ctxID = c.ctxIDs[o.ctx]
+	if o.kind == opPut && cfg.MhsPerAd == 0 {
+		o.kind = opUpdate // an ad of new metadata and NoEntries
+	}
+
+	var err error
+	switch o.kind {
+	case opPut:
+		o.meta, err = c.entriesMetadata(n)
+	case opUpdate:
+		o.meta, err = c.updateMetadata(n)
+	}
+	if err != nil {
+		return fmt.Errorf("chaingen: ad %d: metadata: %w", n, err)
+	}
+
+	entries, blocks := schema.NoEntries, []block(nil)
+	if o.kind == opPut {
+		shared := min(uint64(cfg.SharedMhs), c.prevNew.n)
+		if shared > 0 {
+			o.spans = append(o.spans, span{c.prevNew.start, shared})
+		}
+		fresh := span{c.nextOrd, uint64(cfg.MhsPerAd) - shared}
+		c.nextOrd += fresh.n
+		if fresh.n > 0 {
+			o.spans = append(o.spans, fresh)
+		}
+		c.prevNew = fresh
+		if entries, blocks, err = c.entryChunks(o.spans); err != nil {
+			return fmt.Errorf("chaingen: ad %d: %w", n, err)
+		}
+	}
+
+	ad := &schema.Advertisement{
+		PreviousID: c.head, // written only by this goroutine
+		Provider:   c.Provider.String(),
+		Addresses:  c.addrs,
+		Entries:    entries,
+		ContextID:  o.ctxID,
+		Metadata:   o.meta,
+		IsRm:       o.kind == opRemove,
+	}
+	if every(cfg.ExtendedEvery, n) && !ad.IsRm {
+		ad.ExtendedProvider = c.extendedProvider(n, o.meta)
+	}
+	if err := c.sign(ad); err != nil {
+		return fmt.Errorf("chaingen: ad %d: %w", n, err)
+	}
+	data, id, err := ad.EncodeAs(cfg.Codec)
+	if err != nil {
+		return fmt.Errorf("chaingen: ad %d: %w", n, err)
+	}
+
+	switch o.kind {
+	case opPut:
+		if c.livePos[o.ctx] < 0 {
+			c.livePos[o.ctx] = len(c.live)
+			c.live = append(c.live, o.ctx)
+		}
+	case opRemove:
+		i := c.livePos[o.ctx]
+		last := c.live[len(c.live)-1]
+		c.live[i], c.livePos[last] = last, i
+		c.live = c.live[:len(c.live)-1]
+		c.livePos[o.ctx] = -1
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range blocks {
+		c.blocks[b.id] = b.data
+	}
+	c.blocks[id] = data
+	c.head = id
+	c.Ads = append(c.Ads, id)
+	c.ops = append(c.ops, o)
+	return nil
+}
+
+// sign signs ad with the publisher key; the entries of an ExtendedProvider
+// are signed by their own keys, the provider's entry by the provider key.
+func (c *Chain) sign(ad *schema.Advertisement) error {
+	if ad.ExtendedProvider == nil {
+		return ad.Sign(c.PublisherKey)
+	}
+	keyFor := func(id string) (crypto.PrivKey, error) {
+		if k, ok := c.extKeys[id]; ok {
+			return k, nil
+		}
+		return nil, fmt.Errorf("no key for extended provider %s", id)
+	}
+	if err := ad.SignWithExtendedProviders(c.ProviderKey, keyFor); err != nil {
+		return err
+	}
+	if !c.cfg.PublisherSigns {
+		return nil
+	}
+	// The ad signature covers neither ExtendedProvider nor the entries'
+	// signatures, so the publisher re-signs the ad alone.
+	ep := ad.ExtendedProvider
+	ad.ExtendedProvider = nil
+	err := ad.Sign(c.PublisherKey)
+	ad.ExtendedProvider = ep
+	return err
+}
+
+func (c *Chain) extendedProvider(n int, meta []byte) *schema.ExtendedProvider {
+	ep := &schema.ExtendedProvider{
+		Override: (n/c.cfg.ExtendedEvery)%2 == 0,
+		Providers: []schema.ProviderEntry{
+			{ID: c.Provider.String(), Addresses: c.addrs, Metadata: meta},
+		},
+	}
+	count := 1 + (n/c.cfg.ExtendedEvery)%2
+	for i := range count {
+		ep.Providers = append(ep.Providers, schema.ProviderEntry{
+			ID: c.Extended[i].String(), Addresses: c.extAddrs[i], Metadata: c.extMeta,
+		})
+	}
+	return ep
+}
+
+// entryChunks encodes the multihashes of spans as a chain of entry chunks
+// and returns the CID of the first one.
+func (c *Chain) entryChunks(spans []span) (cid.Cid, []block, error) {
+	var total uint64
+	for _, s := range spans {
+		total += s.n
+	}
+	const mhLen = 2 + sha256.Size
+	buf := make([]byte, 0, total*mhLen)
+	mhs := make([]multihash.Multihash, 0, total)
+	for _, s := range spans {
+		for ord := s.start; ord < s.start+s.n; ord++ {
+			at := len(buf)
+			buf = appendMultihash(buf, c.cfg.Seed, ord)
+			mhs = append(mhs, buf[at:len(buf):len(buf)])
+		}
+	}
+	size := c.cfg.ChunkSize
+	blocks := make([]block, 0, (len(mhs)+size-1)/size)
+	next := cid.Undef
+	for end := len(mhs); end > 0; {
+		start := (end - 1) / size * size
+		ch := schema.EntryChunk{Entries: mhs[start:end], Next: next}
+		data, id, err := ch.EncodeAs(c.cfg.Codec)
+		if err != nil {
+			return cid.Undef, nil, err
+		}
+		blocks = append(blocks, block{id, data})
+		next, end = id, start
+	}
+	return next, blocks, nil
+}
+
+// appendMultihash appends the sha2-256 multihash of the ordinal-th
+// multihash of the seed.
+func appendMultihash(dst []byte, seed, ordinal uint64) []byte {
+	d := mhDigest(seed, ordinal)
+	return append(append(dst, multihash.SHA2_256, sha256.Size), d[:]...)
+}
+
+func mhDigest(seed, ordinal uint64) [sha256.Size]byte {
+	var in [24]byte
+	copy(in[:8], "chaingen")
+	binary.BigEndian.PutUint64(in[8:], seed)
+	binary.BigEndian.PutUint64(in[16:], ordinal)
+	return sha256.Sum256(in[:])
+}
+
+// derive returns 32 bytes for (label, i) of the chain's seed.
+func (c *Chain) derive(label string, i uint64) [sha256.Size]byte {
+	b := make([]byte, 0, 64)
+	b = append(b, "indexkit/chaingen/"...)
+	b = append(b, label...)
+	b = binary.BigEndian.AppendUint64(b, c.cfg.Seed)
+	b = binary.BigEndian.AppendUint64(b, i)
+	return sha256.Sum256(b)
+}
+
+// key derives an Ed25519 key and its peer ID.
+func (c *Chain) key(label string, i uint64) (crypto.PrivKey, peer.ID, error) {
+	seed := c.derive("key/"+label, i)
+	k, err := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(seed[:]))
+	if err != nil {
+		return nil, "", fmt.Errorf("chaingen: %s key: %w", label, err)
+	}
+	id, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		return nil, "", fmt.Errorf("chaingen: %s key: %w", label, err)
+	}
+	return k, id, nil
+}
+
+// newContext makes a new context ID of 8 to 32 bytes.
+func (c *Chain) newContext() int32 {
+	i := len(c.ctxIDs)
+	d := c.derive("context", uint64(i))
+	c.ctxIDs = append(c.ctxIDs, d[:8+int(d[31])%25])
+	c.livePos = append(c.livePos, -1)
+	return int32(i)
+}
+
+// pieceCID returns a Filecoin piece CID (fil-commitment-unsealed,
+// sha2-256-trunc254-padded) for ad n.
+func (c *Chain) pieceCID(n int) cid.Cid {
+	d := c.derive("piece", uint64(n))
+	d[31] &= 0x3f
+	mh, _ := multihash.Encode(d[:], multihash.SHA2_256_TRUNC254_PADDED) // cannot fail
+	return cid.NewCidV1(cid.FilCommitmentUnsealed, mh)
+}
+
+// entriesMetadata is the metadata of ad n with entries: bitswap, graphsync
+// with a piece, or both, or graphsync with the HTTP gateway.
+func (c *Chain) entriesMetadata(n int) ([]byte, error) {
+	gs := metadata.GraphsyncFilecoinV1{PieceCID: c.pieceCID(n), VerifiedDeal: n%3 == 0, FastRetrieval: true}
+	var ps []metadata.Protocol
+	switch n % 4 {
+	case 0:
+		ps = []metadata.Protocol{metadata.Bitswap{}}
+	case 1:
+		ps = []metadata.Protocol{gs}
+	case 2:
+		ps = []metadata.Protocol{metadata.Bitswap{}, gs}
+	case 3:
+		ps = []metadata.Protocol{gs, metadata.IPFSGatewayHTTP{}}
+	}
+	m, err := metadata.New(ps...)
+	if err != nil {
+		return nil, err
+	}
+	return m.Encode(), nil
+}
+
+// updateMetadata is the metadata of update ad n: always graphsync with the
+// ad's own piece, so it differs from every earlier metadata.
+func (c *Chain) updateMetadata(n int) ([]byte, error) {
+	ps := []metadata.Protocol{metadata.GraphsyncFilecoinV1{PieceCID: c.pieceCID(n), VerifiedDeal: true, FastRetrieval: n%2 == 0}}
+	if n%2 == 1 {
+		ps = append(ps, metadata.Bitswap{})
+	}
+	m, err := metadata.New(ps...)
+	if err != nil {
+		return nil, err
+	}
+	return m.Encode(), nil
+}
+
+// Head returns the CID of the newest ad, or cid.Undef for an empty chain.
+func (c *Chain) Head() cid.Cid {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.head
+}
+
+// Block returns a copy of the block stored under id. For a CID the chain
+// holds no block for it returns an error wrapping [ErrNotFound]; for a done
+// ctx, ctx's error.
+func (c *Chain) Block(ctx context.Context, id cid.Cid) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	b, ok := c.blocks[id]
+	c.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("chaingen: block %s: %w", id, ErrNotFound)
+	}
+	return bytes.Clone(b), nil
+}
+
+// Blocks returns the number of blocks the chain holds: ads and entry
+// chunks.
+func (c *Chain) Blocks() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.blocks)
+}
+
+// Len returns the number of ads.
+func (c *Chain) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.ops)
+}
+
+// Ad decodes the i-th ad, oldest first (0 is the genesis ad). It returns
+// the decoder's error if the block was corrupted or replaced.
+func (c *Chain) Ad(i int) (*schema.Advertisement, error) {
+	c.mu.RLock()
+	if i < 0 || i >= len(c.Ads) {
+		c.mu.RUnlock()
+		return nil, fmt.Errorf("chaingen: ad %d of %d: %w", i, len(c.ops), ErrNotFound)
+	}
+	id := c.Ads[i]
+	data := c.blocks[id]
+	c.mu.RUnlock()
+	return schema.DecodeAdvertisement(id, data)
+}
+
+// Corrupt flips one bit in the middle of the block under id, so that it no
+// longer hashes to id: decoding it gives an error wrapping
+// [schema.ErrHashMismatch]. It returns an error wrapping [ErrNotFound] for
+// an unknown id.
+func (c *Chain) Corrupt(id cid.Cid) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.blocks[id]
+	if !ok || len(b) == 0 {
+		return fmt.Errorf("chaingen: corrupt %s: %w", id, ErrNotFound)
+	}
+	b = bytes.Clone(b)
+	b[len(b)/2] ^= 0x01
+	c.blocks[id] = b
+	return nil
+}
+
+// SetBlock stores data under id, replacing the block there, if any. Use it
+// to serve bytes that do not match their CID, an oversize block, a block
+// of an unknown codec, or a hand-built ad (say, with a bad signature)
+// under its own CID. The chain keeps a copy of data. The model does not
+// change: it stays what the generated chain means.
+func (c *Chain) SetBlock(id cid.Cid, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.blocks[id] = bytes.Clone(data)
+}
+
+// RemoveBlock drops the block under id, so fetching it fails with
+// [ErrNotFound]: a publisher that lost part of its chain.
+func (c *Chain) RemoveBlock(id cid.Cid) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.blocks, id)
+}
+
+// Source adapts the chain to the shape of a sync client or a publisher's
+// block source: Head(ctx) and Block(ctx, id). It reads the chain live, so
+// it sees Extend, Corrupt and SetBlock as they happen.
+func (c *Chain) Source() *Source { return &Source{c: c} }
+
+// Source serves a [Chain] through context-taking methods. It is safe for
+// concurrent use.
+type Source struct{ c *Chain }
+
+// Head returns the chain's current head, cid.Undef for an empty chain,
+// and an error only when ctx is done.
+func (s *Source) Head(ctx context.Context) (cid.Cid, error) {
+	if err := ctx.Err(); err != nil {
+		return cid.Undef, err
+	}
+	return s.c.Head(), nil
+}
+
+// Block is [Chain.Block].
+func (s *Source) Block(ctx context.Context, id cid.Cid) ([]byte, error) {
+	return s.c.Block(ctx, id)
+}
