@@ -1,0 +1,59 @@
+package announce
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrMalformed is wrapped by every [DecodeCBOR] and [DecodeJSON] error
+	// about bytes that are not an announce message. The message names the
+	// field and the problem.
+	ErrMalformed = errors.New("announce: malformed message")
+
+	// ErrInvalidMessage is wrapped by the errors of the encoders and senders
+	// for a [Message] that cannot be sent: an undefined CID, an empty
+	// address, a field over its limit.
+	ErrInvalidMessage = errors.New("announce: invalid message")
+
+	// ErrNoPublisher is wrapped by [Message.PublisherAddrInfo] when the
+	// message has no addresses or an address without a /p2p/ part.
+	ErrNoPublisher = errors.New("announce: no publisher peer ID")
+
+	// ErrManyPublishers is wrapped by [Message.PublisherAddrInfo] when the
+	// addresses name more than one peer ID.
+	ErrManyPublishers = errors.New("announce: several publisher peer IDs")
+
+	// ErrDenied is returned for an announce whose publisher the policy given
+	// with [WithAllow] rejects.
+	ErrDenied = errors.New("announce: publisher not allowed")
+
+	// ErrQueueFull is returned for an announce that was accepted but dropped
+	// because the consumer is not keeping up (see [Receiver.Next]).
+	ErrQueueFull = errors.New("announce: queue full")
+
+	// ErrClosed is returned by the methods of a closed [Receiver] or
+	// [HTTPSender].
+	ErrClosed = errors.New("announce: closed")
+
+	// ErrNotRunning is returned by [Gossip.Send] when Run has not joined the
+	// topic yet or has returned, and by a second concurrent Run.
+	ErrNotRunning = errors.New("announce: gossip not running")
+
+	// ErrRejected is wrapped by [HTTPSender.Send] errors for a receiver that
+	// answered with a status other than 2xx; the message holds the status and
+	// the start of the body.
+	ErrRejected = errors.New("announce: rejected by receiver")
+
+	// ErrInvalidOption is wrapped by constructor errors for an option value
+	// out of range.
+	ErrInvalidOption = errors.New("announce: invalid option")
+)
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidMessage}, args...)...)
+}

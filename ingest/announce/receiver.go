@@ -1,0 +1,415 @@
+package announce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+)
+
+// Defaults of a [Receiver].
+const (
+	DefaultBodyLimit  = 8 << 10 // bytes of an HTTP announce body
+	DefaultQueueSize  = 1024    // announces waiting for Next
+	DefaultDedupeSize = 64      // recent (publisher, CID) pairs remembered
+)
+
+// Source says how an [Announce] arrived.
+type Source uint8
+
+const (
+	// SourceHTTP is an announce PUT to the [Receiver].
+	SourceHTTP Source = iota + 1
+	// SourceGossip is an announce received on the gossip topic by [Gossip].
+	SourceGossip
+)
+
+func (s Source) String() string {
+	switch s {
+	case SourceHTTP:
+		return "http"
+	case SourceGossip:
+		return "gossip"
+	}
+	return fmt.Sprintf("Source(%d)", uint8(s))
+}
+
+// Announce is an accepted announce as the consumer gets it from
+// [Receiver.Next].
+type Announce struct {
+	// Cid is the announced advertisement.
+	Cid cid.Cid
+	// Publisher is the peer whose chain it heads: the /p2p/ ID of the
+	// addresses of an HTTP announce, the OrigPeer of a republished gossip
+	// announce, the gossip signer otherwise.
+	Publisher peer.ID
+	// Addrs are the publisher's addresses without their /p2p/ part, after
+	// IP filtering (see [WithFilterIPs]). May be empty for gossip.
+	Addrs []multiaddr.Multiaddr
+	// ExtraData is the message's ExtraData.
+	ExtraData []byte
+	// Source is how the announce arrived.
+	Source Source
+	// Relay is, for a gossip announce, the peer that signed the gossip
+	// message: Publisher itself, or the indexer that republished an HTTP
+	// announce. Empty for HTTP.
+	Relay peer.ID
+}
+
+// Stats is a snapshot of a [Receiver]'s counters since it was made.
+type Stats struct {
+	Accepted        uint64 // queued for Next, from any source
+	HTTP            uint64 // of Accepted, from HTTP
+	Gossip          uint64 // of Accepted, from gossip
+	Duplicates      uint64 // dropped as already seen
+	Denied          uint64 // rejected by the WithAllow policy
+	Malformed       uint64 // HTTP requests answered 400 or 413
+	Dropped         uint64 // accepted but dropped because the queue was full
+	Republished     uint64 // HTTP announces republished on gossip
+	RepublishFailed uint64 // republishes that failed (gossip not running, publish error)
+	Queued          int    // announces waiting for Next now
+}
+
+// Option configures a [Receiver].
+type Option func(*receiverConfig) error
+
+type receiverConfig struct {
+	allow      func(peer.ID) bool
+	bodyLimit  int64
+	queueSize  int
+	dedupeSize int
+	filterIPs  bool
+	logger     *slog.Logger
+}
+
+// WithAllow sets the policy: announces from a publisher for which allow
+// returns false are refused (HTTP 403) or, from gossip, ignored. allow must
+// be safe for concurrent use. The default allows every publisher.
+func WithAllow(allow func(publisher peer.ID) bool) Option {
+	return func(c *receiverConfig) error {
+		c.allow = allow
+		return nil
+	}
+}
+
+// WithBodyLimit sets the largest HTTP announce body accepted, in bytes;
+// larger bodies get 413. Default [DefaultBodyLimit].
+func WithBodyLimit(n int64) Option {
+	return func(c *receiverConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: body limit %d", ErrInvalidOption, n)
+		}
+		c.bodyLimit = n
+		return nil
+	}
+}
+
+// WithQueueSize sets how many accepted announces wait for [Receiver.Next]
+// before new ones are dropped. Default [DefaultQueueSize].
+func WithQueueSize(n int) Option {
+	return func(c *receiverConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: queue size %d", ErrInvalidOption, n)
+		}
+		c.queueSize = n
+		return nil
+	}
+}
+
+// WithDedupeSize sets how many recent (publisher, CID) pairs are remembered
+// to drop repeated announces; 0 turns de-duplication off. Default
+// [DefaultDedupeSize], go-libipni's figure.
+func WithDedupeSize(n int) Option {
+	return func(c *receiverConfig) error {
+		if n < 0 {
+			return fmt.Errorf("%w: dedupe size %d", ErrInvalidOption, n)
+		}
+		c.dedupeSize = n
+		return nil
+	}
+}
+
+// WithFilterIPs, when on, removes private, loopback, link-local and
+// unspecified IP addresses from announces (go-multiaddr's IsPublicAddr), as
+// storetheindex's FilterIPs does. An announce left with no address is still
+// delivered. Off by default.
+func WithFilterIPs(on bool) Option {
+	return func(c *receiverConfig) error {
+		c.filterIPs = on
+		return nil
+	}
+}
+
+// WithLogger sets the logger; the default discards. Attribute keys:
+// publisher, cid, source.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *receiverConfig) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// republisher puts an HTTP announce on gossip; [Gossip] is the one.
+type republisher interface {
+	republish(ctx context.Context, a Announce) error
+}
+
+// Receiver is the announce intake of an indexer: an http.Handler for PUT
+// /announce and PUT /ingest/announce, and the sink of [Gossip]. It checks
+// the policy, drops repeats, and queues accepted announces for
+// [Receiver.Next]. See the package documentation.
+type Receiver struct {
+	cfg receiverConfig
+
+	queue chan Announce
+	done  chan struct{}
+	once  sync.Once
+
+	mu     sync.Mutex // guards seen, closed, repub
+	seen   *seenLRU
+	closed bool
+	repub  republisher
+
+	accepted, http, gossip, duplicates, denied, malformedN, dropped,
+	republished, republishFailed atomic.Uint64
+}
+
+// NewReceiver returns a Receiver. It starts nothing.
+func NewReceiver(opts ...Option) (*Receiver, error) {
+	cfg := receiverConfig{
+		bodyLimit:  DefaultBodyLimit,
+		queueSize:  DefaultQueueSize,
+		dedupeSize: DefaultDedupeSize,
+		logger:     slog.New(slog.DiscardHandler),
+	}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &Receiver{
+		cfg:   cfg,
+		queue: make(chan Announce, cfg.queueSize),
+		done:  make(chan struct{}),
+		seen:  newSeenLRU(cfg.dedupeSize),
+	}, nil
+}
+
+// Next returns the next accepted announce, waiting for one until ctx ends
+// or the Receiver is closed ([ErrClosed]). Announces come out in the order
+// they were accepted. Several goroutines may call Next; each announce goes
+// to one of them.
+func (r *Receiver) Next(ctx context.Context) (Announce, error) {
+	select {
+	case <-r.done:
+		return Announce{}, ErrClosed
+	default:
+	}
+	select {
+	case a := <-r.queue:
+		return a, nil
+	case <-r.done:
+		return Announce{}, ErrClosed
+	case <-ctx.Done():
+		return Announce{}, ctx.Err()
+	}
+}
+
+// Forget removes (publisher, c) from the de-duplication memory, so that the
+// next announce of c by publisher is accepted again, e.g. after the sync it
+// triggered failed.
+func (r *Receiver) Forget(publisher peer.ID, c cid.Cid) {
+	r.mu.Lock()
+	r.seen.remove(keyOf(publisher, c))
+	r.mu.Unlock()
+}
+
+// Stats returns a snapshot of the counters.
+func (r *Receiver) Stats() Stats {
+	return Stats{
+		Accepted:        r.accepted.Load(),
+		HTTP:            r.http.Load(),
+		Gossip:          r.gossip.Load(),
+		Duplicates:      r.duplicates.Load(),
+		Denied:          r.denied.Load(),
+		Malformed:       r.malformedN.Load(),
+		Dropped:         r.dropped.Load(),
+		Republished:     r.republished.Load(),
+		RepublishFailed: r.republishFailed.Load(),
+		Queued:          len(r.queue),
+	}
+}
+
+// Close stops the Receiver: Next returns [ErrClosed], the handler answers
+// 503, gossip announces are ignored. Announces still queued are discarded.
+// Close is idempotent and always returns nil.
+func (r *Receiver) Close() error {
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		r.mu.Unlock()
+		close(r.done)
+	})
+	return nil
+}
+
+func (r *Receiver) setRepublisher(p republisher) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.repub != nil && p != nil {
+		return fmt.Errorf("%w: the receiver already republishes through another Gossip", ErrInvalidOption)
+	}
+	r.repub = p
+	return nil
+}
+
+// errDuplicate is deliver's answer for an announce already seen.
+var errDuplicate = errors.New("announce: duplicate")
+
+// deliver runs an announce through policy, IP filter, de-duplication,
+// republishing (HTTP only) and the queue. It returns nil when queued,
+// errDuplicate, ErrDenied, ErrQueueFull or ErrClosed.
+func (r *Receiver) deliver(ctx context.Context, a Announce) error {
+	if r.cfg.allow != nil && !r.cfg.allow(a.Publisher) {
+		r.denied.Add(1)
+		return ErrDenied
+	}
+	if r.cfg.filterIPs {
+		a.Addrs = filterPublic(a.Addrs)
+	}
+	k := keyOf(a.Publisher, a.Cid)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	if r.seen.add(k) {
+		r.mu.Unlock()
+		r.duplicates.Add(1)
+		return errDuplicate
+	}
+	repub := r.repub
+	r.mu.Unlock()
+
+	log := r.cfg.logger.With("publisher", a.Publisher, "cid", a.Cid, "source", a.Source)
+	if a.Source == SourceHTTP && repub != nil {
+		if err := repub.republish(ctx, a); err != nil {
+			r.republishFailed.Add(1)
+			log.Debug("cannot republish announce on gossip", "err", err)
+		} else {
+			r.republished.Add(1)
+		}
+	}
+
+	select {
+	case r.queue <- a:
+	default:
+		// Let a later announce of the same CID through: this one was lost.
+		r.mu.Lock()
+		r.seen.remove(k)
+		r.mu.Unlock()
+		r.dropped.Add(1)
+		log.Warn("announce queue full, dropping announce")
+		return ErrQueueFull
+	}
+	r.accepted.Add(1)
+	if a.Source == SourceHTTP {
+		r.http.Add(1)
+	} else {
+		r.gossip.Add(1)
+	}
+	log.Debug("announce accepted")
+	return nil
+}
+
+func filterPublic(addrs []multiaddr.Multiaddr) []multiaddr.Multiaddr {
+	out := addrs[:0:0]
+	for _, a := range addrs {
+		if manet.IsPublicAddr(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ServeHTTP implements http.Handler for PUT /announce and PUT
+// /ingest/announce. See the package documentation for the statuses.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.URL.Path != "/announce" && req.URL.Path != "/ingest/announce" {
+		http.NotFound(w, req)
+		return
+	}
+	if req.Method != http.MethodPut {
+		w.Header().Set("Allow", http.MethodPut)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.bodyLimit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			r.malformedN.Add(1)
+			http.Error(w, fmt.Sprintf("announce body over %d bytes", r.cfg.bodyLimit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "cannot read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var m Message
+	if mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type")); mt == "application/json" {
+		m, err = DecodeJSON(body)
+	} else {
+		m, err = DecodeCBOR(body)
+	}
+	if err != nil {
+		r.badRequest(w, err.Error())
+		return
+	}
+	if len(m.Addrs) == 0 {
+		r.badRequest(w, "announce has no addresses: an HTTP announce must say where to fetch the chain")
+		return
+	}
+	ai, err := m.PublisherAddrInfo()
+	if err != nil {
+		r.badRequest(w, err.Error())
+		return
+	}
+	err = r.deliver(req.Context(), Announce{
+		Cid:       m.Cid,
+		Publisher: ai.ID,
+		Addrs:     ai.Addrs,
+		ExtraData: m.ExtraData,
+		Source:    SourceHTTP,
+	})
+	switch {
+	case err == nil, errors.Is(err, errDuplicate):
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, ErrDenied):
+		http.Error(w, fmt.Sprintf("announce from publisher %s not allowed", ai.ID), http.StatusForbidden)
+	case errors.Is(err, ErrQueueFull):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "announce queue full, try again", http.StatusServiceUnavailable)
+	case errors.Is(err, ErrClosed):
+		http.Error(w, "announce receiver closed", http.StatusServiceUnavailable)
+	default:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func (r *Receiver) badRequest(w http.ResponseWriter, msg string) {
+	r.malformedN.Add(1)
+	http.Error(w, msg, http.StatusBadRequest)
+}

@@ -1,0 +1,155 @@
+package ipnisync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/indexkit/indexkit/ingest/schema"
+	"github.com/libp2p/go-libp2p/core/host"
+)
+
+// Defaults of the options.
+const (
+	// DefaultTimeout bounds each request of a [Client], like the reference
+	// indexer's HttpSyncTimeout.
+	DefaultTimeout = 10 * time.Second
+	// DefaultMaxBlockSize is the longest block a [Client] reads: the
+	// decoders' limit, schema.MaxBlockSize (4 MiB).
+	DefaultMaxBlockSize = schema.MaxBlockSize
+)
+
+// An Option configures a [Client] or a [Publisher]. Each option says which
+// it applies to; the other ignores it.
+type Option func(*config) error
+
+type config struct {
+	logger *slog.Logger
+
+	// Publisher.
+	topic string
+	gzip  bool
+
+	// Client.
+	timeout      time.Duration
+	maxBlockSize int64
+	httpClient   *http.Client
+	streamHost   host.Host
+	skipVerify   bool
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		logger:       slog.New(slog.DiscardHandler),
+		topic:        DefaultTopic,
+		timeout:      DefaultTimeout,
+		maxBlockSize: DefaultMaxBlockSize,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithLogger sets the logger of a [Client] or [Publisher]; the default
+// discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("ipnisync: WithLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithTopic sets the topic a [Publisher] signs into its head (default
+// [DefaultTopic]). An empty topic leaves the field out, as the reference
+// publisher does by default.
+func WithTopic(topic string) Option {
+	return func(c *config) error {
+		c.topic = topic
+		return nil
+	}
+}
+
+// WithGzip makes a [Publisher] gzip CID resources of 512 bytes or more for
+// clients that send Accept-Encoding: gzip. Off by default: it costs the
+// publisher CPU, and indexers often sit on the same network.
+func WithGzip(on bool) Option {
+	return func(c *config) error {
+		c.gzip = on
+		return nil
+	}
+}
+
+// WithTimeout bounds each request of a [Client], from sending it to the
+// last byte of the body (default [DefaultTimeout]). The caller's context
+// bounds the whole call as well.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("ipnisync: WithTimeout: %v is not positive", d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithMaxBlockSize sets the longest block, in bytes after gzip decoding, a
+// [Client] reads (default [DefaultMaxBlockSize]).
+func WithMaxBlockSize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("ipnisync: WithMaxBlockSize: %d is not positive", n)
+		}
+		c.maxBlockSize = n
+		return nil
+	}
+}
+
+// WithHTTPClient makes a [Client] send plain-HTTP requests with hc (its
+// Transport, redirect policy and jar; its Timeout applies on top of
+// [WithTimeout]). The default is a client of its own, whose idle
+// connections Close closes; Close leaves hc alone.
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return errors.New("ipnisync: WithHTTPClient: nil client")
+		}
+		c.httpClient = hc
+		return nil
+	}
+}
+
+// WithLibp2p makes a [Client] reach the publisher over libp2p streams of h
+// (HTTP over libp2p, go-libp2p's libp2phttp, protocol [ProtocolID]) instead
+// of plain HTTP. The publisher's non-HTTP addresses are added to h's
+// peerstore; h must be able to dial one of them, or be connected already.
+// The client neither closes h nor its connections.
+func WithLibp2p(h host.Host) Option {
+	return func(c *config) error {
+		if h == nil {
+			return errors.New("ipnisync: WithLibp2p: nil host")
+		}
+		c.streamHost = h
+		return nil
+	}
+}
+
+// WithoutHeadVerification makes a [Client] accept a head without checking
+// its signature or signer. For tests and trusted networks only: anyone on
+// the path can then point the client at any chain.
+func WithoutHeadVerification() Option {
+	return func(c *config) error {
+		c.skipVerify = true
+		return nil
+	}
+}
