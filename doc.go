@@ -45,10 +45,10 @@
 //     dag-cbor codecs and signatures.
 //   - ingest/metadata: transport metadata codec (bitswap,
 //     graphsync-filecoinv1, gateway and piece HTTP, unknown codes kept).
-//   - ingest/ipnisync (planned): the HTTP publisher protocol, client and
-//     server.
-//   - ingest/announce (planned): announce messages over HTTP and gossipsub,
-//     receiver and sender.
+//   - ingest/ipnisync: the IPNI publisher protocol (signed head, blocks),
+//     publisher and client, over HTTP and libp2phttp.
+//   - ingest/announce: announce messages, the HTTP receiver and sender, and
+//     gossipsub on /indexer/ingest/<network>.
 //   - freeze (planned): disk-usage monitor and the frozen state.
 //   - handoff (planned): moving a publisher from a frozen indexer to an
 //     active one.
@@ -62,8 +62,10 @@
 //   - lease/leasetest (planned): conformance suite every lease backend
 //     passes.
 //   - piece (planned): the piece sampler and its signed REST API.
-//   - internal/...: helpers no importer needs. Today internal/importrules,
-//     the test that enforces the import rules below.
+//   - internal/...: helpers no importer needs: internal/importrules, the
+//     test that enforces the import rules below, and internal/chaingen,
+//     which generates signed advertisement chains with their ground truth
+//     for tests and benchmarks.
 //   - examples/...: reference binaries. Today examples/benchtable, which
 //     turns benchmark output into a table; planned: indexer, assigner,
 //     scatter, piece, fleet, publisher, and pool, one command that runs a
