@@ -1,0 +1,150 @@
+// Package ingest is everything between an IPNI publisher and a
+// [store.Store]: the resumable advertisement-chain [Walker], applying
+// advertisements (entries, metadata updates, removals, provider records),
+// per-publisher scheduling with limits ([Ingester]), an allow/deny
+// [Policy], and status and hooks for every publisher.
+//
+// # Model
+//
+// A publisher serves a chain of advertisements, newest first, each linking
+// the previous one by PreviousID. The package reaches a publisher through a
+// [Syncer] (Head and Block by CID), which an ingest/ipnisync client
+// satisfies; the [Ingester] gets one per publisher from a caller-supplied
+// [SyncerFunc], so this package does not depend on any transport.
+//
+// A [Walker] keeps, per publisher, the state of the piece-indexer design:
+// lastHead (the head of the last finished walk: it and everything before
+// it are applied), head (where the walk in progress started) and tail (the
+// next advertisement to fetch). A walk goes newest to oldest from head,
+// collecting advertisements until it reaches lastHead, an advertisement
+// applied before, or the start of the chain; then it applies them oldest
+// to newest, as IPNI requires, and sets lastHead to head. A head announced
+// during a walk is walked after it. Collected advertisements are not held
+// in memory: each is written to the datastore with its block (so it is
+// fetched once), and read back one at a time when applied.
+//
+// While collecting, the walker notes each (provider, context) removed by
+// an IsRm advertisement whose signature is acceptable; an older
+// advertisement of the same walk for a removed context is marked
+// [Ad].Removed and the Ingester indexes nothing for it, so a context
+// removed later in the chain is never indexed at all.
+//
+// What applying an advertisement does to the store:
+//
+//	advertisement            store
+//	IsRm                     RemoveProviderContext(provider, ContextID)
+//	Entries = NoEntries      UpdateMetadata; nothing if the context holds
+//	                         nothing (there is nothing the metadata applies to)
+//	Entries = EntryChunk     Put(provider, ContextID, Metadata) of every
+//	                         multihash of the chain, in batches; a context
+//	                         already stored gets the new metadata throughout
+//	Entries = HAMT           rejected: ErrUnsupportedEntries
+//	Removed (see above)      nothing
+//	empty ContextID          provider record only (chain-level extended
+//	                         providers); with entries: ErrInvalidBlock
+//	every advertisement      provider record: addresses (when listed),
+//	                         Publisher, LastAdvertisement, LastAdvertisementTime
+//	                         (when it was processed), extended providers
+//	                         (chain-level or per context), LastError cleared
+//
+// Multihashes that do not parse are skipped and logged, not fatal.
+//
+// # Signatures
+//
+// Every advertisement must carry a valid signature by its provider or by
+// the publisher it was fetched from: a publisher that announces and
+// serves a chain is trusted to publish for the providers in it, as
+// deployed IPNI publishers do. Anything else (unsigned, wrongly signed,
+// signed by a third peer) fails with [ErrSignature] and the walk stalls at
+// that advertisement. [WithUnsignedAds] accepts unsigned ones, for tests
+// and trusted private publishers.
+//
+// # Failures
+//
+// A failure to fetch, verify, decode or apply an advertisement ends the
+// walk with an [*AdError] naming it; the walk stalls there: the
+// advertisements before it stay applied, it and the newer ones are not,
+// and the next walk (after a backoff in Run) starts again with it. The
+// error is recorded in the publisher's [Status] and, when the provider is
+// known, in the provider record's LastError. Other publishers are not
+// affected. Errors wrap the sentinels of this package ([ErrFetch],
+// [ErrInvalidBlock], [ErrSignature], [ErrUnsupportedEntries],
+// [ErrDepthLimit], [ErrCycle], [ErrNotAllowed]) and the ingest/schema
+// sentinel or context error underneath, for errors.Is.
+//
+// Entry chunks are fetched and verified in full before any multihash of
+// theirs is put, and multihashes are put [DefaultBatchSize]
+// ([WithBatchSize]) at a time: an advertisement with at most that many
+// entries is indexed by one Put once all its chunks are verified, so a
+// failure leaves the store unchanged for it. A longer entry chain (IPNI
+// allows tens of millions of multihashes) is streamed: a failure part-way
+// leaves the context partly indexed, and the retry, putting the same
+// multihashes again, completes it; Puts are idempotent.
+//
+// A walk longer than the depth limit ([DefaultAdDepthLimit],
+// [WithDepthLimits]) is abandoned, with nothing of it applied. A cycle
+// cannot occur with verified blocks (an advertisement cannot link to a CID
+// that depends on its own bytes); the walker still checks for a CID met
+// twice and fails with [ErrCycle].
+//
+// # Persistence and restart
+//
+// The walker's state lives in a go-datastore (go-ds-leveldb on disk; its
+// batches are atomic, which the walker relies on), under
+// /walk/<publisher>/:
+//
+//	lastHead, head, tail    CIDs, as above
+//	count, applied          advertisements collected and applied (uvarint)
+//	q/<%016x>               collected advertisement i (0 = newest): flags,
+//	                        CID and block
+//	seen/<cid>, done/<cid>  collected in this walk; applied (kept for good,
+//	                        so an announce of an old head does nothing)
+//	rm/<provider>.<ctx>     contexts removed in this walk
+//	addrs                   the publisher's last announced addresses
+//
+// plus /walking/<publisher> while a walk is unfinished. Each collected
+// advertisement is persisted with the tail in one batch. Applying
+// checkpoints every [DefaultCheckpointEvery] advertisements or
+// [DefaultCheckpointInterval] ([WithCheckpoint]), and before returning: it
+// flushes the store, then records the applied advertisements. A process
+// killed at any moment therefore resumes where it stopped, applying again
+// at most the advertisements since the last checkpoint; applying a
+// sequence of advertisements again over a store that already holds their
+// effects ends in the same store (puts and metadata updates repeat, and a
+// removal in the sequence clears what came before it), so the store ends
+// as if nothing had happened. Walks resume on the next [Ingester.Run] (or
+// Walk, Sync) without a new announce.
+//
+// # Scheduling and lifecycle
+//
+// [New] starts nothing. The owner calls [Ingester.Run] once, typically
+// under an errgroup; it walks announced publishers until its context ends
+// and returns only after every walk it started has stopped (each persisted
+// where it was). [Ingester.Announce] (from announce receivers, gossip, a
+// poller) queues a publisher's new head: a newer announce replaces a
+// pending one, and one made during a walk is taken when the walk ends. Run
+// walks at most [DefaultWorkers] ([WithWorkers]) publishers at once, one
+// walk per publisher; every Head and Block request is bounded by
+// [DefaultRequestTimeout] ([WithRequestTimeout]) and optionally
+// rate-limited per publisher ([WithRequestRate]), so a slow or dead
+// publisher holds one worker for at most one request timeout at a time and
+// never blocks the others; a failed publisher waits an exponential backoff
+// ([WithBackoff]) before its next walk. [Ingester.Sync] walks one publisher
+// in the caller's goroutine (an admin "sync now").
+//
+// The [Policy] allows or denies publishers ([WithPolicy],
+// [Ingester.SetPolicy]); Announce and Sync refuse denied ones with
+// [ErrNotAllowed].
+//
+// The Ingester's methods are safe for concurrent use. A [Walker] runs one
+// walk at a time; its State and Progress may be read at any time.
+//
+// # Observability
+//
+// [Ingester.Status] and [Ingester.Statuses] return a snapshot per
+// publisher: advertisements walked and applied, entries indexed, current
+// head, lastHead, lag (advertisements pending), last error and its time.
+// Progress goes to the [WithLogger] logger with the keys publisher,
+// provider and cid. [Hooks] report each advertisement walked and applied,
+// entries indexed, walks done and failed, for metrics.
+package ingest

@@ -1,0 +1,211 @@
+package ingest
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults, as the reference indexer (storetheindex) has them where it has
+// one.
+const (
+	// DefaultAdDepthLimit is the most advertisements one walk collects
+	// (the reference AdvertisementDepthLimit).
+	DefaultAdDepthLimit = 33_554_432
+	// DefaultEntriesDepthLimit is the most entry chunks one
+	// advertisement's chain may have (the reference EntriesDepthLimit).
+	DefaultEntriesDepthLimit = 65_536
+	// DefaultWorkers is how many publishers are walked at once (the
+	// reference IngestWorkerCount).
+	DefaultWorkers = 10
+	// DefaultRequestTimeout bounds each Head and Block request (the
+	// reference HttpSyncTimeout).
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultBatchSize is the most multihashes put into the store at
+	// once. An advertisement with at most this many entries is indexed by
+	// one Put, after every one of its chunks has been fetched and
+	// verified.
+	DefaultBatchSize = 65_536
+	// DefaultCheckpointEvery is the most advertisements applied between
+	// two checkpoints (store Flush, then the walk position persisted).
+	DefaultCheckpointEvery = 64
+	// DefaultCheckpointInterval is the longest time between two
+	// checkpoints while advertisements are being applied.
+	DefaultCheckpointInterval = time.Second
+	// DefaultBackoffMin and DefaultBackoffMax bound the wait before a
+	// publisher whose walk failed is walked again; the wait doubles with
+	// each consecutive failure.
+	DefaultBackoffMin = time.Second
+	DefaultBackoffMax = 5 * time.Minute
+)
+
+// Option configures a [Walker] ([NewWalker]) or an [Ingester] ([New]).
+// Options that concern scheduling only (workers, backoff, policy, hooks)
+// are accepted and ignored by NewWalker.
+type Option func(*config) error
+
+type config struct {
+	logger             *slog.Logger
+	hooks              Hooks
+	allowUnsigned      bool
+	adDepth            int
+	entriesDepth       int
+	workers            int
+	requestTimeout     time.Duration
+	rate               float64
+	burst              int
+	backoffMin         time.Duration
+	backoffMax         time.Duration
+	policy             Policy
+	batchSize          int
+	checkpointEvery    int
+	checkpointInterval time.Duration
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		logger:             slog.New(slog.DiscardHandler),
+		adDepth:            DefaultAdDepthLimit,
+		entriesDepth:       DefaultEntriesDepthLimit,
+		workers:            DefaultWorkers,
+		requestTimeout:     DefaultRequestTimeout,
+		backoffMin:         DefaultBackoffMin,
+		backoffMax:         DefaultBackoffMax,
+		batchSize:          DefaultBatchSize,
+		checkpointEvery:    DefaultCheckpointEvery,
+		checkpointInterval: DefaultCheckpointInterval,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithLogger sends progress and failures to l (keys publisher, provider,
+// cid). The default discards them.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithHooks installs metric hooks; see [Hooks].
+func WithHooks(h Hooks) Option {
+	return func(c *config) error { c.hooks = h; return nil }
+}
+
+// WithUnsignedAds makes unsigned advertisements acceptable. Meant for tests
+// and trusted private publishers: a signature that is present must still be
+// valid and made by the provider or the publisher.
+func WithUnsignedAds() Option {
+	return func(c *config) error { c.allowUnsigned = true; return nil }
+}
+
+// WithDepthLimits sets the most advertisements one walk collects (default
+// [DefaultAdDepthLimit]) and the most chunks of one entry chain (default
+// [DefaultEntriesDepthLimit]). Beyond them the walk, or the advertisement,
+// fails with [ErrDepthLimit].
+func WithDepthLimits(ads, entryChunks int) Option {
+	return func(c *config) error {
+		if ads < 1 || entryChunks < 1 {
+			return fmt.Errorf("%w: depth limits %d, %d must be positive", ErrInvalidOption, ads, entryChunks)
+		}
+		c.adDepth, c.entriesDepth = ads, entryChunks
+		return nil
+	}
+}
+
+// WithWorkers sets how many publishers are walked at once (default
+// [DefaultWorkers]).
+func WithWorkers(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: workers %d must be positive", ErrInvalidOption, n)
+		}
+		c.workers = n
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds every Head and Block request to a publisher
+// (default [DefaultRequestTimeout]). A request that takes longer fails with
+// [ErrFetch] wrapping context.DeadlineExceeded.
+func WithRequestTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: request timeout %v must be positive", ErrInvalidOption, d)
+		}
+		c.requestTimeout = d
+		return nil
+	}
+}
+
+// WithRequestRate limits the requests sent to each publisher to perSecond
+// on average, with bursts of up to burst. The default is no limit.
+func WithRequestRate(perSecond float64, burst int) Option {
+	return func(c *config) error {
+		if perSecond <= 0 || burst < 1 {
+			return fmt.Errorf("%w: request rate %v/s with burst %d", ErrInvalidOption, perSecond, burst)
+		}
+		c.rate, c.burst = perSecond, burst
+		return nil
+	}
+}
+
+// WithBackoff sets the wait before a publisher whose walk failed is walked
+// again: min after the first failure, doubling up to max (defaults
+// [DefaultBackoffMin], [DefaultBackoffMax]). A new announce does not cut
+// the wait short.
+func WithBackoff(min, max time.Duration) Option {
+	return func(c *config) error {
+		if min <= 0 || max < min {
+			return fmt.Errorf("%w: backoff %v to %v", ErrInvalidOption, min, max)
+		}
+		c.backoffMin, c.backoffMax = min, max
+		return nil
+	}
+}
+
+// WithPolicy sets which publishers are ingested (default: all). See also
+// [Ingester.SetPolicy].
+func WithPolicy(p Policy) Option {
+	return func(c *config) error { c.policy = p.clone(); return nil }
+}
+
+// WithBatchSize sets the most multihashes put into the store by one call
+// (default [DefaultBatchSize]).
+func WithBatchSize(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: batch size %d must be positive", ErrInvalidOption, n)
+		}
+		c.batchSize = n
+		return nil
+	}
+}
+
+// WithCheckpoint sets how often applying advertisements checkpoints: after
+// every ads advertisements or every interval, whichever comes first
+// (defaults [DefaultCheckpointEvery], [DefaultCheckpointInterval]). A
+// checkpoint flushes the store and then persists the walk position, so a
+// process killed between two checkpoints applies the advertisements since
+// the last one again when it restarts. WithCheckpoint(1, ...) checkpoints
+// after every advertisement, at the price of a store flush each.
+func WithCheckpoint(ads int, interval time.Duration) Option {
+	return func(c *config) error {
+		if ads < 1 || interval <= 0 {
+			return fmt.Errorf("%w: checkpoint every %d ads or %v", ErrInvalidOption, ads, interval)
+		}
+		c.checkpointEvery, c.checkpointInterval = ads, interval
+		return nil
+	}
+}

@@ -1,0 +1,205 @@
+package ingest
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/ipfs/go-cid"
+	"github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// The walker keeps its state in the datastore under /walk/<publisher>/:
+//
+//	lastHead        CID of the head of the last walk that finished
+//	head            CID of the head of the walk in progress
+//	tail            CID of the next advertisement to collect
+//	count           advertisements collected by the walk in progress
+//	applied         of those, how many are applied (as of a checkpoint)
+//	q/<%016x i>     pending advertisement i, 0 being the newest:
+//	                flags byte, uvarint CID length, CID, block
+//	seen/<cid>      advertisement collected by the walk in progress
+//	done/<cid>      advertisement applied (kept for good)
+//	rm/<prov>.<ctx> a context removed by an advertisement of this walk
+//	addrs           the publisher's addresses (written by the Ingester)
+//
+// and /walking/<publisher> while a walk is in progress.
+const (
+	keyLastHead = "lastHead"
+	keyHead     = "head"
+	keyTail     = "tail"
+	keyCount    = "count"
+	keyApplied  = "applied"
+	keyAddrs    = "addrs"
+	dirQueue    = "q"
+	dirSeen     = "seen"
+	dirDone     = "done"
+	dirRemoved  = "rm"
+
+	flagRemoved = 1 << 0 // a newer ad of the walk removes this ad's context
+)
+
+// walkRoot is the datastore prefix of every walker, and walkingRoot that of
+// the list of walks in progress: /walking/<publisher> exists while the
+// publisher's walk is unfinished, so that a restart finds them without a
+// scan of every walker's keys.
+const (
+	walkRoot    = "/walk"
+	walkingRoot = "/walking"
+)
+
+type keys struct{ prefix string }
+
+func keysFor(publisher peer.ID) keys { return keys{walkRoot + "/" + publisher.String() + "/"} }
+
+func walkingKey(publisher peer.ID) datastore.Key {
+	return datastore.RawKey(walkingRoot + "/" + publisher.String())
+}
+
+func (k keys) key(name string) datastore.Key { return datastore.RawKey(k.prefix + name) }
+func (k keys) dir(d string) string           { return k.prefix + d + "/" }
+func (k keys) queue(i int) datastore.Key {
+	return datastore.RawKey(fmt.Sprintf("%s%s/%016x", k.prefix, dirQueue, i))
+}
+func (k keys) seen(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirSeen) + c.String()) }
+func (k keys) done(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirDone) + c.String()) }
+func (k keys) removed(provider peer.ID, contextID []byte) datastore.Key {
+	return datastore.RawKey(k.dir(dirRemoved) + hex.EncodeToString([]byte(provider)) + "." + hex.EncodeToString(contextID))
+}
+
+// WalkState is a walker's persisted position. Between walks only LastHead
+// is set.
+type WalkState struct {
+	// LastHead is the head of the last walk that finished: it and every
+	// advertisement before it are applied.
+	LastHead cid.Cid
+	// Head is the head the walk in progress started from.
+	Head cid.Cid
+	// Tail is the next advertisement the walk in progress collects;
+	// cid.Undef once it has collected every advertisement down to
+	// LastHead (or the start of the chain) and is applying them.
+	Tail cid.Cid
+	// Collected counts the advertisements the walk in progress collected,
+	// and Applied those of them applied, as of the last checkpoint.
+	Collected int
+	Applied   int
+}
+
+// Walking reports whether a walk is in progress.
+func (s WalkState) Walking() bool { return s.Head.Defined() }
+
+// Pending is the number of advertisements collected and not yet applied.
+func (s WalkState) Pending() int { return s.Collected - s.Applied }
+
+func getCid(ctx context.Context, ds datastore.Read, k datastore.Key) (cid.Cid, error) {
+	b, err := ds.Get(ctx, k)
+	if errors.Is(err, datastore.ErrNotFound) {
+		return cid.Undef, nil
+	}
+	if err != nil {
+		return cid.Undef, err
+	}
+	_, c, err := cid.CidFromBytes(b)
+	if err != nil {
+		return cid.Undef, fmt.Errorf("corrupt walker state %s: %w", k, err)
+	}
+	return c, nil
+}
+
+func getInt(ctx context.Context, ds datastore.Read, k datastore.Key) (int, error) {
+	b, err := ds.Get(ctx, k)
+	if errors.Is(err, datastore.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, fmt.Errorf("corrupt walker state %s", k)
+	}
+	return int(v), nil
+}
+
+func intBytes(v int) []byte { return binary.AppendUvarint(nil, uint64(v)) }
+
+func loadState(ctx context.Context, ds datastore.Read, k keys) (WalkState, error) {
+	var s WalkState
+	var err error
+	if s.LastHead, err = getCid(ctx, ds, k.key(keyLastHead)); err != nil {
+		return s, err
+	}
+	if s.Head, err = getCid(ctx, ds, k.key(keyHead)); err != nil {
+		return s, err
+	}
+	if s.Tail, err = getCid(ctx, ds, k.key(keyTail)); err != nil {
+		return s, err
+	}
+	if s.Collected, err = getInt(ctx, ds, k.key(keyCount)); err != nil {
+		return s, err
+	}
+	if s.Applied, err = getInt(ctx, ds, k.key(keyApplied)); err != nil {
+		return s, err
+	}
+	if s.Applied > s.Collected {
+		return s, fmt.Errorf("corrupt walker state: %d applied of %d collected", s.Applied, s.Collected)
+	}
+	return s, nil
+}
+
+// pending is one collected advertisement.
+type pending struct {
+	flags byte
+	cid   cid.Cid
+	block []byte
+}
+
+func (p pending) encode() []byte {
+	cb := p.cid.Bytes()
+	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(cb)+len(p.block))
+	b = append(b, p.flags)
+	b = binary.AppendUvarint(b, uint64(len(cb)))
+	b = append(b, cb...)
+	return append(b, p.block...)
+}
+
+func decodePending(b []byte) (pending, error) {
+	var p pending
+	if len(b) < 2 {
+		return p, errors.New("corrupt pending advertisement: too short")
+	}
+	p.flags = b[0]
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || uint64(len(b)-1-k) < n {
+		return p, errors.New("corrupt pending advertisement: bad CID length")
+	}
+	rest := b[1+k:]
+	_, c, err := cid.CidFromBytes(rest[:n])
+	if err != nil {
+		return p, fmt.Errorf("corrupt pending advertisement: %w", err)
+	}
+	p.cid, p.block = c, rest[n:]
+	return p, nil
+}
+
+// deletePrefix adds a delete of every key under prefix to b.
+func deletePrefix(ctx context.Context, ds datastore.Read, b datastore.Write, prefix string) error {
+	res, err := ds.Query(ctx, query.Query{Prefix: prefix, KeysOnly: true})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	for r := range res.Next() {
+		if r.Error != nil {
+			return r.Error
+		}
+		if err := b.Delete(ctx, datastore.RawKey(r.Key)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,505 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/ipfs/go-datastore"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/ingest/schema"
+)
+
+// Ad is one advertisement handed to an [Applier], oldest first.
+type Ad struct {
+	// Cid is the advertisement's CID.
+	Cid cid.Cid
+	// Ad is the decoded, validated advertisement.
+	Ad *schema.Advertisement
+	// Provider is Ad.Provider, parsed.
+	Provider peer.ID
+	// Signer is the peer whose signature was verified (the provider or
+	// the publisher); empty for an unsigned ad accepted by
+	// [WithUnsignedAds].
+	Signer peer.ID
+	// Removed is true when a newer advertisement of the same walk removes
+	// this advertisement's (provider, context): an indexer skips its
+	// entries and metadata, as IPNI requires.
+	Removed bool
+}
+
+// Applier applies advertisements for a [Walker]: the [Ingester] puts them
+// into a store; other consumers (a piece sampler) extract what they need.
+type Applier interface {
+	// Apply applies one advertisement, fetching whatever else it needs
+	// (entry chunks) through src, which enforces the walker's timeouts and
+	// rate limit. An error stalls the walk at ad; the next walk calls
+	// Apply with it again. Apply may also be called again for an ad it
+	// applied before a crash (see [WithCheckpoint]), so it must be
+	// idempotent: applying ads i..k again over a state that already holds
+	// them must end in the same state.
+	Apply(ctx context.Context, src Syncer, ad Ad) error
+	// Flush makes every effect of the ads applied so far durable. The
+	// walker calls it before it persists that they are applied.
+	Flush(ctx context.Context) error
+}
+
+// Walker walks one publisher's advertisement chain and keeps its position
+// in a datastore; see the package documentation for the algorithm and the
+// state it persists. Walks of one Walker run one at a time (a second Walk
+// waits for the first); Walkers of different publishers share nothing but
+// the datastore. State and Progress may be called at any time.
+type Walker struct {
+	ds        datastore.Batching
+	publisher peer.ID
+	keys      keys
+	cfg       *config
+	log       *slog.Logger
+
+	walkMu sync.Mutex // held by Walk and Reset
+
+	stateMu sync.Mutex
+	state   WalkState // mirror of the persisted state, valid when loaded
+	loaded  bool
+
+	walked  atomic.Uint64
+	applied atomic.Uint64
+}
+
+// NewWalker returns the walker of publisher, keeping its state in ds under
+// /walk/<publisher>/. The datastore's batches must be atomic (go-ds-leveldb's
+// are) for the state to survive a crash. Options other than
+// [WithLogger], [WithUnsignedAds], [WithDepthLimits], [WithRequestTimeout],
+// [WithRequestRate] and [WithCheckpoint] are ignored.
+func NewWalker(ds datastore.Batching, publisher peer.ID, opts ...Option) (*Walker, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newWalker(ds, publisher, cfg)
+}
+
+func newWalker(ds datastore.Batching, publisher peer.ID, cfg *config) (*Walker, error) {
+	if ds == nil {
+		return nil, fmt.Errorf("%w: nil datastore", ErrInvalidOption)
+	}
+	if err := publisher.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: publisher: %v", ErrInvalidOption, err)
+	}
+	return &Walker{
+		ds:        ds,
+		publisher: publisher,
+		keys:      keysFor(publisher),
+		cfg:       cfg,
+		log:       cfg.logger.With("publisher", publisher.String()),
+	}, nil
+}
+
+// Publisher returns the publisher whose chain w walks.
+func (w *Walker) Publisher() peer.ID { return w.publisher }
+
+// State returns the walker's position as last persisted.
+func (w *Walker) State(ctx context.Context) (WalkState, error) {
+	w.stateMu.Lock()
+	defer w.stateMu.Unlock()
+	if w.loaded {
+		return w.state, nil
+	}
+	s, err := loadState(ctx, w.ds, w.keys)
+	if err != nil {
+		return s, fmt.Errorf("ingest: load walker state of %s: %w", w.publisher, err)
+	}
+	w.state, w.loaded = s, true
+	return s, nil
+}
+
+// Progress returns how many advertisements this Walker collected and
+// applied since it was made.
+func (w *Walker) Progress() (walked, applied uint64) {
+	return w.walked.Load(), w.applied.Load()
+}
+
+// snapshot returns the state mirror without I/O, and false if it was not
+// loaded yet.
+func (w *Walker) snapshot() (WalkState, bool) {
+	w.stateMu.Lock()
+	defer w.stateMu.Unlock()
+	return w.state, w.loaded
+}
+
+func (w *Walker) setState(s WalkState) {
+	w.stateMu.Lock()
+	w.state, w.loaded = s, true
+	w.stateMu.Unlock()
+}
+
+// Reset abandons any walk in progress and sets the last head to lastHead
+// (cid.Undef: walk the whole chain again), marking lastHead applied. A
+// handoff uses it to resume ingestion right after the frozen indexer's last
+// advertisement. The applied markers of earlier advertisements stay, so
+// an advertisement applied before is not applied again.
+func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
+	w.walkMu.Lock()
+	defer w.walkMu.Unlock()
+	b, err := w.ds.Batch(ctx)
+	if err != nil {
+		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
+	}
+	if err := w.discard(ctx, b); err != nil {
+		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
+	}
+	if lastHead.Defined() {
+		err = errors.Join(b.Put(ctx, w.keys.key(keyLastHead), lastHead.Bytes()),
+			b.Put(ctx, w.keys.done(lastHead), nil))
+	} else {
+		err = b.Delete(ctx, w.keys.key(keyLastHead))
+	}
+	if err == nil {
+		err = b.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
+	}
+	w.setState(WalkState{LastHead: lastHead})
+	return nil
+}
+
+// discard adds to b the deletes that drop the walk in progress.
+func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
+	for _, k := range []string{keyHead, keyTail, keyCount, keyApplied} {
+		if err := b.Delete(ctx, w.keys.key(k)); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(ctx, walkingKey(w.publisher)); err != nil {
+		return err
+	}
+	for _, d := range []string{dirQueue, dirSeen, dirRemoved} {
+		if err := deletePrefix(ctx, w.ds, b, w.keys.dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Walk brings the publisher's chain up to head: it first finishes any walk
+// in progress (resuming where a previous process stopped), then, unless
+// head is already applied, walks from head back to the last head (or the
+// start of the chain) and applies the advertisements collected, oldest
+// first, through a. With head cid.Undef it asks src for the head. A head
+// announced while Walk runs is for the next Walk.
+//
+// Walk persists its position after every advertisement collected and at
+// every checkpoint while applying, so that it can be stopped at any point,
+// by ctx or by killing the process, and resumed by the next Walk. It
+// returns nil once every advertisement up to head is applied; an
+// [*AdError] when an advertisement cannot be collected or applied (the walk
+// stalls there, and the next Walk retries it); an error wrapping
+// [ErrDepthLimit] when the chain down to the last head is longer than the
+// depth limit (the walk is then abandoned, nothing of it applied); or
+// ctx.Err().
+func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) error {
+	w.walkMu.Lock()
+	defer w.walkMu.Unlock()
+	if _, ok := src.(*limitedSyncer); !ok {
+		src = newLimitedSyncer(src, w.cfg)
+	}
+	s, err := w.State(ctx)
+	if err != nil {
+		return err
+	}
+	if s.Walking() {
+		if err := w.run(ctx, src, s, a); err != nil {
+			return err
+		}
+		if s, err = w.State(ctx); err != nil {
+			return err
+		}
+	}
+	if !head.Defined() {
+		if head, err = src.Head(ctx); err != nil {
+			return err
+		}
+		if !head.Defined() {
+			return nil // nothing published
+		}
+	}
+	if head.Equals(s.LastHead) {
+		return nil
+	}
+	if done, err := w.ds.Has(ctx, w.keys.done(head)); err != nil {
+		return fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+	} else if done {
+		return nil
+	}
+	b, err := w.ds.Batch(ctx)
+	if err == nil {
+		err = errors.Join(b.Put(ctx, w.keys.key(keyHead), head.Bytes()), b.Put(ctx, w.keys.key(keyTail), head.Bytes()),
+			b.Put(ctx, walkingKey(w.publisher), nil))
+	}
+	if err == nil {
+		err = b.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: start walk of %s: %w", w.publisher, err)
+	}
+	s = WalkState{LastHead: s.LastHead, Head: head, Tail: head}
+	w.setState(s)
+	w.log.Info("walk started", "cid", head.String(), "lastHead", s.LastHead.String())
+	return w.run(ctx, src, s, a)
+}
+
+// run continues the walk in progress described by s.
+func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier) error {
+	start := time.Now()
+	for s.Tail.Defined() {
+		var err error
+		if s, err = w.collect(ctx, src, s); err != nil {
+			return err
+		}
+	}
+	if err := w.apply(ctx, src, s, a); err != nil {
+		return err
+	}
+	w.log.Info("walk finished", "cid", s.Head.String(), "ads", s.Collected, "elapsed", time.Since(start))
+	if h := w.cfg.hooks.WalkDone; h != nil {
+		h(w.publisher, s.Head, s.Collected, time.Since(start))
+	}
+	return nil
+}
+
+// collect takes one step down the chain: it fetches the advertisement at
+// s.Tail, queues it, and moves the tail to its PreviousID, or ends the
+// collection at the last head, an applied advertisement or the start of the
+// chain.
+func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkState, error) {
+	c := s.Tail
+	stop := c.Equals(s.LastHead)
+	if !stop {
+		done, err := w.ds.Has(ctx, w.keys.done(c))
+		if err != nil {
+			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+		}
+		stop = done
+	}
+	if stop {
+		if err := w.ds.Delete(ctx, w.keys.key(keyTail)); err != nil {
+			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+		}
+		s.Tail = cid.Undef
+		w.setState(s)
+		return s, nil
+	}
+	if seen, err := w.ds.Has(ctx, w.keys.seen(c)); err != nil {
+		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+	} else if seen {
+		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %s met twice walking from %s", ErrCycle, c, s.Head)}
+	}
+	if s.Collected >= w.cfg.adDepth {
+		err := fmt.Errorf("ingest: walk %s from %s: %w: more than %d advertisements", w.publisher, s.Head, ErrDepthLimit, w.cfg.adDepth)
+		if derr := w.abandon(ctx, s); derr != nil {
+			return s, errors.Join(err, derr)
+		}
+		return s, err
+	}
+
+	block, err := src.Block(ctx, c)
+	if err != nil {
+		return s, &AdError{Ad: c, Err: err}
+	}
+	ad, err := schema.DecodeAdvertisement(c, block)
+	if err != nil {
+		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+	}
+	provider, _ := peer.Decode(ad.Provider) // validated by DecodeAdvertisement
+
+	b, err := w.ds.Batch(ctx)
+	if err != nil {
+		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+	}
+	p := pending{cid: c, block: block}
+	if len(ad.ContextID) > 0 {
+		rmKey := w.keys.removed(provider, ad.ContextID)
+		removed, err := w.ds.Has(ctx, rmKey)
+		if err != nil {
+			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+		}
+		if removed {
+			p.flags |= flagRemoved
+		}
+		// Only a removal that will be accepted when applied hides the
+		// older advertisements of its context.
+		if ad.IsRm && !removed {
+			if _, verr := w.verify(ad, provider); verr == nil {
+				if err := b.Put(ctx, rmKey, nil); err != nil {
+					return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+				}
+			}
+		}
+	}
+	next := s
+	next.Collected++
+	next.Tail = ad.PreviousID
+	err = errors.Join(
+		b.Put(ctx, w.keys.queue(s.Collected), p.encode()),
+		b.Put(ctx, w.keys.seen(c), nil),
+		b.Put(ctx, w.keys.key(keyCount), intBytes(next.Collected)),
+	)
+	if err == nil {
+		if next.Tail.Defined() {
+			err = b.Put(ctx, w.keys.key(keyTail), next.Tail.Bytes())
+		} else {
+			err = b.Delete(ctx, w.keys.key(keyTail))
+		}
+	}
+	if err == nil {
+		err = b.Commit(ctx)
+	}
+	if err != nil {
+		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+	}
+	w.setState(next)
+	if n := w.walked.Add(1); n%10_000 == 0 {
+		w.log.Info("walking", "cid", c.String(), "collected", next.Collected, "head", s.Head.String())
+	}
+	if h := w.cfg.hooks.AdWalked; h != nil {
+		h(w.publisher, c)
+	}
+	return next, nil
+}
+
+// abandon drops the walk in progress, leaving the last head as it was.
+func (w *Walker) abandon(ctx context.Context, s WalkState) error {
+	b, err := w.ds.Batch(ctx)
+	if err == nil {
+		err = w.discard(ctx, b)
+	}
+	if err == nil {
+		err = b.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: abandon walk of %s: %w", w.publisher, err)
+	}
+	w.setState(WalkState{LastHead: s.LastHead})
+	return nil
+}
+
+// verify checks ad's signature against the signature policy: the signer
+// must be the provider or the publisher.
+func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, error) {
+	signer, err := ad.VerifySignature()
+	switch {
+	case errors.Is(err, schema.ErrNoSignature) && w.cfg.allowUnsigned:
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("%w: %w", ErrSignature, err)
+	case signer != provider && signer != w.publisher:
+		return "", fmt.Errorf("%w: signed by %s, which is neither the provider nor the publisher %s", ErrSignature, signer, w.publisher)
+	}
+	return signer, nil
+}
+
+// apply applies the collected advertisements, oldest first, checkpointing
+// as it goes.
+func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) error {
+	var done []cid.Cid // applied since the last checkpoint
+	last := time.Now()
+	checkpoint := func(ctx context.Context) error {
+		if len(done) == 0 && s.Applied < s.Collected {
+			return nil
+		}
+		if err := a.Flush(ctx); err != nil {
+			return fmt.Errorf("ingest: walk %s: flush: %w", w.publisher, err)
+		}
+		b, err := w.ds.Batch(ctx)
+		if err != nil {
+			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
+		}
+		first := s.Applied - len(done)
+		for i, c := range done {
+			err = errors.Join(err,
+				b.Delete(ctx, w.keys.queue(s.Collected-1-(first+i))),
+				b.Delete(ctx, w.keys.seen(c)),
+				b.Put(ctx, w.keys.done(c), nil))
+		}
+		next := s
+		if s.Applied == s.Collected {
+			next = WalkState{LastHead: s.Head}
+			err = errors.Join(err, b.Put(ctx, w.keys.key(keyLastHead), s.Head.Bytes()), w.discard(ctx, b))
+		} else {
+			err = errors.Join(err, b.Put(ctx, w.keys.key(keyApplied), intBytes(s.Applied)))
+		}
+		if err == nil {
+			err = b.Commit(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
+		}
+		w.setState(next)
+		done, last = done[:0], time.Now()
+		return nil
+	}
+
+	for s.Applied < s.Collected {
+		if err := w.applyOne(ctx, src, s, a, &done); err != nil {
+			// Keep what was applied before the failure; a cancelled ctx
+			// must not stop this short, local write.
+			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+			return err
+		}
+		s.Applied++
+		if len(done) >= w.cfg.checkpointEvery || time.Since(last) >= w.cfg.checkpointInterval {
+			if err := checkpoint(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return checkpoint(ctx)
+}
+
+// applyOne applies the advertisement numbered s.Applied from the oldest.
+func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done *[]cid.Cid) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := w.keys.queue(s.Collected - 1 - s.Applied)
+	raw, err := w.ds.Get(ctx, k)
+	if err != nil {
+		return fmt.Errorf("ingest: walk %s: read %s: %w", w.publisher, k, err)
+	}
+	p, err := decodePending(raw)
+	if err != nil {
+		return fmt.Errorf("ingest: walk %s: %s: %w", w.publisher, k, err)
+	}
+	ad, err := schema.DecodeAdvertisement(p.cid, p.block)
+	if err != nil {
+		return &AdError{Ad: p.cid, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+	}
+	provider, _ := peer.Decode(ad.Provider)
+	signer, err := w.verify(ad, provider)
+	if err != nil {
+		return &AdError{Ad: p.cid, Provider: provider, Err: err}
+	}
+	start := time.Now()
+	if err := a.Apply(ctx, src, Ad{Cid: p.cid, Ad: ad, Provider: provider, Signer: signer, Removed: p.flags&flagRemoved != 0}); err != nil {
+		var ae *AdError
+		if errors.As(err, &ae) {
+			return err
+		}
+		return &AdError{Ad: p.cid, Provider: provider, Err: err}
+	}
+	*done = append(*done, p.cid)
+	w.applied.Add(1)
+	if h := w.cfg.hooks.AdApplied; h != nil {
+		h(w.publisher, provider, p.cid, time.Since(start))
+	}
+	return nil
+}
