@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/ipld/go-ipld-prime/codec/dagcbor"
-	"github.com/ipld/go-ipld-prime/node/basicnode"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
@@ -148,82 +146,116 @@ func parseAddrs(ss []string) ([]multiaddr.Multiaddr, error) {
 	return out, nil
 }
 
-// putEntries fetches the entry chain of ad and puts its multihashes into
-// the store, batchSize at a time. Each chunk is fetched and verified in
-// full before any of its multihashes is put, so an advertisement of at
-// most batchSize multihashes is all or nothing; a longer one may be left
-// partly indexed by a failure, and applying it again completes it.
-// Multihashes that do not parse are skipped.
+// putEntries fetches the entries of ad, an entry chain or a HAMT, and puts
+// their multihashes into the store, batchSize at a time. Each block (entry
+// chunk or HAMT node) is fetched and verified in full before any of its
+// multihashes is put, so an advertisement of at most batchSize multihashes
+// is all or nothing; a longer one may be left partly indexed by a failure,
+// and applying it again completes it. Multihashes that do not parse are
+// skipped.
 func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, error) {
 	x := ad.Ad
-	v := store.Value{ProviderID: ad.Provider, ContextID: x.ContextID, Metadata: x.Metadata}
-	batch := make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384))
-	put := func() error {
-		if err := i.st.Put(ctx, v, batch...); err != nil {
-			return err
-		}
-		batch = batch[:0]
-		return nil
+	sink := &entrySink{
+		ctx:   ctx,
+		st:    i.st,
+		v:     store.Value{ProviderID: ad.Provider, ContextID: x.ContextID, Metadata: x.Metadata},
+		size:  i.cfg.batchSize,
+		batch: make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384)),
 	}
-	n, bad, chunks := 0, 0, 0
-	for c := x.Entries; c.Defined(); {
+	err := i.walkEntries(ctx, src, ad, sink)
+	if err == nil {
+		err = sink.flush()
+	}
+	if sink.bad > 0 {
+		i.log.Warn("skipped malformed multihashes", "provider", ad.Provider.String(), "cid", ad.Cid.String(), "count", sink.bad)
+	}
+	return sink.n, err
+}
+
+// walkEntries adds the multihashes of ad's entries to sink: those of the
+// entry chain, or, when the first block is the root of a HAMT, those of
+// the HAMT.
+func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, sink *entrySink) error {
+	chunks := 0
+	for c := ad.Ad.Entries; c.Defined(); {
 		if chunks >= i.cfg.entriesDepth {
-			return n, fmt.Errorf("%w: entry chain of %s longer than %d chunks", ErrDepthLimit, ad.Cid, i.cfg.entriesDepth)
+			return fmt.Errorf("%w: entry chain of %s longer than %d chunks", ErrDepthLimit, ad.Cid, i.cfg.entriesDepth)
 		}
 		block, err := src.Block(ctx, c)
 		if err != nil {
-			return n, err
+			return err
 		}
 		ch, err := schema.DecodeEntryChunk(c, block)
 		if err != nil {
-			if chunks == 0 && isHAMT(c, block) {
-				return n, fmt.Errorf("%w: HAMT at %s", ErrUnsupportedEntries, c)
+			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
+				return i.otherEntries(ctx, src, ad, c, block, err, sink)
 			}
-			return n, fmt.Errorf("%w: %w", ErrInvalidBlock, err)
+			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
 		chunks++
 		for _, mh := range ch.Entries {
-			if store.ValidateMultihash(mh) != nil {
-				bad++
-				continue
+			if err := sink.add(mh); err != nil {
+				return err
 			}
-			batch = append(batch, mh)
-			if len(batch) == i.cfg.batchSize {
-				if err := put(); err != nil {
-					return n, err
-				}
-			}
-			n++
 		}
 		c = ch.Next
 	}
-	if len(batch) > 0 {
-		if err := put(); err != nil {
-			return n, err
-		}
-	}
-	if bad > 0 {
-		i.log.Warn("skipped malformed multihashes", "provider", ad.Provider.String(), "cid", ad.Cid.String(), "count", bad)
-	}
-	return n, nil
+	return nil
 }
 
-// isHAMT reports whether block, which did not decode as an entry chunk,
-// is the root of an IPLD HAMT (a dag-cbor map with hamt, hashAlg and
-// bucketSize), the other form IPNI entries may take.
-func isHAMT(c cid.Cid, block []byte) bool {
-	if c.Prefix().Codec != schema.DagCBOR {
-		return false
-	}
-	nb := basicnode.Prototype.Any.NewBuilder()
-	if err := dagcbor.Decode(nb, bytes.NewReader(block)); err != nil {
-		return false
-	}
-	n := nb.Build()
-	for _, k := range []string{"hamt", "hashAlg", "bucketSize"} {
-		if _, err := n.LookupByString(k); err != nil {
-			return false
+// otherEntries handles a first Entries block (fetched under c) that did
+// not decode as an entry chunk (chunkErr): it walks it if it is the root of
+// a HAMT, and fails otherwise.
+func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, sink *entrySink) error {
+	decodes, hamt, chunk := entriesKind(c, block)
+	switch {
+	case hamt:
+		r, err := decodeHAMTRoot(c, block)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
+		return i.putHAMT(ctx, src, ad, r, sink)
+	case !decodes || chunk:
+		return fmt.Errorf("%w: %w", ErrInvalidBlock, chunkErr)
+	default:
+		return fmt.Errorf("%w: %s is neither an entry chunk nor a HAMT root", ErrUnsupportedEntries, c)
 	}
-	return true
+}
+
+// entrySink batches the multihashes of one advertisement into store Puts.
+type entrySink struct {
+	ctx   context.Context
+	st    store.Store
+	v     store.Value
+	size  int // the batch size
+	batch []multihash.Multihash
+	n     int // multihashes added
+	bad   int // multihashes skipped
+}
+
+// add adds mh, skipping it if it is malformed, and puts the batch when it
+// is full.
+func (s *entrySink) add(mh multihash.Multihash) error {
+	if store.ValidateMultihash(mh) != nil {
+		s.bad++
+		return nil
+	}
+	s.batch = append(s.batch, mh)
+	s.n++
+	if len(s.batch) == s.size {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush puts the batch, if any.
+func (s *entrySink) flush() error {
+	if len(s.batch) == 0 {
+		return nil
+	}
+	if err := s.st.Put(s.ctx, s.v, s.batch...); err != nil {
+		return err
+	}
+	s.batch = s.batch[:0]
+	return nil
 }

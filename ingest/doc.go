@@ -38,7 +38,9 @@
 //	Entries = EntryChunk     Put(provider, ContextID, Metadata) of every
 //	                         multihash of the chain, in batches; a context
 //	                         already stored gets the new metadata throughout
-//	Entries = HAMT           rejected: ErrUnsupportedEntries
+//	Entries = HAMT root      the same, of every key of the HAMT (a set:
+//	                         values ignored)
+//	Entries = anything else  rejected: ErrUnsupportedEntries
 //	Removed (see above)      nothing
 //	empty ContextID          provider record only (chain-level extended
 //	                         providers); with entries: ErrInvalidBlock
@@ -48,6 +50,28 @@
 //	                         (chain-level or per context), LastError cleared
 //
 // Multihashes that do not parse are skipped and logged, not fatal.
+//
+// # Entries
+//
+// An advertisement's Entries link an entry chunk (the first of a chain
+// linked by Next) or, as IPNI also allows, the root of an IPLD HAMT
+// (https://ipld.io/specs/advanced-data-layouts/hamt/spec/, as
+// go-ipld-adl-hamt writes it) used as a set of multihashes. As the
+// reference indexer does, the first block is decoded as an entry chunk
+// and, when it is not one, as a HashMapRoot {hashAlg, bucketSize, hamt};
+// a block that decodes as neither (but is valid dag-json or dag-cbor, and
+// has neither an Entries nor a hamt field) fails with
+// [ErrUnsupportedEntries]. A HAMT is walked depth first from its root:
+// each bucket entry's key (bytes, or a string holding them) is a
+// multihash, and each linked HashMapNode is fetched through the same
+// [Syncer] and verified like every block (size, hash against its CID,
+// dag-json or dag-cbor by the CID's codec). A node that breaks the HAMT
+// format (a bitmap whose size differs from the root's or is not a power
+// of two, bits set not matching the elements, a bucket empty or over
+// bucketSize, a key that is not bytes) fails with [ErrInvalidBlock].
+// Keys are not re-hashed to check their position, as iterating a set does
+// not need it. The entries depth limit ([WithDepthLimits]) bounds the
+// nodes of a HAMT, root included, as it bounds the chunks of a chain.
 //
 // # Signatures
 //
@@ -72,12 +96,12 @@
 // [ErrDepthLimit], [ErrCycle], [ErrNotAllowed]) and the ingest/schema
 // sentinel or context error underneath, for errors.Is.
 //
-// Entry chunks are fetched and verified in full before any multihash of
-// theirs is put, and multihashes are put [DefaultBatchSize]
+// Entry chunks and HAMT nodes are fetched and verified in full before any
+// multihash of theirs is put, and multihashes are put [DefaultBatchSize]
 // ([WithBatchSize]) at a time: an advertisement with at most that many
-// entries is indexed by one Put once all its chunks are verified, so a
-// failure leaves the store unchanged for it. A longer entry chain (IPNI
-// allows tens of millions of multihashes) is streamed: a failure part-way
+// entries is indexed by one Put once all its blocks are verified, so a
+// failure leaves the store unchanged for it. Longer entries (IPNI allows
+// tens of millions of multihashes) are streamed: a failure part-way
 // leaves the context partly indexed, and the retry, putting the same
 // multihashes again, completes it; Puts are idempotent.
 //

@@ -29,12 +29,13 @@ var (
 	ErrSignature = errors.New("ingest: signature rejected")
 
 	// ErrUnsupportedEntries is wrapped when an advertisement's Entries
-	// link an IPLD HAMT, which this package does not read.
+	// link a block that decodes (as dag-json or dag-cbor) but is neither
+	// an entry chunk nor the root of an IPLD HAMT.
 	ErrUnsupportedEntries = errors.New("ingest: unsupported entries")
 
 	// ErrDepthLimit is wrapped when a walk collects more advertisements
-	// than the advertisement depth limit, or an entry chain is longer than
-	// the entries depth limit (see [WithDepthLimits]).
+	// than the advertisement depth limit, or an entry chain (or a HAMT)
+	// has more blocks than the entries depth limit (see [WithDepthLimits]).
 	ErrDepthLimit = errors.New("ingest: depth limit reached")
 
 	// ErrCycle is wrapped when a walk meets the same advertisement CID

@@ -8,10 +8,6 @@ import (
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/ipld/go-ipld-prime/codec/dagcbor"
-	"github.com/ipld/go-ipld-prime/datamodel"
-	"github.com/ipld/go-ipld-prime/fluent/qp"
-	"github.com/ipld/go-ipld-prime/node/basicnode"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/multiformats/go-multihash"
 
@@ -31,26 +27,6 @@ func rawBlock(t testing.TB, o *overlay, codec uint64, data []byte) cid.Cid {
 	}
 	o.blocks[c] = data
 	return c
-}
-
-func hamtRoot(t testing.TB) []byte {
-	t.Helper()
-	n, err := qp.BuildMap(basicnode.Prototype.Any, 3, func(ma datamodel.MapAssembler) {
-		qp.MapEntry(ma, "hashAlg", qp.Int(0x22))
-		qp.MapEntry(ma, "bucketSize", qp.Int(3))
-		qp.MapEntry(ma, "hamt", qp.List(2, func(la datamodel.ListAssembler) {
-			qp.ListEntry(la, qp.Bytes([]byte{0}))
-			qp.ListEntry(la, qp.List(0, func(datamodel.ListAssembler) {}))
-		}))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := dagcbor.Encode(n, &buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // Each fault gives a named error, leaves the store as it was before the
@@ -120,9 +96,16 @@ func TestFaults(t *testing.T) {
 				o.hang = chunkBlock(t, o, good[20:], cid.Undef)
 				ad.Entries = chunkBlock(t, o, good[:20], o.hang)
 			}},
-		{name: "HAMT entries", applied: true, want: []error{ingest.ErrUnsupportedEntries},
+		{name: "corrupt HAMT node", applied: true, want: []error{ingest.ErrInvalidBlock, schema.ErrHashMismatch},
 			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
-				ad.Entries = rawBlock(t, o, schema.DagCBOR, hamtRoot(t))
+				ad.Entries = hamtEntries(t, o, deep, good)
+				_, children := hamtDepth(t, o, ad.Entries)
+				c := children[len(children)-1]
+				o.blocks[c] = bytes.Replace(o.blocks[c], []byte{0xf5}, []byte{0xf4}, 1) // a true value false
+			}},
+		{name: "entries neither chunk nor HAMT", applied: true, want: []error{ingest.ErrUnsupportedEntries},
+			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
+				ad.Entries = rawBlock(t, o, schema.DagCBOR, []byte{0xa1, 0x61, 'x', 0x01}) // {"x": 1}
 			}},
 		{name: "entries depth limit", applied: true, want: []error{ingest.ErrDepthLimit},
 			opts: []ingest.Option{ingest.WithDepthLimits(1000, 2)},

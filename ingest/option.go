@@ -13,7 +13,8 @@ const (
 	// (the reference AdvertisementDepthLimit).
 	DefaultAdDepthLimit = 33_554_432
 	// DefaultEntriesDepthLimit is the most entry chunks one
-	// advertisement's chain may have (the reference EntriesDepthLimit).
+	// advertisement's chain may have, or nodes its HAMT may have (the
+	// reference EntriesDepthLimit).
 	DefaultEntriesDepthLimit = 65_536
 	// DefaultWorkers is how many publishers are walked at once (the
 	// reference IngestWorkerCount).
@@ -111,7 +112,8 @@ func WithUnsignedAds() Option {
 }
 
 // WithDepthLimits sets the most advertisements one walk collects (default
-// [DefaultAdDepthLimit]) and the most chunks of one entry chain (default
+// [DefaultAdDepthLimit]) and the most chunks of one entry chain, or nodes
+// of one HAMT of entries, root included (default
 // [DefaultEntriesDepthLimit]). Beyond them the walk, or the advertisement,
 // fails with [ErrDepthLimit].
 func WithDepthLimits(ads, entryChunks int) Option {

@@ -38,7 +38,7 @@ type Ad struct {
 // into a store; other consumers (a piece sampler) extract what they need.
 type Applier interface {
 	// Apply applies one advertisement, fetching whatever else it needs
-	// (entry chunks) through src, which enforces the walker's timeouts and
+	// (entry chunks, HAMT nodes) through src, which enforces the walker's timeouts and
 	// rate limit. An error stalls the walk at ad; the next walk calls
 	// Apply with it again. Apply may also be called again for an ad it
 	// applied before a crash (see [WithCheckpoint]), so it must be
