@@ -129,6 +129,15 @@ func TestFaults(t *testing.T) {
 				o.head, _ = cid.Prefix{Version: 1, Codec: schema.DagJSON, MhType: multihash.SHA2_256, MhLength: -1}.Sum([]byte("[1,2]"))
 				o.blocks[o.head] = []byte("[1,2]")
 			}},
+		{name: "entries of an unknown codec", applied: true, want: []error{ingest.ErrInvalidBlock, schema.ErrUnsupportedCodec},
+			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
+				ad.Entries = rawBlock(t, o, cid.DagProtobuf, []byte{0x0a, 0x00})
+			}},
+		{name: "ad of an unknown codec", want: []error{ingest.ErrInvalidBlock, schema.ErrUnsupportedCodec},
+			after: func(o *overlay) {
+				o.head, _ = cid.Prefix{Version: 1, Codec: cid.Raw, MhType: multihash.SHA2_256, MhLength: -1}.Sum([]byte("raw bytes"))
+				o.blocks[o.head] = []byte("raw bytes")
+			}},
 		{name: "ad depth limit", want: []error{ingest.ErrDepthLimit},
 			opts: []ingest.Option{ingest.WithDepthLimits(8, 100)}},
 	}
