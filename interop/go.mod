@@ -5,6 +5,7 @@ go 1.26.6
 require (
 	github.com/indexkit/indexkit v0.0.0
 	github.com/ipfs/go-cid v0.6.2
+	github.com/ipfs/go-datastore v0.9.2
 	github.com/ipld/go-ipld-prime v0.24.0
 	github.com/ipni/go-libipni v0.7.8
 	github.com/libp2p/go-libp2p v0.51.0
@@ -16,6 +17,7 @@ require (
 
 require (
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
