@@ -195,8 +195,10 @@ func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
 // first, through a. With head cid.Undef it asks src for the head. A head
 // announced while Walk runs is for the next Walk.
 //
-// Walk persists its position after every advertisement collected and at
-// every checkpoint while applying, so that it can be stopped at any point,
+// Walk persists its position as it collects (in batches of a few hundred
+// writes or a quarter of a second, so that a walk of small advertisements
+// is not bound by the disk's fsync rate) and at every checkpoint while
+// applying, so that it can be stopped at any point,
 // by ctx or by killing the process, and resumed by the next Walk. It
 // returns nil once every advertisement up to head is applied; an
 // [*AdError] when an advertisement cannot be collected or applied (the walk
@@ -258,11 +260,27 @@ func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) 
 // run continues the walk in progress described by s.
 func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier) error {
 	start := time.Now()
+	cb := &collectBatch{ds: w.ds}
 	for s.Tail.Defined() {
 		var err error
-		if s, err = w.collect(ctx, src, s); err != nil {
+		if s, err = w.collect(ctx, src, s, cb); err != nil {
+			if errors.Is(err, ErrDepthLimit) {
+				return err // abandoned: nothing of the walk is kept
+			}
+			// Keep the advertisements collected before the failure.
+			if ferr := cb.commit(context.WithoutCancel(ctx)); ferr != nil {
+				err = errors.Join(err, fmt.Errorf("ingest: walk %s: %w", w.publisher, ferr))
+			}
 			return err
 		}
+		if cb.full() {
+			if err := cb.commit(ctx); err != nil {
+				return fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+			}
+		}
+	}
+	if err := cb.commit(ctx); err != nil {
+		return fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 	}
 	if err := w.apply(ctx, src, s, a); err != nil {
 		return err
@@ -278,7 +296,7 @@ func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier) er
 // s.Tail, queues it, and moves the tail to its PreviousID, or ends the
 // collection at the last head, an applied advertisement or the start of the
 // chain.
-func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkState, error) {
+func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *collectBatch) (WalkState, error) {
 	c := s.Tail
 	stop := c.Equals(s.LastHead)
 	if !stop {
@@ -289,14 +307,12 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkStat
 		stop = done
 	}
 	if stop {
-		if err := w.ds.Delete(ctx, w.keys.key(keyTail)); err != nil {
-			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-		}
+		cb.add(collectWrite{key: w.keys.key(keyTail), del: true})
 		s.Tail = cid.Undef
 		w.setState(s)
 		return s, nil
 	}
-	if seen, err := w.ds.Has(ctx, w.keys.seen(c)); err != nil {
+	if seen, err := cb.has(ctx, w.keys.seen(c)); err != nil {
 		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 	} else if seen {
 		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %s met twice walking from %s", ErrCycle, c, s.Head)}
@@ -319,14 +335,12 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkStat
 	}
 	provider, _ := peer.Decode(ad.Provider) // validated by DecodeAdvertisement
 
-	b, err := w.ds.Batch(ctx)
-	if err != nil {
-		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-	}
+	// The writes of this advertisement go to cb together, or not at all.
+	var writes []collectWrite
 	p := pending{cid: c, block: block}
 	if len(ad.ContextID) > 0 {
 		rmKey := w.keys.removed(provider, ad.ContextID)
-		removed, err := w.ds.Has(ctx, rmKey)
+		removed, err := cb.has(ctx, rmKey)
 		if err != nil {
 			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 		}
@@ -337,33 +351,24 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkStat
 		// older advertisements of its context.
 		if ad.IsRm && !removed {
 			if _, verr := w.verify(ad, provider); verr == nil {
-				if err := b.Put(ctx, rmKey, nil); err != nil {
-					return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-				}
+				writes = append(writes, collectWrite{key: rmKey})
 			}
 		}
 	}
 	next := s
 	next.Collected++
 	next.Tail = ad.PreviousID
-	err = errors.Join(
-		b.Put(ctx, w.keys.queue(s.Collected), p.encode()),
-		b.Put(ctx, w.keys.seen(c), nil),
-		b.Put(ctx, w.keys.key(keyCount), intBytes(next.Collected)),
+	writes = append(writes,
+		collectWrite{key: w.keys.queue(s.Collected), value: p.encode()},
+		collectWrite{key: w.keys.seen(c)},
+		collectWrite{key: w.keys.key(keyCount), value: intBytes(next.Collected)},
 	)
-	if err == nil {
-		if next.Tail.Defined() {
-			err = b.Put(ctx, w.keys.key(keyTail), next.Tail.Bytes())
-		} else {
-			err = b.Delete(ctx, w.keys.key(keyTail))
-		}
+	if next.Tail.Defined() {
+		writes = append(writes, collectWrite{key: w.keys.key(keyTail), value: next.Tail.Bytes()})
+	} else {
+		writes = append(writes, collectWrite{key: w.keys.key(keyTail), del: true})
 	}
-	if err == nil {
-		err = b.Commit(ctx)
-	}
-	if err != nil {
-		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-	}
+	cb.add(writes...)
 	w.setState(next)
 	if n := w.walked.Add(1); n%10_000 == 0 {
 		w.log.Info("walking", "cid", c.String(), "collected", next.Collected, "head", s.Head.String())
@@ -372,6 +377,83 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState) (WalkStat
 		h(w.publisher, c)
 	}
 	return next, nil
+}
+
+// collectBatch gathers the writes of several collected advertisements into
+// one datastore commit. go-ds-leveldb syncs every commit, and a commit per
+// advertisement would bound a walk of small advertisements by the disk's
+// fsync rate. Until it commits, the walker reads the keys it holds through
+// it. A process killed before a commit fetches those advertisements again
+// on resume, which is harmless: nothing is applied before the commit.
+type collectBatch struct {
+	ds      datastore.Batching
+	writes  []collectWrite
+	held    map[datastore.Key]bool // keys written, true if put (not deleted)
+	started time.Time
+}
+
+type collectWrite struct {
+	key   datastore.Key
+	value []byte
+	del   bool
+}
+
+// Commit a collect batch at this many writes or after this long.
+const (
+	collectBatchWrites = 256
+	collectBatchAge    = 250 * time.Millisecond
+)
+
+func (cb *collectBatch) add(ws ...collectWrite) {
+	if len(cb.writes) == 0 {
+		cb.started = time.Now()
+		if cb.held == nil {
+			cb.held = make(map[datastore.Key]bool)
+		}
+	}
+	for _, w := range ws {
+		cb.writes = append(cb.writes, w)
+		cb.held[w.key] = !w.del
+	}
+}
+
+// has reports whether key exists, counting the writes not yet committed.
+func (cb *collectBatch) has(ctx context.Context, key datastore.Key) (bool, error) {
+	if put, ok := cb.held[key]; ok {
+		return put, nil
+	}
+	return cb.ds.Has(ctx, key)
+}
+
+func (cb *collectBatch) full() bool {
+	return len(cb.writes) >= collectBatchWrites || (len(cb.writes) > 0 && time.Since(cb.started) >= collectBatchAge)
+}
+
+// commit writes what cb holds in one atomic batch.
+func (cb *collectBatch) commit(ctx context.Context) error {
+	if len(cb.writes) == 0 {
+		return nil
+	}
+	b, err := cb.ds.Batch(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range cb.writes {
+		if w.del {
+			err = b.Delete(ctx, w.key)
+		} else {
+			err = b.Put(ctx, w.key, w.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(ctx); err != nil {
+		return err
+	}
+	cb.writes = cb.writes[:0]
+	clear(cb.held)
+	return nil
 }
 
 // abandon drops the walk in progress, leaving the last head as it was.
