@@ -49,7 +49,8 @@
 //     publisher and client, over HTTP and libp2phttp.
 //   - ingest/announce: announce messages, the HTTP receiver and sender, and
 //     gossipsub on /indexer/ingest/<network>.
-//   - freeze (planned): disk-usage monitor and the frozen state.
+//   - freeze: disk-usage monitor and the persisted frozen state, with
+//     crash-safe freeze and unfreeze steps.
 //   - handoff (planned): moving a publisher from a frozen indexer to an
 //     active one.
 //   - assigner (planned): the publisher to indexer assignment service and
