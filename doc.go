@@ -55,8 +55,9 @@
 //     active one.
 //   - assigner (planned): the publisher to indexer assignment service and
 //     the indexer admin API contract.
-//   - scatter (planned): scatter/gather find over many backends, and the
-//     IPNI find HTTP API.
+//   - scatter: the IPNI find HTTP API over any Backend (a store, a remote
+//     indexer, or a Gather over many), with honest partial-result status,
+//     per-backend circuit breakers, a result cache and a keyspace ring.
 //   - lease (planned): catalog rows, TTL leases with fencing tokens, the
 //     bidding auction, eviction under a memory budget.
 //   - lease/memory, lease/redis (planned): lease backends.

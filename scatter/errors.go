@@ -8,6 +8,15 @@ import (
 var (
 	// ErrNotFound is wrapped by Provider errors for an unknown provider.
 	ErrNotFound = errors.New("scatter: not found")
+
+	// ErrInvalidOption is wrapped by constructor errors for an invalid
+	// argument or option.
+	ErrInvalidOption = errors.New("scatter: invalid option")
+
+	// ErrBreakerOpen is wrapped by the error of a backend that a Gather
+	// skipped because its circuit breaker was open (or half-open with every
+	// probe slot taken).
+	ErrBreakerOpen = errors.New("scatter: circuit breaker open")
 )
 
 // PartialError is what a Gather's Find yields last when not every backend

@@ -1,0 +1,62 @@
+package scatter
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+)
+
+// findMaxKeyLen bounds the encoded multihash or CID taken from a request
+// path. Base58 decoding is quadratic in the input length, so without a bound
+// one request with a megabyte-long path would cost seconds of CPU. 1,024
+// characters hold a 512-byte digest in hex, far more than any hash function
+// in use produces.
+const findMaxKeyLen = 1024
+
+// errFindKeyTooLong is returned for a path key longer than findMaxKeyLen.
+var errFindKeyTooLong = fmt.Errorf("longer than %d characters", findMaxKeyLen)
+
+// parseMultihashKey decodes the {b58|hex} element of GET /multihash/..., as
+// the reference does: base58 first, then hex. The result is a well-formed
+// multihash (code, length and exactly that many digest bytes).
+func parseMultihashKey(s string) (multihash.Multihash, error) {
+	switch {
+	case s == "":
+		return nil, errors.New("empty multihash")
+	case len(s) > findMaxKeyLen:
+		return nil, errFindKeyTooLong
+	}
+	mh, err := multihash.FromB58String(s)
+	if err == nil {
+		return mh, nil
+	}
+	mh, hexErr := multihash.FromHexString(s)
+	if hexErr == nil {
+		return mh, nil
+	}
+	return nil, errors.New("not a valid base58 or hex encoded multihash")
+}
+
+// parseCIDKey decodes the element of GET /cid/... (any CID version, codec
+// and multibase) and returns its multihash.
+func parseCIDKey(s string) (multihash.Multihash, error) {
+	switch {
+	case s == "":
+		return nil, errors.New("empty CID")
+	case len(s) > findMaxKeyLen:
+		return nil, errFindKeyTooLong
+	}
+	c, err := cid.Decode(s)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid CID: %v", err)
+	}
+	// cid.Decode validates the multihash; check again so that a future
+	// change there cannot hand a backend a malformed key.
+	mh := c.Hash()
+	if _, err := multihash.Decode(mh); err != nil {
+		return nil, fmt.Errorf("CID holds a bad multihash: %v", err)
+	}
+	return mh, nil
+}

@@ -1,0 +1,297 @@
+package scatter
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+)
+
+// Defaults of the HTTP backend.
+const (
+	// DefaultResponseLimit is the largest JSON body (a FindResponse or a
+	// provider list) an [HTTPBackend] reads, in bytes.
+	DefaultResponseLimit = 64 << 20
+	// httpMaxNDJSONLine is the longest NDJSON line an HTTPBackend reads: a
+	// ProviderResult with the largest context ID and metadata IPNI allows
+	// and a generous address list fits many times over.
+	httpMaxNDJSONLine = 1 << 20
+	// httpMaxErrorBody is how much of an error answer is quoted in the error.
+	httpMaxErrorBody = 256
+)
+
+// HTTPBackendOption configures an [HTTPBackend].
+type HTTPBackendOption func(*HTTPBackend)
+
+// WithHTTPClient sets the client an HTTPBackend sends its requests with.
+// The default is [NewHTTPClient]'s.
+func WithHTTPClient(c *http.Client) HTTPBackendOption {
+	return func(b *HTTPBackend) {
+		if c != nil {
+			b.client = c
+		}
+	}
+}
+
+// WithResponseLimit sets the largest JSON answer body an HTTPBackend reads,
+// in bytes (default [DefaultResponseLimit]); a larger one is an error. An
+// NDJSON stream may be any length, but each line is bounded. Values below 1
+// keep the default.
+func WithResponseLimit(n int64) HTTPBackendOption {
+	return func(b *HTTPBackend) {
+		if n > 0 {
+			b.limit = n
+		}
+	}
+}
+
+// NewHTTPClient returns the default client of an [HTTPBackend]: keep-alive
+// with up to 100 idle connections per host, a 10 s dial timeout and no
+// overall timeout (deadlines come from each call's context).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}}
+}
+
+// HTTPBackend is a [Backend] that queries a remote IPNI find API: an
+// indexkit [Handler], a storetheindex indexer, or a front end such as
+// indexstar. It is safe for concurrent use.
+type HTTPBackend struct {
+	base   *url.URL
+	client *http.Client
+	limit  int64
+}
+
+var _ Backend = (*HTTPBackend)(nil)
+
+// NewHTTPBackend returns a Backend for the find API at baseURL (http or
+// https; a path is kept as a prefix, so "https://host/indexer" queries
+// "https://host/indexer/multihash/...").
+func NewHTTPBackend(baseURL string, opts ...HTTPBackendOption) (*HTTPBackend, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("scatter: http backend: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("scatter: http backend: URL %q: scheme must be http or https", baseURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("scatter: http backend: URL %q has no host", baseURL)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = ""
+	b := &HTTPBackend{base: u, limit: DefaultResponseLimit}
+	for _, o := range opts {
+		o(b)
+	}
+	if b.client == nil {
+		b.client = NewHTTPClient()
+	}
+	return b, nil
+}
+
+// URL returns the base URL of the find API b queries.
+func (b *HTTPBackend) URL() string { return b.base.String() }
+
+// get sends a GET for the path elements under the base URL.
+func (b *HTTPBackend) get(ctx context.Context, accept string, elem ...string) (*http.Response, string, error) {
+	u := b.base.JoinPath(elem...).String()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, u, err
+	}
+	req.Header.Set("Accept", accept)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, u, httpWithCtxErr(ctx, err)
+	}
+	return resp, u, nil
+}
+
+// httpWithCtxErr makes err wrap the context's error when the context ended, so
+// that callers (a Gather telling timeouts from failures) see it with
+// errors.Is whatever layer noticed it first.
+func httpWithCtxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
+}
+
+// httpStatusError describes an unexpected answer, quoting the start of its body.
+func httpStatusError(op, u string, resp *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
+	msg := strings.TrimSpace(string(body))
+	if msg != "" {
+		msg = ": " + msg
+	}
+	return fmt.Errorf("scatter: %s %s: status %s%s", op, u, resp.Status, msg)
+}
+
+// Find asks for NDJSON (and accepts JSON) and yields the results as they
+// arrive: line by line for an NDJSON answer, all at once for a JSON one
+// (only the MultihashResults for mh are used). 404 means no results; any
+// other status but 200 is an error naming the URL and status. Errors wrap
+// the context's error when the context ended.
+func (b *HTTPBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
+	return func(yield func(ProviderResult, error) bool) {
+		resp, u, err := b.get(ctx, mediaNDJSON+", "+mediaJSON, "multihash", mh.B58String())
+		if err != nil {
+			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: %w", u, err))
+			return
+		}
+		defer resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+		case http.StatusNotFound:
+			io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
+			return
+		default:
+			yield(ProviderResult{}, httpStatusError("find", u, resp))
+			return
+		}
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		if mt == mediaNDJSON {
+			b.streamNDJSON(ctx, u, resp.Body, yield)
+			return
+		}
+		data, err := httpReadLimited(resp.Body, b.limit)
+		if err != nil {
+			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: %w", u, httpWithCtxErr(ctx, err)))
+			return
+		}
+		var fr FindResponse
+		if err := json.Unmarshal(data, &fr); err != nil {
+			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: decoding answer: %w", u, err))
+			return
+		}
+		for _, r := range fr.MultihashResults {
+			if !bytes.Equal(r.Multihash, mh) {
+				continue
+			}
+			for _, pr := range r.ProviderResults {
+				if !yield(pr, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// streamNDJSON yields one ProviderResult per line of body.
+func (b *HTTPBackend) streamNDJSON(ctx context.Context, u string, body io.Reader, yield func(ProviderResult, error) bool) {
+	br := bufio.NewReaderSize(body, 16<<10)
+	var long []byte // a line longer than the reader's buffer, so far
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			if len(long)+len(chunk) > httpMaxNDJSONLine {
+				yield(ProviderResult{}, fmt.Errorf("scatter: find %s: NDJSON line longer than %d bytes", u, httpMaxNDJSONLine))
+				return
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			var pr ProviderResult
+			if derr := json.Unmarshal(line, &pr); derr != nil {
+				yield(ProviderResult{}, fmt.Errorf("scatter: find %s: decoding NDJSON line: %w", u, derr))
+				return
+			}
+			if !yield(pr, nil) {
+				return
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return
+		case err != nil:
+			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: reading NDJSON: %w", u, httpWithCtxErr(ctx, err)))
+			return
+		}
+	}
+}
+
+// httpReadLimited reads all of r, failing if it holds more than limit bytes.
+func httpReadLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("answer larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// Providers returns the remote API's provider list.
+func (b *HTTPBackend) Providers(ctx context.Context) ([]ProviderInfo, error) {
+	var infos []ProviderInfo
+	if err := b.getJSON(ctx, "providers", &infos, "providers"); err != nil {
+		return nil, err
+	}
+	if infos == nil {
+		infos = []ProviderInfo{}
+	}
+	return infos, nil
+}
+
+// Provider returns the remote API's record of id; a 404 is an error
+// wrapping [ErrNotFound].
+func (b *HTTPBackend) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
+	var info ProviderInfo
+	err := b.getJSON(ctx, "provider", &info, "providers", id.String())
+	return info, err
+}
+
+// getJSON GETs the path elements and decodes the JSON answer into v.
+func (b *HTTPBackend) getJSON(ctx context.Context, op string, v any, elem ...string) error {
+	resp, u, err := b.get(ctx, mediaJSON, elem...)
+	if err != nil {
+		return fmt.Errorf("scatter: %s %s: %w", op, u, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
+		return fmt.Errorf("scatter: %s %s: %w", op, u, ErrNotFound)
+	default:
+		return httpStatusError(op, u, resp)
+	}
+	data, err := httpReadLimited(resp.Body, b.limit)
+	if err != nil {
+		return fmt.Errorf("scatter: %s %s: %w", op, u, httpWithCtxErr(ctx, err))
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("scatter: %s %s: decoding answer: %w", op, u, err)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package scatter_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/indexkit/indexkit/scatter"
+)
+
+// TestHTTPBackendRoundTrip serves a store through the handler and reads it
+// back through an HTTPBackend, as NDJSON and as JSON: every result and
+// provider record must come back as the store backend gives them.
+func TestHTTPBackendRoundTrip(t *testing.T) {
+	fx := newFindExtendedFixture(t)
+	ctx := context.Background()
+	full := findFullProvider(t)
+	full.AddrInfo = *findAddrInfo(t, 30)
+	if err := fx.s.PutProvider(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	local := scatter.NewStoreBackend(fx.s)
+	h := scatter.NewHandler(local)
+	// jsonOnly hides NDJSON support, as an old or different server would.
+	jsonOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("Accept", "application/json")
+		h.ServeHTTP(w, r)
+	})
+	for name, handler := range map[string]http.Handler{"ndjson": h, "json": jsonOnly} {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(handler)
+			defer srv.Close()
+			client := scatter.NewHTTPClient()
+			defer client.CloseIdleConnections()
+			b, err := scatter.NewHTTPBackend(srv.URL+"/", scatter.WithHTTPClient(client))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := findCollect(t, b, fx.mh), findCollect(t, local, fx.mh); !slices.Equal(got, want) {
+				t.Errorf("Find:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if got := findCollect(t, b, findMH(t, 77)); len(got) != 0 {
+				t.Errorf("Find of an unknown multihash: %v", got)
+			}
+			// Stopping early closes the stream without error or leak.
+			for range b.Find(ctx, fx.mh) {
+				break
+			}
+			gotP, err := b.Providers(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantP, _ := local.Providers(ctx)
+			sortInfos := func(s []scatter.ProviderInfo) {
+				slices.SortFunc(s, func(a, b scatter.ProviderInfo) int {
+					return strings.Compare(string(a.AddrInfo.ID), string(b.AddrInfo.ID))
+				})
+			}
+			sortInfos(gotP)
+			sortInfos(wantP)
+			gj, _ := json.Marshal(gotP)
+			wj, _ := json.Marshal(wantP)
+			if string(gj) != string(wj) {
+				t.Errorf("Providers:\n%s\nwant\n%s", gj, wj)
+			}
+			one, err := b.Provider(ctx, full.AddrInfo.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			oj, _ := json.Marshal(one)
+			want := scatter.ProviderInfoFromStore(&full)
+			wj, _ = json.Marshal(want)
+			if string(oj) != string(wj) {
+				t.Errorf("Provider:\n%s\nwant\n%s", oj, wj)
+			}
+			if _, err := b.Provider(ctx, findPeer(t, 88)); !errors.Is(err, scatter.ErrNotFound) {
+				t.Errorf("unknown provider: %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// TestHTTPBackendErrors checks that failures are errors naming the URL and
+// status, and that an ended context shows through errors.Is.
+func TestHTTPBackendErrors(t *testing.T) {
+	mh := findMH(t, 1)
+	partial := &findFake{errs: map[string]error{string(mh): &scatter.PartialError{Answered: 0, Total: 2, TimedOut: 2}}}
+	srv := httptest.NewServer(scatter.NewHandler(partial))
+	defer srv.Close()
+	client := scatter.NewHTTPClient()
+	defer client.CloseIdleConnections()
+	b, err := scatter.NewHTTPBackend(srv.URL, scatter.WithHTTPClient(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ferr error
+	for _, err := range b.Find(context.Background(), mh) {
+		ferr = err
+	}
+	if ferr == nil || !strings.Contains(ferr.Error(), srv.URL+"/multihash/") || !strings.Contains(ferr.Error(), "504") {
+		t.Errorf("error %v, want one naming the URL and 504", ferr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range b.Find(ctx, mh) {
+		ferr = err
+	}
+	if !errors.Is(ferr, context.Canceled) {
+		t.Errorf("canceled: %v, want context.Canceled", ferr)
+	}
+	for _, u := range []string{"ftp://x", "http://", "::"} {
+		if _, err := scatter.NewHTTPBackend(u); err == nil {
+			t.Errorf("NewHTTPBackend(%q) accepted", u)
+		}
+	}
+}

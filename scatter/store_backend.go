@@ -1,0 +1,313 @@
+package scatter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/store"
+)
+
+// DefaultProviderTTL is how long a [StoreBackend] keeps a provider record it
+// read for Find.
+const DefaultProviderTTL = time.Second
+
+// storeCacheMax bounds the provider records a StoreBackend keeps; when it is
+// full, the expired ones are dropped, and if that is not enough, all.
+const storeCacheMax = 1 << 16
+
+// StoreBackendOption configures a [StoreBackend].
+type StoreBackendOption func(*StoreBackend)
+
+// WithProviderTTL sets how long Find may use a provider record after reading
+// it from the store (default [DefaultProviderTTL]): a changed address or
+// extended provider shows in find results at most this late. Zero reads the
+// record for every lookup; negative values are taken as zero.
+func WithProviderTTL(d time.Duration) StoreBackendOption {
+	return func(b *StoreBackend) { b.ttl = max(d, 0) }
+}
+
+// StoreBackend is a [Backend] over a local [store.Store]: the find API of
+// one indexer node. It is safe for concurrent use.
+type StoreBackend struct {
+	s   store.Store
+	ttl time.Duration
+
+	mu    sync.RWMutex
+	cache map[peer.ID]*storeProvider
+}
+
+var _ Backend = (*StoreBackend)(nil)
+
+// NewStoreBackend returns a Backend answering from s. It does not take
+// ownership of s: closing s is the caller's job.
+func NewStoreBackend(s store.Store, opts ...StoreBackendOption) *StoreBackend {
+	b := &StoreBackend{s: s, ttl: DefaultProviderTTL}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// storeProvider is a provider record as Find uses it: nil info when the
+// store has no record (its values are dropped, as the reference drops the
+// values of unregistered providers).
+type storeProvider struct {
+	expires time.Time
+	info    *peer.AddrInfo // shared by every result of this provider; read-only
+	ep      *storeExtended
+}
+
+// storeExtended is a provider's extended providers, ready to expand.
+type storeExtended struct {
+	chain      []storeEP
+	contextual map[string]storeContextual
+}
+
+type storeContextual struct {
+	override  bool
+	providers []storeEP
+}
+
+type storeEP struct {
+	info     *peer.AddrInfo
+	metadata []byte // nil: use the value's metadata
+}
+
+// Find yields the results of the values stored for mh, in store order: for
+// each value of a provider with a record, the provider itself, then the
+// extended providers of the value's context, then (unless those override
+// them) the provider's chain-level extended providers. An extended provider
+// without its own metadata gets the value's. An entry naming the provider
+// itself is skipped when its metadata is empty or the value's (it would
+// repeat the main result); with other metadata it is a second result for
+// the same provider, advertising another transport, as the reference does.
+//
+// The results share their Provider, ContextID and Metadata with the store
+// and the backend's cache; they must not be modified.
+func (b *StoreBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
+	return func(yield func(ProviderResult, error) bool) {
+		values, err := b.s.Get(ctx, mh)
+		if err != nil {
+			yield(ProviderResult{}, fmt.Errorf("scatter: store find: %w", err))
+			return
+		}
+		var now time.Time
+		for _, v := range values {
+			if now.IsZero() && b.ttl > 0 {
+				now = time.Now()
+			}
+			p, err := b.lookup(ctx, v.ProviderID, now)
+			if err != nil {
+				yield(ProviderResult{}, err)
+				return
+			}
+			if p.info == nil {
+				continue
+			}
+			if !yield(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}, nil) {
+				return
+			}
+			if p.ep == nil {
+				continue
+			}
+			override := false
+			if c, ok := p.ep.contextual[string(v.ContextID)]; ok {
+				override = c.override
+				if !storeYieldExtended(yield, c.providers, v) {
+					return
+				}
+			}
+			if !override && !storeYieldExtended(yield, p.ep.chain, v) {
+				return
+			}
+		}
+	}
+}
+
+// storeYieldExtended yields the results of the extended providers eps for value
+// v, and reports whether to go on.
+func storeYieldExtended(yield func(ProviderResult, error) bool, eps []storeEP, v store.Value) bool {
+	for _, ep := range eps {
+		if ep.info.ID == v.ProviderID && (len(ep.metadata) == 0 || bytes.Equal(ep.metadata, v.Metadata)) {
+			continue
+		}
+		md := ep.metadata
+		if md == nil {
+			md = v.Metadata
+		}
+		if !yield(ProviderResult{ContextID: v.ContextID, Metadata: md, Provider: ep.info}, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns the provider record of id as Find uses it, from the cache
+// while it is fresh. now is zero when caching is off.
+func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*storeProvider, error) {
+	if b.ttl > 0 {
+		b.mu.RLock()
+		p := b.cache[id]
+		b.mu.RUnlock()
+		if p != nil && now.Before(p.expires) {
+			return p, nil
+		}
+	}
+	info, err := b.s.Provider(ctx, id)
+	p := &storeProvider{}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("scatter: store find: provider %s: %w", id, err)
+	default:
+		p = newStoreProvider(&info)
+	}
+	if b.ttl > 0 {
+		p.expires = now.Add(b.ttl)
+		b.mu.Lock()
+		if b.cache == nil {
+			b.cache = make(map[peer.ID]*storeProvider)
+		}
+		if len(b.cache) >= storeCacheMax {
+			for k, e := range b.cache {
+				if !now.Before(e.expires) {
+					delete(b.cache, k)
+				}
+			}
+			if len(b.cache) >= storeCacheMax {
+				clear(b.cache)
+			}
+		}
+		b.cache[id] = p
+		b.mu.Unlock()
+	}
+	return p, nil
+}
+
+func newStoreProvider(info *store.ProviderInfo) *storeProvider {
+	p := &storeProvider{info: &peer.AddrInfo{ID: info.AddrInfo.ID, Addrs: info.AddrInfo.Addrs}}
+	x := info.ExtendedProviders
+	if x == nil {
+		return p
+	}
+	// The reference keeps an empty record too: a contextual entry with
+	// Override and no providers still hides the chain-level ones.
+	p.ep = &storeExtended{chain: storeEPs(x.Providers, x.Metadatas)}
+	if len(x.Contextual) > 0 {
+		p.ep.contextual = make(map[string]storeContextual, len(x.Contextual))
+		for _, c := range x.Contextual {
+			p.ep.contextual[string(c.ContextID)] = storeContextual{
+				override:  c.Override,
+				providers: storeEPs(c.Providers, c.Metadatas),
+			}
+		}
+	}
+	return p
+}
+
+func storeEPs(infos []peer.AddrInfo, metadatas [][]byte) []storeEP {
+	eps := make([]storeEP, len(infos))
+	for i := range infos {
+		eps[i].info = &peer.AddrInfo{ID: infos[i].ID, Addrs: infos[i].Addrs}
+		if i < len(metadatas) {
+			eps[i].metadata = metadatas[i]
+		}
+	}
+	return eps
+}
+
+// Providers returns every provider record of the store, converted to the
+// find API's shape (see [ProviderInfoFromStore]).
+func (b *StoreBackend) Providers(ctx context.Context) ([]ProviderInfo, error) {
+	infos := []ProviderInfo{}
+	for info, err := range b.s.Providers(ctx) {
+		if err != nil {
+			return nil, fmt.Errorf("scatter: store providers: %w", err)
+		}
+		infos = append(infos, ProviderInfoFromStore(&info))
+	}
+	return infos, nil
+}
+
+// Provider returns the record of id, or an error wrapping [ErrNotFound].
+func (b *StoreBackend) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
+	info, err := b.s.Provider(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return ProviderInfo{}, fmt.Errorf("scatter: store provider %s: %w", id, ErrNotFound)
+		}
+		return ProviderInfo{}, fmt.Errorf("scatter: store provider %s: %w", id, err)
+	}
+	return ProviderInfoFromStore(&info), nil
+}
+
+// ProviderInfoFromStore converts a stored provider record to the find API's
+// ProviderInfo, as the reference converts its registry records:
+//
+//   - times are RFC 3339 strings in UTC, omitted when zero;
+//     LastAdvertisementTime only with a LastAdvertisement, LastErrorTime only
+//     with a LastError;
+//   - undefined CIDs stay undefined, which encodes as JSON null;
+//   - Publisher is set when the record names a publisher;
+//   - extended providers carry one Metadatas element per provider (null
+//     where the provider has none), and a contextual entry's ContextID is
+//     the string of its bytes.
+//
+// Lag and Inactive stay zero: a store does not record them.
+func ProviderInfoFromStore(info *store.ProviderInfo) ProviderInfo {
+	out := ProviderInfo{AddrInfo: info.AddrInfo}
+	if info.LastAdvertisement.Defined() {
+		out.LastAdvertisement = info.LastAdvertisement
+		out.LastAdvertisementTime = storeFormatTime(info.LastAdvertisementTime)
+	}
+	if info.LastError != "" {
+		out.LastError = info.LastError
+		out.LastErrorTime = storeFormatTime(info.LastErrorTime)
+	}
+	if info.Publisher.ID != "" {
+		out.Publisher = &peer.AddrInfo{ID: info.Publisher.ID, Addrs: info.Publisher.Addrs}
+	}
+	if info.FrozenAt.Defined() {
+		out.FrozenAt = info.FrozenAt
+	}
+	out.FrozenAtTime = storeFormatTime(info.FrozenAtTime)
+	if x := info.ExtendedProviders; x != nil {
+		ep := &ExtendedProviders{}
+		ep.Providers, ep.Metadatas = storeExtendedToAPI(x.Providers, x.Metadatas)
+		for _, c := range x.Contextual {
+			provs, mds := storeExtendedToAPI(c.Providers, c.Metadatas)
+			ep.Contextual = append(ep.Contextual, ContextualExtendedProviders{
+				Override:  c.Override,
+				ContextID: string(c.ContextID),
+				Providers: provs,
+				Metadatas: mds,
+			})
+		}
+		out.ExtendedProviders = ep
+	}
+	return out
+}
+
+func storeExtendedToAPI(infos []peer.AddrInfo, metadatas [][]byte) ([]peer.AddrInfo, [][]byte) {
+	if len(infos) == 0 {
+		return nil, nil
+	}
+	mds := make([][]byte, len(infos))
+	copy(mds, metadatas)
+	return infos, mds
+}
+
+func storeFormatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
