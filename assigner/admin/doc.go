@@ -1,0 +1,121 @@
+// Package admin is the contract between the assigner and an indexer: the
+// indexer's admin HTTP API, as the reference (storetheindex) serves it and
+// the reference assigner calls it. [NewHandler] serves a [Node] (the
+// indexer binary implements it over ingest, freeze and handoff); [Client]
+// calls it, from the assigner. The package imports nothing of indexkit.
+//
+// # Routes
+//
+// Bodies are JSON (Content-Type "application/json; charset=utf-8"); peer
+// IDs are their string form ("12D3…"); error answers are text/plain with
+// the [ErrorHeader] code. Unless noted, the status codes and bodies are the
+// reference's.
+//
+//	POST /ingest/assign/{id}    200 empty
+//	                            400 ErrAlreadyAssigned  403 ErrNotAllowed
+//	                            503 ErrNoAssigner       500 ErrFrozen "indexer is frozen" (1)
+//	PUT  /ingest/unassign/{id}  200 empty; 404 ErrNotAssigned "peer was not assigned"; 503
+//	GET  /ingest/assigned       200 [{"Publisher":"12D3…","Continued":"12D3…"}]
+//	                            (Continued omitted when empty); 204 when none
+//	GET  /ingest/preferred      200 ["12D3…"]; 204 when none
+//	POST /ingest/handoff/{id}   body {"FrozenID":"12D3…","FrozenURL":"http://…"},
+//	                            any Content-Type or none (the reference assigner sends none)
+//	                            200 empty; 400 missing or bad body, ErrAlreadyAssigned
+//	                            403; 503; 500 ErrFrozen (2); 404 ErrUnknownPublisher (3)
+//	GET  /status                200 {"Frozen":false,"ID":"12D3…","Usage":42.5} (Usage −1: unknown)
+//	PUT  /freeze                200 (also when already frozen); 400 ErrDisabled "freezing disabled"
+//	POST /ingest/sync/{id}?depth=&resync=
+//	                            optional body: a JSON string holding a multiaddr
+//	                            202 (the sync runs in the background); 409 ErrSyncing
+//	GET  /ingest/status         200 [PublisherStatus…]; 204 when none (indexkit's, not the reference's)
+//
+// Common to every route: 400 naming a bad or missing peer ID in the path
+// or a bad query or body ([ErrBadRequest]); 413 for a request body over
+// the limit ([WithMaxRequestBody], default 8 KiB); 405 with Allow for
+// another method (OPTIONS: 200 with Allow, as the reference); 404 for
+// another path; 401 without the bearer token when [WithToken] is set
+// ([ErrUnauthorized]); 501 for an optional capability the Node lacks
+// ([ErrNotSupported]); 503 [ErrUnavailable], also when the request's
+// context ends; 500 with the error's text for any other error.
+//
+// Where indexkit departs from the reference, the status stays one the
+// reference assigner treats as a failure (it treats every non-2xx so):
+//
+//  1. Assign on a frozen node: the reference answers 500 with an empty
+//     body. indexkit keeps 500 (a frozen node refuses for as long as it is
+//     frozen, so 503, "retry later", would mislead) and names the problem
+//     in the body and the code "frozen".
+//  2. Handoff to a frozen node: the reference accepts it. indexkit refuses
+//     it as it refuses an assign.
+//  3. Handoff of a publisher the frozen node has no provider for: the
+//     reference answers 200 without assigning, leaving the publisher
+//     orphaned. indexkit answers 404 "frozen indexer has no provider for
+//     publisher", code "unknown-publisher", so the assigner tries again or
+//     assigns the publisher afresh.
+//
+// The reference routes not listed (GET /ingest/sync/, /importproviders,
+// /ingest/allow, /ingest/block, /markadprocessed, /reloadconfig, /config,
+// /healthcheck, /telemetry, /metrics, /debug/pprof) are not served here
+// (404; GET /ingest/sync/ gets 405, the path taking POST only); a binary
+// may mount its own beside this handler.
+//
+// # Sentinels across the wire
+//
+// A [Node] reports the conditions above with the package's sentinels; the
+// handler answers each with its status, a fixed body and an [ErrorHeader]
+// code; the [Client] returns a *[StatusError] that wraps the same sentinel,
+// so errors.Is works on both sides of the wire:
+//
+//	sentinel              status  code               body
+//	ErrAlreadyAssigned    400     already-assigned   publisher already assigned to this indexer
+//	ErrNotAssigned        404     not-assigned       peer was not assigned
+//	ErrNotAllowed         403     not-allowed        publisher not allowed by policy
+//	ErrNoAssigner         503     no-assigner        not configured to work with assigner service
+//	ErrUnavailable        503     unavailable        indexer unavailable
+//	ErrFrozen             500     frozen             indexer is frozen
+//	ErrDisabled           400     disabled           freezing disabled
+//	ErrSyncing            409     syncing            publisher already has a sync in progress
+//	ErrUnknownPublisher   404     unknown-publisher  frozen indexer has no provider for publisher
+//	ErrNotSupported       501     not-supported      not supported by this indexer
+//	ErrUnauthorized       401     unauthorized       missing or wrong bearer token
+//	ErrBadRequest         400/413 bad-request        (what was wrong)
+//
+// The body is fixed so the wire contract does not depend on how a Node
+// wraps its errors; the handler logs the full error. Against a node that
+// sends no code (a reference indexer), the Client maps by route and
+// status: 400 on assign or handoff is ErrAlreadyAssigned, 404 on unassign
+// ErrNotAssigned, 400 on freeze ErrDisabled, 409 on sync ErrSyncing, 503 on
+// assign, unassign or handoff ErrNoAssigner and elsewhere ErrUnavailable,
+// 403 ErrNotAllowed, 401 ErrUnauthorized; a reference node's 500 on
+// assign cannot be told from other failures and wraps no sentinel.
+//
+// # What the reference assigner does
+//
+// At startup, for each indexer: GET /ingest/assigned, GET /status, and GET
+// /ingest/preferred unless the node is frozen. To assign a publisher: POST
+// /ingest/assign/{id}, then PUT /ingest/announce on the node's ingest
+// listener (not this handler) with the announce that triggered the
+// assignment, a CBOR body with Content-Type application/octet-stream,
+// which the ingest/announce receiver serves. Each poll: GET /status. For
+// each publisher of a frozen node: POST /ingest/handoff/{id} with a JSON
+// body and no Content-Type, after which the receiving node reads GET
+// {FrozenURL}/providers from the frozen node's find API.
+//
+// # Security
+//
+// The reference has no authentication and assumes a private network. An
+// indexer binary should serve this handler on loopback
+// ([DefaultListenAddr], 127.0.0.1:3002) unless configured otherwise, and
+// set [WithToken] (with [WithClientToken] on the assigner) when it listens
+// elsewhere; the token is compared in constant time. Request bodies are
+// bounded ([WithMaxRequestBody]), response bodies read by the Client too
+// ([WithMaxResponseBody]).
+//
+// # Lifecycle and concurrency
+//
+// Neither the handler nor the Client starts goroutines or holds resources:
+// there is nothing to Run or Close. Both are safe for concurrent use; the
+// handler calls the Node concurrently, once per request, with the
+// request's context. [Syncer.Sync] must start the sync and return without
+// waiting for it.
+package admin
