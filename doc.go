@@ -51,10 +51,11 @@
 //     gossipsub on /indexer/ingest/<network>.
 //   - freeze: disk-usage monitor and the persisted frozen state, with
 //     crash-safe freeze and unfreeze steps.
-//   - handoff (planned): moving a publisher from a frozen indexer to an
-//     active one.
-//   - assigner (planned): the publisher to indexer assignment service and
-//     the indexer admin API contract.
+//   - handoff: moving a publisher from a frozen indexer to an active one,
+//     which resumes right after the frozen indexer's last ad; the
+//     persisted assignment registry.
+//   - assigner (planned): the publisher to indexer assignment service.
+//   - assigner/admin: the indexer admin API contract, handler and client.
 //   - scatter: the IPNI find HTTP API over any Backend (a store, a remote
 //     indexer, or a Gather over many), with honest partial-result status,
 //     per-backend circuit breakers, a result cache and a keyspace ring.

@@ -1,0 +1,111 @@
+// Package handoff moves a publisher from a frozen indexer to an active one,
+// so that ingestion continues on the active indexer right after the last
+// advertisement the frozen one processed (the "Publisher Handoff" of the
+// IPNI scaling design). It also holds the indexer's persisted publisher
+// assignments, which handoffs and plain assignments share.
+//
+// # Model
+//
+// A frozen indexer stores no new multihashes; its provider records carry
+// FrozenAt (the last advertisement processed before it froze) and
+// FrozenAtTime, served by its find API's GET /providers. The assigner,
+// seeing it frozen, picks an active indexer for each of its publishers and
+// calls [Client.Handoff], a POST {admin}/ingest/handoff/{publisher} with
+// the JSON [Request] {"FrozenID","FrozenURL"}. The active indexer's admin
+// handler decodes it ([DecodeRequest], whatever the Content-Type: the
+// reference assigner sends none) and calls [Receiver.Handoff], which:
+//
+//   - refuses when this indexer is frozen ([ErrFrozen]; the reference does
+//     not check), the policy denies the publisher ([ErrNotAllowed]), or the
+//     publisher is assigned here already ([ErrAlreadyAssigned]);
+//   - reads the frozen indexer's GET /providers (decoded as a stream,
+//     bounded by [WithMaxBodySize], within the caller's context and the
+//     HTTP client's timeout) and keeps every record published by the
+//     publisher: all of its providers, where the reference keeps the first.
+//     None is [ErrUnknownPublisher], where the reference answers 200 and
+//     leaves the publisher assigned nowhere;
+//   - registers those providers in the store (AddrInfo, Publisher,
+//     ExtendedProviders; not the frozen indexer's LastAdvertisement,
+//     LastError or FrozenAt);
+//   - sets the publisher's walk to resume after FrozenAt (below);
+//   - persists the assignment with Continued = FrozenID in the [Registry];
+//   - announces the publisher to ingestion with head cid.Undef, so the
+//     walk starts now rather than at the publisher's next announce.
+//
+// The assigner learns that the handoff completed from the 200, and after
+// its own restart from GET /ingest/assigned ([Receiver.Assignments]),
+// where Continued names the frozen indexer.
+//
+// # Where ingestion resumes
+//
+// A publisher has one chain, but each of its providers' records has its
+// own FrozenAt: the last advertisement of that provider, which for a
+// publisher signing for several providers differs from provider to
+// provider. The chain was applied up to the newest of them. FrozenAtTime
+// cannot always tell which is newest (indexkit's freeze stamps every
+// record with the time of the freeze, and the find API's RFC 3339 times
+// are usually to the second), so the Receiver does not guess: it calls [Ingest].Reset once
+// per distinct FrozenAt, each of which marks that advertisement applied,
+// ending with the one of the newest FrozenAtTime (the first listed among
+// equals), which becomes the walk's last head. Walking back from the
+// publisher's head, the walker stops at the first applied advertisement it
+// meets, which is the newest FrozenAt in the chain, whichever record it
+// came from. Advertisements up to it are neither fetched nor indexed here:
+// the frozen indexer holds them.
+//
+// Records without FrozenAt (the frozen indexer had not frozen them) leave
+// the walk as it is: the next walk ingests the whole chain, as the
+// reference does. The handoff still succeeds and logs a WARN saying so.
+//
+// # Assignments
+//
+// [Registry] is the persisted set of assigned publishers, kept in the
+// node's go-datastore under /handoff/assigned/<publisher> so that it
+// survives restarts: plain assignments ([Receiver.Assign], POST
+// /ingest/assign/{id}; [Receiver.Unassign], PUT /ingest/unassign/{id}) and
+// handed-off ones, which record Continued. They live here, not in the
+// assigner package, because a handoff must check and record an assignment
+// atomically with its own progress (a publisher being handed off counts
+// as assigned), and the indexer binary needs the same set to decide which
+// publishers to ingest; the assigner package imports this one for the
+// admin API. The Registry does not start or stop ingestion: the binary
+// consults [Registry.Assigned] in its announce policy.
+//
+// # Errors and the admin API
+//
+// Errors wrap the sentinels in errors.go. The admin HTTP API is
+// assigner/admin's (its handler, its wire contract: status, a fixed body
+// and an Indexkit-Error code per sentinel); the indexer binary's admin
+// Node translates this package's sentinels to that package's, which it
+// answers as follows:
+//
+//	handoff                 assigner/admin        status  reference
+//	ErrAlreadyAssigned      ErrAlreadyAssigned    400     400
+//	ErrInvalidRequest       ErrBadRequest         400     400 (missing body)
+//	ErrNotAllowed           ErrNotAllowed         403     403
+//	ErrNotAssigned          ErrNotAssigned        404     404
+//	ErrUnknownPublisher     ErrUnknownPublisher   404     200, publisher orphaned
+//	ErrFrozen               ErrFrozen             500     500 empty (assign); 200 (handoff)
+//	ErrFrozenIndexer,       (none: the error's    500     500
+//	ErrInvalidProviders,    text)
+//	ErrTooLarge
+//
+// The reference assigner treats every status but 200 as a failure and
+// tries the next indexer, so the departures change nothing for it. The
+// [Client] turns an answer back into these sentinels ([StatusError] keeps
+// the status and body); the assigner itself may use assigner/admin's
+// client, which speaks the same contract.
+//
+// # Lifecycle and concurrency
+//
+// [NewRegistry], [NewReceiver] and [NewClient] start nothing and hold no
+// resources of their own; the datastore and store belong to the node.
+// Every method is safe for concurrent use. Handoffs of different
+// publishers run concurrently; of one publisher, one runs and the others
+// get [ErrAlreadyAssigned]. The steps of a handoff are persisted in the
+// order listed above, the assignment last, so a handoff interrupted by a
+// crash leaves the publisher unassigned and is simply done again.
+// Provider records are written without the ingester's provider lock: in
+// assigner mode a publisher that is not assigned yet is not ingested, so
+// no walk writes its records at the same time.
+package handoff

@@ -1,0 +1,97 @@
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// The sentinels of the package. The admin API (assigner/admin) answers
+// the ones a [Receiver] returns as its wire contract says; the status is
+// given with each, and the package documentation maps them to the
+// assigner/admin sentinels.
+var (
+	// ErrInvalidRequest is wrapped when a handoff [Request] is missing or
+	// malformed: no body, bad JSON, an invalid FrozenID or FrozenURL. The
+	// admin API answers it with 400, as the reference does for a missing
+	// body.
+	ErrInvalidRequest = errors.New("handoff: invalid request")
+
+	// ErrAlreadyAssigned is returned by [Receiver.Handoff] and
+	// [Registry.Assign] for a publisher assigned to this indexer already
+	// (or whose handoff is in progress here). 400, as the reference.
+	ErrAlreadyAssigned = errors.New("handoff: publisher already assigned to this indexer")
+
+	// ErrNotAssigned is returned by [Registry.Unassign] for a publisher
+	// that is not assigned. 404 "peer was not assigned", as the reference.
+	ErrNotAssigned = errors.New("handoff: peer was not assigned")
+
+	// ErrFrozen is returned when this indexer is frozen ([WithFrozen]): a
+	// frozen indexer takes no new publisher, by assignment or by handoff.
+	// The reference refuses such an assignment with an empty 500 and does
+	// not check a handoff at all; the admin API answers both with 500 and
+	// a body naming the problem.
+	ErrFrozen = errors.New("handoff: indexer is frozen")
+
+	// ErrNotAllowed is returned for a publisher the receiver's policy
+	// ([WithAllowed]) rejects. 403.
+	ErrNotAllowed = errors.New("handoff: publisher not allowed")
+
+	// ErrUnknownPublisher is returned by [Receiver.Handoff] when the frozen
+	// indexer lists no provider record published by the publisher: there
+	// is nothing to continue. The reference answers 200 without assigning
+	// anything, which orphans the publisher; here nothing is assigned and
+	// the caller learns why. 404.
+	ErrUnknownPublisher = errors.New("handoff: publisher unknown to frozen indexer")
+
+	// ErrFrozenIndexer is wrapped when the frozen indexer's GET /providers
+	// fails: a network error, a timeout (the context error is wrapped
+	// too), or a status other than 200 and 204. 500 with the error's text.
+	ErrFrozenIndexer = errors.New("handoff: frozen indexer unreachable or failing")
+
+	// ErrInvalidProviders is wrapped when the frozen indexer's GET
+	// /providers answer does not decode as the reference's JSON, or one
+	// of the publisher's records is invalid (a bad peer ID, an oversize
+	// context ID). 500 with the error's text.
+	ErrInvalidProviders = errors.New("handoff: invalid providers answer from frozen indexer")
+
+	// ErrTooLarge is wrapped when the frozen indexer's GET /providers
+	// answer exceeds the body limit ([WithMaxBodySize]). 500 with the
+	// error's text.
+	ErrTooLarge = errors.New("handoff: providers answer from frozen indexer too large")
+
+	// ErrUnavailable is returned by a [Client] for a 503: the indexer does
+	// not take assignments (it does not run in assigner mode) or cannot
+	// answer now. A [Receiver] never returns it.
+	ErrUnavailable = errors.New("handoff: indexer does not take assignments")
+
+	// ErrServer is wrapped by a [Client] for an answer that says nothing
+	// more precise (a 500 without a known code or text, an unexpected
+	// status).
+	ErrServer = errors.New("handoff: indexer failed the request")
+
+	// ErrInvalidOption is wrapped by constructors given an argument or an
+	// option they cannot honour; the message names it.
+	ErrInvalidOption = errors.New("handoff: invalid option")
+)
+
+// StatusError is the error of a [Client] request answered with a status
+// other than 200. It unwraps to the sentinel the answer stands for (see
+// [Client.Handoff]), never to nil.
+type StatusError struct {
+	URL  string // the request URL
+	Code int    // the HTTP status code
+	Body string // the start of the answer's body, trimmed
+	err  error  // the sentinel
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("handoff: POST %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
+	if e.Body != "" {
+		msg += ": " + e.Body
+	}
+	return msg
+}
+
+// Unwrap returns the sentinel the answer stands for.
+func (e *StatusError) Unwrap() error { return e.err }

@@ -1,0 +1,123 @@
+package handoff_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/ipfs/go-cid"
+	"github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/store/memory"
+)
+
+// printIngest stands for the node's ingester (handoff.FromIngester in a
+// node) and prints what the handoff asks of it.
+type printIngest struct{}
+
+func (printIngest) Reset(_ context.Context, _ peer.ID, lastHead cid.Cid) error {
+	fmt.Println("walk resumes after", lastHead)
+	return nil
+}
+
+func (printIngest) Announce(_ peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
+	fmt.Println("announce to", addrs, "head defined:", head.Defined())
+	return nil
+}
+
+// An assigner hands a publisher off from a frozen indexer to an active
+// one: the Client POSTs to the active indexer's admin API, whose Receiver
+// reads the frozen indexer's /providers and resumes ingestion after
+// FrozenAt.
+func Example() {
+	id := func(seed byte) peer.ID {
+		priv, _ := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(make32(seed)))
+		p, _ := peer.IDFromPrivateKey(priv)
+		return p
+	}
+	publisher, provider, frozenID := id(1), id(2), id(3)
+
+	// The frozen indexer's find API, in the reference's JSON.
+	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `[{"AddrInfo":{"ID":%q,"Addrs":["/ip4/10.0.0.2/tcp/3001/http"]},
+		  "LastAdvertisement":{"/":"baguqeeraoxzsahvvf4vwtic4sqohzbf4zne6nne5rrivwmcsfwekyd6ejs2a"},
+		  "Publisher":{"ID":%q,"Addrs":["/ip4/10.0.0.3/tcp/3002/http"]},
+		  "FrozenAt":{"/":"baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a"},
+		  "FrozenAtTime":"2024-05-06T06:08:09Z"}]`, provider, publisher)
+	}))
+	defer frozen.Close()
+
+	// The active indexer: store, registry in its datastore (go-ds-leveldb
+	// on disk), receiver behind its admin API.
+	st := memory.New()
+	defer st.Close()
+	reg, _ := handoff.NewRegistry(dssync.MutexWrap(datastore.NewMapDatastore()))
+	recv, _ := handoff.NewReceiver(st, printIngest{}, reg)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /ingest/handoff/{id}", func(w http.ResponseWriter, r *http.Request) {
+		// In a node, assigner/admin's handler does this and answers
+		// errors by its wire contract.
+		pub, err := peer.Decode(r.PathValue("id"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, err := handoff.DecodeRequest(r.Body) // whatever the Content-Type
+		if err == nil {
+			err = recv.Handoff(r.Context(), pub, req)
+		}
+		switch {
+		case errors.Is(err, handoff.ErrAlreadyAssigned):
+			w.Header().Set("Indexkit-Error", "already-assigned")
+			http.Error(w, "publisher already assigned to this indexer", http.StatusBadRequest)
+		case errors.Is(err, handoff.ErrUnknownPublisher):
+			w.Header().Set("Indexkit-Error", "unknown-publisher")
+			http.Error(w, "frozen indexer has no provider for publisher", http.StatusNotFound)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	admin := httptest.NewServer(mux)
+	defer admin.Close()
+
+	// The assigner's side.
+	client, _ := handoff.NewClient()
+	ctx := context.Background()
+	req := handoff.Request{FrozenID: frozenID, FrozenURL: frozen.URL}
+	if err := client.Handoff(ctx, admin.URL, publisher, req); err != nil {
+		fmt.Println(err)
+		return
+	}
+	info, _ := st.Provider(ctx, provider)
+	fmt.Println("provider registered, published by the publisher:", info.Publisher.ID == publisher)
+	as, _ := recv.Assignments(ctx)
+	fmt.Println("assignments:", len(as), "continued from the frozen indexer:", as[0].Continued == frozenID)
+
+	err := client.Handoff(ctx, admin.URL, publisher, req)
+	fmt.Println("again:", errors.Is(err, handoff.ErrAlreadyAssigned))
+	err = client.Handoff(ctx, admin.URL, id(4), req)
+	fmt.Println("unknown publisher:", errors.Is(err, handoff.ErrUnknownPublisher))
+	// Output:
+	// walk resumes after baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a
+	// announce to [/ip4/10.0.0.3/tcp/3002/http] head defined: false
+	// provider registered, published by the publisher: true
+	// assignments: 1 continued from the frozen indexer: true
+	// again: true
+	// unknown publisher: true
+}
+
+func make32(b byte) []byte {
+	s := make([]byte, ed25519.SeedSize)
+	for i := range s {
+		s[i] = b
+	}
+	return s
+}

@@ -1,0 +1,118 @@
+package handoff
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Defaults, in one place.
+const (
+	// DefaultMaxBodySize bounds the frozen indexer's GET /providers answer
+	// a [Receiver] reads: about 30,000 provider records of a kilobyte.
+	DefaultMaxBodySize = 32 << 20
+	// DefaultTimeout bounds each HTTP request of the default clients of a
+	// [Receiver] (GET /providers) and a [Client] (POST
+	// /ingest/handoff/{id}), so that a hung peer does not hang a caller
+	// whose context has no deadline. [WithHTTPClient] and
+	// [WithClientHTTP] replace it.
+	DefaultTimeout = time.Minute
+)
+
+// Option configures a [Receiver] ([NewReceiver]).
+type Option func(*config) error
+
+type config struct {
+	hc      *http.Client
+	log     *slog.Logger
+	frozen  func() bool
+	allowed func(peer.ID) bool
+	maxBody int64
+}
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		hc:      &http.Client{Timeout: DefaultTimeout},
+		log:     slog.New(slog.DiscardHandler),
+		frozen:  func() bool { return false },
+		allowed: func(peer.ID) bool { return true },
+		maxBody: DefaultMaxBodySize,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithHTTPClient sets the client that GETs the frozen indexer's
+// /providers (default: a client with [DefaultTimeout]).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *config) error {
+		if hc == nil {
+			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
+		}
+		c.hc = hc
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: discard). Handoffs log at INFO,
+// and at WARN what the caller should know though the handoff succeeded
+// (no FrozenAt, disagreeing FrozenAt, a failed announce).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithFrozen sets the function that tells whether this indexer is frozen
+// (typically a freeze.Freezer's Frozen method, connected by the binary).
+// A frozen receiver refuses handoffs and assignments with [ErrFrozen].
+// Default: never frozen.
+func WithFrozen(frozen func() bool) Option {
+	return func(c *config) error {
+		if frozen == nil {
+			return fmt.Errorf("%w: nil frozen func", ErrInvalidOption)
+		}
+		c.frozen = frozen
+		return nil
+	}
+}
+
+// WithAllowed sets the policy: publishers for which allowed returns false
+// are refused with [ErrNotAllowed] (the admin API's 403). Default: every
+// publisher is allowed.
+func WithAllowed(allowed func(publisher peer.ID) bool) Option {
+	return func(c *config) error {
+		if allowed == nil {
+			return fmt.Errorf("%w: nil allowed func", ErrInvalidOption)
+		}
+		c.allowed = allowed
+		return nil
+	}
+}
+
+// WithMaxBodySize bounds the frozen indexer's GET /providers answer
+// (default [DefaultMaxBodySize]); a larger one fails the handoff with
+// [ErrTooLarge].
+func WithMaxBodySize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: body size limit %d, want > 0", ErrInvalidOption, n)
+		}
+		c.maxBody = n
+		return nil
+	}
+}
