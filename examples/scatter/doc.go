@@ -1,0 +1,104 @@
+// Command scatter is a front end for a pool of IPNI indexers: it serves the
+// IPNI find API over a scatter/gather of other find APIs (indexkit
+// indexers, storetheindex, indexstar), in the role indexstar plays in front
+// of cid.contact, without its dropped results and false 404s.
+//
+//	scatter -backends http://10.0.0.1:3000,http://10.0.0.2:3000
+//	scatter -config /etc/indexkit/scatter.json -listen :8080 -cache 100000
+//
+// # Flags
+//
+//	-listen ADDR             find API address (default 127.0.0.1:8080; port 0 picks one)
+//	-metrics ADDR            Prometheus GET /metrics address (default 127.0.0.1:8081; "" disables)
+//	-backends URL[,URL...]   backend find API base URLs; may be repeated
+//	-config FILE             config file (below), re-read on SIGHUP
+//	-timeout D               how long each backend may take per request (default 5s);
+//	                         given explicitly, it overrides the file's Timeout
+//	-cache N                 result cache of N answers (default 0: none)
+//	-cache-ttl D             how long a cached answer is kept (default 30s)
+//	-cache-negative-ttl D    how long a cached "not found" is kept (default 5s; 0: never cached)
+//	-shutdown-timeout D      how long requests in flight may take on shutdown (default 10s)
+//	-log-level L             debug, info, warn or error (default info)
+//
+// Both listeners default to loopback: put the find API on a public address
+// on purpose (-listen :8080), and keep /metrics where only the monitoring
+// system reaches it.
+//
+// # Backends and the config file
+//
+// The backends are those of -backends followed by those of the config file.
+// At least one is required; each must be an http or https URL with a host
+// and no query, fragment or credentials; a path is kept as a prefix. Two
+// URLs that differ only in the case of the scheme or host or in a trailing
+// slash are the same backend, and a backend listed twice is an error. Every
+// error is reported with the offending value, and the command exits with
+// status 1.
+//
+// The config file is either indexstar's, a JSON array of URLs:
+//
+//	["http://10.0.0.1:3000", "http://10.0.0.2:3000"]
+//
+// or an object (unknown fields are an error):
+//
+//	{
+//	  "Backends": ["http://10.0.0.1:3000", "http://10.0.0.2:3000", "http://10.0.0.3:3000"],
+//	  "Timeout": "5s",
+//	  "Ring": {"Vnodes": 256, "Replication": 2}
+//	}
+//
+// Timeout is the per-backend timeout. Ring, when present, shards the
+// keyspace: each multihash is asked only of the Replication backends that
+// own it on a consistent-hash ring with Vnodes points per backend (default
+// 256), instead of every backend (see scatter.NewRing).
+//
+// # Reload
+//
+// On SIGHUP the config file is read again (the flags stay as given). A
+// valid config that differs from the current one is built into a new
+// Gather, with fresh circuit breakers and cache, and swapped in atomically:
+// requests that arrive from then on use it, requests in flight finish on
+// the old one. A config that does not load (unreadable, bad JSON, no
+// backends, a bad or duplicate URL) is logged and the current Gather kept;
+// an unchanged config keeps the current Gather and its breaker state. Unlike
+// indexstar, the file is read only on SIGHUP, not polled.
+//
+// # Answers
+//
+// The routes and status rules are those of scatter.Handler: GET
+// /multihash/{mh} and /cid/{cid} (JSON, or NDJSON with Accept:
+// application/x-ndjson), POST /multihash, GET /providers[/{id}]. Results of
+// every backend are merged and de-duplicated by provider and context. 404
+// means every backend asked answered "not found"; when some did not answer,
+// the answer carries X-IPNI-Backends: answered/total and Cache-Control:
+// no-store, or is 502/504 if nothing was found.
+//
+// # Metrics
+//
+// GET /metrics on the -metrics address, with backends labelled by URL:
+//
+//	indexkit_scatter_backend_request_duration_seconds{backend}  histogram (hook)
+//	indexkit_scatter_backend_requests_total{backend}            counter
+//	indexkit_scatter_backend_errors_total{backend,kind}         kind: timeout, error, breaker_open
+//	indexkit_scatter_breaker_state{backend}                     0 closed, 1 open, 2 half-open
+//	indexkit_scatter_breaker_state_changes_total{backend,to}    counter (hook)
+//	indexkit_scatter_metadata_disagreements_total{backend}      counter (hook)
+//	indexkit_scatter_queries_total, _partial_answers_total      counters
+//	indexkit_scatter_cache_hits_total, _cache_misses_total      counters; _cache_entries gauge
+//	indexkit_scatter_backends                                   gauge: current backends
+//	indexkit_scatter_config_reloads_total{result}               applied, unchanged, failed
+//
+// plus the Go runtime and process collectors. The series marked (hook) are
+// fed by scatter.GatherHooks as requests run; the others are read from
+// Gather.Stats at scrape time, summed over every Gather the process has
+// run, so counters carry on across reloads. breaker_state covers the
+// current backends only.
+//
+// # Logs and signals
+//
+// Logs are slog text lines on standard error: the config at start, one
+// "listening" line per server with its bound address (server=find or
+// server=metrics, addr=HOST:PORT), reloads, breaker state changes, and
+// shutdown. SIGINT or SIGTERM stops accepting connections and lets
+// requests in flight finish for up to -shutdown-timeout; the exit status is
+// 0 after a clean shutdown, 1 after any error.
+package main

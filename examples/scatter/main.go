@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/scatter"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "scatter:", err)
+		os.Exit(1)
+	}
+}
+
+// generation is one configuration being served: a Gather and the find API
+// handler over it.
+type generation struct {
+	cfg     config
+	gather  *scatter.Gather
+	handler http.Handler
+}
+
+// server holds what a configuration is turned into a generation with.
+type server struct {
+	opts    *options
+	log     *slog.Logger
+	client  *http.Client // shared by every generation's backends
+	metrics *metrics
+}
+
+// build turns cfg into a generation; nothing is started.
+func (s *server) build(cfg config) (*generation, error) {
+	backends := make([]scatter.Backend, len(cfg.Backends))
+	for i, u := range cfg.Backends {
+		b, err := scatter.NewHTTPBackend(u, scatter.WithHTTPClient(s.client))
+		if err != nil {
+			return nil, err
+		}
+		backends[i] = b
+	}
+	opts := []scatter.GatherOption{
+		scatter.WithBackendTimeout(cfg.Timeout),
+		scatter.WithBackendNames(cfg.Backends...),
+		scatter.WithGatherHooks(s.metrics.hooks(cfg.Backends, s.log)),
+	}
+	if s.opts.cacheEntries > 0 {
+		opts = append(opts, scatter.WithCache(s.opts.cacheEntries, s.opts.cacheTTL, s.opts.cacheNegTTL))
+	}
+	if cfg.Ring != nil {
+		r, err := scatter.NewRing(cfg.Backends, cfg.Ring.Vnodes, cfg.Ring.Replication)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, scatter.WithRing(r))
+	}
+	g, err := scatter.NewGather(backends, opts...)
+	if err != nil {
+		return nil, err
+	}
+	h := scatter.NewHandler(g, scatter.WithHandlerLogger(s.log))
+	return &generation{cfg: cfg, gather: g, handler: h}, nil
+}
+
+// configAttrs describes cfg in log lines.
+func configAttrs(cfg config) []any {
+	attrs := []any{"backends", cfg.Backends, "timeout", cfg.Timeout}
+	if cfg.Ring != nil {
+		attrs = append(attrs, "ring_vnodes", cfg.Ring.Vnodes, "ring_replication", cfg.Ring.Replication)
+	}
+	return attrs
+}
+
+// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
+// main), reloading the config file on SIGHUP.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel}))
+
+	// Take SIGHUP before anything can send one, so that it never kills us.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	cfg, err := loadConfig(opts)
+	if err != nil {
+		return err
+	}
+	s := &server{opts: opts, log: log, client: scatter.NewHTTPClient(), metrics: newMetrics()}
+	defer s.client.CloseIdleConnections()
+	gen, err := s.build(cfg)
+	if err != nil {
+		return err
+	}
+	s.metrics.stats.setCurrent(gen.gather)
+	front := newSwapHandler(gen.handler)
+
+	ln, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	servers := []*http.Server{newHTTPServer(front, log)}
+	listeners := []net.Listener{ln}
+	names := []string{"find"}
+	if opts.metrics != "" {
+		mln, err := net.Listen("tcp", opts.metrics)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("-metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		}))
+		servers = append(servers, newHTTPServer(mux, log))
+		listeners = append(listeners, mln)
+		names = append(names, "metrics")
+	}
+
+	log.Info("starting", append(configAttrs(cfg), "config", opts.configPath, "cache_entries", opts.cacheEntries)...)
+	eg, ctx := errgroup.WithContext(ctx)
+	for i, srv := range servers {
+		log.Info("listening", "server", names[i], "addr", listeners[i].Addr().String())
+		eg.Go(func() error {
+			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%s server: %w", names[i], err)
+			}
+			return nil
+		})
+		eg.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), opts.shutdownTimeout)
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				srv.Close()
+				return fmt.Errorf("%s server: requests still in flight after %v: %w", names[i], opts.shutdownTimeout, err)
+			}
+			return nil
+		})
+	}
+	eg.Go(func() error {
+		s.reloadLoop(ctx, hup, front, gen, eg)
+		return nil
+	})
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	err = eg.Wait()
+	if err != nil {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newHTTPServer returns a server for h. It has no write timeout: NDJSON
+// answers stream for as long as the backends take, which the per-backend
+// timeout bounds.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// reloadLoop applies the config file on each SIGHUP until ctx is done. A
+// reload builds a whole new Gather and swaps it in behind front: requests
+// in flight finish on the old one, and a config that does not load or build
+// leaves the current one in place. Reloads run one at a time, here. Each
+// outcome is counted before it is logged, so that a log line is never ahead
+// of the metrics.
+func (s *server) reloadLoop(ctx context.Context, hup <-chan os.Signal, front *swapHandler, cur *generation, eg *errgroup.Group) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if s.opts.configPath == "" {
+			s.metrics.reloads.WithLabelValues("unchanged").Inc()
+			s.log.Warn("SIGHUP: no -config file to reload; keeping the current backends")
+			continue
+		}
+		cfg, err := loadConfig(s.opts)
+		var gen *generation
+		if err == nil && !cfg.equal(cur.cfg) {
+			gen, err = s.build(cfg)
+		}
+		switch {
+		case err != nil:
+			s.metrics.reloads.WithLabelValues("failed").Inc()
+			s.log.Error("reload failed; keeping the current backends", "err", err)
+			continue
+		case gen == nil:
+			s.metrics.reloads.WithLabelValues("unchanged").Inc()
+			s.log.Info("reload: config unchanged; keeping the current backends and their breaker state")
+			continue
+		}
+		s.metrics.stats.setCurrent(gen.gather)
+		drained := front.Swap(gen.handler)
+		old := cur
+		cur = gen
+		s.metrics.reloads.WithLabelValues("applied").Inc()
+		added, removed := diff(old.cfg.Backends, cfg.Backends)
+		s.log.Info("config reloaded", append(configAttrs(cfg), "added", added, "removed", removed)...)
+		eg.Go(func() error {
+			select {
+			case <-drained:
+				s.metrics.stats.retire(old.gather)
+				s.log.Debug("previous backends drained", "backends", old.cfg.Backends)
+			case <-ctx.Done():
+			}
+			return nil
+		})
+	}
+}
+
+// diff returns the elements of b not in a, and those of a not in b.
+func diff(a, b []string) (added, removed []string) {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			removed = append(removed, x)
+		}
+	}
+	return added, removed
+}

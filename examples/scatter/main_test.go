@@ -1,0 +1,470 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/memory"
+)
+
+// Bounds of every wait in these tests.
+const (
+	waitStart = 30 * time.Second // the binary logs its addresses
+	waitLog   = 15 * time.Second // a log line after a signal
+	waitExit  = 15 * time.Second // the process exits after SIGTERM
+)
+
+// buildBinary builds the command into a temporary directory, with -race
+// when the test runs with it.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "scatter")
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		if goTool, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command: %v", err)
+		}
+	}
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goTool, append(args, ".")...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// logWatcher collects a process's standard error and lets a test wait for
+// lines.
+type logWatcher struct {
+	mu      sync.Mutex
+	buf     []byte
+	lines   []string
+	changed chan struct{} // closed and replaced at each new line
+}
+
+func newLogWatcher() *logWatcher { return &logWatcher{changed: make(chan struct{})} }
+
+func (w *logWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.lines = append(w.lines, string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+		close(w.changed)
+		w.changed = make(chan struct{})
+	}
+	return len(p), nil
+}
+
+func (w *logWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n") + "\n" + string(w.buf)
+}
+
+// wait returns the submatches of the first line from index *from on that
+// matches re, and moves *from past it; it fails the test after d.
+func (w *logWatcher) wait(t *testing.T, from *int, re string, d time.Duration) []string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.After(d)
+	for {
+		w.mu.Lock()
+		for i := *from; i < len(w.lines); i++ {
+			if m := rx.FindStringSubmatch(w.lines[i]); m != nil {
+				*from = i + 1
+				w.mu.Unlock()
+				return m
+			}
+		}
+		changed := w.changed
+		w.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("no log line matching %q within %v; log:\n%s", re, d, w)
+		}
+	}
+}
+
+// testPeer returns a deterministic provider for i.
+func testPeer(t *testing.T, i int) peer.AddrInfo {
+	t.Helper()
+	seed := sha256.Sum256(fmt.Appendf(nil, "indexkit scatter example peer %d", i))
+	sk, _, err := crypto.GenerateEd25519Key(bytes.NewReader(seed[:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := multiaddr.NewMultiaddr(fmt.Sprintf("/ip4/10.0.0.%d/tcp/3000/http", i+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return peer.AddrInfo{ID: id, Addrs: []multiaddr.Multiaddr{a}}
+}
+
+func testMH(t *testing.T, s string) multihash.Multihash {
+	t.Helper()
+	mh, err := multihash.Sum([]byte(s), multihash.SHA2_256, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mh
+}
+
+// entry is one value of a test indexer.
+type entry struct {
+	mh       multihash.Multihash
+	provider peer.AddrInfo
+	context  string
+	metadata string
+}
+
+// indexer is a store-backed find API on 127.0.0.1 that can be made to fail.
+type indexer struct {
+	srv  *httptest.Server
+	down atomic.Bool // answer 503 to everything
+}
+
+func newIndexer(t *testing.T, entries ...entry) *indexer {
+	t.Helper()
+	ctx := t.Context()
+	s := memory.New()
+	t.Cleanup(func() { s.Close() })
+	for _, e := range entries {
+		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: e.provider, LastAdvertisementTime: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, store.Value{ProviderID: e.provider.ID, ContextID: []byte(e.context), Metadata: []byte(e.metadata)}, e.mh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := &indexer{}
+	h := scatter.NewHandler(scatter.NewStoreBackend(s))
+	ix.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ix.down.Load() {
+			http.Error(w, "down for the test", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ix.srv.Close)
+	return ix
+}
+
+// writeFile replaces path atomically, so that a reload never reads half a
+// file.
+func writeFile(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// process is the binary running.
+type process struct {
+	cmd    *exec.Cmd
+	log    *logWatcher
+	exited chan struct{}
+	err    error // from Wait, once exited is closed
+}
+
+func start(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), log: newLogWatcher(), exited: make(chan struct{})}
+	p.cmd.Stdout = p.log
+	p.cmd.Stderr = p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+			return
+		default:
+		}
+		p.cmd.Process.Kill() // by PID
+		select {
+		case <-p.exited:
+		case <-time.After(waitExit):
+			t.Errorf("process %d did not exit after SIGKILL", p.cmd.Process.Pid)
+		}
+	})
+	return p
+}
+
+func (p *process) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// waitExit waits for the process to exit and returns its exit code.
+func (p *process) waitExit(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(waitExit):
+		t.Fatalf("process did not exit within %v; log:\n%s", waitExit, p.log)
+	}
+	var ee *exec.ExitError
+	switch {
+	case p.err == nil:
+		return 0
+	case errors.As(p.err, &ee):
+		return ee.ExitCode()
+	}
+	t.Fatalf("wait: %v", p.err)
+	return -1
+}
+
+// found is a find answer: status, X-IPNI-Backends, Cache-Control, and the
+// results as "peerID/context/metadata", sorted.
+type found struct {
+	status       int
+	backends     string
+	cacheControl string
+	results      []string
+}
+
+func find(t *testing.T, client *http.Client, base string, mh multihash.Multihash) found {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/multihash/"+mh.B58String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := found{status: resp.StatusCode, backends: resp.Header.Get(scatter.HeaderBackends), cacheControl: resp.Header.Get("Cache-Control")}
+	if resp.StatusCode == http.StatusOK {
+		var fr scatter.FindResponse
+		if err := json.Unmarshal(body, &fr); err != nil {
+			t.Fatalf("decoding %s: %v", body, err)
+		}
+		for _, mr := range fr.MultihashResults {
+			for _, pr := range mr.ProviderResults {
+				f.results = append(f.results, fmt.Sprintf("%s/%s/%s", pr.Provider.ID, pr.ContextID, pr.Metadata))
+			}
+		}
+		slices.Sort(f.results)
+	}
+	return f
+}
+
+func result(p peer.AddrInfo, context, metadata string) string {
+	return fmt.Sprintf("%s/%s/%s", p.ID, context, metadata)
+}
+
+// TestBinary builds the command and runs it as a process in front of
+// store-backed indexers on 127.0.0.1: merged answers, an honest 404, a
+// partial answer, metrics, a reload on SIGHUP that adds a backend, a bad
+// reload that keeps it, and a clean exit on SIGTERM.
+func TestBinary(t *testing.T) {
+	bin := buildBinary(t)
+
+	t.Run("invalid", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want string
+		}{
+			{nil, "no backends"},
+			{[]string{"-backends", "http://127.0.0.1:1,http://127.0.0.1:1/"}, `backend "http://127.0.0.1:1/" is listed twice`},
+			{[]string{"-backends", "127.0.0.1:1"}, `backend "127.0.0.1:1": want an http or https URL`},
+			{[]string{"-backends", "ftp://127.0.0.1:1"}, "scheme must be http or https"},
+			{[]string{"-config", filepath.Join(t.TempDir(), "missing.json")}, "no such file"},
+		} {
+			p := start(t, bin, append(tc.args, "-listen", "127.0.0.1:0", "-metrics", "")...)
+			if code := p.waitExit(t); code != 1 {
+				t.Errorf("%q: exit code %d, want 1", tc.args, code)
+			}
+			if !strings.Contains(p.log.String(), tc.want) {
+				t.Errorf("%q: output does not say %q:\n%s", tc.args, tc.want, p.log)
+			}
+		}
+	})
+
+	t.Run("serve", func(t *testing.T) { testServe(t, bin) })
+}
+
+func testServe(t *testing.T, bin string) {
+	provA, provB, provC, provD := testPeer(t, 0), testPeer(t, 1), testPeer(t, 2), testPeer(t, 3)
+	mhBoth := testMH(t, "on both indexers")
+	mhPartial := testMH(t, "asked while indexer 2 is down")
+	mhNew := testMH(t, "only on indexer 3")
+	mhMissing := testMH(t, "nowhere")
+	ix1 := newIndexer(t,
+		entry{mhBoth, provA, "a", "m"},
+		entry{mhBoth, provC, "shared", "m1"},
+		entry{mhPartial, provA, "a", "m"})
+	ix2 := newIndexer(t,
+		entry{mhBoth, provB, "b", "m"},
+		entry{mhBoth, provC, "shared", "m2"}, // disagrees with indexer 1
+		entry{mhPartial, provB, "b", "m"})
+	ix3 := newIndexer(t, entry{mhNew, provD, "d", "m"})
+	u1, u2, u3 := ix1.srv.URL, ix2.srv.URL, ix3.srv.URL
+
+	cfgPath := filepath.Join(t.TempDir(), "scatter.json")
+	writeFile(t, cfgPath, fmt.Sprintf(`{"Backends": [%q, %q], "Timeout": "3s"}`, u1, u2))
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-config", cfgPath,
+		"-cache", "100", "-cache-ttl", "1m", "-log-level", "debug")
+	at := 0
+	findAddr := p.log.wait(t, &at, `msg=listening server=find addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	metricsAddr := p.log.wait(t, &at, `msg=listening server=metrics addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	base := "http://" + findAddr
+	client := &http.Client{Timeout: 10 * time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+
+	// The union of both indexers, the disagreeing metadata resolved to one
+	// result, and no partial marking.
+	got := find(t, client, base, mhBoth)
+	want := []string{result(provA, "a", "m"), result(provB, "b", "m")}
+	if got.status != http.StatusOK || got.backends != "" || len(got.results) != 3 ||
+		!slices.Contains(got.results, want[0]) || !slices.Contains(got.results, want[1]) {
+		t.Errorf("both: got %+v, want 200, A, B and one C, no %s", got, scatter.HeaderBackends)
+	}
+	if got := find(t, client, base, mhMissing); got.status != http.StatusNotFound {
+		t.Errorf("missing: got %+v, want 404", got)
+	}
+
+	ix2.down.Store(true)
+	got = find(t, client, base, mhPartial)
+	if got.status != http.StatusOK || got.backends != "1/2" || got.cacheControl != "no-store" ||
+		!slices.Equal(got.results, []string{result(provA, "a", "m")}) {
+		t.Errorf("one indexer down: got %+v, want 200 with A, %s 1/2, no-store", got, scatter.HeaderBackends)
+	}
+	ix2.down.Store(false)
+	if got := find(t, client, base, mhBoth); got.status != http.StatusOK || len(got.results) != 3 {
+		t.Errorf("both again (from the cache): got %+v", got)
+	}
+
+	metrics := func() string {
+		t.Helper()
+		resp, err := client.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /metrics: %s, %v", resp.Status, err)
+		}
+		return string(b)
+	}
+	checkMetrics := func(m string, series ...string) {
+		t.Helper()
+		for _, s := range series {
+			if !strings.Contains(m, s) {
+				t.Errorf("/metrics has no %s", s)
+			}
+		}
+		if t.Failed() {
+			t.Logf("/metrics:\n%s", m)
+		}
+	}
+	checkMetrics(metrics(),
+		fmt.Sprintf(`indexkit_scatter_backend_request_duration_seconds_count{backend=%q} 3`, u1),
+		fmt.Sprintf(`indexkit_scatter_backend_request_duration_seconds_bucket{backend=%q,le="+Inf"} 3`, u2),
+		fmt.Sprintf(`indexkit_scatter_backend_requests_total{backend=%q} 3`, u2),
+		fmt.Sprintf(`indexkit_scatter_backend_errors_total{backend=%q,kind="error"} 1`, u2),
+		fmt.Sprintf(`indexkit_scatter_backend_errors_total{backend=%q,kind="error"} 0`, u1),
+		fmt.Sprintf(`indexkit_scatter_backend_errors_total{backend=%q,kind="timeout"} 0`, u2),
+		fmt.Sprintf(`indexkit_scatter_backend_errors_total{backend=%q,kind="breaker_open"} 0`, u2),
+		fmt.Sprintf(`indexkit_scatter_breaker_state{backend=%q} 0`, u1),
+		`indexkit_scatter_metadata_disagreements_total{backend=`,
+		"indexkit_scatter_partial_answers_total 1",
+		"indexkit_scatter_queries_total 4",
+		"indexkit_scatter_cache_hits_total 1",
+		"indexkit_scatter_cache_misses_total 3",
+		"indexkit_scatter_backends 2",
+		"go_goroutines ",
+	)
+
+	// Reload: indexstar's array form, with a third indexer.
+	writeFile(t, cfgPath, fmt.Sprintf(`[%q, %q, %q]`, u1, u2, u3))
+	p.signal(t, syscall.SIGHUP)
+	p.log.wait(t, &at, `msg="config reloaded".*added=\[`+regexp.QuoteMeta(u3)+`\]`, waitLog)
+	want = []string{result(provD, "d", "m")}
+	if got := find(t, client, base, mhNew); got.status != http.StatusOK || got.backends != "" || !slices.Equal(got.results, want) {
+		t.Errorf("after reload: got %+v, want 200 with D", got)
+	}
+
+	// A bad config is logged and the current backends kept.
+	writeFile(t, cfgPath, fmt.Sprintf(`[%q, %q]`, u1, u1))
+	p.signal(t, syscall.SIGHUP)
+	p.log.wait(t, &at, `msg="reload failed; keeping the current backends".*listed twice`, waitLog)
+	if got := find(t, client, base, mhNew); got.status != http.StatusOK || !slices.Equal(got.results, want) {
+		t.Errorf("after a bad reload: got %+v, want 200 with D", got)
+	}
+	checkMetrics(metrics(),
+		"indexkit_scatter_backends 3",
+		fmt.Sprintf(`indexkit_scatter_breaker_state{backend=%q} 0`, u3),
+		`indexkit_scatter_config_reloads_total{result="applied"} 1`,
+		`indexkit_scatter_config_reloads_total{result="failed"} 1`,
+		// Counters of the first Gather carry over.
+		"indexkit_scatter_partial_answers_total 1",
+		fmt.Sprintf(`indexkit_scatter_backend_errors_total{backend=%q,kind="error"} 1`, u2),
+		"indexkit_scatter_queries_total 6",
+	)
+
+	p.signal(t, syscall.SIGTERM)
+	if code := p.waitExit(t); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0; log:\n%s", code, p.log)
+	}
+	p.log.wait(t, &at, `msg=stopped`, waitLog)
+	if t.Failed() {
+		t.Logf("log:\n%s", p.log)
+	}
+}

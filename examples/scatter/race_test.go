@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled makes the end-to-end test build the binary with -race too.
+const raceEnabled = true
