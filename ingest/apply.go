@@ -59,8 +59,8 @@ func (a storeApplier) Apply(ctx context.Context, src Syncer, ad Ad) error {
 		// provider record (chain-level extended providers, addresses).
 	case x.IsRm:
 		err = a.i.st.RemoveProviderContext(ctx, ad.Provider, x.ContextID)
-	case !x.HasEntries():
-		// Metadata only. A context not stored has no multihashes for
+	case !x.HasEntries() || ad.Frozen && len(x.ContextID) > 0:
+		// Metadata only (or frozen: no entries are fetched or stored). A context not stored has no multihashes for
 		// the metadata to apply to: nothing to do.
 		err = a.i.st.UpdateMetadata(ctx, ad.Provider, x.ContextID, x.Metadata)
 		if errors.Is(err, store.ErrNotFound) {

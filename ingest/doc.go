@@ -42,6 +42,8 @@
 //	                         values ignored)
 //	Entries = anything else  rejected: ErrUnsupportedEntries
 //	Removed (see above)      nothing
+//	Frozen (WithFrozen)      with entries: UpdateMetadata only, as for
+//	                         NoEntries; no entry is fetched or stored
 //	empty ContextID          provider record only (chain-level extended
 //	                         providers); with entries: ErrInvalidBlock
 //	every advertisement      provider record: addresses (when listed),
@@ -124,6 +126,8 @@
 //	seen/<cid>, done/<cid>  collected in this walk; applied (kept for good,
 //	                        so an announce of an old head does nothing)
 //	rm/<provider>.<ctx>     contexts removed in this walk
+//	frozen/<cid>            applied while frozen, metadata only; Reset
+//	                        drops it with done/<cid> (see below)
 //	addrs                   the publisher's last announced addresses
 //
 // plus /walking/<publisher> while a walk is unfinished. Each collected
@@ -138,6 +142,21 @@
 // removal in the sequence clears what came before it), so the store ends
 // as if nothing had happened. Walks resume on the next [Ingester.Run] (or
 // Walk, Sync) without a new announce.
+//
+// # Frozen nodes
+//
+// A node that is frozen (its disk is nearly full; see the freeze package)
+// keeps walking chains but stores no new multihashes. [WithFrozen] gives
+// the Ingester a function that says whether the node is frozen; the walker
+// consults it once per advertisement, as it hands it to the [Applier]
+// ([Ad].Frozen). A frozen advertisement with entries is applied as a
+// metadata update of its context: no entry block is fetched, no multihash
+// is put. Removals, metadata updates and provider records (addresses,
+// LastAdvertisement, extended providers) are applied as always. The
+// walker marks every advertisement it applied frozen
+// (frozen/<cid>); [Walker.Reset] drops those marks and their applied
+// markers, so that after an unfreeze (which resets the walker to the
+// frozen point) the next walk applies them again, with their entries.
 //
 // # Scheduling and lifecycle
 //

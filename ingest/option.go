@@ -61,6 +61,7 @@ type config struct {
 	batchSize          int
 	checkpointEvery    int
 	checkpointInterval time.Duration
+	frozen             func() bool
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -208,6 +209,25 @@ func WithCheckpoint(ads int, interval time.Duration) Option {
 			return fmt.Errorf("%w: checkpoint every %d ads or %v", ErrInvalidOption, ads, interval)
 		}
 		c.checkpointEvery, c.checkpointInterval = ads, interval
+		return nil
+	}
+}
+
+// WithFrozen makes frozen report whether the node is frozen (typically a
+// freeze.Freezer's Frozen method). It is consulted once per advertisement,
+// before it is applied: while frozen, an advertisement with entries is
+// applied as a metadata update of its context (as one with NoEntries), its
+// entries are neither fetched nor stored; removals, metadata updates and
+// provider records are applied as usual. Such advertisements are marked,
+// and [Walker.Reset] forgets them, so that after an unfreeze a walk from
+// the head back to the frozen point applies them again with their
+// entries. The default is never frozen.
+func WithFrozen(frozen func() bool) Option {
+	return func(c *config) error {
+		if frozen == nil {
+			return fmt.Errorf("%w: nil frozen func", ErrInvalidOption)
+		}
+		c.frozen = frozen
 		return nil
 	}
 }

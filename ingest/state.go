@@ -24,6 +24,8 @@ import (
 //	                flags byte, uvarint CID length, CID, block
 //	seen/<cid>      advertisement collected by the walk in progress
 //	done/<cid>      advertisement applied (kept for good)
+//	frozen/<cid>    advertisement applied while frozen (WithFrozen),
+//	                metadata only; Reset drops it with its done/<cid>
 //	rm/<prov>.<ctx> a context removed by an advertisement of this walk
 //	addrs           the publisher's addresses (written by the Ingester)
 //
@@ -38,6 +40,7 @@ const (
 	dirQueue    = "q"
 	dirSeen     = "seen"
 	dirDone     = "done"
+	dirFrozen   = "frozen"
 	dirRemoved  = "rm"
 
 	flagRemoved = 1 << 0 // a newer ad of the walk removes this ad's context
@@ -67,6 +70,9 @@ func (k keys) queue(i int) datastore.Key {
 }
 func (k keys) seen(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirSeen) + c.String()) }
 func (k keys) done(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirDone) + c.String()) }
+func (k keys) frozen(c cid.Cid) datastore.Key {
+	return datastore.RawKey(k.dir(dirFrozen) + c.String())
+}
 func (k keys) removed(provider peer.ID, contextID []byte) datastore.Key {
 	return datastore.RawKey(k.dir(dirRemoved) + hex.EncodeToString([]byte(provider)) + "." + hex.EncodeToString(contextID))
 }

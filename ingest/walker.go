@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/ingest/schema"
@@ -32,6 +34,10 @@ type Ad struct {
 	// this advertisement's (provider, context): an indexer skips its
 	// entries and metadata, as IPNI requires.
 	Removed bool
+	// Frozen is true when the node was frozen (see [WithFrozen]) as the
+	// walker handed ad over: an indexer applies an ad with entries as a
+	// metadata update only, fetching and storing none of its entries.
+	Frozen bool
 }
 
 // Applier applies advertisements for a [Walker]: the [Ingester] puts them
@@ -143,7 +149,10 @@ func (w *Walker) setState(s WalkState) {
 // (cid.Undef: walk the whole chain again), marking lastHead applied. A
 // handoff uses it to resume ingestion right after the frozen indexer's last
 // advertisement. The applied markers of earlier advertisements stay, so
-// an advertisement applied before is not applied again.
+// an advertisement applied before is not applied again, except those
+// applied while frozen ([WithFrozen]): their markers are dropped, so that
+// a walk applies them again, with their entries, once the node is no
+// longer frozen (an unfreeze resets the walker to the frozen point).
 func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 	w.walkMu.Lock()
 	defer w.walkMu.Unlock()
@@ -152,6 +161,9 @@ func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
 	if err := w.discard(ctx, b); err != nil {
+		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
+	}
+	if err := w.forgetFrozen(ctx, b, lastHead); err != nil {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
 	if lastHead.Defined() {
@@ -167,6 +179,34 @@ func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
 	w.setState(WalkState{LastHead: lastHead})
+	return nil
+}
+
+// forgetFrozen adds to b the deletes of the markers of the advertisements
+// applied while frozen (but that of keep).
+func (w *Walker) forgetFrozen(ctx context.Context, b datastore.Write, keep cid.Cid) error {
+	prefix := w.keys.dir(dirFrozen)
+	res, err := w.ds.Query(ctx, query.Query{Prefix: prefix, KeysOnly: true})
+	if err != nil {
+		return err
+	}
+	entries, err := res.Rest()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		k := datastore.RawKey(e.Key)
+		if err := b.Delete(ctx, k); err != nil {
+			return err
+		}
+		c, err := cid.Decode(strings.TrimPrefix(e.Key, prefix))
+		if err != nil || c.Equals(keep) {
+			continue
+		}
+		if err := b.Delete(ctx, w.keys.done(c)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -490,7 +530,8 @@ func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, er
 // apply applies the collected advertisements, oldest first, checkpointing
 // as it goes.
 func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) error {
-	var done []cid.Cid // applied since the last checkpoint
+	var done []cid.Cid   // applied since the last checkpoint
+	var frozen []cid.Cid // of done, those applied while frozen
 	last := time.Now()
 	checkpoint := func(ctx context.Context) error {
 		if len(done) == 0 && s.Applied < s.Collected {
@@ -510,6 +551,9 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) 
 				b.Delete(ctx, w.keys.seen(c)),
 				b.Put(ctx, w.keys.done(c), nil))
 		}
+		for _, c := range frozen {
+			err = errors.Join(err, b.Put(ctx, w.keys.frozen(c), nil))
+		}
 		next := s
 		if s.Applied == s.Collected {
 			next = WalkState{LastHead: s.Head}
@@ -524,12 +568,12 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) 
 			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
 		}
 		w.setState(next)
-		done, last = done[:0], time.Now()
+		done, frozen, last = done[:0], frozen[:0], time.Now()
 		return nil
 	}
 
 	for s.Applied < s.Collected {
-		if err := w.applyOne(ctx, src, s, a, &done); err != nil {
+		if err := w.applyOne(ctx, src, s, a, &done, &frozen); err != nil {
 			// Keep what was applied before the failure; a cancelled ctx
 			// must not stop this short, local write.
 			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
@@ -548,7 +592,7 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) 
 }
 
 // applyOne applies the advertisement numbered s.Applied from the oldest.
-func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done *[]cid.Cid) error {
+func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done, frozen *[]cid.Cid) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -571,7 +615,8 @@ func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applie
 		return &AdError{Ad: p.cid, Provider: provider, Err: err}
 	}
 	start := time.Now()
-	if err := a.Apply(ctx, src, Ad{Cid: p.cid, Ad: ad, Provider: provider, Signer: signer, Removed: p.flags&flagRemoved != 0}); err != nil {
+	isFrozen := w.cfg.frozen != nil && w.cfg.frozen()
+	if err := a.Apply(ctx, src, Ad{Cid: p.cid, Ad: ad, Provider: provider, Signer: signer, Removed: p.flags&flagRemoved != 0, Frozen: isFrozen}); err != nil {
 		var ae *AdError
 		if errors.As(err, &ae) {
 			return err
@@ -579,6 +624,11 @@ func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applie
 		return &AdError{Ad: p.cid, Provider: provider, Err: err}
 	}
 	*done = append(*done, p.cid)
+	if isFrozen {
+		// Every one, not only those with entries: a walk stops at the
+		// first applied ad it meets.
+		*frozen = append(*frozen, p.cid)
+	}
 	w.applied.Add(1)
 	if h := w.cfg.hooks.AdApplied; h != nil {
 		h(w.publisher, provider, p.cid, time.Since(start))

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is the node's configuration: the JSON config file (-config), with
+// the flags given on the command line on top. Field names are the JSON
+// keys; durations are strings such as "30s".
+type Config struct {
+	// Dir is the data directory (identity key, index, datastore, freeze
+	// state).
+	Dir string
+	// Store is the index backend: pebble, leveldb or memory.
+	Store string
+	// Find, Ingest, Admin and Metrics are the listen addresses of the
+	// find API, the ingest (announce) API, the admin API and the
+	// Prometheus endpoint; Metrics "" disables it.
+	Find, Ingest, Admin, Metrics string
+	// AdminToken, when set, is the bearer token the admin API requires.
+	AdminToken string
+	// P2P is the libp2p listen multiaddr; "" or "none" disables libp2p
+	// (gossip announces and libp2p publishers).
+	P2P string
+	// Topic is the gossip topic of announces.
+	Topic string
+	// FreezeAt is the disk usage, in percent, at which the node freezes;
+	// negative disables freezing (0: the default, 90).
+	FreezeAt float64
+	// UnfreezeOnStart unfreezes a frozen node at start when usage is
+	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
+	UnfreezeOnStart bool
+	// UseAssigner makes the node ingest only the publishers assigned to
+	// it through the admin API (assigner mode).
+	UseAssigner bool
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// Progress is the interval of the per-publisher progress log lines.
+	Progress duration
+	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
+	ShutdownTimeout duration
+}
+
+// duration is a time.Duration that reads and writes as "30s" in JSON.
+type duration time.Duration
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+// DefaultConfig is the configuration without file or flags: every listener
+// on loopback.
+func DefaultConfig() Config {
+	return Config{
+		Dir:             "./indexer-data",
+		Store:           "pebble",
+		Find:            "127.0.0.1:3000",
+		Ingest:          "127.0.0.1:3001",
+		Admin:           "127.0.0.1:3002",
+		Metrics:         "127.0.0.1:3004",
+		P2P:             "/ip4/127.0.0.1/tcp/3003",
+		Topic:           "/indexer/ingest/mainnet",
+		FreezeAt:        90,
+		LogLevel:        "info",
+		Progress:        duration(30 * time.Second),
+		ShutdownTimeout: duration(10 * time.Second),
+	}
+}
+
+// flagSet binds every flag to a field of c, with c's values as defaults.
+func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("indexer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: indexer [-config FILE] [flags]")
+		fmt.Fprintln(fs.Output(), "Runs an IPNI indexer node (see go doc for the listeners and the data directory). Flags override the config file:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as in Config: Dir, Store, Find, ...); flags given explicitly override it")
+	fs.StringVar(&c.Dir, "dir", c.Dir, "data `directory`")
+	fs.StringVar(&c.Store, "store", c.Store, "index `backend`: pebble, leveldb or memory")
+	fs.StringVar(&c.Find, "find", c.Find, "find API listen `address`")
+	fs.StringVar(&c.Ingest, "ingest", c.Ingest, "ingest API (announce) listen `address`")
+	fs.StringVar(&c.Admin, "admin", c.Admin, "admin API listen `address` (keep it private, or set -admin-token)")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` required by the admin API (\"\": none)")
+	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` (\"\" or \"none\" disables libp2p and gossip)")
+	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
+	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
+	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
+	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
+	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
+	fs.Func("progress", "`interval` of the per-publisher progress log lines (default "+time.Duration(c.Progress).String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.Progress = duration(d)
+		return err
+	})
+	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+time.Duration(c.ShutdownTimeout).String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.ShutdownTimeout = duration(d)
+		return err
+	})
+	return fs
+}
+
+// loadConfig returns the configuration args (without the program name)
+// make: the defaults, then the -config file, then the flags given. -h
+// returns flag.ErrHelp.
+func loadConfig(args []string, stderr io.Writer) (Config, error) {
+	c := DefaultConfig()
+	var path string
+	fs := flagSet(&c, &path, stderr)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if path != "" {
+		c = DefaultConfig()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("-config: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return c, fmt.Errorf("-config %s: %w", path, err)
+		}
+		// The flags given explicitly override the file.
+		if err := flagSet(&c, &path, io.Discard).Parse(args); err != nil {
+			return c, err
+		}
+	}
+	return c, c.validate()
+}
+
+func (c *Config) validate() error {
+	if strings.EqualFold(c.P2P, "none") {
+		c.P2P = ""
+	}
+	switch {
+	case c.Dir == "":
+		return errors.New("-dir must not be empty")
+	case c.Store != "pebble" && c.Store != "leveldb" && c.Store != "memory":
+		return fmt.Errorf("-store %q: want pebble, leveldb or memory", c.Store)
+	case c.Find == "" || c.Ingest == "" || c.Admin == "":
+		return errors.New("-find, -ingest and -admin must not be empty")
+	case c.FreezeAt > 100:
+		return fmt.Errorf("-freeze-at %v: want at most 100", c.FreezeAt)
+	case !strings.HasPrefix(c.Topic, "/indexer/ingest/") || len(c.Topic) == len("/indexer/ingest/"):
+		return fmt.Errorf("-topic %q: want /indexer/ingest/<network>", c.Topic)
+	case c.Progress <= 0:
+		return fmt.Errorf("-progress %v must be positive", time.Duration(c.Progress))
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("-shutdown-timeout %v must be positive", time.Duration(c.ShutdownTimeout))
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
+	}
+	return nil
+}
+
+// level returns the log level (validated).
+func (c Config) level() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel))
+	return l
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, []byte(`{"Dir":"/data","Store":"leveldb","Find":"0.0.0.0:3000","FreezeAt":80,"P2P":"none","Progress":"5s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig([]string{"-config", file, "-store", "memory", "-use-assigner"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Dir, want.Store, want.Find, want.FreezeAt, want.P2P, want.Progress, want.UseAssigner =
+		"/data", "memory", "0.0.0.0:3000", 80, "", duration(5*time.Second), true
+	if c != want {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	if c, err := loadConfig(nil, io.Discard); err != nil || c != DefaultConfig() {
+		t.Fatalf("no flags: %+v, %v", c, err)
+	}
+	for _, args := range [][]string{
+		{"-store", "rocks"}, {"-freeze-at", "101"}, {"-topic", "/foo"}, {"-log-level", "loud"}, {"extra"},
+	} {
+		if _, err := loadConfig(args, io.Discard); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"Nope":1}`), 0o644)
+	if _, err := loadConfig([]string{"-config", bad}, io.Discard); err == nil {
+		t.Error("unknown config key: no error")
+	}
+}
+
+func TestLoadOrCreateKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), keyFile)
+	k1, err := loadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v, %v", fi, err)
+	}
+	k2, err := loadOrCreateKey(path)
+	if err != nil || !k1.Equals(k2) {
+		t.Fatalf("reloaded key differs: %v", err)
+	}
+}

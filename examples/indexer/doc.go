@@ -1,0 +1,120 @@
+// Command indexer runs a full IPNI indexer node: it ingests publishers'
+// advertisement chains into a local index, answers the IPNI find API,
+// takes announces over HTTP and gossip, and serves the admin API an
+// assigner uses to assign publishers, freeze the node and hand its
+// publishers off. It is thin wiring of indexkit's packages: store (pebble,
+// leveldb or memory), ingest and ingest/ipnisync, ingest/announce,
+// scatter (the find API over the local store), freeze, handoff and
+// assigner/admin.
+//
+// # Usage
+//
+//	indexer [-config FILE] [flags]
+//
+// Flags override the JSON config file, whose keys are the fields of
+// Config (Dir, Store, Find, Ingest, Admin, AdminToken, P2P, Topic,
+// FreezeAt, UnfreezeOnStart, Metrics, UseAssigner, LogLevel, Progress,
+// ShutdownTimeout; durations as "30s"); unknown keys are an error.
+//
+//	flag                default                   meaning
+//	-config             ""                        JSON config file
+//	-dir                ./indexer-data            data directory
+//	-store              pebble                    index backend: pebble, leveldb or memory
+//	-find               127.0.0.1:3000            find API listener
+//	-ingest             127.0.0.1:3001            ingest API listener (announces)
+//	-admin              127.0.0.1:3002            admin API listener
+//	-admin-token        ""                        bearer token the admin API requires
+//	-p2p                /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
+//	-topic              /indexer/ingest/mainnet   gossip topic of announces
+//	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
+//	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
+//	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
+//	-use-assigner       false                     ingest only publishers assigned through the admin API
+//	-log-level          info                      debug, info, warn or error
+//	-progress           30s                       interval of the per-publisher progress lines
+//	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
+//
+// Every listener is on loopback by default, unlike the reference
+// (storetheindex listens on 0.0.0.0 for find and ingest). To expose the
+// node, give the public address explicitly, e.g. -find 0.0.0.0:3000
+// -ingest 0.0.0.0:3001 -p2p /ip4/0.0.0.0/tcp/3003. Keep -admin private (it
+// can freeze the node and assign publishers); if it must listen elsewhere,
+// set -admin-token and give the assigner the same token. A port of 0 picks
+// a free port; the node logs every bound address at start as
+//
+//	level=INFO msg=listening name=find addr=127.0.0.1:3000
+//
+// (names find, ingest, admin, metrics, p2p), then msg=starting with its
+// peer ID.
+//
+// # Listeners
+//
+// find: the IPNI find API (GET /multihash/{mh}, GET /cid/{cid}, JSON or
+// NDJSON, GET /providers, GET /providers/{id} with FrozenAt and
+// FrozenAtTime), as scatter.NewHandler serves it over the local store.
+//
+// ingest: PUT /announce and PUT /ingest/announce (CBOR by default, JSON
+// when Content-Type is application/json; 204), and GET /health. In
+// assigner mode an announce from a publisher not assigned here gets 403.
+//
+// admin: the assigner's API (assigner/admin): POST /ingest/assign/{id},
+// PUT /ingest/unassign/{id}, GET /ingest/assigned, GET /ingest/preferred,
+// POST /ingest/handoff/{id}, GET /status, PUT /freeze, POST
+// /ingest/sync/{id} (queues a walk to the publisher's head; depth and
+// resync are ignored), GET /ingest/status (per-publisher progress).
+// Assignment routes answer 503 "not configured to work with assigner
+// service" without -use-assigner, as the reference does; a frozen node
+// refuses assignments and handoffs (500, code "frozen").
+//
+// metrics: Prometheus metrics, prefix indexkit_indexer_: ads walked and
+// applied, multihashes indexed, walks done and failed, apply durations
+// (ingest hooks); disk usage and the frozen state (freeze hooks); find
+// requests by status and their durations; announces accepted, duplicate,
+// denied, malformed and dropped; Go and process metrics.
+//
+// p2p: a libp2p host with the node's identity (no bootstrap peers, mDNS,
+// NAT port mapping or relay), on which the node joins the gossip topic
+// (announces from it are ingested; HTTP announces are republished on it
+// with OrigPeer) and reaches publishers that have no HTTP address.
+//
+// # Ingestion, freezing and handoff
+//
+// Announces go to the ingester, which walks each publisher's chain from
+// the announced head back to the last one processed and applies the ads
+// oldest first. Publishers with an HTTP multiaddr are fetched over HTTP,
+// others over libp2p. Every -progress, one line per publisher whose
+// figures changed: msg=progress publisher=… ads_walked=… ads_applied=…
+// multihashes_indexed=… pending=….
+//
+// The node freezes when a monitored directory (the data directory and
+// the index and datastore under it) reaches -freeze-at, or on PUT /freeze.
+// Freezing snapshots every provider record's LastAdvertisement as
+// FrozenAt, with the time as FrozenAtTime (a record that has a FrozenAt
+// keeps it); then the node persists that it is frozen. A frozen node still
+// serves finds, walks chains and applies removals, metadata updates and
+// provider addresses, but fetches and stores no entries (ingest.WithFrozen),
+// and refuses new publishers. It stays frozen across restarts. With
+// -unfreeze-on-start and usage below the limit, it unfreezes at start:
+// each publisher's walker is reset to its FrozenAt (ingest.Walker.Reset)
+// and the ads walked while frozen are ingested again, with entries.
+//
+// A handoff (POST /ingest/handoff/{id} with {"FrozenID","FrozenURL"})
+// reads the frozen node's GET {FrozenURL}/providers, registers the
+// publisher's providers, resumes the walk right after their FrozenAt and
+// records the assignment with Continued = FrozenID (package handoff).
+//
+// # Data directory
+//
+//	identity.key   libp2p private key (Ed25519, protobuf), created on first start, mode 0600
+//	index/         the index: pebble or leveldb files (absent with -store memory)
+//	datastore/     go-ds-leveldb: walker state (/walk/…), assignments (/handoff/assigned/…)
+//	freeze.json    the freeze state (freeze.FileStore), written on the first freeze
+//
+// # Shutdown
+//
+// SIGINT or SIGTERM stops the listeners (requests in flight get
+// -shutdown-timeout), stops gossip and the freeze monitor, cancels
+// ingestion (each walk persists where it is, and resumes on the next
+// start without a new announce), then closes the index and the datastore.
+// The exit status is 0 after a clean shutdown, 1 after an error.
+package main

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "indexer:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
+// main), then stops the listeners, waits for ingestion to persist where it
+// is, and closes the stores.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := loadConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.level()}))
+	met := newMetrics()
+	n, err := openNode(ctx, cfg, log, met)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil {
+			log.Error("close", "err", cerr)
+		}
+	}()
+	srv, err := n.listen()
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "id", n.id.String(), "dir", cfg.Dir, "store", cfg.Store, "frozen", n.frozen(),
+		"assigner_mode", cfg.UseAssigner, "p2p", cfg.P2P != "")
+
+	eg, ctx := errgroup.WithContext(ctx)
+	srv.start(ctx, eg)
+	eg.Go(func() error { return n.ing.Run(ctx) })
+	eg.Go(func() error { return n.feedAnnounces(ctx) })
+	eg.Go(func() error { return n.fr.Run(ctx) })
+	eg.Go(func() error { return n.logProgress(ctx, cfg.Progress.d()) })
+	if n.gossip != nil {
+		eg.Go(func() error { return n.gossip.Run(ctx) })
+	}
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

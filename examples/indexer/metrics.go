@@ -1,0 +1,140 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/indexkit/indexkit/freeze"
+	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/announce"
+)
+
+const metricPrefix = "indexkit_indexer_"
+
+// metrics are the node's Prometheus metrics, fed by the hooks of ingest
+// and freeze, a wrapper of the find handler, and the announce receiver's
+// Stats read at scrape time. Series are not labelled by publisher, to keep
+// their number bounded; GET /ingest/status on the admin API has the
+// per-publisher figures.
+type metrics struct {
+	reg          *prometheus.Registry
+	adsWalked    prometheus.Counter
+	adsApplied   prometheus.Counter
+	applySeconds prometheus.Histogram
+	entries      prometheus.Counter
+	walksDone    prometheus.Counter
+	walksFailed  prometheus.Counter
+	diskUsage    prometheus.Gauge
+	frozen       prometheus.Gauge
+	findRequests *prometheus.CounterVec
+	findSeconds  prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg:        prometheus.NewRegistry(),
+		adsWalked:  prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "ads_walked_total", Help: "Advertisements collected by chain walks."}),
+		adsApplied: prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "ads_applied_total", Help: "Advertisements applied to the index."}),
+		applySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: metricPrefix + "ad_apply_duration_seconds", Help: "Time to apply one advertisement, entry fetches included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}),
+		entries:     prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "multihashes_indexed_total", Help: "Multihashes put into the index."}),
+		walksDone:   prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "walks_done_total", Help: "Chain walks finished."}),
+		walksFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: metricPrefix + "walks_failed_total", Help: "Chain walks failed."}),
+		diskUsage:   prometheus.NewGauge(prometheus.GaugeOpts{Name: metricPrefix + "disk_usage_percent", Help: "Usage of the fullest monitored filesystem, -1 when unknown."}),
+		frozen:      prometheus.NewGauge(prometheus.GaugeOpts{Name: metricPrefix + "frozen", Help: "1 when the node is frozen (or freezing, unfreezing), else 0."}),
+		findRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricPrefix + "find_requests_total", Help: "Find API requests by status code.",
+		}, []string{"code"}),
+		findSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: metricPrefix + "find_request_duration_seconds", Help: "Find API request durations.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}),
+	}
+	m.diskUsage.Set(-1)
+	m.reg.MustRegister(m.adsWalked, m.adsApplied, m.applySeconds, m.entries, m.walksDone, m.walksFailed,
+		m.diskUsage, m.frozen, m.findRequests, m.findSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) ingestHooks() ingest.Hooks {
+	return ingest.Hooks{
+		AdWalked: func(peer.ID, cid.Cid) { m.adsWalked.Inc() },
+		AdApplied: func(_, _ peer.ID, _ cid.Cid, d time.Duration) {
+			m.adsApplied.Inc()
+			m.applySeconds.Observe(d.Seconds())
+		},
+		EntriesIndexed: func(_, _ peer.ID, _ cid.Cid, n int) { m.entries.Add(float64(n)) },
+		WalkDone:       func(peer.ID, cid.Cid, int, time.Duration) { m.walksDone.Inc() },
+		SyncFailed:     func(peer.ID, error) { m.walksFailed.Inc() },
+	}
+}
+
+func (m *metrics) diskCheck(usage float64, err error) {
+	if err != nil {
+		usage = -1
+	}
+	m.diskUsage.Set(usage)
+}
+
+func (m *metrics) freezeState(s freeze.State, _ time.Time) {
+	v := 0.0
+	if s != freeze.Unfrozen {
+		v = 1
+	}
+	m.frozen.Set(v)
+}
+
+// announceStats exports the receiver's counters, read at scrape time.
+func (m *metrics) announceStats(r *announce.Receiver) {
+	counter := func(name, help string, f func(announce.Stats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + name, Help: help},
+			func() float64 { return float64(f(r.Stats())) })
+	}
+	m.reg.MustRegister(
+		counter("announces_accepted_total", "Announces accepted, from HTTP and gossip.", func(s announce.Stats) uint64 { return s.Accepted }),
+		counter("announces_duplicate_total", "Announces dropped as repeats.", func(s announce.Stats) uint64 { return s.Duplicates }),
+		counter("announces_denied_total", "Announces refused by the policy.", func(s announce.Stats) uint64 { return s.Denied }),
+		counter("announces_malformed_total", "HTTP announces answered 400 or 413.", func(s announce.Stats) uint64 { return s.Malformed }),
+		counter("announces_dropped_total", "Announces dropped because the queue was full.", func(s announce.Stats) uint64 { return s.Dropped }),
+	)
+}
+
+// find wraps the find API handler to count requests and time them.
+func (m *metrics) find(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		m.findRequests.WithLabelValues(strconv.Itoa(sw.code)).Inc()
+		m.findSeconds.Observe(time.Since(start).Seconds())
+	})
+}
+
+// statusWriter records the status code; Flush and Unwrap keep NDJSON
+// streaming working through it.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.code = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

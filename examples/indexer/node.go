@@ -1,0 +1,410 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	dsleveldb "github.com/ipfs/go-ds-leveldb"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/freeze"
+	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/leveldb"
+	"github.com/indexkit/indexkit/store/memory"
+	"github.com/indexkit/indexkit/store/pebble"
+)
+
+// Paths inside the data directory.
+const (
+	keyFile      = "identity.key" // libp2p private key, protobuf, mode 0600
+	indexDir     = "index"        // the index store (pebble or leveldb)
+	datastoreDir = "datastore"    // go-ds-leveldb: walker state, assignments
+	freezeFile   = "freeze.json"  // freeze state (freeze.FileStore)
+)
+
+// node is an indexer node's parts, opened and connected; [node.run] runs
+// them and [node.Close] releases them.
+type node struct {
+	cfg  Config
+	log  *slog.Logger
+	key  crypto.PrivKey
+	id   peer.ID
+	st   store.Store
+	ds   *dsleveldb.Datastore
+	host host.Host // nil without libp2p
+	hc   *http.Client
+
+	ing    *ingest.Ingester
+	recv   *announce.Receiver
+	gossip *announce.Gossip // nil without libp2p
+	mon    *freeze.Monitor
+	fr     *freeze.Freezer
+	hand   *handoff.Receiver
+	met    *metrics
+}
+
+// openNode opens the data directory and makes every part of the node. It
+// starts nothing but the libp2p host's listener.
+func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (n *node, err error) {
+	n = &node{cfg: cfg, log: log, met: met}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if n.key, err = loadOrCreateKey(filepath.Join(cfg.Dir, keyFile)); err != nil {
+		return nil, err
+	}
+	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
+		return nil, err
+	}
+	if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
+		return nil, err
+	}
+	if n.ds, err = dsleveldb.NewDatastore(filepath.Join(cfg.Dir, datastoreDir), nil); err != nil {
+		return nil, fmt.Errorf("datastore: %w", err)
+	}
+	if cfg.P2P != "" {
+		n.host, err = libp2p.New(
+			libp2p.Identity(n.key),
+			libp2p.ListenAddrStrings(cfg.P2P),
+			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
+		)
+		if err != nil {
+			return nil, fmt.Errorf("libp2p host on %s: %w", cfg.P2P, err)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true // ipnisync asks for gzip itself
+	n.hc = &http.Client{Transport: tr}
+
+	n.ing, err = ingest.New(n.st, n.ds, n.syncer,
+		ingest.WithLogger(log),
+		ingest.WithHooks(met.ingestHooks()),
+		ingest.WithFrozen(n.ingestFrozen),
+	)
+	if err != nil {
+		return nil, err
+	}
+	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	if n.host != nil {
+		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
+		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log)); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := handoff.NewRegistry(n.ds)
+	if err != nil {
+		return nil, err
+	}
+	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
+		handoff.WithFrozen(n.frozen), handoff.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	n.mon, err = freeze.NewMonitor([]string{cfg.Dir, filepath.Join(cfg.Dir, indexDir), filepath.Join(cfg.Dir, datastoreDir)},
+		freeze.WithFreezeAtPercent(cfg.FreezeAt),
+		freeze.WithLogger(log),
+		freeze.WithOnCheck(met.diskCheck),
+	)
+	if err != nil {
+		return nil, err
+	}
+	n.fr, err = freeze.Open(ctx, freeze.FileStore(filepath.Join(cfg.Dir, freezeFile)), n.mon,
+		freeze.WithOnFreeze(n.onFreeze),
+		freeze.WithOnUnfreeze(n.onUnfreeze),
+		freeze.WithOnStateChange(met.freezeState),
+		freeze.WithUnfreezeOnStart(cfg.UnfreezeOnStart),
+	)
+	if err != nil {
+		return nil, err
+	}
+	met.freezeState(n.fr.State(), n.fr.FrozenAt())
+	return n, nil
+}
+
+// Close releases what openNode opened, in reverse order. Call it after run
+// has returned.
+func (n *node) Close() error {
+	var errs []error
+	if n.recv != nil {
+		errs = append(errs, n.recv.Close())
+	}
+	if n.host != nil {
+		errs = append(errs, n.host.Close())
+	}
+	if n.hc != nil {
+		n.hc.CloseIdleConnections()
+	}
+	if n.st != nil {
+		errs = append(errs, n.st.Close())
+	}
+	if n.ds != nil {
+		errs = append(errs, n.ds.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// loadOrCreateKey reads the node's libp2p key from path, creating an
+// Ed25519 key there (mode 0600) on first start.
+func loadOrCreateKey(path string) (crypto.PrivKey, error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		k, err := crypto.UnmarshalPrivateKey(data)
+		if err != nil {
+			return nil, fmt.Errorf("identity key %s: %w", path, err)
+		}
+		return k, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("identity key: %w", err)
+	}
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	data, err = crypto.MarshalPrivateKey(k)
+	if err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return nil, fmt.Errorf("identity key: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("identity key: %w", err)
+	}
+	return k, nil
+}
+
+func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
+	switch kind {
+	case "memory":
+		return memory.New(), nil
+	case "leveldb":
+		return leveldb.Open(dir, nil)
+	default:
+		return pebble.Open(dir, pebble.WithLogger(log))
+	}
+}
+
+// syncer is the ingester's SyncerFunc: plain HTTP when the publisher has
+// an HTTP address, libp2p otherwise.
+func (n *node) syncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
+	ai := peer.AddrInfo{ID: publisher, Addrs: addrs}
+	opts := []ipnisync.Option{ipnisync.WithLogger(n.log), ipnisync.WithTopic(n.cfg.Topic)}
+	if slices.ContainsFunc(addrs, isHTTP) {
+		return ipnisync.New(ai, append(opts, ipnisync.WithHTTPClient(n.hc))...)
+	}
+	if n.host == nil {
+		return nil, fmt.Errorf("publisher %s has no HTTP address among %v and libp2p is disabled", publisher, addrs)
+	}
+	return ipnisync.New(ai, append(opts, ipnisync.WithLibp2p(n.host))...)
+}
+
+func isHTTP(a multiaddr.Multiaddr) bool {
+	for _, c := range a {
+		if c.Protocol().Code == multiaddr.P_HTTP || c.Protocol().Code == multiaddr.P_HTTPS {
+			return true
+		}
+	}
+	return false
+}
+
+// frozen reports whether the node is frozen: it takes no new publishers.
+func (n *node) frozen() bool { return n.fr != nil && n.fr.Frozen() }
+
+// ingestFrozen reports whether ingestion must store no new multihashes:
+// once the freeze snapshot is done (Frozen), and while unfreezing. While
+// the snapshot runs (Freezing) ads are still applied in full, so that no
+// ad applied metadata-only can end up at or before a FrozenAt: at worst a
+// handoff receiver ingests again an ad the frozen node indexed.
+func (n *node) ingestFrozen() bool {
+	if n.fr == nil {
+		return false
+	}
+	s := n.fr.State()
+	return s == freeze.Frozen || s == freeze.Unfreezing
+}
+
+// allowed is the announce policy: every publisher, or in assigner mode the
+// assigned ones.
+func (n *node) allowed(publisher peer.ID) bool {
+	if !n.cfg.UseAssigner {
+		return true
+	}
+	_, ok, err := n.hand.Registry().Assigned(context.Background(), publisher)
+	if err != nil {
+		n.log.Warn("reading assignment", "publisher", publisher.String(), "err", err)
+	}
+	return ok
+}
+
+// feedAnnounces hands every accepted announce to the ingester until ctx
+// ends.
+func (n *node) feedAnnounces(ctx context.Context) error {
+	for {
+		a, err := n.recv.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("announces: %w", err)
+		}
+		if !n.allowed(a.Publisher) { // unassigned since it was received
+			continue
+		}
+		if err := n.ing.Announce(a.Publisher, a.Addrs, a.Cid); err != nil {
+			n.log.Warn("announce refused", "publisher", a.Publisher.String(), "cid", a.Cid.String(), "err", err)
+			n.recv.Forget(a.Publisher, a.Cid)
+			continue
+		}
+		n.log.Debug("announce", "publisher", a.Publisher.String(), "cid", a.Cid.String(), "source", a.Source.String())
+	}
+}
+
+// snapshotPasses bounds the passes of onFreeze over the provider records.
+const snapshotPasses = 5
+
+// onFreeze snapshots every provider record: FrozenAt = LastAdvertisement,
+// FrozenAtTime = at; a record that has a FrozenAt keeps it. Walks go on
+// meanwhile and may write a record between our read and write, so it
+// passes again until a pass changes nothing.
+func (n *node) onFreeze(ctx context.Context, at time.Time) error {
+	for range snapshotPasses {
+		changed := 0
+		for info, err := range n.st.Providers(ctx) {
+			if err != nil {
+				return fmt.Errorf("freeze snapshot: %w", err)
+			}
+			if info.FrozenAt.Defined() || !info.LastAdvertisement.Defined() {
+				continue
+			}
+			info.FrozenAt, info.FrozenAtTime = info.LastAdvertisement, at
+			if err := n.st.PutProvider(ctx, info); err != nil {
+				return fmt.Errorf("freeze snapshot of %s: %w", info.AddrInfo.ID, err)
+			}
+			changed++
+		}
+		if changed == 0 {
+			n.log.Info("freeze snapshot done", "frozen_at", at)
+			return nil
+		}
+	}
+	return errors.New("freeze snapshot: provider records keep changing")
+}
+
+// onUnfreeze resets each publisher's walker to its providers' FrozenAt
+// (each distinct one, the newest by FrozenAtTime last), so that the ads
+// walked while frozen are applied again with their entries; it clears
+// FrozenAt and queues a walk of each publisher.
+func (n *node) onUnfreeze(ctx context.Context, _ time.Time) error {
+	type point struct {
+		c  cid.Cid
+		at time.Time
+	}
+	points := make(map[peer.ID][]point)
+	addrs := make(map[peer.ID][]multiaddr.Multiaddr)
+	var records []store.ProviderInfo
+	for info, err := range n.st.Providers(ctx) {
+		if err != nil {
+			return fmt.Errorf("unfreeze: %w", err)
+		}
+		if !info.FrozenAt.Defined() {
+			continue
+		}
+		records = append(records, info)
+		pub := info.Publisher.ID
+		if pub == "" {
+			continue
+		}
+		if !slices.ContainsFunc(points[pub], func(p point) bool { return p.c.Equals(info.FrozenAt) }) {
+			points[pub] = append(points[pub], point{info.FrozenAt, info.FrozenAtTime})
+		}
+		if len(info.Publisher.Addrs) > 0 {
+			addrs[pub] = info.Publisher.Addrs
+		}
+	}
+	for pub, ps := range points {
+		slices.SortStableFunc(ps, func(a, b point) int { return a.at.Compare(b.at) })
+		w, err := n.ing.Walker(pub)
+		if err != nil {
+			return fmt.Errorf("unfreeze %s: %w", pub, err)
+		}
+		for _, p := range ps {
+			if err := w.Reset(ctx, p.c); err != nil {
+				return fmt.Errorf("unfreeze: %w", err)
+			}
+		}
+		n.log.Info("unfreeze: publisher resumes from its frozen point", "publisher", pub.String(), "cid", ps[len(ps)-1].c.String())
+	}
+	for _, info := range records {
+		info.LastAdvertisement = info.FrozenAt
+		info.FrozenAt, info.FrozenAtTime = cid.Undef, time.Time{}
+		if err := n.st.PutProvider(ctx, info); err != nil {
+			return fmt.Errorf("unfreeze: %w", err)
+		}
+	}
+	for pub := range points {
+		if err := n.ing.Announce(pub, addrs[pub], cid.Undef); err != nil {
+			n.log.Warn("unfreeze: cannot queue a walk", "publisher", pub.String(), "err", err)
+		}
+	}
+	return nil
+}
+
+// logProgress logs, every interval, the progress of each publisher whose
+// figures changed.
+func (n *node) logProgress(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	last := make(map[peer.ID]ingest.Status)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, s := range n.ing.Statuses() {
+			p := last[s.Publisher]
+			if p.AdsWalked == s.AdsWalked && p.AdsApplied == s.AdsApplied && p.EntriesIndexed == s.EntriesIndexed && p.Failures == s.Failures {
+				continue
+			}
+			last[s.Publisher] = s
+			attrs := []any{"publisher", s.Publisher.String(), "ads_walked", s.AdsWalked, "ads_applied", s.AdsApplied,
+				"multihashes_indexed", s.EntriesIndexed, "pending", s.Pending, "walking", s.Walking, "frozen", n.ingestFrozen()}
+			if s.LastHead.Defined() {
+				attrs = append(attrs, "cid", s.LastHead.String())
+			}
+			if s.LastError != nil {
+				attrs = append(attrs, "failures", s.Failures, "last_error", s.LastError.Error())
+			}
+			n.log.Info("progress", attrs...)
+		}
+	}
+}
