@@ -69,10 +69,10 @@
 //     test that enforces the import rules below, and internal/chaingen,
 //     which generates signed advertisement chains with their ground truth
 //     for tests and benchmarks.
-//   - examples/...: reference binaries. Today examples/benchtable, which
-//     turns benchmark output into a table; planned: indexer, assigner,
-//     scatter, piece, fleet, publisher, and pool, one command that runs a
-//     whole local pool.
+//   - examples/...: reference binaries: indexer (a full node), scatter (a
+//     find front end over a pool), benchtable (turns benchmark output into
+//     a table); planned: assigner, piece, fleet, publisher, and pool, one
+//     command that runs a whole local pool.
 //
 // # Import rules
 //
