@@ -127,7 +127,12 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 	if err != nil {
 		return nil, err
 	}
-	n.mon, err = freeze.NewMonitor([]string{cfg.Dir, filepath.Join(cfg.Dir, indexDir), filepath.Join(cfg.Dir, datastoreDir)},
+	// Watch every directory the node writes; the memory store has none.
+	watched := []string{cfg.Dir, filepath.Join(cfg.Dir, datastoreDir)}
+	if cfg.Store != "memory" {
+		watched = append(watched, filepath.Join(cfg.Dir, indexDir))
+	}
+	n.mon, err = freeze.NewMonitor(watched,
 		freeze.WithFreezeAtPercent(cfg.FreezeAt),
 		freeze.WithLogger(log),
 		freeze.WithOnCheck(met.diskCheck),

@@ -1,0 +1,596 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/ipld/go-ipld-prime"
+	cidlink "github.com/ipld/go-ipld-prime/linking/cid"
+	"github.com/ipni/go-libipni/announce/httpsender"
+	ipnimsg "github.com/ipni/go-libipni/announce/message"
+	ipnisyncref "github.com/ipni/go-libipni/dagsync/ipnisync"
+	findclient "github.com/ipni/go-libipni/find/client"
+	"github.com/ipni/go-libipni/find/model"
+	ipnischema "github.com/ipni/go-libipni/ingest/schema"
+	ipnimeta "github.com/ipni/go-libipni/metadata"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	"github.com/multiformats/go-multihash"
+)
+
+// indexerWait bounds every wait on the indexer process (start, ingestion,
+// shutdown).
+const indexerWait = 60 * time.Second
+
+// indexerProc is a running examples/indexer process.
+type indexerProc struct {
+	cmd   *exec.Cmd
+	done  chan struct{} // closed once the process has exited
+	err   error         // Wait's result, once done
+	mu    sync.Mutex
+	addrs map[string]string // listener name → address, from msg=listening
+	log   bytes.Buffer
+}
+
+func (p *indexerProc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+func (p *indexerProc) addr(t *testing.T, name string) string {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	a := p.addrs[name]
+	if a == "" {
+		t.Fatalf("indexer logged no %s listener", name)
+	}
+	return a
+}
+
+// buildIndexer builds github.com/indexkit/indexkit/examples/indexer from
+// the parent module into a temporary directory.
+func buildIndexer(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "indexer")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/indexkit/indexkit/examples/indexer")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build examples/indexer in %s: %v\n%s", root, err, out)
+	}
+	return bin
+}
+
+// startIndexer runs the indexer binary with a fresh data directory, the
+// memory store and every listener (libp2p included) on 127.0.0.1 with a
+// port picked by the system, and waits for its msg=starting line. The
+// process is stopped by PID when the test ends: SIGTERM, then SIGKILL if
+// it has not exited within indexerWait.
+func startIndexer(t *testing.T, bin string) *indexerProc {
+	t.Helper()
+	args := []string{
+		"-dir", t.TempDir(), "-store", "memory",
+		"-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+		"-metrics", "127.0.0.1:0", "-p2p", "/ip4/127.0.0.1/tcp/0",
+		"-log-level", "debug", "-progress", "1s",
+	}
+	p := &indexerProc{cmd: exec.Command(bin, args...), done: make(chan struct{}), addrs: map[string]string{}}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var once sync.Once
+		for sc.Scan() {
+			line := sc.Text()
+			f := logfmtFields(line)
+			p.mu.Lock()
+			p.log.WriteString(line + "\n")
+			switch f["msg"] {
+			case "listening":
+				p.addrs[f["name"]] = f["addr"]
+			case "starting":
+				once.Do(func() { close(started) })
+			}
+			p.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	pid := p.cmd.Process.Pid
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(indexerWait):
+				t.Errorf("indexer (pid %d) did not stop on SIGTERM; killing it", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				<-p.done
+			}
+		}
+		if t.Failed() {
+			t.Logf("indexer log:\n%s", p.logText())
+		}
+	})
+	select {
+	case <-started:
+	case <-p.done:
+		t.Fatalf("indexer exited at start: %v\n%s", p.err, p.logText())
+	case <-time.After(indexerWait):
+		t.Fatalf("indexer did not start within %s\n%s", indexerWait, p.logText())
+	}
+	for _, name := range []string{"find", "ingest", "p2p"} {
+		a := p.addr(t, name)
+		if !strings.HasPrefix(a, "127.0.0.1:") && !strings.HasPrefix(a, "/ip4/127.0.0.1/") {
+			t.Fatalf("indexer %s listener on %s, not 127.0.0.1", name, a)
+		}
+	}
+	return p
+}
+
+// logfmtFields parses the key=value pairs of a slog text line.
+func logfmtFields(line string) map[string]string {
+	out := map[string]string{}
+	for len(line) > 0 {
+		line = strings.TrimLeft(line, " ")
+		eq := strings.IndexByte(line, '=')
+		if eq < 0 {
+			break
+		}
+		k := line[:eq]
+		line = line[eq+1:]
+		var v string
+		if strings.HasPrefix(line, `"`) {
+			end := 1
+			for end < len(line) && (line[end] != '"' || line[end-1] == '\\') {
+				end++
+			}
+			v = strings.ReplaceAll(line[1:min(end, len(line))], `\"`, `"`)
+			line = line[min(end+1, len(line)):]
+		} else {
+			sp := strings.IndexByte(line, ' ')
+			if sp < 0 {
+				sp = len(line)
+			}
+			v, line = line[:sp], line[sp:]
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// wantValue is what the find API must answer for a multihash.
+type wantValue struct {
+	provider peer.ID
+	addrs    []string
+	ctxID    []byte
+	meta     []byte
+}
+
+// refPublisher is a go-libipni ipnisync publisher of a chain built and
+// signed with go-libipni.
+type refPublisher struct {
+	name  string
+	pub   *ipnisyncref.Publisher
+	id    peer.ID
+	addrs []multiaddr.Multiaddr // where the indexer fetches from, without /p2p
+	head  cid.Cid
+	want  map[string]wantValue // multihash → value
+}
+
+// buildRefChain stores in lsys a chain of nAds ads by provider prov, each
+// with its own context ID, go-libipni metadata (bitswap for the first,
+// graphsync-filecoinv1 with a distinct piece for the others) and an entry
+// chain of two chunks; it returns the head and the multihash → value map.
+func buildRefChain(t *testing.T, lsys ipld.LinkSystem, name string, prov testKey, nAds, metaBase int) (cid.Cid, map[string]wantValue) {
+	t.Helper()
+	lctx := ipld.LinkContext{Ctx: context.Background()}
+	store := func(n ipld.Node) cid.Cid {
+		lnk, err := lsys.Store(lctx, ipnischema.Linkproto, n)
+		if err != nil {
+			t.Fatalf("go-libipni store: %v", err)
+		}
+		return lnk.(cidlink.Link).Cid
+	}
+	want := map[string]wantValue{}
+	addrs := []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", 40000+metaBase)}
+	var prev ipld.Link
+	var head cid.Cid
+	for i := range nAds {
+		meta := refMetadata(t, metaBase+i)
+		if i == 0 {
+			meta = refMetadata(t, 0) // bitswap
+		}
+		ctxID := []byte(fmt.Sprintf("%s ctx %d", name, i))
+		// Two chunks: 15 then 10 multihashes.
+		var mhs []multihash.Multihash
+		for j := range 25 {
+			mhs = append(mhs, mh(fmt.Sprintf("%s ad %d entry %d", name, i, j)))
+		}
+		var next ipld.Link
+		for _, r := range [][2]int{{15, 25}, {0, 15}} {
+			n, err := ipnischema.EntryChunk{Entries: mhs[r[0]:r[1]], Next: next}.ToNode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			next = cidlink.Link{Cid: store(n)}
+		}
+		ad := ipnischema.Advertisement{
+			PreviousID: prev,
+			Provider:   prov.id.String(),
+			Addresses:  addrs,
+			Entries:    next,
+			ContextID:  ctxID,
+			Metadata:   meta,
+		}
+		if err := ad.Sign(prov.priv); err != nil {
+			t.Fatalf("go-libipni Sign: %v", err)
+		}
+		n, err := ad.ToNode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = store(n)
+		prev = cidlink.Link{Cid: head}
+		for _, m := range mhs {
+			want[string(m)] = wantValue{provider: prov.id, addrs: addrs, ctxID: ctxID, meta: meta}
+		}
+	}
+	return head, want
+}
+
+// newHTTPRefPublisher serves a go-libipni chain with go-libipni's ipnisync
+// publisher over plain HTTP on 127.0.0.1.
+func newHTTPRefPublisher(t *testing.T, name string, pubKey, prov testKey, metaBase int) *refPublisher {
+	t.Helper()
+	lsys, _ := refLinkSystem()
+	head, want := buildRefChain(t, lsys, name, prov, 3, metaBase)
+	pub, err := ipnisyncref.NewPublisher(lsys, pubKey.priv, ipnisyncref.WithHTTPListenAddrs("127.0.0.1:0"))
+	if err != nil {
+		t.Fatalf("go-libipni NewPublisher: %v", err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	pub.SetRoot(head)
+	addrs := pub.Addrs()
+	for _, a := range addrs {
+		if ip, err := a.ValueForProtocol(multiaddr.P_IP4); err != nil || ip != "127.0.0.1" {
+			t.Fatalf("go-libipni publisher listens on %s, not 127.0.0.1", a)
+		}
+	}
+	return &refPublisher{name: name, pub: pub, id: pubKey.id, addrs: addrs, head: head, want: want}
+}
+
+// newLibp2pRefPublisher serves a go-libipni chain with go-libipni's
+// ipnisync publisher over libp2p only (libp2phttp on a stream host
+// listening on 127.0.0.1 TCP, no relay; no bootstrap, mDNS or NAT port
+// mapping, none of which libp2p.New turns on by default).
+func newLibp2pRefPublisher(t *testing.T, name string, pubKey, prov testKey, metaBase int) *refPublisher {
+	t.Helper()
+	h, err := libp2p.New(
+		libp2p.Identity(pubKey.priv),
+		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
+		libp2p.DisableRelay(),
+	)
+	if err != nil {
+		t.Fatalf("libp2p host: %v", err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	lsys, _ := refLinkSystem()
+	head, want := buildRefChain(t, lsys, name, prov, 3, metaBase)
+	pub, err := ipnisyncref.NewPublisher(lsys, pubKey.priv, ipnisyncref.WithStreamHost(h))
+	if err != nil {
+		t.Fatalf("go-libipni NewPublisher on a libp2p host: %v", err)
+	}
+	t.Cleanup(func() { _ = pub.Close() })
+	pub.SetRoot(head)
+	addrs := h.Addrs()
+	if len(addrs) == 0 {
+		t.Fatal("libp2p host has no listen address")
+	}
+	for _, a := range addrs {
+		if ip, err := a.ValueForProtocol(multiaddr.P_IP4); err != nil || ip != "127.0.0.1" {
+			t.Fatalf("libp2p publisher listens on %s, not 127.0.0.1", a)
+		}
+		if _, err := a.ValueForProtocol(multiaddr.P_HTTP); err == nil {
+			t.Fatalf("libp2p publisher address %s is an HTTP address", a)
+		}
+	}
+	return &refPublisher{name: name, pub: pub, id: pubKey.id, addrs: addrs, head: head, want: want}
+}
+
+// announceWithSender announces p's head with go-libipni's HTTP announce
+// sender (httpsender, which appends /p2p/<publisher> to every address), to
+// path of the indexer's ingest listener, as CBOR or as JSON.
+func announceWithSender(t *testing.T, ingestAddr, path string, p *refPublisher, asJSON bool) {
+	t.Helper()
+	u := &url.URL{Scheme: "http", Host: ingestAddr, Path: path}
+	s, err := httpsender.New([]*url.URL{u}, p.id, httpsender.WithTimeout(indexerWait))
+	if err != nil {
+		t.Fatalf("go-libipni httpsender: %v", err)
+	}
+	defer s.Close()
+	msg := ipnimsg.Message{Cid: p.head}
+	msg.SetAddrs(p.addrs)
+	ctx, cancel := context.WithTimeout(context.Background(), indexerWait)
+	defer cancel()
+	send, enc := s.Send, "CBOR"
+	if asJSON {
+		send, enc = s.SendJson, "JSON"
+	}
+	if err := send(ctx, msg); err != nil {
+		t.Fatalf("%s: go-libipni httpsender %s announce to %s: %v", p.name, enc, u, err)
+	}
+}
+
+// announceJSONByHand PUTs go-libipni's announce Message, with
+// /p2p/<publisher> appended to its addresses, marshalled with
+// encoding/json, to path of the ingest listener with Content-Type
+// application/json; the indexer must answer 204.
+func announceJSONByHand(t *testing.T, ingestAddr, path string, p *refPublisher) {
+	t.Helper()
+	p2p, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: p.id, Addrs: p.addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := ipnimsg.Message{Cid: p.head}
+	msg.SetAddrs(p2p)
+	body, err := json.Marshal(msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexerWait)
+	defer cancel()
+	u := "http://" + ingestAddr + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: PUT %s: %v", p.name, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("%s: PUT %s with %s: %d %s", p.name, u, body, resp.StatusCode, b)
+	}
+}
+
+// checkFound compares a find response for m with want; it returns a
+// description of the first difference, "" when they agree.
+func checkFound(m multihash.Multihash, resp *model.FindResponse, want wantValue) string {
+	if len(resp.MultihashResults) != 1 {
+		return fmt.Sprintf("%d multihash results, want 1", len(resp.MultihashResults))
+	}
+	r := resp.MultihashResults[0]
+	if !bytes.Equal(r.Multihash, m) {
+		return fmt.Sprintf("result for multihash %s", r.Multihash.B58String())
+	}
+	if len(r.ProviderResults) != 1 {
+		return fmt.Sprintf("%d provider results, want 1: %+v", len(r.ProviderResults), r.ProviderResults)
+	}
+	pr := r.ProviderResults[0]
+	if pr.Provider == nil {
+		return "provider result without Provider"
+	}
+	if pr.Provider.ID != want.provider {
+		return fmt.Sprintf("provider %s, want %s", pr.Provider.ID, want.provider)
+	}
+	var got []string
+	for _, a := range pr.Provider.Addrs {
+		got = append(got, a.String())
+	}
+	if strings.Join(got, " ") != strings.Join(want.addrs, " ") {
+		return fmt.Sprintf("provider addresses %q, want %q", got, want.addrs)
+	}
+	if !bytes.Equal(pr.ContextID, want.ctxID) {
+		return fmt.Sprintf("context ID %q, want %q", pr.ContextID, want.ctxID)
+	}
+	if !bytes.Equal(pr.Metadata, want.meta) {
+		return fmt.Sprintf("metadata %x, want %x", pr.Metadata, want.meta)
+	}
+	return ""
+}
+
+// TestIndexerIngestsReferencePublishers runs examples/indexer as a process
+// and has four go-libipni ipnisync publishers announce to it, each serving
+// a chain built and signed with go-libipni (three ads, each with its own
+// context ID and go-libipni metadata, bitswap then graphsync-filecoinv1,
+// and a two-chunk entry chain):
+//
+//	http-cbor-announce:        plain HTTP, httpsender CBOR  → PUT /announce
+//	http-json-ingest-announce: plain HTTP, hand-built JSON  → PUT /ingest/announce
+//	p2p-cbor-ingest-announce:  libp2p,     httpsender CBOR  → PUT /ingest/announce
+//	p2p-json-announce:         libp2p,     httpsender JSON  → PUT /announce
+//
+// go-libipni's find client must then find every multihash with the right
+// provider (ID and addresses), context ID and metadata, and an unknown
+// multihash gets 404, which the client reports as an empty response
+// without error.
+func TestIndexerIngestsReferencePublishers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs examples/indexer")
+	}
+	bin := buildIndexer(t)
+	node := startIndexer(t, bin)
+	ingestAddr := node.addr(t, "ingest")
+	findURL := "http://" + node.addr(t, "find")
+
+	pubs := []*refPublisher{
+		newHTTPRefPublisher(t, "http-cbor-announce", key(t, keyTypes[0], 30), key(t, keyTypes[0], 31), 10),
+		newHTTPRefPublisher(t, "http-json-ingest-announce", key(t, keyTypes[1], 32), key(t, keyTypes[0], 33), 20),
+		newLibp2pRefPublisher(t, "p2p-cbor-ingest-announce", key(t, keyTypes[0], 34), key(t, keyTypes[1], 35), 30),
+		newLibp2pRefPublisher(t, "p2p-json-announce", key(t, keyTypes[0], 36), key(t, keyTypes[0], 37), 40),
+	}
+	announceWithSender(t, ingestAddr, "/announce", pubs[0], false)
+	announceJSONByHand(t, ingestAddr, "/ingest/announce", pubs[1])
+	announceWithSender(t, ingestAddr, "/ingest/announce", pubs[2], false)
+	announceWithSender(t, ingestAddr, "/announce", pubs[3], true)
+
+	fc, err := findclient.New(findURL)
+	if err != nil {
+		t.Fatalf("go-libipni find client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexerWait)
+	defer cancel()
+
+	// Wait (bounded) until every multihash of every chain is found, then
+	// check each answer exactly.
+	type pending struct {
+		pub  *refPublisher
+		m    multihash.Multihash
+		want wantValue
+	}
+	var all []pending
+	for _, p := range pubs {
+		for m, w := range p.want {
+			all = append(all, pending{p, multihash.Multihash(m), w})
+		}
+	}
+	if len(all) != 4*3*25 {
+		t.Fatalf("bad test chains: %d multihashes", len(all))
+	}
+	left := all
+	for len(left) > 0 {
+		var still []pending
+		for _, x := range left {
+			resp, err := fc.Find(ctx, x.m)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				t.Fatalf("%s: go-libipni Find(%s): %v", x.pub.name, x.m.B58String(), err)
+			}
+			if len(resp.MultihashResults) == 0 {
+				still = append(still, x)
+			}
+		}
+		if len(still) > 0 && ctx.Err() != nil {
+			missing := map[string]int{}
+			for _, x := range still {
+				missing[x.pub.name]++
+			}
+			t.Fatalf("after %s, multihashes not found by publisher: %v", indexerWait, missing)
+		}
+		left = still
+		if len(left) > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	for _, x := range all {
+		resp, err := fc.Find(ctx, x.m)
+		if err != nil {
+			t.Fatalf("%s: go-libipni Find(%s): %v", x.pub.name, x.m.B58String(), err)
+		}
+		if d := checkFound(x.m, resp, x.want); d != "" {
+			t.Errorf("%s: Find(%s): %s", x.pub.name, x.m.B58String(), d)
+		}
+	}
+	// The metadata found decodes with go-libipni into the protocol built.
+	for _, p := range pubs {
+		for m, w := range p.want {
+			resp, err := fc.Find(ctx, multihash.Multihash(m))
+			if err != nil || len(resp.MultihashResults) != 1 || len(resp.MultihashResults[0].ProviderResults) != 1 {
+				t.Fatalf("%s: Find: %v", p.name, err)
+			}
+			md := ipnimeta.Default.New()
+			if err := md.UnmarshalBinary(resp.MultihashResults[0].ProviderResults[0].Metadata); err != nil {
+				t.Errorf("%s: go-libipni cannot decode the metadata found: %v", p.name, err)
+			} else if b, _ := md.MarshalBinary(); !bytes.Equal(b, w.meta) {
+				t.Errorf("%s: metadata found decodes to %x, want %x", p.name, b, w.meta)
+			}
+			break
+		}
+	}
+
+	// An unknown multihash: the find API answers 404, which go-libipni's
+	// client maps to an empty response and no error.
+	unknown := mh("never advertised by anyone")
+	resp, err := fc.Find(ctx, unknown)
+	if err != nil {
+		t.Errorf("go-libipni Find(unknown) error %v, want none (404 → empty response)", err)
+	} else if len(resp.MultihashResults) != 0 || len(resp.EncryptedMultihashResults) != 0 {
+		t.Errorf("go-libipni Find(unknown) = %+v, want an empty response", resp)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, findURL+"/multihash/"+unknown.B58String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	hr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, hr.Body)
+	hr.Body.Close()
+	if hr.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /multihash/<unknown>: %d, want 404", hr.StatusCode)
+	}
+
+	// Every provider is listed, with the publisher that announced it.
+	provs, err := fc.ListProviders(ctx)
+	if err != nil {
+		t.Fatalf("go-libipni ListProviders: %v", err)
+	}
+	byID := map[peer.ID]*model.ProviderInfo{}
+	for _, pi := range provs {
+		byID[pi.AddrInfo.ID] = pi
+	}
+	for _, p := range pubs {
+		var prov peer.ID
+		for _, w := range p.want {
+			prov = w.provider
+			break
+		}
+		pi := byID[prov]
+		if pi == nil {
+			t.Errorf("%s: provider %s not listed", p.name, prov)
+			continue
+		}
+		if pi.Publisher == nil || pi.Publisher.ID != p.id {
+			t.Errorf("%s: provider %s has publisher %+v, want %s", p.name, prov, pi.Publisher, p.id)
+		}
+		if pi.Publisher != nil && !sameAddrs(pi.Publisher.Addrs, p.addrs) {
+			t.Errorf("%s: provider %s has publisher addresses %v, want %v", p.name, prov, pi.Publisher.Addrs, p.addrs)
+		}
+		if !pi.LastAdvertisement.Equals(p.head) {
+			t.Errorf("%s: provider %s LastAdvertisement %s, want %s", p.name, prov, pi.LastAdvertisement, p.head)
+		}
+	}
+}
