@@ -1,0 +1,133 @@
+// Package assigner assigns publishers to the indexers of a pool, keeps
+// each publisher at its replication, and hands the publishers of a frozen
+// indexer off to active ones: the Assigner Service of the IPNI scaling
+// design. Its core is [State], a pure state machine; a service that drives
+// it over the indexers' admin API (package assigner/admin) builds on it.
+//
+// # Model
+//
+// [State] takes events and returns [Decision]s. It does no I/O, starts no
+// goroutines and reads no clock: the same events give the same decisions,
+// in the same order (publishers by peer ID, indexers in pool order). It
+// persists nothing: like the reference, a service rebuilds it at startup
+// by polling every indexer. It is not safe for concurrent use; the service
+// serialises events (one mutex, or one loop).
+//
+// An indexer of the pool ([Config].Indexers, named by its ID, e.g. its
+// admin URL) is unknown until its first [State.Polled]; then known, with
+// the assignments, frozen flag, peer ID and preferred publishers the poll
+// reported, online or offline, and the state's own record of the requests
+// in flight to it, the publishers it refused and those a failed request
+// may have assigned to it.
+//
+// # Events and decisions
+//
+//	event                                 decisions
+//	Announce(P)                           Assign / Handoff for P; RetryLater if P waits
+//	Polled(I, IndexerStatus)              for every pursued publisher (handoffs of a
+//	                                      frozen I's publishers among them)
+//	AssignResult(I, P, Outcome)           for P, when pursued (a refused or failed
+//	HandoffResult(F, I, P, Outcome)       request goes to the next candidate)
+//	Offline(I)                            none
+//	Online(I), AddIndexer, RemoveIndexer  for every pursued publisher
+//
+// Decisions are proposals: [KindAssign] (POST /ingest/assign/{P} on I) and
+// [KindHandoff] (POST /ingest/handoff/{P} on I with FrozenID) are pending
+// until the service reports their [Outcome] — exactly one result per
+// decision. [KindRetryLater] asks for nothing: it says that P stays short
+// and why ([Reason]), once per change of reason and on every announce of a
+// waiting publisher; the state remembers P and proposes more when an
+// event makes it possible.
+//
+// A publisher is pursued (worked on without waiting for its next announce)
+// once it has been announced since the state started, or while a known
+// frozen indexer holds it. Like the reference, a publisher is not
+// assigned before it announces; unlike it, one that was announced and
+// could not be placed is placed as soon as an indexer allows it.
+//
+// # Counting
+//
+// A publisher P requires Replication indexers, or PresetReplication when
+// it is preset (listed in some indexer's PresetPublishers; only those
+// indexers may hold it, and its holders elsewhere are ignored). It has:
+//
+//	active   known, unfrozen indexers holding P (online or offline: an
+//	         offline indexer keeps its publishers)
+//	pending  assign and handoff requests for P awaiting their result
+//	maybe    indexers that may hold P without the state knowing: unknown
+//	         ones (never polled) and those where a request for P failed
+//	         since their last poll
+//
+// and the state proposes required − active − pending − maybe more, never
+// beyond. Pending requests count pessimistically (as if they will succeed)
+// and are reverted only by their result: Done and AlreadyHeld make the
+// indexer a holder; Refused marks the pair refused; Failed (the request
+// may have taken effect) moves it to maybe until the indexer's next poll;
+// NoSource stops handoffs of P from that frozen indexer. So replication is
+// never exceeded, whatever the order of results.
+//
+// The maybe term is the reference's rule against over-assignment while
+// indexers are unknown (storetheindex#1116), made per publisher: an
+// unknown indexer blocks only the publishers it could hold (not a preset
+// publisher it is not listed for), and a failed request only its own
+// publisher. With Replication 1, an unknown indexer still blocks every
+// other publisher ([ReasonUnknown]) until it is polled or removed from
+// the pool: safety before liveness, as in the reference.
+//
+// # Candidates
+//
+// A candidate for P is known, online, unfrozen, eligible (in P's preset
+// list when P has one), not holding P, without a request for P in flight
+// or in doubt, and has not refused P; the policy ([Config].Allow) must
+// allow P at all. Candidates are ordered: those preferring P (holding its
+// data unassigned, GET /ingest/preferred) first, then the fewest
+// publishers (assigned plus pending, so each decision counts for the
+// next), then pool order. Refusals are forgotten when a poll shows the
+// indexer's frozen flag or peer ID changed, or it comes back online.
+//
+// # Freezing and handoff
+//
+// Assignments on frozen indexers do not count toward replication. Each
+// publisher P a frozen indexer F holds needs a handoff while P is short
+// and the handoff is not done: done when some known indexer lists P with
+// Continued = F's peer ID (so the startup rebuild completes handoffs the
+// way the reference does), in flight, or impossible (NoSource). The
+// missing slots of P are filled with handoffs from such sources first,
+// each to P's own best candidate, then with fresh assignments; a source
+// that is offline keeps its slot ([ReasonSourceOffline]) rather than let
+// P be re-ingested from the start elsewhere. Every publisher is decided on
+// its own: a failure re-proposes only that publisher, to the next
+// candidate. What cannot be handed off now waits, and is proposed again
+// when an indexer is polled, comes online or is added. A publisher
+// already at replication elsewhere needs no handoff.
+//
+// # The reference's defects, fixed
+//
+//   - Restart removes the wrong indexer: the reference's rebuild drops the
+//     receiving indexer of a completed handoff, so a later freeze of the
+//     receiver never hands the publisher off. Here the receiver keeps the
+//     assignment; its Continued only completes the frozen indexer's
+//     handoff.
+//   - Handoff ignores counts: the reference sends every publisher of a
+//     frozen indexer to the same least-loaded indexer. Here each pending
+//     handoff counts toward its receiver's load, so they spread.
+//   - Unstable ties: the reference sorts candidates with sort.Sort; here
+//     ties go by pool order.
+//   - One failure aborts the reference's handoff batch; here decisions are
+//     independent.
+//
+// # State API
+//
+// [State.Snapshot] returns a JSON-friendly copy for operators (the
+// service's GET /indexers and GET /assignments): each indexer's status,
+// assignments, pending requests, refusals and doubts; each publisher's
+// holders (with Continued), pending requests and waiting reason; the
+// incomplete handoffs.
+//
+// # Errors
+//
+// [NewState] and [State.AddIndexer] wrap [ErrInvalidConfig]; the indexer
+// events return [ErrUnknownIndexer] for an ID outside the pool, and
+// [State.Polled] [ErrInvalidStatus] for a status without a peer ID. Results
+// for an indexer no longer in the pool are ignored; nothing panics.
+package assigner

@@ -1,0 +1,19 @@
+package assigner
+
+import "errors"
+
+var (
+	// ErrInvalidConfig is wrapped by [NewState] and [State.AddIndexer]
+	// when the configuration cannot be honoured; the message names the
+	// field.
+	ErrInvalidConfig = errors.New("assigner: invalid config")
+
+	// ErrInvalidStatus is returned by [State.Polled] for a status without
+	// the indexer's peer ID, which handoffs need.
+	ErrInvalidStatus = errors.New("assigner: invalid indexer status")
+
+	// ErrUnknownIndexer is returned by the indexer events ([State.Polled],
+	// [State.Offline], [State.Online], [State.RemoveIndexer]) for an ID
+	// that is not in the pool.
+	ErrUnknownIndexer = errors.New("assigner: unknown indexer")
+)
