@@ -1,7 +1,6 @@
 package interop
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,14 +8,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/ipfs/go-cid"
 	"github.com/ipld/go-ipld-prime"
 	cidlink "github.com/ipld/go-ipld-prime/linking/cid"
@@ -35,60 +31,14 @@ import (
 
 // indexerWait bounds every wait on the indexer process (start, ingestion,
 // shutdown).
-const indexerWait = 60 * time.Second
-
-// indexerProc is a running examples/indexer process.
-type indexerProc struct {
-	cmd   *exec.Cmd
-	done  chan struct{} // closed once the process has exited
-	err   error         // Wait's result, once done
-	mu    sync.Mutex
-	addrs map[string]string // listener name → address, from msg=listening
-	log   bytes.Buffer
-}
-
-func (p *indexerProc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
-}
-
-func (p *indexerProc) addr(t *testing.T, name string) string {
-	t.Helper()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a := p.addrs[name]
-	if a == "" {
-		t.Fatalf("indexer logged no %s listener", name)
-	}
-	return a
-}
-
-// buildIndexer builds github.com/indexkit/indexkit/examples/indexer from
-// the parent module into a temporary directory.
-func buildIndexer(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "indexer")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/indexkit/indexkit/examples/indexer")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build examples/indexer in %s: %v\n%s", root, err, out)
-	}
-	return bin
-}
+const indexerWait = proctest.DefaultTimeout
 
 // startIndexer runs the indexer binary with a fresh data directory, the
 // memory store and every listener (libp2p included) on 127.0.0.1 with a
 // port picked by the system, and waits for its msg=starting line. The
 // process is stopped by PID when the test ends: SIGTERM, then SIGKILL if
 // it has not exited within indexerWait.
-func startIndexer(t *testing.T, bin string) *indexerProc {
+func startIndexer(t *testing.T, bin string) *proctest.Proc {
 	t.Helper()
 	args := []string{
 		"-dir", t.TempDir(), "-store", "memory",
@@ -96,99 +46,15 @@ func startIndexer(t *testing.T, bin string) *indexerProc {
 		"-metrics", "127.0.0.1:0", "-p2p", "/ip4/127.0.0.1/tcp/0",
 		"-log-level", "debug", "-progress", "1s",
 	}
-	p := &indexerProc{cmd: exec.Command(bin, args...), done: make(chan struct{}), addrs: map[string]string{}}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var once sync.Once
-		for sc.Scan() {
-			line := sc.Text()
-			f := logfmtFields(line)
-			p.mu.Lock()
-			p.log.WriteString(line + "\n")
-			switch f["msg"] {
-			case "listening":
-				p.addrs[f["name"]] = f["addr"]
-			case "starting":
-				once.Do(func() { close(started) })
-			}
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	pid := p.cmd.Process.Pid
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(indexerWait):
-				t.Errorf("indexer (pid %d) did not stop on SIGTERM; killing it", pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				<-p.done
-			}
-		}
-		if t.Failed() {
-			t.Logf("indexer log:\n%s", p.logText())
-		}
-	})
-	select {
-	case <-started:
-	case <-p.done:
-		t.Fatalf("indexer exited at start: %v\n%s", p.err, p.logText())
-	case <-time.After(indexerWait):
-		t.Fatalf("indexer did not start within %s\n%s", indexerWait, p.logText())
-	}
+	p := proctest.Start(t, bin, args...)
+	p.WaitMsg("starting")
 	for _, name := range []string{"find", "ingest", "p2p"} {
-		a := p.addr(t, name)
+		a := p.Addr(name)
 		if !strings.HasPrefix(a, "127.0.0.1:") && !strings.HasPrefix(a, "/ip4/127.0.0.1/") {
 			t.Fatalf("indexer %s listener on %s, not 127.0.0.1", name, a)
 		}
 	}
 	return p
-}
-
-// logfmtFields parses the key=value pairs of a slog text line.
-func logfmtFields(line string) map[string]string {
-	out := map[string]string{}
-	for len(line) > 0 {
-		line = strings.TrimLeft(line, " ")
-		eq := strings.IndexByte(line, '=')
-		if eq < 0 {
-			break
-		}
-		k := line[:eq]
-		line = line[eq+1:]
-		var v string
-		if strings.HasPrefix(line, `"`) {
-			end := 1
-			for end < len(line) && (line[end] != '"' || line[end-1] == '\\') {
-				end++
-			}
-			v = strings.ReplaceAll(line[1:min(end, len(line))], `\"`, `"`)
-			line = line[min(end+1, len(line)):]
-		} else {
-			sp := strings.IndexByte(line, ' ')
-			if sp < 0 {
-				sp = len(line)
-			}
-			v, line = line[:sp], line[sp:]
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // wantValue is what the find API must answer for a multihash.
@@ -444,10 +310,10 @@ func TestIndexerIngestsReferencePublishers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs examples/indexer")
 	}
-	bin := buildIndexer(t)
+	bin := proctest.Build(t, "github.com/indexkit/indexkit/examples/indexer")
 	node := startIndexer(t, bin)
-	ingestAddr := node.addr(t, "ingest")
-	findURL := "http://" + node.addr(t, "find")
+	ingestAddr := node.Addr("ingest")
+	findURL := "http://" + node.Addr("find")
 
 	pubs := []*refPublisher{
 		newHTTPRefPublisher(t, "http-cbor-announce", key(t, keyTypes[0], 30), key(t, keyTypes[0], 31), 10),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -139,8 +140,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 	pub := newPublisher(t, chain)
 	dir := t.TempDir()
+	bin := proctest.Build(t, indexerPkg)
 
-	n := startNode(t, dir)
+	n := startNode(t, bin, dir)
 	pub.announce(t, n.url("ingest"))
 	checks := sample(live, 200)
 	last := checks[len(checks)-1]
@@ -196,7 +198,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("identity key: %v, %v", fi, err)
 	}
 
-	n = startNode(t, dir)
+	n = startNode(t, bin, dir)
 	getJSON(t, n.url("admin")+"/status", &st)
 	if !st.Frozen || st.ID != id {
 		t.Fatalf("GET /status after the restart: %+v, want frozen with ID %s", st, id)

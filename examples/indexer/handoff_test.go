@@ -13,6 +13,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/store"
 )
@@ -42,9 +43,10 @@ func TestFreezeHandoffResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := newPublisher(t, chain)
+	bin := proctest.Build(t, indexerPkg)
 
 	dir1 := t.TempDir()
-	n1 := startNode(t, dir1)
+	n1 := startNode(t, bin, dir1)
 	pub.announce(t, n1.url("ingest"))
 	waitFor(t, "node 1 to ingest A..D", func() bool { return lastHead(t, n1.url("admin")).Equals(chain.Head()) })
 	if code, b := httpDo(t, http.MethodPut, n1.url("admin")+"/freeze", nil); code != http.StatusOK {
@@ -67,7 +69,7 @@ func TestFreezeHandoffResume(t *testing.T) {
 	waitFor(t, "node 1 to walk E..Z", func() bool { return lastHead(t, n1.url("admin")).Equals(chain.Head()) })
 
 	// Node 2, in assigner mode, takes the publisher over.
-	n2 := startNode(t, t.TempDir(), "-use-assigner")
+	n2 := startNode(t, bin, t.TempDir(), "-use-assigner")
 	body := `{"FrozenID":"` + st1.ID.String() + `","FrozenURL":"` + n1.url("find") + `"}`
 	code, b := httpDo(t, http.MethodPost, n2.url("admin")+"/ingest/handoff/"+chain.Publisher.String(), strings.NewReader(body))
 	if code != http.StatusOK {
@@ -146,7 +148,7 @@ func TestFreezeHandoffResume(t *testing.T) {
 	// Node 1 restarts with -unfreeze-on-start: it resumes from FrozenAt
 	// (D) and ingests E..Z again, this time with their entries.
 	pub.resetRequests()
-	n1 = startNode(t, dir1, "-unfreeze-on-start")
+	n1 = startNode(t, bin, dir1, "-unfreeze-on-start")
 	getJSON(t, n1.url("admin")+"/status", &st1)
 	if st1.Frozen {
 		t.Fatalf("node 1 status after unfreeze on start: %+v", st1)

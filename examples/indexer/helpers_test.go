@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,170 +20,44 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/proctest"
 )
 
 // waitTimeout bounds every wait of these tests.
 const waitTimeout = 60 * time.Second
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds the indexer once per test run and returns its path.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "indexer-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "indexer")
-		args := []string{"build", "-o", binPath}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// indexerPkg is the command these tests build and run.
+const indexerPkg = "github.com/indexkit/indexkit/examples/indexer"
 
 // proc is a running indexer process.
 type proc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	addrs map[string]string // listener name -> address
-	done  chan struct{}     // closed when the process has exited
-	err   error             // Wait's error, once done
-
-	mu  sync.Mutex
-	log bytes.Buffer
+	*proctest.Proc
+	t *testing.T
 }
 
-// startNode runs the binary on dir with every listener on 127.0.0.1:0 and
-// extra flags, and waits until it has logged its listening addresses.
-func startNode(t *testing.T, dir string, extra ...string) *proc {
+// startNode runs the indexer binary bin on dir with every listener on
+// 127.0.0.1:0 and extra flags, and waits until it has logged msg=starting,
+// which it does after its listening addresses.
+func startNode(t *testing.T, bin, dir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
 		"-metrics", "127.0.0.1:0", "-p2p", "none", "-log-level", "debug"}, extra...)
-	p := &proc{t: t, cmd: exec.Command(binary(t), args...), addrs: make(map[string]string), done: make(chan struct{})}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		once := sync.Once{}
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.log.WriteString(line + "\n")
-			if f := logfmt(line); f["msg"] == "listening" {
-				p.addrs[f["name"]] = f["addr"]
-			} else if f["msg"] == "starting" {
-				once.Do(func() { close(started) })
-			}
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("log of %s:\n%s", dir, p.logText())
-		}
-	})
-	select {
-	case <-started:
-	case <-p.done:
-		t.Fatalf("indexer exited at start: %v\n%s", p.err, p.logText())
-	case <-time.After(waitTimeout):
-		t.Fatalf("indexer did not start\n%s", p.logText())
-	}
-	return p
-}
-
-func (p *proc) logText() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+	p := proctest.Start(t, bin, args...)
+	p.WaitMsg("starting")
+	return &proc{Proc: p, t: t}
 }
 
 func (p *proc) url(name string) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	a := p.addrs[name]
-	if a == "" {
-		p.t.Fatalf("no %s listener logged", name)
-	}
-	return "http://" + a
+	p.t.Helper()
+	return "http://" + p.Addr(name)
 }
 
 // stop sends SIGTERM and waits for the process to exit with status 0.
 func (p *proc) stop() {
 	p.t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		p.t.Fatal(err)
+	if code := p.Stop(); code != 0 {
+		p.t.Fatalf("indexer exited with code %d\n%s", code, p.Output())
 	}
-	select {
-	case <-p.done:
-	case <-time.After(waitTimeout):
-		p.t.Fatalf("indexer did not stop on SIGTERM\n%s", p.logText())
-	}
-	if p.err != nil {
-		p.t.Fatalf("indexer exited with %v\n%s", p.err, p.logText())
-	}
-}
-
-// logfmt parses the key=value pairs of a slog text line.
-func logfmt(line string) map[string]string {
-	out := make(map[string]string)
-	for len(line) > 0 {
-		line = strings.TrimLeft(line, " ")
-		eq := strings.IndexByte(line, '=')
-		if eq < 0 {
-			break
-		}
-		key := line[:eq]
-		line = line[eq+1:]
-		var val string
-		if strings.HasPrefix(line, `"`) {
-			end := 1
-			for end < len(line) && (line[end] != '"' || line[end-1] == '\\') {
-				end++
-			}
-			val = strings.ReplaceAll(line[1:min(end, len(line))], `\"`, `"`)
-			line = line[min(end+1, len(line)):]
-		} else {
-			sp := strings.IndexByte(line, ' ')
-			if sp < 0 {
-				sp = len(line)
-			}
-			val, line = line[:sp], line[sp:]
-		}
-		out[key] = val
-	}
-	return out
 }
 
 // waitFor polls cond until it holds, failing the test after waitTimeout.

@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,6 +23,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
@@ -38,87 +35,6 @@ const (
 	waitLog   = 15 * time.Second // a log line after a signal
 	waitExit  = 15 * time.Second // the process exits after SIGTERM
 )
-
-// buildBinary builds the command into a temporary directory, with -race
-// when the test runs with it.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "scatter")
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		if goTool, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command: %v", err)
-		}
-	}
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command(goTool, append(args, ".")...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// logWatcher collects a process's standard error and lets a test wait for
-// lines.
-type logWatcher struct {
-	mu      sync.Mutex
-	buf     []byte
-	lines   []string
-	changed chan struct{} // closed and replaced at each new line
-}
-
-func newLogWatcher() *logWatcher { return &logWatcher{changed: make(chan struct{})} }
-
-func (w *logWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		w.lines = append(w.lines, string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-		close(w.changed)
-		w.changed = make(chan struct{})
-	}
-	return len(p), nil
-}
-
-func (w *logWatcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.lines, "\n") + "\n" + string(w.buf)
-}
-
-// wait returns the submatches of the first line from index *from on that
-// matches re, and moves *from past it; it fails the test after d.
-func (w *logWatcher) wait(t *testing.T, from *int, re string, d time.Duration) []string {
-	t.Helper()
-	rx := regexp.MustCompile(re)
-	deadline := time.After(d)
-	for {
-		w.mu.Lock()
-		for i := *from; i < len(w.lines); i++ {
-			if m := rx.FindStringSubmatch(w.lines[i]); m != nil {
-				*from = i + 1
-				w.mu.Unlock()
-				return m
-			}
-		}
-		changed := w.changed
-		w.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("no log line matching %q within %v; log:\n%s", re, d, w)
-		}
-	}
-}
 
 // testPeer returns a deterministic provider for i.
 func testPeer(t *testing.T, i int) peer.AddrInfo {
@@ -201,68 +117,6 @@ func writeFile(t *testing.T, path, data string) {
 	}
 }
 
-// process is the binary running.
-type process struct {
-	cmd    *exec.Cmd
-	log    *logWatcher
-	exited chan struct{}
-	err    error // from Wait, once exited is closed
-}
-
-func start(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	p := &process{cmd: exec.Command(bin, args...), log: newLogWatcher(), exited: make(chan struct{})}
-	p.cmd.Stdout = p.log
-	p.cmd.Stderr = p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-			return
-		default:
-		}
-		p.cmd.Process.Kill() // by PID
-		select {
-		case <-p.exited:
-		case <-time.After(waitExit):
-			t.Errorf("process %d did not exit after SIGKILL", p.cmd.Process.Pid)
-		}
-	})
-	return p
-}
-
-func (p *process) signal(t *testing.T, sig os.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
-// waitExit waits for the process to exit and returns its exit code.
-func (p *process) waitExit(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-	case <-time.After(waitExit):
-		t.Fatalf("process did not exit within %v; log:\n%s", waitExit, p.log)
-	}
-	var ee *exec.ExitError
-	switch {
-	case p.err == nil:
-		return 0
-	case errors.As(p.err, &ee):
-		return ee.ExitCode()
-	}
-	t.Fatalf("wait: %v", p.err)
-	return -1
-}
-
 // found is a find answer: status, X-IPNI-Backends, Cache-Control, and the
 // results as "peerID/context/metadata", sorted.
 type found struct {
@@ -313,7 +167,7 @@ func result(p peer.AddrInfo, context, metadata string) string {
 // partial answer, metrics, a reload on SIGHUP that adds a backend, a bad
 // reload that keeps it, and a clean exit on SIGTERM.
 func TestBinary(t *testing.T) {
-	bin := buildBinary(t)
+	bin := proctest.Build(t, "github.com/indexkit/indexkit/examples/scatter")
 
 	t.Run("invalid", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -326,12 +180,12 @@ func TestBinary(t *testing.T) {
 			{[]string{"-backends", "ftp://127.0.0.1:1"}, "scheme must be http or https"},
 			{[]string{"-config", filepath.Join(t.TempDir(), "missing.json")}, "no such file"},
 		} {
-			p := start(t, bin, append(tc.args, "-listen", "127.0.0.1:0", "-metrics", "")...)
-			if code := p.waitExit(t); code != 1 {
+			p := proctest.Start(t, bin, append(tc.args, "-listen", "127.0.0.1:0", "-metrics", "")...)
+			if code := p.Wait(waitExit); code != 1 {
 				t.Errorf("%q: exit code %d, want 1", tc.args, code)
 			}
-			if !strings.Contains(p.log.String(), tc.want) {
-				t.Errorf("%q: output does not say %q:\n%s", tc.args, tc.want, p.log)
+			if !strings.Contains(p.Output(), tc.want) {
+				t.Errorf("%q: output does not say %q:\n%s", tc.args, tc.want, p.Output())
 			}
 		}
 	})
@@ -358,11 +212,11 @@ func testServe(t *testing.T, bin string) {
 
 	cfgPath := filepath.Join(t.TempDir(), "scatter.json")
 	writeFile(t, cfgPath, fmt.Sprintf(`{"Backends": [%q, %q], "Timeout": "3s"}`, u1, u2))
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-config", cfgPath,
+	p := proctest.Start(t, bin, "-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-config", cfgPath,
 		"-cache", "100", "-cache-ttl", "1m", "-log-level", "debug")
 	at := 0
-	findAddr := p.log.wait(t, &at, `msg=listening server=find addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
-	metricsAddr := p.log.wait(t, &at, `msg=listening server=metrics addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	findAddr := p.WaitLine(&at, `msg=listening server=find addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	metricsAddr := p.WaitLine(&at, `msg=listening server=metrics addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
 	base := "http://" + findAddr
 	client := &http.Client{Timeout: 10 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)
@@ -434,8 +288,8 @@ func testServe(t *testing.T, bin string) {
 
 	// Reload: indexstar's array form, with a third indexer.
 	writeFile(t, cfgPath, fmt.Sprintf(`[%q, %q, %q]`, u1, u2, u3))
-	p.signal(t, syscall.SIGHUP)
-	p.log.wait(t, &at, `msg="config reloaded".*added=\[`+regexp.QuoteMeta(u3)+`\]`, waitLog)
+	p.Signal(syscall.SIGHUP)
+	p.WaitLine(&at, `msg="config reloaded".*added=\[`+regexp.QuoteMeta(u3)+`\]`, waitLog)
 	want = []string{result(provD, "d", "m")}
 	if got := find(t, client, base, mhNew); got.status != http.StatusOK || got.backends != "" || !slices.Equal(got.results, want) {
 		t.Errorf("after reload: got %+v, want 200 with D", got)
@@ -443,8 +297,8 @@ func testServe(t *testing.T, bin string) {
 
 	// A bad config is logged and the current backends kept.
 	writeFile(t, cfgPath, fmt.Sprintf(`[%q, %q]`, u1, u1))
-	p.signal(t, syscall.SIGHUP)
-	p.log.wait(t, &at, `msg="reload failed; keeping the current backends".*listed twice`, waitLog)
+	p.Signal(syscall.SIGHUP)
+	p.WaitLine(&at, `msg="reload failed; keeping the current backends".*listed twice`, waitLog)
 	if got := find(t, client, base, mhNew); got.status != http.StatusOK || !slices.Equal(got.results, want) {
 		t.Errorf("after a bad reload: got %+v, want 200 with D", got)
 	}
@@ -459,12 +313,9 @@ func testServe(t *testing.T, bin string) {
 		"indexkit_scatter_queries_total 6",
 	)
 
-	p.signal(t, syscall.SIGTERM)
-	if code := p.waitExit(t); code != 0 {
-		t.Errorf("exit code %d after SIGTERM, want 0; log:\n%s", code, p.log)
+	p.Signal(syscall.SIGTERM)
+	if code := p.Wait(waitExit); code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0; log:\n%s", code, p.Output())
 	}
-	p.log.wait(t, &at, `msg=stopped`, waitLog)
-	if t.Failed() {
-		t.Logf("log:\n%s", p.log)
-	}
+	p.WaitLine(&at, `msg=stopped`, waitLog)
 }
