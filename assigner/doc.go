@@ -124,6 +124,24 @@
 // holders (with Continued), pending requests and waiting reason; the
 // incomplete handoffs.
 //
+// # Service
+//
+// [Service] drives a State over the indexers' admin API ([NewService],
+// then [Service.Run] until ctx ends). One loop goroutine applies every
+// event; each assign, handoff, forwarded announce and poll runs in its own
+// goroutine bounded by [WithRequestTimeout], so a hung indexer delays
+// nothing else. Startup polls every indexer (GET /ingest/assigned,
+// /status, /ingest/preferred; unreachable: [State.Offline], retried each
+// PollInterval or on [Service.PollNow]). A poll that overlapped an assign
+// or handoff request to the same indexer is discarded and repeated once
+// no request is in flight (the ordering contract of [State.Polled]). After
+// an assign (or handoff) succeeds, the publisher's latest announce is PUT
+// to the indexer's ingest URL; later HTTP announces go to its holders
+// ([WithResend]). [Service.Handler] takes announces (PUT /announce, PUT
+// /ingest/announce); [WithGossip] adds the gossip topic and republishes
+// HTTP announces with OrigPeer. [Service.StateHandler] serves GET
+// /assignments and GET /indexers. [Hooks] feed metrics.
+//
 // # Errors
 //
 // [NewState] and [State.AddIndexer] wrap [ErrInvalidConfig]; the indexer

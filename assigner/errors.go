@@ -17,3 +17,12 @@ var (
 	// that is not in the pool.
 	ErrUnknownIndexer = errors.New("assigner: unknown indexer")
 )
+
+var (
+	// ErrNotRunning is returned by [Service.Snapshot] (and answered 503 by
+	// the state API) while [Service.Run] is not running.
+	ErrNotRunning = errors.New("assigner: service not running")
+
+	// ErrAlreadyRun is returned by a second call of [Service.Run].
+	ErrAlreadyRun = errors.New("assigner: service already run")
+)

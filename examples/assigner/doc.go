@@ -1,0 +1,101 @@
+// Command assigner assigns the publishers of IPNI announces to a pool of
+// indexer nodes, keeps each publisher at its replication, and hands the
+// publishers of a frozen indexer off to active ones. It persists nothing:
+// at start it rebuilds its state from the indexers' admin APIs. It is thin
+// wiring of [github.com/indexkit/indexkit/assigner.Service].
+//
+// # Synopsis
+//
+//	assigner [-config FILE] [-indexer admin=URL,find=URL,ingest=URL ...] [flags]
+//
+// # Description
+//
+// At start the assigner asks every indexer, concurrently, for GET
+// /ingest/assigned, GET /status and GET /ingest/preferred (each request
+// bounded by -request-timeout; an unreachable indexer is offline and
+// asked again at the next poll). It then takes announces on -listen (PUT
+// /announce and PUT /ingest/announce, CBOR or JSON: 204, 400 for a bad
+// body, 403 for a publisher the policy rejects) and, with -p2p, on the
+// gossip topic, where it also republishes HTTP announces with OrigPeer.
+// A publisher short of its replication is assigned (POST
+// /ingest/assign/{id}) to the best candidates — those holding its data
+// first, then the least loaded — and the announce is forwarded to each
+// new indexer's ingest API so it syncs at once; later HTTP announces are
+// forwarded to the indexers holding the publisher. Every -poll-interval
+// the indexers are polled again; each publisher of an indexer found
+// frozen is handed off (POST /ingest/handoff/{id}) to its own best
+// candidate, which resumes after the frozen indexer's last advertisement.
+//
+// Indexers are added or removed by editing the pool and restarting.
+//
+// # Configuration
+//
+// The JSON file of -config has the keys of Config; flags given on the
+// command line override it, and -indexer adds to its pool:
+//
+//	{
+//	  "Indexers": [
+//	    {"AdminURL": "http://10.0.0.1:3002", "FindURL": "http://10.0.0.1:3000",
+//	     "IngestURL": "http://10.0.0.1:3001", "PresetPeers": ["12D3KooW…"]},
+//	    {"AdminURL": "http://10.0.0.2:3002", "FindURL": "http://10.0.0.2:3000",
+//	     "IngestURL": "http://10.0.0.2:3001"}
+//	  ],
+//	  "Replication": 2,
+//	  "PresetReplication": 1,
+//	  "PollInterval": "5m",
+//	  "Policy": {"Allow": true, "Except": []},
+//	  "Topic": "/indexer/ingest/mainnet"
+//	}
+//
+// An indexer's ID (in logs, metrics and the state API) is its AdminURL
+// unless "ID" is set. URLs without a scheme get http://.
+//
+// # Flags
+//
+//	-config FILE              JSON configuration
+//	-indexer admin=URL,find=URL,ingest=URL[,id=NAME][,preset=PEER]
+//	                          add an indexer (repeatable)
+//	-replication N            indexers per publisher (1)
+//	-preset-replication N     indexers per preset publisher (1)
+//	-poll-interval D          status poll period (5m)
+//	-request-timeout D        bound of each request to an indexer (30s)
+//	-topic T                  gossip topic (/indexer/ingest/mainnet)
+//	-listen ADDR              announces (127.0.0.1:3001)
+//	-state-listen ADDR        state API (127.0.0.1:3010)
+//	-metrics ADDR             Prometheus /metrics (127.0.0.1:3011; "" disables)
+//	-p2p MADDR                libp2p listen address for gossip ("none", the default, disables it)
+//	-admin-token TOKEN        bearer token of the indexers' admin APIs
+//	-log-level LEVEL          debug, info, warn, error (info)
+//	-shutdown-timeout D       wait for requests in flight on SIGTERM (10s)
+//
+// # State API
+//
+// Read-only, JSON, on -state-listen:
+//
+//	GET /assignments   every publisher: its indexers (with Continued after a
+//	                   handoff), requests in flight, why it waits; incomplete handoffs
+//	GET /indexers      every indexer: known, online, frozen, peer ID,
+//	                   assignments, requests in flight, refusals
+//
+// # Output
+//
+// Logs are slog text lines on standard error. Each listener logs
+// msg=listening name=<announce|state|metrics|p2p> addr=<address>, then
+// msg=starting; decisions (msg=decision kind=assign|handoff|retry-later),
+// request results (msg="request done") and offline indexers are logged
+// with the attributes publisher and indexer.
+//
+// # Metrics
+//
+// indexkit_assigner_announces_total{source}, decisions_total{kind},
+// requests_total{kind,indexer,outcome}, request_duration_seconds{kind},
+// forwards_total{indexer,result}, polls_total{indexer,result},
+// poll_duration_seconds, announce_{duplicates,denied,malformed,republished}_total,
+// and the Go and process collectors.
+//
+// # Signals
+//
+// SIGINT or SIGTERM stops the listeners (requests in flight get
+// -shutdown-timeout), cancels the requests to indexers, and exits 0.
+// Nothing is lost: the next start rebuilds the state from the indexers.
+package main

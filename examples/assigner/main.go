@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/assigner/admin"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "assigner:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
+// main), then stops the listeners and the service.
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := loadConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.level()}))
+	sc, err := cfg.serviceConfig()
+	if err != nil {
+		return err
+	}
+	met := newMetrics()
+	opts := []assigner.ServiceOption{
+		assigner.WithLogger(log), assigner.WithHooks(met.hooks()),
+		assigner.WithRequestTimeout(cfg.RequestTimeout.d()),
+	}
+	if cfg.AdminToken != "" {
+		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
+	}
+	var h host.Host
+	if cfg.P2P != "" {
+		// A fresh identity each start: the assigner's peer ID only signs
+		// its republishes. No relay, bootstrap, mDNS or NAT mapping.
+		if h, err = libp2p.New(libp2p.ListenAddrStrings(cfg.P2P), libp2p.DisableRelay()); err != nil {
+			return fmt.Errorf("-p2p %s: %w", cfg.P2P, err)
+		}
+		defer h.Close()
+		opts = append(opts, assigner.WithGossip(h))
+	}
+	svc, err := assigner.NewService(sc, opts...)
+	if err != nil {
+		return err
+	}
+	met.receiverStats(svc.Receiver())
+
+	announceMux := http.NewServeMux()
+	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
+	announceMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "assigner ready") })
+	listeners := []struct {
+		name, addr string
+		h          http.Handler
+	}{
+		{"announce", cfg.Listen, announceMux},
+		{"state", cfg.StateListen, svc.StateHandler()},
+	}
+	if cfg.Metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+		listeners = append(listeners, struct {
+			name, addr string
+			h          http.Handler
+		}{"metrics", cfg.Metrics, mux})
+	}
+	var lns []net.Listener
+	for _, l := range listeners {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, x := range lns {
+				x.Close()
+			}
+			return fmt.Errorf("listen %s %s: %w", l.name, l.addr, err)
+		}
+		lns = append(lns, ln)
+	}
+	for i, ln := range lns {
+		log.Info("listening", "name", listeners[i].name, "addr", ln.Addr().String())
+	}
+	if h != nil {
+		for _, a := range h.Addrs() {
+			log.Info("listening", "name", "p2p", "addr", a.String()+"/p2p/"+h.ID().String())
+		}
+	}
+	log.Info("starting", "indexers", len(sc.Indexers), "replication", cfg.Replication,
+		"preset_replication", cfg.PresetReplication, "poll_interval", cfg.PollInterval.d().String(), "p2p", h != nil)
+
+	eg, ctx := errgroup.WithContext(ctx)
+	for i, ln := range lns {
+		srv := &http.Server{
+			Handler:           listeners[i].h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second, // the reference's
+			WriteTimeout:      30 * time.Second,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		eg.Go(func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%s server: %w", listeners[i].name, err)
+			}
+			return nil
+		})
+		eg.Go(func() error {
+			<-ctx.Done()
+			sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.d())
+			defer cancel()
+			if err := srv.Shutdown(sctx); err != nil {
+				srv.Close()
+				return fmt.Errorf("%s server: %w", listeners[i].name, err)
+			}
+			return nil
+		})
+	}
+	eg.Go(func() error { return svc.Run(ctx) })
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
