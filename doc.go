@@ -54,7 +54,8 @@
 //   - handoff: moving a publisher from a frozen indexer to an active one,
 //     which resumes right after the frozen indexer's last ad; the
 //     persisted assignment registry.
-//   - assigner (planned): the publisher to indexer assignment service.
+//   - assigner: the publisher to indexer assignment state machine and the
+//     service that drives it.
 //   - assigner/admin: the indexer admin API contract, handler and client.
 //   - scatter: the IPNI find HTTP API over any Backend (a store, a remote
 //     indexer, or a Gather over many), with honest partial-result status,
@@ -70,9 +71,9 @@
 //     which generates signed advertisement chains with their ground truth
 //     for tests and benchmarks.
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
-//     find front end over a pool), benchtable (turns benchmark output into
-//     a table); planned: assigner, piece, fleet, publisher, and pool, one
-//     command that runs a whole local pool.
+//     find front end over a pool), assigner (the assignment service),
+//     benchtable (turns benchmark output into a table); planned: piece,
+//     fleet, publisher, and pool, one command that runs a whole local pool.
 //
 // # Import rules
 //
