@@ -1,0 +1,193 @@
+package lease
+
+import (
+	"fmt"
+	"time"
+)
+
+// Clock tells the time. Backends whose clock runs in the process (memory)
+// read it for every expiry and window; a backend with a server-side clock
+// (Redis) ignores it. A [Lease] reads it to decide, by the holder's own
+// clock, when it has lost its lease.
+type Clock interface {
+	Now() time.Time
+}
+
+// TimerClock is a Clock that can also call a function after a delay. A
+// [Lease] uses it to close Done at its local deadline without being asked;
+// with a plain Clock it notices only when one of its methods is called.
+type TimerClock interface {
+	Clock
+	// AfterFunc calls f in its own goroutine after d; stop cancels the call
+	// and reports whether it did so before f was started.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc wraps time.AfterFunc.
+func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// Hooks receive events, for metrics. Every field may be nil. Hooks are called
+// synchronously, outside the store's locks, and must not block.
+type Hooks struct {
+	AuctionStarted        func(item string, round uint64)
+	AuctionWon            func(r AuctionResult)
+	AuctionNoWinner       func(r AuctionResult)
+	AuctionShortCircuited func(r AuctionResult)
+	AuctionTimedOut       func(r AuctionResult)
+	// ItemStarved is called when an auction without a winner brings an
+	// item's Unleased count to StarveAfter or beyond.
+	ItemStarved func(item string, unleased int)
+
+	BidPlaced func(item, node string, freeMemory int64)
+	// BidRejected gets the sentinel that says why: ErrBidPending,
+	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
+	BidRejected func(item, node string, reason error)
+
+	// The lease hooks are called by a [Lease], on the holder's side.
+	LeaseRenewed func(ref Ref)
+	LeaseLost    func(ref Ref, reason error)
+}
+
+// Config holds the settings shared by every backend and by [Lease]. Build it
+// with [NewConfig]; backends take the same Options.
+type Config struct {
+	TTL time.Duration // lease time to live (default 30s)
+	// AuctionWindow is the hard backstop: an auction closes at most this long
+	// after its first bid (default 60s).
+	AuctionWindow time.Duration
+	// PendingGrace: a pending-bid marker expires AuctionWindow+PendingGrace
+	// after the bid, even if its auction is never evaluated (default 5s).
+	PendingGrace time.Duration
+	// MaxBids is the static short-circuit threshold; 0 disables it.
+	MaxBids int
+	// DynamicMaxBids makes the number of live nodes the threshold (when at
+	// least one is live); LivenessWindow says how recent a heartbeat must be
+	// (default 30s).
+	DynamicMaxBids bool
+	LivenessWindow time.Duration
+	// LiveBiddersOnly makes an evaluation skip bidders that are not live
+	// and take the next-best bid.
+	LiveBiddersOnly bool
+	// MinBidFactor scales a reported size into the item's minimum bid
+	// (default 1).
+	MinBidFactor float64
+	// StarveAfter is the Unleased count from which an item is reported
+	// starved (default 5).
+	StarveAfter int
+	// SafetyMargin: a Lease considers itself lost this long before its
+	// lease expires by the holder's clock (default TTL/10).
+	SafetyMargin time.Duration
+	Clock        Clock
+	Hooks        Hooks
+}
+
+// Option changes a Config.
+type Option func(*Config)
+
+// WithTTL sets the lease time to live.
+func WithTTL(d time.Duration) Option { return func(c *Config) { c.TTL = d } }
+
+// WithAuctionWindow sets the auction window, the backstop.
+func WithAuctionWindow(d time.Duration) Option { return func(c *Config) { c.AuctionWindow = d } }
+
+// WithPendingGrace sets how long past the window a pending-bid marker lasts.
+func WithPendingGrace(d time.Duration) Option { return func(c *Config) { c.PendingGrace = d } }
+
+// WithMaxBids sets the static short-circuit threshold (0: none).
+func WithMaxBids(n int) Option { return func(c *Config) { c.MaxBids = n } }
+
+// WithDynamicMaxBids takes the threshold from the count of nodes that
+// heartbeated within liveness.
+func WithDynamicMaxBids(liveness time.Duration) Option {
+	return func(c *Config) { c.DynamicMaxBids, c.LivenessWindow = true, liveness }
+}
+
+// WithLiveBiddersOnly makes evaluations skip bidders that are not live.
+func WithLiveBiddersOnly() Option { return func(c *Config) { c.LiveBiddersOnly = true } }
+
+// WithMinBidFactor sets the factor from reported size to minimum bid.
+func WithMinBidFactor(f float64) Option { return func(c *Config) { c.MinBidFactor = f } }
+
+// WithStarveAfter sets the Unleased count that marks an item starved.
+func WithStarveAfter(n int) Option { return func(c *Config) { c.StarveAfter = n } }
+
+// WithSafetyMargin sets how early a Lease gives itself up.
+func WithSafetyMargin(d time.Duration) Option { return func(c *Config) { c.SafetyMargin = d } }
+
+// WithClock sets the clock (default [SystemClock]).
+func WithClock(clk Clock) Option { return func(c *Config) { c.Clock = clk } }
+
+// WithHooks sets the hooks.
+func WithHooks(h Hooks) Option { return func(c *Config) { c.Hooks = h } }
+
+// NewConfig applies opts to the defaults and validates the result.
+func NewConfig(opts ...Option) (Config, error) {
+	c := Config{
+		TTL:            30 * time.Second,
+		AuctionWindow:  60 * time.Second,
+		PendingGrace:   5 * time.Second,
+		LivenessWindow: 30 * time.Second,
+		MinBidFactor:   1,
+		StarveAfter:    5,
+		Clock:          SystemClock{},
+	}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = c.TTL / 10
+	}
+	switch {
+	case c.TTL <= 0:
+		return c, fmt.Errorf("lease: TTL %v: %w", c.TTL, ErrInvalid)
+	case c.AuctionWindow <= 0:
+		return c, fmt.Errorf("lease: auction window %v: %w", c.AuctionWindow, ErrInvalid)
+	case c.PendingGrace < 0:
+		return c, fmt.Errorf("lease: pending grace %v: %w", c.PendingGrace, ErrInvalid)
+	case c.MaxBids < 0:
+		return c, fmt.Errorf("lease: max bids %d: %w", c.MaxBids, ErrInvalid)
+	case c.LivenessWindow <= 0:
+		return c, fmt.Errorf("lease: liveness window %v: %w", c.LivenessWindow, ErrInvalid)
+	case c.MinBidFactor < 0:
+		return c, fmt.Errorf("lease: min bid factor %v: %w", c.MinBidFactor, ErrInvalid)
+	case c.StarveAfter < 1:
+		return c, fmt.Errorf("lease: starve after %d: %w", c.StarveAfter, ErrInvalid)
+	case c.SafetyMargin < 0 || c.SafetyMargin >= c.TTL:
+		return c, fmt.Errorf("lease: safety margin %v with TTL %v: %w", c.SafetyMargin, c.TTL, ErrInvalid)
+	case c.Clock == nil:
+		return c, fmt.Errorf("lease: nil clock: %w", ErrInvalid)
+	}
+	return c, nil
+}
+
+// Threshold returns the short-circuit threshold of an item whose MaxBids
+// override is override when live nodes are live: the override if positive,
+// else the live count under DynamicMaxBids if positive, else MaxBids. Zero
+// means no short circuit: only the window closes the auction.
+func (c Config) Threshold(override, live int) int {
+	if override > 0 {
+		return override
+	}
+	if c.DynamicMaxBids && live > 0 {
+		return live
+	}
+	return c.MaxBids
+}
+
+// MinBidFor returns the minimum bid for an item of size bytes.
+func (c Config) MinBidFor(size int64) int64 {
+	f := float64(size) * c.MinBidFactor
+	m := int64(f)
+	if float64(m) < f {
+		m++
+	}
+	return m
+}

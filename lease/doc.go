@@ -1,0 +1,64 @@
+// Package lease is the ownership layer of an in-memory serving fleet: a
+// catalog of items (repositories, shards), TTL leases with fencing tokens,
+// and the capacity auctions through which nodes win items.
+//
+// # Model
+//
+// The catalog holds one [Row] per item: what to index (Commit, Size), who
+// owns it (Owner, Expiry, Fence, State idle/leased/draining), whether the
+// owner serves it (Ready, LastIndexed), and how it is auctioned (MaxBids
+// override, MinBid, the open auction's Round, Bids and deadline, and
+// Unleased, the count of auctions closed without a winner).
+//
+// An item is granted only by an auction; there is no direct acquire:
+//
+//   - A node bids its free memory with [Store.Bid]. The first bid opens an
+//     auction with a window (Config.AuctionWindow, default 60s); a node has
+//     at most one unaccepted bid pending, anywhere, and its marker expires
+//     PendingGrace after the window even if the auction is never closed.
+//     A bid below the item's MinBid (raised to size × MinBidFactor when the
+//     owner reports a size) is refused.
+//   - The auction closes when its window passes (the hard backstop) or,
+//     earlier, when its bids reach the threshold (the short circuit): the
+//     item's MaxBids override, else the number of nodes that heartbeated
+//     within the liveness window (with DynamicMaxBids), else the static
+//     MaxBids. The threshold is read at each bid and evaluation, so a change
+//     never cancels an auction in progress: every bid placed stays in it,
+//     and a lowered threshold closes it with all of them.
+//   - [Store.Evaluate] closes a due auction. Any number of nodes may call it;
+//     each round is closed by exactly one evaluation. The best bid wins (see
+//     [Bid.Beats]: most free memory, then earliest arrival on the store);
+//     bids below MinBid, or from nodes no longer live with LiveBiddersOnly,
+//     are skipped for the next best. The grant carries a [Fence] greater
+//     than every earlier fence of the item.
+//
+// The owner renews its lease ([Store.Renew], one or many at once), releases
+// it, or drains it (mark Draining, finish, release). Every owner operation
+// names its grant by a [Ref] and is refused with [ErrStaleFence] once the
+// item has been granted again, or [ErrNotHeld] once the lease expired or was
+// released. Resources outside the catalog check fences with [CheckFence].
+//
+// # Holding a lease
+//
+// [Acquire] wraps a won grant in a [Lease], whose Done channel is closed
+// when the holder must stop acting as owner: a refused renewal, a release,
+// or its local deadline, SafetyMargin before expiry by the holder's own
+// clock. Because the store grants the item again only by an auction
+// evaluated after expiry on the store's clock, Done closes before anyone
+// else can win the item. [Lease] describes the margin.
+//
+// # Backends
+//
+// This package holds the model, the interface and the shared [Config]; it
+// imports no backend. lease/memory is a goroutine-safe in-process store with
+// an injectable [Clock]. Every backend passes the conformance suite in
+// lease/leasetest.
+//
+// # Lifecycle, concurrency, errors
+//
+// Backends' constructors take the [Option]s of this package and start
+// nothing; Close is idempotent, after which every method returns an error
+// wrapping [ErrClosed]. Every method is safe for concurrent use. Failures
+// wrap the sentinels of errors.go, to be tested with errors.Is. [Hooks]
+// receive auction, bid and lease events for metrics.
+package lease

@@ -1,0 +1,217 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Lease is the holder's handle on a lease it won at auction. It keeps the
+// holder's own view of the lease's validity and closes Done the moment the
+// holder must stop acting as owner.
+//
+// # The safety margin
+//
+// Each successful renewal (and Acquire) reads the holder's clock at t0,
+// before sending the request. The store extends the lease to TTL after it
+// processes the request, which is after t0; so, with clocks that run at the
+// same rate, the store's expiry is never earlier than t0+TTL by the
+// holder's clock. The Lease counts itself lost at
+//
+//	t0 + TTL − SafetyMargin
+//
+// and the store grants the item to anyone else only by an auction
+// evaluated after the expiry on its own clock. The margin (default TTL/10)
+// absorbs clock-rate drift and the time between the holder checking Done
+// and its last write landing. A fence-aware resource (see [CheckFence])
+// protects against the rest: pauses longer than the margin.
+//
+// Done is also closed when a renewal or update is refused (ErrNotHeld,
+// ErrStaleFence) and after Release. Once closed it stays closed, even if a
+// later renewal would have succeeded.
+type Lease struct {
+	s      Store
+	clk    Clock
+	hooks  Hooks
+	margin time.Duration
+
+	mu       sync.Mutex
+	ref      Ref
+	deadline time.Time // by clk
+	stop     func() bool
+	done     chan struct{}
+	err      error
+}
+
+// Acquire takes up a lease that ref's holder won at auction (from a
+// [BidResult] or [AuctionResult], or seen as Owner in a [Row]). It renews
+// the lease at once, to anchor the local deadline to a request it timed,
+// and fails with ErrNotHeld or ErrStaleFence if the lease is not current.
+// Acquire grants nothing: auctions are the only way to obtain a lease.
+//
+// The options that matter here are WithClock, WithHooks and
+// WithSafetyMargin; the TTL comes from the store.
+func Acquire(ctx context.Context, s Store, ref Ref, opts ...Option) (*Lease, error) {
+	c, err := NewConfig(opts...)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{s: s, clk: c.Clock, hooks: c.Hooks, margin: c.SafetyMargin, ref: ref, done: make(chan struct{})}
+	if err := l.Renew(ctx); err != nil {
+		l.lose(err)
+		return nil, err
+	}
+	return l, nil
+}
+
+// Ref returns the grant the lease is for.
+func (l *Lease) Ref() Ref { return l.ref }
+
+// Done is closed when the holder must consider the lease lost.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns why Done was closed, or nil while it is open. The error
+// wraps ErrNotHeld (expired locally, refused, released) or ErrStaleFence.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// ValidFor returns how long the lease stays valid by the holder's clock,
+// closing Done if that time has passed. It is ≤ 0 once the lease is lost.
+func (l *Lease) ValidFor() time.Duration {
+	l.mu.Lock()
+	lost := l.err != nil
+	left := l.deadline.Sub(l.clk.Now())
+	l.mu.Unlock()
+	if lost {
+		return 0
+	}
+	if left <= 0 {
+		l.lose(fmt.Errorf("lease: %s expired locally: %w", l.ref.Item, ErrNotHeld))
+		return 0
+	}
+	return left
+}
+
+// Renew extends the lease. A refusal closes Done and returns the error; a
+// failure of the call itself (a context, a network) leaves the lease as it
+// was, to lapse at its deadline unless a later Renew succeeds.
+func (l *Lease) Renew(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	t0 := l.clk.Now()
+	rs, err := l.s.Renew(ctx, l.ref)
+	if err != nil {
+		l.ValidFor()
+		return fmt.Errorf("lease: renew %s: %w", l.ref.Item, err)
+	}
+	if len(rs) != 1 {
+		return fmt.Errorf("lease: renew %s: %d results: %w", l.ref.Item, len(rs), ErrInvalid)
+	}
+	if err := rs[0].Err; err != nil {
+		l.lose(err)
+		return err
+	}
+	if rs[0].TTL <= l.margin {
+		err := fmt.Errorf("lease: TTL %v within safety margin %v: %w", rs[0].TTL, l.margin, ErrInvalid)
+		l.lose(err)
+		return err
+	}
+	d := t0.Add(rs[0].TTL - l.margin)
+	l.mu.Lock()
+	if l.err != nil {
+		err := l.err
+		l.mu.Unlock()
+		return err
+	}
+	if !d.After(l.clk.Now()) {
+		l.mu.Unlock()
+		err := fmt.Errorf("lease: %s expired locally during renewal: %w", l.ref.Item, ErrNotHeld)
+		l.lose(err)
+		return err
+	}
+	l.deadline = d
+	if l.stop != nil {
+		l.stop()
+		l.stop = nil
+	}
+	if tc, ok := l.clk.(TimerClock); ok {
+		l.stop = tc.AfterFunc(d.Sub(l.clk.Now()), func() { l.ValidFor() })
+	}
+	l.mu.Unlock()
+	if h := l.hooks.LeaseRenewed; h != nil {
+		h(l.ref)
+	}
+	return nil
+}
+
+// Update applies an owner's mutation through the store. It fails without
+// calling the store once the lease is lost.
+func (l *Lease) Update(ctx context.Context, m Mutation) (Row, error) {
+	if l.ValidFor() <= 0 {
+		return Row{}, l.Err()
+	}
+	r, err := l.s.Update(ctx, l.ref, m)
+	if errors.Is(err, ErrNotHeld) || errors.Is(err, ErrStaleFence) {
+		l.lose(err)
+	}
+	return r, err
+}
+
+// Release gives the lease up and closes Done.
+func (l *Lease) Release(ctx context.Context) error {
+	err := l.s.Release(ctx, l.ref)
+	if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrStaleFence) {
+		l.lose(fmt.Errorf("lease: %s released: %w", l.ref.Item, ErrNotHeld))
+	}
+	return err
+}
+
+// Drain marks the item Draining, calls finish to let in-flight work end,
+// and releases the lease. finish gets a context that is cancelled when the
+// lease is lost or ctx is done. The lease is released even if finish fails;
+// the errors are joined.
+func (l *Lease) Drain(ctx context.Context, finish func(context.Context) error) error {
+	if _, err := l.Update(ctx, Mutation{Draining: true}); err != nil {
+		return fmt.Errorf("lease: drain %s: %w", l.ref.Item, err)
+	}
+	var ferr error
+	if finish != nil {
+		fctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(ctx, cancel)
+		go func() {
+			select {
+			case <-l.done:
+				cancel()
+			case <-fctx.Done():
+			}
+		}()
+		ferr = finish(fctx)
+		stop()
+		cancel()
+	}
+	return errors.Join(ferr, l.Release(ctx))
+}
+
+func (l *Lease) lose(reason error) {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	l.err = reason
+	if l.stop != nil {
+		l.stop()
+		l.stop = nil
+	}
+	close(l.done)
+	l.mu.Unlock()
+	if h := l.hooks.LeaseLost; h != nil {
+		h(l.ref, reason)
+	}
+}
