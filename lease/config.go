@@ -51,7 +51,8 @@ type Hooks struct {
 	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidRejected func(item, node string, reason error)
 
-	// The lease hooks are called by a [Lease], on the holder's side.
+	// The lease hooks are called by a [Lease], on the holder's side;
+	// LeaseLost runs before the lease's Done channel closes.
 	LeaseRenewed func(ref Ref)
 	LeaseLost    func(ref Ref, reason error)
 }

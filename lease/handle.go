@@ -209,9 +209,11 @@ func (l *Lease) lose(reason error) {
 		l.stop()
 		l.stop = nil
 	}
-	close(l.done)
 	l.mu.Unlock()
+	// The hook runs before Done closes, so whoever wakes on Done sees
+	// everything the hook recorded; only the first lose gets here.
 	if h := l.hooks.LeaseLost; h != nil {
 		h(l.ref, reason)
 	}
+	close(l.done)
 }
