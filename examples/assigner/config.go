@@ -189,6 +189,9 @@ func loadConfig(args []string, stderr io.Writer) (Config, error) {
 		if err := dec.Decode(&c); err != nil {
 			return c, fmt.Errorf("-config %s: %w", path, err)
 		}
+		if _, err := dec.Token(); err != io.EOF {
+			return c, fmt.Errorf("-config %s: data after the configuration object", path)
+		}
 		if err := flagSet(&c, &path, io.Discard).Parse(args); err != nil {
 			return c, err
 		}

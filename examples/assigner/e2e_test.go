@@ -23,7 +23,7 @@ import (
 	"github.com/indexkit/indexkit/internal/proctest"
 )
 
-const waitTimeout = 60 * time.Second
+const waitTimeout = 30 * time.Second
 
 type node struct {
 	*proctest.Proc
@@ -117,8 +117,8 @@ func TestPool(t *testing.T) {
 	h, port, _ := strings.Cut(hostPort, ":")
 	pubAddr := multiaddr.StringCast("/ip4/" + h + "/tcp/" + port + "/http/p2p/" + chain.Publisher.String())
 
-	indexerBin := proctest.Build(t, "github.com/indexkit/indexkit/examples/indexer")
-	assignerBin := proctest.Build(t, "github.com/indexkit/indexkit/examples/assigner")
+	indexerBin := binary(t, indexerPkg)
+	assignerBin := binary(t, assignerPkg)
 	nodes := []*node{startIndexer(t, indexerBin), startIndexer(t, indexerBin), startIndexer(t, indexerBin)}
 
 	args := []string{"-replication", "2", "-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:0",
