@@ -47,6 +47,39 @@
 // evaluated after expiry on the store's clock, Done closes before anyone
 // else can win the item. [Lease] describes the margin.
 //
+// # The node manager
+//
+// A [Manager] is a node's agent over a Store. [NewManager] takes the node's
+// name, an [Indexer] (WithIndexer), a memory budget (WithBudget) and
+// options, and starts nothing; [Manager.Run] does the work until its
+// context is done:
+//
+//   - it heartbeats the node into the live set (WithHeartbeatInterval);
+//   - it renews every held lease in one batched call ([RenewAll]) every
+//     WithRenewInterval (a third of the TTL by default); a refused or lapsed
+//     lease closes its Done, and the manager drops the item;
+//   - it scans the items (the store's [Lister], or WithItemSource) on a
+//     jittered interval, closes due auctions, joins open auctions first,
+//     and bids its free memory (budget minus used) on an item that fits;
+//     a rejected or lost bid backs that item off with full jitter,
+//     exponentially (WithBidBackoff);
+//   - on a win it acquires the [Lease], indexes the item with at most
+//     WithIndexConcurrency Index calls at once, and marks the row Ready
+//     with its size under the lease's fence;
+//   - over budget it evicts ready items in the order of the
+//     [EvictionPolicy] ([EvictLRU] by last [Manager.Touch], or
+//     [EvictSizeTraffic]), releasing and dropping each; [Manager.Pin]ned
+//     items are never evicted;
+//   - when its context is done it stops bidding and heartbeating, drains
+//     every held lease (Draining, in-flight indexing given up to
+//     WithDrainTimeout, release) and returns once all its goroutines have
+//     exited. A negative drain timeout abandons the leases instead, as a
+//     crash would.
+//
+// Lease events reach the [Hooks] set with WithLeaseOptions (the manager
+// also reports its own bids there); wins, indexing and evictions reach
+// [ManagerHooks].
+//
 // # Backends
 //
 // This package holds the model, the interface and the shared [Config]; it

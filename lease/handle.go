@@ -113,16 +113,62 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if len(rs) != 1 {
 		return fmt.Errorf("lease: renew %s: %d results: %w", l.ref.Item, len(rs), ErrInvalid)
 	}
-	if err := rs[0].Err; err != nil {
+	return l.apply(t0, rs[0])
+}
+
+// RenewAll renews leases held on s with one batched [Store.Renew] call,
+// as [Lease.Renew] does for one: a refused renewal closes that lease's
+// Done, a failed call leaves every lease to lapse at its deadline. Leases
+// already lost are skipped. The error joins the refusals, or is the
+// call's failure.
+func RenewAll(ctx context.Context, s Store, ls ...*Lease) error {
+	var (
+		live []*Lease
+		t0s  []time.Time
+		refs []Ref
+	)
+	for _, l := range ls {
+		if l.Err() != nil {
+			continue
+		}
+		live = append(live, l)
+		t0s = append(t0s, l.clk.Now())
+		refs = append(refs, l.ref)
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	rs, err := s.Renew(ctx, refs...)
+	if err != nil {
+		for _, l := range live {
+			l.ValidFor()
+		}
+		return fmt.Errorf("lease: renew %d leases: %w", len(refs), err)
+	}
+	if len(rs) != len(refs) {
+		return fmt.Errorf("lease: renew %d leases: %d results: %w", len(refs), len(rs), ErrInvalid)
+	}
+	var errs []error
+	for i, l := range live {
+		if err := l.apply(t0s[i], rs[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// apply takes in the outcome of a renewal sent at t0 by the holder's clock.
+func (l *Lease) apply(t0 time.Time, r Renewal) error {
+	if err := r.Err; err != nil {
 		l.lose(err)
 		return err
 	}
-	if rs[0].TTL <= l.margin {
-		err := fmt.Errorf("lease: TTL %v within safety margin %v: %w", rs[0].TTL, l.margin, ErrInvalid)
+	if r.TTL <= l.margin {
+		err := fmt.Errorf("lease: TTL %v within safety margin %v: %w", r.TTL, l.margin, ErrInvalid)
 		l.lose(err)
 		return err
 	}
-	d := t0.Add(rs[0].TTL - l.margin)
+	d := t0.Add(r.TTL - l.margin)
 	l.mu.Lock()
 	if l.err != nil {
 		err := l.err
