@@ -60,11 +60,13 @@
 //   - scatter: the IPNI find HTTP API over any Backend (a store, a remote
 //     indexer, or a Gather over many), with honest partial-result status,
 //     per-backend circuit breakers, a result cache and a keyspace ring.
-//   - lease (planned): catalog rows, TTL leases with fencing tokens, the
-//     bidding auction, eviction under a memory budget.
-//   - lease/memory, lease/redis (planned): lease backends.
-//   - lease/leasetest (planned): conformance suite every lease backend
-//     passes.
+//   - lease: catalog rows, TTL leases with fencing tokens granted only by
+//     auction, and the node manager (heartbeats, renewals, bidding,
+//     eviction under a memory budget, drain).
+//   - lease/memory, lease/redis: lease backends; Redis scripts use the
+//     server's clock as the only clock.
+//   - lease/leasetest: conformance suite every lease backend passes, on a
+//     fake clock or on real time.
 //   - piece (planned): the piece sampler and its signed REST API.
 //   - internal/...: helpers no importer needs: internal/importrules, the
 //     test that enforces the import rules below, and internal/chaingen,
