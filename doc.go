@@ -69,9 +69,10 @@
 //     fake clock or on real time.
 //   - piece (planned): the piece sampler and its signed REST API.
 //   - internal/...: helpers no importer needs: internal/importrules, the
-//     test that enforces the import rules below, and internal/chaingen,
+//     test that enforces the import rules below; internal/chaingen,
 //     which generates signed advertisement chains with their ground truth
-//     for tests and benchmarks.
+//     for tests and benchmarks; and internal/proctest, which runs the
+//     example binaries as processes in tests.
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
 //     benchtable (turns benchmark output into a table); planned: piece,
