@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // Config is the assigner's configuration: the JSON config file (-config),
@@ -169,32 +168,9 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 // make: the defaults, then the -config file, then the flags given (an
 // -indexer flag adds to the file's pool). -h returns flag.ErrHelp.
 func loadConfig(args []string, stderr io.Writer) (Config, error) {
-	c := DefaultConfig()
-	var path string
-	fs := flagSet(&c, &path, stderr)
-	if err := fs.Parse(args); err != nil {
+	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSONOnly)
+	if err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if path != "" {
-		c = DefaultConfig()
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("-config: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return c, fmt.Errorf("-config %s: %w", path, err)
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return c, fmt.Errorf("-config %s: data after the configuration object", path)
-		}
-		if err := flagSet(&c, &path, io.Discard).Parse(args); err != nil {
-			return c, err
-		}
 	}
 	return c, c.validate()
 }
@@ -213,8 +189,7 @@ func (c *Config) validate() error {
 	case c.PollInterval <= 0 || c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0:
 		return errors.New("-poll-interval, -request-timeout and -shutdown-timeout must be positive")
 	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
 	}
 	_, err := c.serviceConfig()
@@ -222,8 +197,7 @@ func (c *Config) validate() error {
 }
 
 func (c Config) level() slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(c.LogLevel))
+	l, _ := cli.ParseLevel(c.LogLevel)
 	return l
 }
 

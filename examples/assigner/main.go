@@ -3,15 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -21,20 +17,10 @@ import (
 
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
-	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "assigner:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("assigner", run) }
 
 // run is the program: it serves until ctx is done (SIGINT or SIGTERM in
 // main), then stops the listeners and the service.
@@ -43,7 +29,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.level()}))
+	log := cli.NewLogger(stderr, cfg.level())
 	sc, err := cfg.serviceConfig()
 	if err != nil {
 		return err
@@ -102,11 +88,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		lns = append(lns, ln)
 	}
 	for i, ln := range lns {
-		log.Info("listening", "name", listeners[i].name, "addr", ln.Addr().String())
+		cli.LogListening(log, listeners[i].name, ln.Addr().String())
 	}
 	if h != nil {
 		for _, a := range h.Addrs() {
-			log.Info("listening", "name", "p2p", "addr", a.String()+"/p2p/"+h.ID().String())
+			cli.LogListening(log, "p2p", a.String()+"/p2p/"+h.ID().String())
 		}
 	}
 	log.Info("starting", "indexers", len(sc.Indexers), "replication", cfg.Replication,

@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // Config is the node's configuration: the JSON config file (-config), with
@@ -127,30 +127,9 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 // make: the defaults, then the -config file, then the flags given. -h
 // returns flag.ErrHelp.
 func loadConfig(args []string, stderr io.Writer) (Config, error) {
-	c := DefaultConfig()
-	var path string
-	fs := flagSet(&c, &path, stderr)
-	if err := fs.Parse(args); err != nil {
+	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSON)
+	if err != nil {
 		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if path != "" {
-		c = DefaultConfig()
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return c, fmt.Errorf("-config: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return c, fmt.Errorf("-config %s: %w", path, err)
-		}
-		// The flags given explicitly override the file.
-		if err := flagSet(&c, &path, io.Discard).Parse(args); err != nil {
-			return c, err
-		}
 	}
 	return c, c.validate()
 }
@@ -175,8 +154,7 @@ func (c *Config) validate() error {
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v must be positive", time.Duration(c.ShutdownTimeout))
 	}
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
 	}
 	return nil
@@ -184,7 +162,6 @@ func (c *Config) validate() error {
 
 // level returns the log level (validated).
 func (c Config) level() slog.Level {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(c.LogLevel))
+	l, _ := cli.ParseLevel(c.LogLevel)
 	return l
 }

@@ -2,30 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
-	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "indexer:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("indexer", run) }
 
 // run is the program: it serves until ctx is done (SIGINT or SIGTERM in
 // main), then stops the listeners, waits for ingestion to persist where it
@@ -35,7 +19,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.level()}))
+	log := cli.NewLogger(stderr, cfg.level())
 	met := newMetrics()
 	n, err := openNode(ctx, cfg, log, met)
 	if err != nil {

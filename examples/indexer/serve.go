@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 )
 
@@ -47,12 +48,7 @@ func (n *node) listen() (*servers, error) {
 		}
 		s.names = append(s.names, name)
 		s.lns = append(s.lns, ln)
-		s.srvs = append(s.srvs, &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
-		})
+		s.srvs = append(s.srvs, cli.NewHTTPServer(h, n.log))
 		return nil
 	}
 	err := errors.Join(
@@ -74,11 +70,11 @@ func (n *node) listen() (*servers, error) {
 		return nil, err
 	}
 	for i, ln := range s.lns {
-		n.log.Info("listening", "name", s.names[i], "addr", ln.Addr().String())
+		cli.LogListening(n.log, s.names[i], ln.Addr().String())
 	}
 	if n.host != nil {
 		for _, a := range n.host.Addrs() {
-			n.log.Info("listening", "name", "p2p", "addr", a.String()+"/p2p/"+peer.ID(n.id).String())
+			cli.LogListening(n.log, "p2p", a.String()+"/p2p/"+peer.ID(n.id).String())
 		}
 	}
 	return s, nil
@@ -88,21 +84,6 @@ func (n *node) listen() (*servers, error) {
 // server down, waiting at most the shutdown timeout for requests in flight.
 func (s *servers) start(ctx context.Context, eg *errgroup.Group) {
 	for i, srv := range s.srvs {
-		eg.Go(func() error {
-			if err := srv.Serve(s.lns[i]); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("%s server: %w", s.names[i], err)
-			}
-			return nil
-		})
-		eg.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				srv.Close()
-				return fmt.Errorf("%s server: requests still in flight after %v: %w", s.names[i], s.timeout, err)
-			}
-			return nil
-		})
+		cli.Serve(ctx, eg, s.names[i], srv, s.lns[i], s.timeout)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,26 +11,15 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
-	stop()
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(0)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "scatter:", err)
-		os.Exit(1)
-	}
-}
+func main() { cli.Main("scatter", run) }
 
 // generation is one configuration being served: a Gather and the find API
 // handler over it.
@@ -99,7 +86,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel}))
+	log := cli.NewLogger(stderr, opts.logLevel)
 
 	// Take SIGHUP before anything can send one, so that it never kills us.
 	hup := make(chan os.Signal, 1)
@@ -123,7 +110,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-listen: %w", err)
 	}
-	servers := []*http.Server{newHTTPServer(front, log)}
+	servers := []*http.Server{cli.NewHTTPServer(front, log)}
 	listeners := []net.Listener{ln}
 	names := []string{"find"}
 	if opts.metrics != "" {
@@ -136,7 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
-		servers = append(servers, newHTTPServer(mux, log))
+		servers = append(servers, cli.NewHTTPServer(mux, log))
 		listeners = append(listeners, mln)
 		names = append(names, "metrics")
 	}
@@ -145,22 +132,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, srv := range servers {
 		log.Info("listening", "server", names[i], "addr", listeners[i].Addr().String())
-		eg.Go(func() error {
-			if err := srv.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("%s server: %w", names[i], err)
-			}
-			return nil
-		})
-		eg.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), opts.shutdownTimeout)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				srv.Close()
-				return fmt.Errorf("%s server: requests still in flight after %v: %w", names[i], opts.shutdownTimeout, err)
-			}
-			return nil
-		})
+		cli.Serve(ctx, eg, names[i], srv, listeners[i], opts.shutdownTimeout)
 	}
 	eg.Go(func() error {
 		s.reloadLoop(ctx, hup, front, gen, eg)
@@ -175,18 +147,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// newHTTPServer returns a server for h. It has no write timeout: NDJSON
-// answers stream for as long as the backends take, which the per-backend
-// timeout bounds.
-func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 }
 
 // reloadLoop applies the config file on each SIGHUP until ctx is done. A

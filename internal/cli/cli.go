@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// RunFunc is a program: it runs until ctx is done or it fails. args are the
+// command-line arguments without the program name.
+type RunFunc func(ctx context.Context, args []string, stderr io.Writer) error
+
+// Main runs run with the process's arguments and stderr, under a context
+// that SIGINT and SIGTERM cancel, and exits as ExitCode says.
+func Main(name string, run RunFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil {
+		os.Exit(ExitCode(name, err, os.Stderr))
+	}
+}
+
+// ExitCode returns the exit code of a program that returned err: 0 for nil
+// and for flag.ErrHelp (-h), else 1 after writing "name: err" to stderr.
+func ExitCode(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, name+":", err)
+		return 1
+	}
+}
+
+// ParseLevel parses a -log-level value: debug, info, warn or error (as
+// slog.Level's UnmarshalText takes them, offsets such as "info+2" too).
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+// NewLogger returns the text logger on stderr that logs at level and above.
+func NewLogger(stderr io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// LogListening logs that the listener name is bound to addr, as
+// msg=listening name=<name> addr=<addr>.
+func LogListening(log *slog.Logger, name, addr string) {
+	log.Info("listening", "name", name, "addr", addr)
+}
+
+// ErrTrailingData is the error of DecodeJSONOnly for data after the JSON
+// value.
+var ErrTrailingData = errors.New("data after the configuration object")
+
+// DecodeJSON decodes the first JSON value of data into v. An object key
+// that matches no field of v is an error; what follows the value is not
+// read.
+func DecodeJSON(data []byte, v any) error {
+	_, err := decode(data, v)
+	return err
+}
+
+// DecodeJSONOnly is DecodeJSON, except that anything but white space after
+// the value is ErrTrailingData.
+func DecodeJSONOnly(data []byte, v any) error {
+	dec, err := decode(data, v)
+	if err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return ErrTrailingData
+	}
+	return nil
+}
+
+func decode(data []byte, v any) (*json.Decoder, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec, dec.Decode(v)
+}
+
+// FlagSet returns the flag set of a configuration: every flag bound to a
+// field of *c with its current value as the default, and -config bound to
+// *path. Usage and errors go to output.
+type FlagSet[C any] func(c *C, path *string, output io.Writer) *flag.FlagSet
+
+// LoadConfig returns the configuration args (without the program name)
+// make: defaults(), then the -config file read with decode (DecodeJSON or
+// DecodeJSONOnly), then the flags given explicitly on top of it. Flag
+// errors and usage go to stderr; -h returns flag.ErrHelp. The caller
+// validates the result.
+func LoadConfig[C any](args []string, stderr io.Writer, defaults func() C, flags FlagSet[C], decode func([]byte, any) error) (C, error) {
+	c := defaults()
+	var path string
+	fs := flags(&c, &path, stderr)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if path != "" {
+		c = defaults()
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("-config: %w", err)
+		}
+		if err := decode(data, &c); err != nil {
+			return c, fmt.Errorf("-config %s: %w", path, err)
+		}
+		// The flags given explicitly override the file.
+		if err := flags(&c, &path, io.Discard).Parse(args); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// NewHTTPServer returns a server for h that logs its errors to log at warn
+// level. It has a 10s header read timeout, a 2m idle timeout and no write
+// timeout, so that streamed answers may take as long as they need.
+func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves srv on ln under eg until ctx is done, then shuts srv down,
+// waiting at most timeout for requests in flight before closing it. Errors
+// start with "<name> server: ".
+func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
+	eg.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("%s server: %w", name, err)
+		}
+		return nil
+	})
+	eg.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+			return fmt.Errorf("%s server: requests still in flight after %v: %w", name, timeout, err)
+		}
+		return nil
+	})
+}
