@@ -71,8 +71,9 @@
 //   - internal/...: helpers no importer needs: internal/importrules, the
 //     test that enforces the import rules below; internal/chaingen,
 //     which generates signed advertisement chains with their ground truth
-//     for tests and benchmarks; and internal/proctest, which runs the
-//     example binaries as processes in tests.
+//     for tests and benchmarks; internal/proctest, which runs the example
+//     binaries as processes in tests; and internal/cli, the plumbing the
+//     binaries share (signals, logging, config files, servers).
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
 //     benchtable (turns benchmark output into a table); planned: piece,
