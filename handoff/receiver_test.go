@@ -470,7 +470,7 @@ func TestHandoffTimeout(t *testing.T) {
 func TestHandoffScatterGolden(t *testing.T) {
 	golden, err := readFile("../scatter/testdata/provider_info_full.json")
 	if err != nil {
-		t.Skipf("scatter golden file: %v", err)
+		t.Fatalf("scatter golden file: %v", err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "[%s]", golden)
