@@ -108,6 +108,7 @@ func run(t *testing.T, newStore Factory, u time.Duration, real bool) {
 		{"Hooks", testHooks},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
+		{"Lister", testLister},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, s) })
 	}

@@ -49,6 +49,8 @@
 //	                               arrival order (Seq = position)
 //	P{node:name}:pending    STRING "round:item", PX = window + grace: the
 //	                               node's one pending bid
+//	Pitems                  SET    every item ID put, which Rows walks with
+//	                               SSCAN (lease.Lister), never KEYS
 //	Pnodes                  ZSET   node -> last heartbeat (µs); pruned with
 //	                               ZREMRANGEBYSCORE, counted with ZCOUNT over
 //	                               the liveness window, never KEYS

@@ -2,7 +2,9 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,7 @@ type Store struct {
 var (
 	_ lease.Store       = (*Store)(nil)
 	_ lease.LiveCounter = (*Store)(nil)
+	_ lease.Lister      = (*Store)(nil)
 )
 
 // New returns a store that keeps its keys under prefix on rdb, configured
@@ -69,6 +72,7 @@ func (s *Store) rowKey(item string) string     { return s.prefix + "{" + item + 
 func (s *Store) bidsKey(item string) string    { return s.prefix + "{" + item + "}:bids" }
 func (s *Store) pendingKey(node string) string { return s.prefix + "{node:" + node + "}:pending" }
 func (s *Store) nodesKey() string              { return s.prefix + "nodes" }
+func (s *Store) itemsKey() string              { return s.prefix + "items" }
 
 func (s *Store) begin(ctx context.Context, op string) error {
 	if err := ctx.Err(); err != nil {
@@ -100,6 +104,12 @@ func (s *Store) Put(ctx context.Context, it lease.Item) error {
 	if err := s.begin(ctx, "put"); err != nil {
 		return err
 	}
+	// The items set is in another cluster slot than the row, so it is
+	// written by its own command, first: a Put that fails after it leaves
+	// an ID whose row is missing, which Rows skips.
+	if err := s.rdb.SAdd(ctx, s.itemsKey(), it.ID).Err(); err != nil {
+		return fmt.Errorf("lease/redis: put %q: %w", it.ID, err)
+	}
 	err := putScript.Run(ctx, s.rdb, []string{s.rowKey(it.ID)}, it.Commit, it.Size, it.MaxBids, it.MinBid).Err()
 	if err != nil {
 		return fmt.Errorf("lease/redis: put %q: %w", it.ID, err)
@@ -120,6 +130,86 @@ func (s *Store) Get(ctx context.Context, id string) (lease.Row, error) {
 		return lease.Row{}, fmt.Errorf("lease/redis: item %q: %w", id, lease.ErrNotFound)
 	}
 	return parseRow(id, v), nil
+}
+
+// rowsBatch is how many item IDs Rows reads with one SSCAN and then reads
+// the rows of in one pipeline.
+const rowsBatch = 256
+
+// Rows implements [lease.Lister]. It walks the items set with SSCAN, a
+// batch at a time, and reads each batch's rows in one pipelined round
+// trip, so a catalog of any size is listed without KEYS and in bounded
+// memory. As with SSCAN, an item put or deleted during the walk may or may
+// not be listed; every item present for the whole walk is listed once.
+func (s *Store) Rows(ctx context.Context) iter.Seq2[lease.Row, error] {
+	return func(yield func(lease.Row, error) bool) {
+		if err := s.begin(ctx, "rows"); err != nil {
+			yield(lease.Row{}, err)
+			return
+		}
+		seen := make(map[string]struct{})
+		var cursor uint64
+		for {
+			ids, next, err := s.rdb.SScan(ctx, s.itemsKey(), cursor, "", rowsBatch).Result()
+			if err != nil {
+				yield(lease.Row{}, fmt.Errorf("lease/redis: rows: %w", err))
+				return
+			}
+			// SSCAN may return an element more than once.
+			fresh := ids[:0]
+			for _, id := range ids {
+				if _, ok := seen[id]; !ok {
+					seen[id] = struct{}{}
+					fresh = append(fresh, id)
+				}
+			}
+			rows, err := s.getMany(ctx, fresh)
+			if err != nil {
+				yield(lease.Row{}, err)
+				return
+			}
+			for _, r := range rows {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return
+			}
+		}
+	}
+}
+
+// getMany reads the rows of ids in one pipeline, skipping IDs without a
+// row.
+func (s *Store) getMany(ctx context.Context, ids []string) ([]lease.Row, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// Load the script once, so the pipeline can use EVALSHA throughout
+	// even after a SCRIPT FLUSH or a restart.
+	if err := getScript.Load(ctx, s.rdb).Err(); err != nil {
+		return nil, fmt.Errorf("lease/redis: rows: load script: %w", err)
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*goredis.Cmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = getScript.EvalSha(ctx, pipe, []string{s.rowKey(id), s.bidsKey(id)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+		return nil, fmt.Errorf("lease/redis: rows: %w", err)
+	}
+	rows := make([]lease.Row, 0, len(ids))
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if err != nil {
+			return nil, fmt.Errorf("lease/redis: rows: item %q: %w", ids[i], err)
+		}
+		if len(v) > 0 {
+			rows = append(rows, parseRow(ids[i], v))
+		}
+	}
+	return rows, nil
 }
 
 // parseRow reads {now µs, bids, field, value, ...} into a row, applying
