@@ -52,7 +52,8 @@ type Hooks struct {
 	BidRejected func(item, node string, reason error)
 
 	// The lease hooks are called by a [Lease], on the holder's side;
-	// LeaseLost runs before the lease's Done channel closes.
+	// LeaseLost runs before the lease's Done channel closes, also when the
+	// holder released the lease: then reason wraps [ErrReleased].
 	LeaseRenewed func(ref Ref)
 	LeaseLost    func(ref Ref, reason error)
 }

@@ -77,8 +77,34 @@
 //     crash would.
 //
 // Lease events reach the [Hooks] set with WithLeaseOptions (the manager
-// also reports its own bids there); wins, indexing and evictions reach
-// [ManagerHooks].
+// also reports its own bids there); wins, indexing, evictions and the
+// held-lease and live-node gauges reach [ManagerHooks].
+//
+// # Replication
+//
+// Optional N-way replication (off by default) keeps N copies of an item
+// on N nodes, so reads survive the loss of a node without waiting for a
+// reindex. Each copy is a replica slot, a catalog item of its own:
+// [PutReplicated] puts slot 0 (the item's own ID, the primary) and slots
+// 1..N-1 ([ReplicaID], e.g. "repo-1#1"). Slots are auctioned, leased and
+// indexed like any item; a [Manager] with [WithReplication] never bids on,
+// or holds, two slots of one item, and its [Indexer] maps a slot back to
+// its item with [SplitReplicaID]. A reader takes the rows of [Replicas]
+// and reads from [Serving]: the primary if it is ready, else the first
+// ready replica. When a node is lost, its slots lapse at their TTL and are
+// won again by nodes that hold no other slot of the item, while the
+// remaining copies serve.
+//
+// # Metrics
+//
+// [Hooks] and [ManagerHooks] report every event; [Metrics] is a ready-made
+// set of atomic counters and gauges fed by them (auctions started, won,
+// without winner, short-circuited, timed out; bids placed and rejected by
+// reason; the effective max-bids, [AuctionResult].Threshold; live nodes;
+// leases held, won, renewed, lost, released; evictions), read with
+// [Metrics.Snapshot]. A lease that ends because its holder released it
+// reports an error wrapping [ErrReleased], so losses and releases are
+// told apart.
 //
 // # Backends
 //

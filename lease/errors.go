@@ -2,6 +2,12 @@ package lease
 
 import "errors"
 
+// released is the type of ErrReleased: it matches ErrNotHeld as well.
+type released struct{}
+
+func (released) Error() string        { return "lease: released" }
+func (released) Is(target error) bool { return target == ErrNotHeld }
+
 var (
 	// ErrNotFound is returned for an item the catalog does not hold.
 	ErrNotFound = errors.New("lease: not found")
@@ -9,6 +15,12 @@ var (
 	// ErrNotHeld is returned by an owner operation (Renew, Release, Update)
 	// whose lease has expired, was released, or names another holder.
 	ErrNotHeld = errors.New("lease: not held")
+
+	// ErrReleased is why a [Lease] ends when its holder gives it up
+	// (Release, Drain, an eviction): [Lease.Err] and [Hooks].LeaseLost get
+	// an error wrapping it. It also matches ErrNotHeld, so
+	// errors.Is(err, ErrReleased) tells a voluntary end from a loss.
+	ErrReleased error = released{}
 
 	// ErrStaleFence is returned by an owner operation whose fence is older
 	// than the item's newest grant: someone else has been granted the item

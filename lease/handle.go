@@ -73,7 +73,8 @@ func (l *Lease) Ref() Ref { return l.ref }
 func (l *Lease) Done() <-chan struct{} { return l.done }
 
 // Err returns why Done was closed, or nil while it is open. The error
-// wraps ErrNotHeld (expired locally, refused, released) or ErrStaleFence.
+// wraps ErrNotHeld (expired locally, refused, released) or ErrStaleFence;
+// after Release (or Drain) it also wraps ErrReleased.
 func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -213,7 +214,7 @@ func (l *Lease) Update(ctx context.Context, m Mutation) (Row, error) {
 func (l *Lease) Release(ctx context.Context) error {
 	err := l.s.Release(ctx, l.ref)
 	if err == nil || errors.Is(err, ErrNotHeld) || errors.Is(err, ErrStaleFence) {
-		l.lose(fmt.Errorf("lease: %s released: %w", l.ref.Item, ErrNotHeld))
+		l.lose(fmt.Errorf("lease: %s: %w", l.ref.Item, ErrReleased))
 	}
 	return err
 }

@@ -170,6 +170,11 @@ type AuctionResult struct {
 	Unleased                 int  // the row's Unleased after this evaluation
 	Starved                  bool // Unleased reached the store's StarveAfter
 	Deadline                 time.Time
+	// Threshold is the effective max-bids this evaluation applied: the
+	// item's MaxBids override, else the live-node count (DynamicMaxBids),
+	// else the static MaxBids; 0 means no short circuit. It is 0 when
+	// Outcome is NoAuction.
+	Threshold int
 }
 
 // Mutation is an owner's change to its row. Nil fields are left alone.

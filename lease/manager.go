@@ -51,10 +51,18 @@ func EvictSizeTraffic(a, b Resident) bool {
 
 // ManagerHooks receive node-side events that [Hooks] does not cover. Every
 // field may be nil; hooks are called synchronously and must not block.
+// [Metrics] provides a ready-made set.
 type ManagerHooks struct {
 	Won     func(ref Ref)                        // a lease was won and acquired
 	Indexed func(ref Ref, size int64, err error) // Index returned
 	Evicted func(ref Ref, size int64)            // released and dropped over budget
+	// Held gets the number of leases the node holds each time it changes
+	// (a gauge). Calls are serialized, and the last one reports the count
+	// after the last change.
+	Held func(n int)
+	// LiveNodes gets the store's count of live nodes after each heartbeat,
+	// when the store is a [LiveCounter] (a gauge).
+	LiveNodes func(n int)
 }
 
 // ManagerOption configures a [Manager].
@@ -75,6 +83,7 @@ type managerConfig struct {
 	leaseOpts    []Option
 	hooks        ManagerHooks
 	log          *slog.Logger
+	replication  bool
 }
 
 // WithIndexer sets the indexer (required).
@@ -134,6 +143,15 @@ func WithLeaseOptions(opts ...Option) ManagerOption {
 	return func(c *managerConfig) { c.leaseOpts = append(c.leaseOpts, opts...) }
 }
 
+// WithReplication makes the manager treat the replica slots of an item
+// (see [ReplicaID]) as one item for placement: it never bids on, or holds,
+// two slots of the same item, since a replica on the primary's node is
+// worthless. Each slot is otherwise an item like any other: the manager
+// bids on it, wins it, indexes it proactively and serves it. [Indexer]
+// calls get the slot's ID (Row.ID, Drop's item); map it to the item with
+// [SplitReplicaID]. Off by default: without it, IDs are not interpreted.
+func WithReplication() ManagerOption { return func(c *managerConfig) { c.replication = true } }
+
 // WithManagerHooks sets the manager's hooks.
 func WithManagerHooks(h ManagerHooks) ManagerOption { return func(c *managerConfig) { c.hooks = h } }
 
@@ -161,6 +179,7 @@ type Manager struct {
 	backoff map[string]backoff
 	pending string // item of our unaccepted bid, "" if none
 	wg      sync.WaitGroup
+	heldRep sync.Mutex      // serializes ManagerHooks.Held calls
 	work    context.Context // cancelled when Run ends
 }
 
@@ -315,6 +334,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		h.gone = true
 	}
 	m.mu.Unlock()
+	if len(rest) > 0 {
+		m.reportHeld()
+	}
 	for item := range rest {
 		m.c.idx.Drop(item)
 	}
@@ -342,9 +364,65 @@ func (m *Manager) every(ctx context.Context, d, jitter time.Duration, f func(con
 }
 
 func (m *Manager) heartbeat(ctx context.Context) {
-	if err := m.s.Heartbeat(ctx, m.node); err != nil && ctx.Err() == nil {
-		m.c.log.Warn("lease: heartbeat failed", "node", m.node, "err", err)
+	if err := m.s.Heartbeat(ctx, m.node); err != nil {
+		if ctx.Err() == nil {
+			m.c.log.Warn("lease: heartbeat failed", "node", m.node, "err", err)
+		}
+		return
 	}
+	lc, ok := m.s.(LiveCounter)
+	if f := m.c.hooks.LiveNodes; f != nil && ok {
+		n, err := lc.LiveNodes(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.c.log.Warn("lease: count live nodes", "node", m.node, "err", err)
+			}
+			return
+		}
+		f(n)
+	}
+}
+
+// reportHeld calls ManagerHooks.Held with the current count. The count is
+// read under heldRep, so the last call reports the count after the last
+// change.
+func (m *Manager) reportHeld() {
+	f := m.c.hooks.Held
+	if f == nil {
+		return
+	}
+	m.heldRep.Lock()
+	defer m.heldRep.Unlock()
+	m.mu.Lock()
+	n := len(m.held)
+	m.mu.Unlock()
+	f(n)
+}
+
+// group is the placement group of item: the item a replica slot belongs
+// to under WithReplication, else item itself.
+func (m *Manager) group(item string) string {
+	if !m.c.replication {
+		return item
+	}
+	g, _ := SplitReplicaID(item)
+	return g
+}
+
+// occupied returns the groups the node holds a slot of, or bids on. The
+// caller holds m.mu.
+func (m *Manager) occupied() map[string]bool {
+	if !m.c.replication {
+		return nil
+	}
+	out := make(map[string]bool, len(m.held)+1)
+	for item := range m.held {
+		out[m.group(item)] = true
+	}
+	if m.pending != "" {
+		out[m.group(m.pending)] = true
+	}
+	return out
 }
 
 func (m *Manager) renew(ctx context.Context) {
@@ -405,6 +483,7 @@ func (m *Manager) scan(ctx context.Context) {
 	}
 	m.mu.Lock()
 	pend = m.pending
+	busy := m.occupied()
 	m.mu.Unlock()
 	if pend != "" || ctx.Err() != nil {
 		return
@@ -413,7 +492,7 @@ func (m *Manager) scan(ctx context.Context) {
 	fits := func(rs []Row) []Row {
 		out := rs[:0]
 		for _, r := range rs {
-			if free >= r.Size && free >= r.MinBid && free > 0 {
+			if free >= r.Size && free >= r.MinBid && free > 0 && !busy[m.group(r.ID)] {
 				out = append(out, r)
 			}
 		}
@@ -535,6 +614,21 @@ func (m *Manager) won(ctx context.Context, ref Ref, row Row) {
 		m.mu.Unlock()
 		return
 	}
+	if m.c.replication {
+		g := m.group(ref.Item)
+		for item := range m.held {
+			if m.group(item) == g {
+				// Another slot of the same item is here already (a grant
+				// that outlived a lost slot): give this one back.
+				m.mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					m.c.log.Warn("lease: release second replica", "node", m.node, "item", ref.Item, "err", err)
+				}
+				m.backOff(ref.Item)
+				return
+			}
+		}
+	}
 	m.held[ref.Item] = h
 	m.used += h.size
 	delete(m.backoff, ref.Item)
@@ -544,6 +638,7 @@ func (m *Manager) won(ctx context.Context, ref Ref, row Row) {
 	if f := m.c.hooks.Won; f != nil {
 		f(ref)
 	}
+	m.reportHeld()
 	go m.hold(work, h)
 }
 
@@ -612,14 +707,16 @@ func (m *Manager) index(ctx context.Context, h *held) (int64, error) {
 // forget removes h from the held set, reporting whether it was there.
 func (m *Manager) forget(h *held) bool {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	item := h.l.Ref().Item
 	if h.gone || m.held[item] != h {
+		m.mu.Unlock()
 		return false
 	}
 	h.gone = true
 	delete(m.held, item)
 	m.used -= h.size
+	m.mu.Unlock()
+	m.reportHeld()
 	return true
 }
 
@@ -650,6 +747,9 @@ func (m *Manager) evict(ctx context.Context) {
 		}
 	}
 	m.mu.Unlock()
+	if len(victims) > 0 {
+		m.reportHeld()
+	}
 	for _, h := range victims {
 		ref := h.l.Ref()
 		if err := h.l.Release(ctx); err != nil {

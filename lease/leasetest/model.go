@@ -20,13 +20,30 @@ import (
 // live bidders only, for each of a few seeds.
 //
 // Fences are compared by order only: the backend's fence must grow exactly
-// when the model grants, so a backend may take fences from a clock.
+// when the model grants, so a backend may take fences from a clock. Every
+// evaluation's Threshold (the effective max-bids) is compared too.
 func RunModel(t *testing.T, newStore Factory, steps int) {
+	runModels(t, newStore, steps, false)
+}
+
+// RunModelUntimed is [RunModel] without time steps, for a backend whose
+// clock the suite cannot move (a server's): the same random operations,
+// on a real clock, with a TTL, auction window and liveness window of
+// hours, so that nothing expires during a run and every auction closes by
+// its threshold (a short circuit) or stays open. Each step costs a few
+// round trips to the backend; a few hundred to a few thousand steps are
+// enough.
+func RunModelUntimed(t *testing.T, newStore Factory, steps int) {
+	runModels(t, newStore, steps, true)
+}
+
+func runModels(t *testing.T, newStore Factory, steps int, untimed bool) {
 	configs := map[string]modelConfig{
 		"static":  {maxBids: 3},
 		"dynamic": {dynamic: true, liveOnly: true},
 	}
 	for name, mc := range configs {
+		mc.untimed = untimed
 		for seed := range uint64(4) {
 			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
 				runModel(t, newStore, mc, seed, steps)
@@ -38,6 +55,7 @@ func RunModel(t *testing.T, newStore Factory, steps int) {
 type modelConfig struct {
 	maxBids           int
 	dynamic, liveOnly bool
+	untimed           bool // no time steps, on a real clock with long units
 }
 
 // The model keeps time as an integer number of units and recomputes
@@ -49,6 +67,9 @@ type model struct {
 	// bids lists every bid ever placed, closed ones included.
 	bids  []mBid
 	beats map[string]int // node -> last heartbeat
+	// lastTh is the threshold the last evaluation of an open auction
+	// applied.
+	lastTh int
 }
 
 type mItem struct {
@@ -145,6 +166,7 @@ func (m *model) evaluate(id string) (lease.Outcome, string) {
 	}
 	bids := m.openBids(id)
 	n := m.threshold(it)
+	m.lastTh = n
 	if m.now < it.start+mWindow && (n == 0 || len(bids) < n) {
 		return lease.NotDue, ""
 	}
@@ -233,8 +255,13 @@ func class(err error) error {
 }
 
 func runModel(t *testing.T, newStore Factory, mc modelConfig, seed uint64, steps int) {
-	const u = time.Second
+	u := time.Second
 	clk := NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	if mc.untimed {
+		// A run takes seconds of real time; a unit of an hour keeps every
+		// lease, window, pending marker and heartbeat far from expiry.
+		u, clk = time.Hour, RealClock()
+	}
 	opts := []lease.Option{
 		lease.WithTTL(mTTL * u), lease.WithAuctionWindow(mWindow * u), lease.WithPendingGrace(mGrace * u),
 		lease.WithStarveAfter(mStarve), lease.WithMaxBids(mc.maxBids),
@@ -315,6 +342,9 @@ func runModel(t *testing.T, newStore Factory, mc modelConfig, seed uint64, steps
 				case wo == lease.Granted:
 					grant(step, id, ww, res.Result.Grant)
 				}
+				if res.Result != nil && res.Result.Threshold != m.lastTh {
+					t.Fatalf("step %d: %s closed with threshold %d, model %d", step, what, res.Result.Threshold, m.lastTh)
+				}
 			}
 		case k < 50:
 			what = fmt.Sprintf("Evaluate(%s)", id)
@@ -325,6 +355,9 @@ func runModel(t *testing.T, newStore Factory, mc modelConfig, seed uint64, steps
 			wo, ww := m.evaluate(id)
 			if r.Outcome != wo {
 				t.Fatalf("step %d: %s = %v, model %v", step, what, r.Outcome, wo)
+			}
+			if wantTh := m.lastTh; wo == lease.NoAuction && r.Threshold != 0 || wo != lease.NoAuction && r.Threshold != wantTh {
+				t.Fatalf("step %d: %s threshold %d, model %d (outcome %v)", step, what, r.Threshold, wantTh, wo)
 			}
 			if wo == lease.Granted {
 				grant(step, id, ww, r.Grant)
@@ -370,7 +403,7 @@ func runModel(t *testing.T, newStore Factory, mc modelConfig, seed uint64, steps
 			if class(err) != werr {
 				t.Fatalf("step %d: %s = %v, model %v", step, what, err, werr)
 			}
-		case k < 93:
+		case k < 93 || mc.untimed:
 			what = fmt.Sprintf("Heartbeat(%s)", node)
 			if err := s.Heartbeat(ctx, node); err != nil {
 				t.Fatalf("step %d: %s: %v", step, what, err)
@@ -411,4 +444,13 @@ func runModel(t *testing.T, newStore Factory, mc modelConfig, seed uint64, steps
 			}
 		}
 	}
+	// A run that never granted proved little about auctions.
+	grants := 0
+	for _, fs := range fences {
+		grants += len(fs) - 1
+	}
+	if grants == 0 && steps >= 200 {
+		t.Fatalf("%d steps and no grant: the run did not exercise auctions", steps)
+	}
+	t.Logf("%d steps, %d grants", steps, grants)
 }

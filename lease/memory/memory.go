@@ -307,6 +307,7 @@ func (s *Store) evaluate(ev *events, id string, it *item, now time.Time) lease.A
 	r.Round, r.Bids, r.Deadline = a.round, len(a.bids), a.deadline
 	timedOut := !now.Before(a.deadline)
 	n := s.threshold(it, now)
+	r.Threshold = n
 	short := n > 0 && len(a.bids) >= n
 	if !timedOut && !short {
 		r.Outcome = lease.NotDue

@@ -33,6 +33,10 @@ func TestConformanceRealTime(t *testing.T) {
 
 func TestModel(t *testing.T) { leasetest.RunModel(t, newStore, 3000) }
 
+// The untimed model is the one lease/redis runs; here it checks the
+// variant itself against a backend that also passes the timed one.
+func TestModelUntimed(t *testing.T) { leasetest.RunModelUntimed(t, newStore, 1000) }
+
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []lease.Option{
 		lease.WithTTL(0), lease.WithAuctionWindow(-1), lease.WithMaxBids(-1),

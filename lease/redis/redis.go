@@ -340,7 +340,7 @@ func (s *Store) Bid(ctx context.Context, id, node string, free int64) (lease.Bid
 }
 
 // result reads an evaluation {outcome, round, winner, fence, expiry, bids,
-// unleased, short, timedout, deadline}.
+// unleased, short, timedout, deadline, threshold}.
 func (s *Store) result(id string, e []any) lease.AuctionResult {
 	r := lease.AuctionResult{
 		Item:     id,
@@ -353,6 +353,9 @@ func (s *Store) result(id string, e []any) lease.AuctionResult {
 		return r
 	}
 	r.Deadline = time.UnixMicro(toInt(e[9]))
+	if len(e) > 10 {
+		r.Threshold = int(toInt(e[10]))
+	}
 	r.ShortCircuited, r.TimedOut = toInt(e[7]) == 1, toInt(e[8]) == 1
 	switch r.Outcome {
 	case lease.Granted:

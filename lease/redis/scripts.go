@@ -58,16 +58,16 @@ local function live(nodek, node)
   return sc and now - tonumber(sc) < LIVE
 end
 -- evaluate closes the item's auction if it is due. It returns
--- {outcome, round, winner, fence, expiry, bids, unleased, short, timedout, deadline}
+-- {outcome, round, winner, fence, expiry, bids, unleased, short, timedout, deadline, threshold}
 -- with outcome 0 no auction, 1 not due, 2 granted, 3 no winner.
 local function evaluate(rowk, bidk, nodek, r, item)
-  if r.open ~= '1' then return {0, 0, '', 0, 0, 0, n(r.unleased), 0, 0, 0} end
+  if r.open ~= '1' then return {0, 0, '', 0, 0, 0, n(r.unleased), 0, 0, 0, 0} end
   local round, dl = n(r.round), n(r.deadline)
   local nb = redis.call('LLEN', bidk)
   local timed = now >= dl
   local th = threshold(r, nodek)
   local short = th > 0 and nb >= th
-  if not timed and not short then return {1, round, '', 0, 0, nb, n(r.unleased), 0, 0, dl} end
+  if not timed and not short then return {1, round, '', 0, 0, nb, n(r.unleased), 0, 0, dl, th} end
   local list = redis.call('LRANGE', bidk, 0, -1)
   redis.call('DEL', bidk)
   local tag = s(round) .. ':' .. item
@@ -88,7 +88,7 @@ local function evaluate(rowk, bidk, nodek, r, item)
   if best == nil or (r.owner or '') ~= '' then
     redis.call('HSET', rowk, 'open', '0', 'deadline', '0')
     local u = redis.call('HINCRBY', rowk, 'unleased', 1)
-    return {3, round, '', 0, 0, nb, u, sf, tf, dl}
+    return {3, round, '', 0, 0, nb, u, sf, tf, dl, th}
   end
   -- The fence: one more than the last, and never below the server's clock
   -- in microseconds, so it keeps growing after a restart that lost the row.
@@ -96,7 +96,7 @@ local function evaluate(rowk, bidk, nodek, r, item)
   local exp = now + TTL
   redis.call('HSET', rowk, 'open', '0', 'deadline', '0', 'owner', best, 'state', '1', 'ready', '0',
     'exp', s(exp), 'fence', s(fence), 'unleased', '0')
-  return {2, round, best, fence, exp, nb, 0, sf, tf, dl}
+  return {2, round, best, fence, exp, nb, 0, sf, tf, dl, th}
 end
 `
 

@@ -1,0 +1,176 @@
+package lease
+
+import (
+	"errors"
+	"sync/atomic"
+)
+
+// Metrics is a ready-made set of counters and gauges fed by [Hooks] and
+// [ManagerHooks], for a binary that exports them (as JSON, Prometheus, …)
+// without writing the hooks itself. The zero value is ready; a Metrics
+// must not be copied once its hooks are in use. It is safe for concurrent
+// use, and its hooks never block.
+//
+// Connect it where the events happen, so that each is counted once:
+//
+//	var met lease.Metrics
+//	s, err := redis.New(rdb, "fleet:", lease.WithHooks(met.Hooks())) // auctions and bids
+//	mgr, err := lease.NewManager(s, node,
+//		lease.WithIndexer(idx),
+//		lease.WithLeaseOptions(lease.WithHooks(met.LeaseHooks())), // renewals and losses
+//		lease.WithManagerHooks(met.ManagerHooks()))                // wins, indexing, evictions, gauges
+//	...
+//	json.NewEncoder(w).Encode(met.Snapshot())
+//
+// The store's hooks see the auctions and bids it handles in this process:
+// with lease/redis, those of this node's calls; with a lease/memory store
+// shared by several managers, the whole fleet's. A manager also reports
+// its own bids to its lease hooks, which is why it gets LeaseHooks (no bid
+// hooks) when the store has Hooks.
+type Metrics struct {
+	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
+	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64
+
+	bidsPlaced                                  atomic.Uint64
+	rejPending, rejTooLow, rejLeased, rejClosed atomic.Uint64
+
+	maxBids, liveNodes, held atomic.Int64
+
+	won, renewed, lost, released atomic.Uint64
+	indexed, indexFailed         atomic.Uint64
+	evictions, evictedBytes      atomic.Uint64
+}
+
+// MetricsSnapshot is a copy of a [Metrics] at one moment. Counters count
+// events since the Metrics was created; gauges hold their last value.
+type MetricsSnapshot struct {
+	AuctionsStarted        uint64 // first bids that opened an auction
+	AuctionsWon            uint64 // auctions closed with a grant
+	AuctionsNoWinner       uint64 // auctions closed without one
+	AuctionsShortCircuited uint64 // closed because the bids reached the threshold
+	AuctionsTimedOut       uint64 // closed because the window passed
+	ItemsStarved           uint64 // closes without a winner at or past StarveAfter
+
+	BidsPlaced          uint64
+	BidsRejectedPending uint64 // ErrBidPending: the node had a bid pending
+	BidsRejectedTooLow  uint64 // ErrBidTooLow: below the item's MinBid
+	BidsRejectedLeased  uint64 // ErrLeased: the item is leased
+	BidsRejectedClosed  uint64 // ErrAuctionClosed: after the window
+
+	// EffectiveMaxBids is the threshold (AuctionResult.Threshold) of the
+	// last auction closed: the override, live count or static MaxBids in
+	// force; 0 is no short circuit.
+	EffectiveMaxBids int
+	// The manager gauges come from one [Manager]: several managers sharing
+	// a Metrics overwrite each other's.
+	LiveNodes  int // the live-node count at the manager's last heartbeat
+	LeasesHeld int // leases the manager holds
+
+	LeasesWon      uint64 // grants the manager acquired
+	LeasesRenewed  uint64 // successful renewals
+	LeasesLost     uint64 // leases that ended without the holder releasing them
+	LeasesReleased uint64 // leases the holder released (release, drain, eviction)
+	Indexed        uint64 // Index calls that succeeded
+	IndexFailed    uint64 // Index calls that failed
+	Evictions      uint64 // items evicted over budget
+	EvictedBytes   uint64 // their sizes, summed
+}
+
+// Hooks returns hooks that count every [Hooks] event: auctions, bids and,
+// if the Hooks reach a [Lease], renewals and losses.
+func (m *Metrics) Hooks() Hooks {
+	h := m.LeaseHooks()
+	h.AuctionStarted = func(string, uint64) { m.auctionsStarted.Add(1) }
+	h.AuctionWon = func(r AuctionResult) {
+		m.auctionsWon.Add(1)
+		m.maxBids.Store(int64(r.Threshold))
+	}
+	h.AuctionNoWinner = func(r AuctionResult) {
+		m.auctionsNoWinner.Add(1)
+		m.maxBids.Store(int64(r.Threshold))
+	}
+	h.AuctionShortCircuited = func(AuctionResult) { m.auctionsShort.Add(1) }
+	h.AuctionTimedOut = func(AuctionResult) { m.auctionsTimedOut.Add(1) }
+	h.ItemStarved = func(string, int) { m.itemsStarved.Add(1) }
+	h.BidPlaced = func(string, string, int64) { m.bidsPlaced.Add(1) }
+	h.BidRejected = func(_, _ string, reason error) {
+		switch {
+		case errors.Is(reason, ErrBidPending):
+			m.rejPending.Add(1)
+		case errors.Is(reason, ErrBidTooLow):
+			m.rejTooLow.Add(1)
+		case errors.Is(reason, ErrLeased):
+			m.rejLeased.Add(1)
+		case errors.Is(reason, ErrAuctionClosed):
+			m.rejClosed.Add(1)
+		}
+	}
+	return h
+}
+
+// LeaseHooks returns hooks that count only lease renewals and losses, for
+// a [Manager]'s leases (WithLeaseOptions(WithHooks(...))) when the store
+// already has [Metrics.Hooks]: the manager would count its bids twice
+// otherwise.
+func (m *Metrics) LeaseHooks() Hooks {
+	return Hooks{
+		LeaseRenewed: func(Ref) { m.renewed.Add(1) },
+		LeaseLost: func(_ Ref, reason error) {
+			if errors.Is(reason, ErrReleased) {
+				m.released.Add(1)
+			} else {
+				m.lost.Add(1)
+			}
+		},
+	}
+}
+
+// ManagerHooks returns hooks that count a [Manager]'s wins, indexing and
+// evictions and keep its held-lease and live-node gauges.
+func (m *Metrics) ManagerHooks() ManagerHooks {
+	return ManagerHooks{
+		Won: func(Ref) { m.won.Add(1) },
+		Indexed: func(_ Ref, _ int64, err error) {
+			if err != nil {
+				m.indexFailed.Add(1)
+			} else {
+				m.indexed.Add(1)
+			}
+		},
+		Evicted: func(_ Ref, size int64) {
+			m.evictions.Add(1)
+			m.evictedBytes.Add(uint64(max(size, 0)))
+		},
+		Held:      func(n int) { m.held.Store(int64(n)) },
+		LiveNodes: func(n int) { m.liveNodes.Store(int64(n)) },
+	}
+}
+
+// Snapshot returns the current values. Each is read atomically, the set
+// as a whole is not: events may land between two reads.
+func (m *Metrics) Snapshot() MetricsSnapshot {
+	return MetricsSnapshot{
+		AuctionsStarted:        m.auctionsStarted.Load(),
+		AuctionsWon:            m.auctionsWon.Load(),
+		AuctionsNoWinner:       m.auctionsNoWinner.Load(),
+		AuctionsShortCircuited: m.auctionsShort.Load(),
+		AuctionsTimedOut:       m.auctionsTimedOut.Load(),
+		ItemsStarved:           m.itemsStarved.Load(),
+		BidsPlaced:             m.bidsPlaced.Load(),
+		BidsRejectedPending:    m.rejPending.Load(),
+		BidsRejectedTooLow:     m.rejTooLow.Load(),
+		BidsRejectedLeased:     m.rejLeased.Load(),
+		BidsRejectedClosed:     m.rejClosed.Load(),
+		EffectiveMaxBids:       int(m.maxBids.Load()),
+		LiveNodes:              int(m.liveNodes.Load()),
+		LeasesHeld:             int(m.held.Load()),
+		LeasesWon:              m.won.Load(),
+		LeasesRenewed:          m.renewed.Load(),
+		LeasesLost:             m.lost.Load(),
+		LeasesReleased:         m.released.Load(),
+		Indexed:                m.indexed.Load(),
+		IndexFailed:            m.indexFailed.Load(),
+		Evictions:              m.evictions.Load(),
+		EvictedBytes:           m.evictedBytes.Load(),
+	}
+}
