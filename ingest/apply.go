@@ -162,7 +162,7 @@ func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, erro
 		size:  i.cfg.batchSize,
 		batch: make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384)),
 	}
-	err := i.walkEntries(ctx, src, ad, sink)
+	err := i.walkEntries(ctx, src, ad, sink.add)
 	if err == nil {
 		err = sink.flush()
 	}
@@ -172,10 +172,28 @@ func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, erro
 	return sink.n, err
 }
 
-// walkEntries adds the multihashes of ad's entries to sink: those of the
+// Entries calls yield with every multihash of ad's entries, in order: those
+// of its entry chain or, when the first block is the root of a HAMT, the keys
+// of the HAMT. Each block is fetched through src and verified (hash, size,
+// codec, format) before any multihash of it is yielded; the entries depth
+// limit applies. Multihashes are yielded as the block holds them, without
+// validation. It is meant for an [Applier] installed with [WithApplier]: src
+// is the Syncer Apply was given. An error from yield ends the iteration and
+// is returned as it is; fetch and format errors wrap the sentinels of this
+// package as for the Ingester's own applier ([ErrFetch], [ErrInvalidBlock],
+// [ErrUnsupportedEntries], [ErrDepthLimit]). An ad without entries yields
+// nothing.
+func (i *Ingester) Entries(ctx context.Context, src Syncer, ad Ad, yield func(multihash.Multihash) error) error {
+	if ad.Ad == nil || !ad.Ad.HasEntries() {
+		return nil
+	}
+	return i.walkEntries(ctx, src, ad, yield)
+}
+
+// walkEntries passes the multihashes of ad's entries to add: those of the
 // entry chain, or, when the first block is the root of a HAMT, those of
 // the HAMT.
-func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, sink *entrySink) error {
+func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, add func(multihash.Multihash) error) error {
 	chunks := 0
 	for c := ad.Ad.Entries; c.Defined(); {
 		if chunks >= i.cfg.entriesDepth {
@@ -188,13 +206,13 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, sink *ent
 		ch, err := schema.DecodeEntryChunk(c, block)
 		if err != nil {
 			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
-				return i.otherEntries(ctx, src, ad, c, block, err, sink)
+				return i.otherEntries(ctx, src, ad, c, block, err, add)
 			}
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
 		chunks++
 		for _, mh := range ch.Entries {
-			if err := sink.add(mh); err != nil {
+			if err := add(mh); err != nil {
 				return err
 			}
 		}
@@ -206,7 +224,7 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, sink *ent
 // otherEntries handles a first Entries block (fetched under c) that did
 // not decode as an entry chunk (chunkErr): it walks it if it is the root of
 // a HAMT, and fails otherwise.
-func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, sink *entrySink) error {
+func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, add func(multihash.Multihash) error) error {
 	decodes, hamt, chunk := entriesKind(c, block)
 	switch {
 	case hamt:
@@ -214,7 +232,7 @@ func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Ci
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
-		return i.putHAMT(ctx, src, ad, r, sink)
+		return i.putHAMT(ctx, src, ad, r, add)
 	case !decodes || chunk:
 		return fmt.Errorf("%w: %w", ErrInvalidBlock, chunkErr)
 	default:

@@ -175,6 +175,10 @@
 // ([WithBackoff]) before its next walk. [Ingester.Sync] walks one publisher
 // in the caller's goroutine (an admin "sync now").
 //
+// A consumer that is not a store (the piece sampler) keeps all of this
+// scheduling and gives the Ingester its own [Applier] with [WithApplier];
+// the applier reads an advertisement's multihashes with [Ingester.Entries].
+//
 // The [Policy] allows or denies publishers ([WithPolicy],
 // [Ingester.SetPolicy]); Announce and Sync refuse denied ones with
 // [ErrNotAllowed].

@@ -258,9 +258,9 @@ func hamtKey(k datamodel.Node) ([]byte, error) {
 
 // putHAMT walks the HAMT of ad's entries, whose root r was fetched under
 // x.Entries, depth first, fetching and verifying each child node through
-// src, and adds its keys to sink. The root and the nodes it links count
+// src, and passes its keys to add. The root and the nodes it links count
 // against the entries depth limit, as entry chunks do.
-func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, sink *entrySink) error {
+func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, add func(multihash.Multihash) error) error {
 	mapLen, bucketSize := len(r.Hamt.Map), int(r.BucketSize)
 	nodes := 1 // the root
 	var stack []cid.Cid
@@ -270,7 +270,7 @@ func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, 
 			if e.Bucket != nil {
 				for _, be := range *e.Bucket {
 					k, _ := hamtKey(be.Key) // checked
-					if err := sink.add(k); err != nil {
+					if err := add(k); err != nil {
 						return err
 					}
 				}

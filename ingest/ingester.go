@@ -67,11 +67,10 @@ func (p *publisher) announcedAddrs() []multiaddr.Multiaddr {
 
 // New returns an Ingester that puts advertisements into st, keeps walker
 // state in ds, and reaches publishers through the Syncers newSyncer makes.
-// It starts nothing: call [Ingester.Run].
+// With [WithApplier], advertisements go to the applier instead and st may be
+// nil. It starts nothing: call [Ingester.Run].
 func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Option) (*Ingester, error) {
 	switch {
-	case st == nil:
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
 	case ds == nil:
 		return nil, fmt.Errorf("%w: nil datastore", ErrInvalidOption)
 	case newSyncer == nil:
@@ -80,6 +79,11 @@ func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Op
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.applier != nil {
+		st = nil // never written: the applier consumes the advertisements
+	} else if st == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
 	}
 	return &Ingester{
 		st:        st,
@@ -192,9 +196,13 @@ func (i *Ingester) walk(ctx context.Context, p *publisher, head cid.Cid) error {
 	if err != nil {
 		return err
 	}
-	err = p.walker.Walk(ctx, src, head, storeApplier{i: i, pub: p})
+	var a Applier = storeApplier{i: i, pub: p}
+	if i.cfg.applier != nil {
+		a = i.cfg.applier(p.id)
+	}
+	err = p.walker.Walk(ctx, src, head, a)
 	var ae *AdError
-	if errors.As(err, &ae) && ae.Provider != "" && ctx.Err() == nil {
+	if errors.As(err, &ae) && ae.Provider != "" && ctx.Err() == nil && i.st != nil {
 		if rerr := i.recordProviderError(ctx, p, ae); rerr != nil {
 			err = errors.Join(err, rerr)
 		}

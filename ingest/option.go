@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Defaults, as the reference indexer (storetheindex) has them where it has
@@ -62,6 +64,7 @@ type config struct {
 	checkpointEvery    int
 	checkpointInterval time.Duration
 	frozen             func() bool
+	applier            func(publisher peer.ID) Applier
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -96,6 +99,24 @@ func WithLogger(l *slog.Logger) Option {
 			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
 		}
 		c.logger = l
+		return nil
+	}
+}
+
+// WithApplier makes an [Ingester] hand the advertisements of each publisher
+// to the [Applier] newApplier returns for it (called once per walk) instead
+// of putting them into a store: the Ingester then schedules, limits,
+// retries and persists walks as usual for a consumer that is not a
+// [store.Store], such as a piece sampler. The store given to [New] may be
+// nil; when it is not, it is still not written. The Applier fetches entries
+// with [Ingester.Entries]. Hooks other than EntriesIndexed are called as
+// usual. NewWalker ignores this option.
+func WithApplier(newApplier func(publisher peer.ID) Applier) Option {
+	return func(c *config) error {
+		if newApplier == nil {
+			return fmt.Errorf("%w: nil applier func", ErrInvalidOption)
+		}
+		c.applier = newApplier
 		return nil
 	}
 }

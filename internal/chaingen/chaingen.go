@@ -82,6 +82,14 @@ type Config struct {
 	// entries are signed by their own keys (the provider's own entry by
 	// the provider key) either way.
 	PublisherSigns bool
+
+	// PieceContextEvery makes every Nth ad that would start a new context
+	// carry its Filecoin piece in its ContextID instead of its metadata,
+	// as Curio does (0 = never): the ContextID is the dag-cbor list
+	// [pieceSize, pieceCID] (see [PieceContextID]) and the metadata is
+	// bitswap + filecoin-piece-http, with no graphsync. Off, the chain is
+	// byte for byte what it was before this field existed.
+	PieceContextEvery int
 }
 
 func (cfg Config) normalize() (Config, error) {
@@ -101,6 +109,7 @@ func (cfg Config) normalize() (Config, error) {
 		{"Ads", cfg.Ads}, {"MhsPerAd", cfg.MhsPerAd}, {"RemoveEvery", cfg.RemoveEvery},
 		{"UpdateEvery", cfg.UpdateEvery}, {"NoEntriesEvery", cfg.NoEntriesEvery},
 		{"ReuseEvery", cfg.ReuseEvery}, {"ExtendedEvery", cfg.ExtendedEvery}, {"SharedMhs", cfg.SharedMhs},
+		{"PieceContextEvery", cfg.PieceContextEvery},
 	} {
 		if f.v < 0 {
 			return cfg, fmt.Errorf("%w: %s is %d, must not be negative", ErrInvalidConfig, f.name, f.v)
@@ -146,13 +155,14 @@ type Chain struct {
 	head   cid.Cid
 	ops    []op // one per ad, the model's log
 
-	genMu   sync.Mutex // serializes Extend; guards the generator state below
-	rng     *rand.PCG
-	ctxIDs  [][]byte // every context ever made, by index
-	live    []int32  // contexts that hold multihashes
-	livePos []int    // index in live of each context, -1 if not live
-	nextOrd uint64   // ordinal of the next new multihash
-	prevNew span     // new multihashes of the latest ad with entries
+	genMu    sync.Mutex // serializes Extend; guards the generator state below
+	rng      *rand.PCG
+	ctxIDs   [][]byte          // every context ever made, by index
+	ctxPiece map[int32]cid.Cid // the piece in a context's ID (PieceContextEvery)
+	live     []int32           // contexts that hold multihashes
+	livePos  []int             // index in live of each context, -1 if not live
+	nextOrd  uint64            // ordinal of the next new multihash
+	prevNew  span              // new multihashes of the latest ad with entries
 }
 
 // span is the multihashes of ordinals [start, start+n).
@@ -173,6 +183,7 @@ type op struct {
 	ctxID []byte // its ContextID
 	meta  []byte
 	spans []span
+	piece cid.Cid // the piece of an opPut, Undef when it names none
 }
 
 // Generate builds the chain cfg describes. It fails only for an invalid
@@ -272,6 +283,8 @@ func (c *Chain) nextAd() error {
 		o.kind, o.ctx = opUpdate, c.live[c.pick(len(c.live))]
 	case every(cfg.ReuseEvery, n) && len(c.ctxIDs) > 0:
 		o.ctx = int32(c.pick(len(c.ctxIDs)))
+	case every(cfg.PieceContextEvery, n):
+		o.ctx = c.newPieceContext(n)
 	default:
 		o.ctx = c.newContext()
 	}
@@ -281,10 +294,16 @@ func (c *Chain) nextAd() error {
 	}
 
 	var err error
-	switch o.kind {
-	case opPut:
+	switch {
+	case o.kind == opPut && c.ctxPiece[o.ctx].Defined():
+		o.piece = c.ctxPiece[o.ctx]
+		o.meta, err = pieceContextMetadata()
+	case o.kind == opPut:
 		o.meta, err = c.entriesMetadata(n)
-	case opUpdate:
+		if n%4 != 0 {
+			o.piece = c.pieceCID(n)
+		}
+	case o.kind == opUpdate:
 		o.meta, err = c.updateMetadata(n)
 	}
 	if err != nil {
@@ -476,6 +495,95 @@ func (c *Chain) newContext() int32 {
 	c.ctxIDs = append(c.ctxIDs, d[:8+int(d[31])%25])
 	c.livePos = append(c.livePos, -1)
 	return int32(i)
+}
+
+// newPieceContext makes a new context whose ID carries the piece of ad n:
+// the dag-cbor list [pieceSize, pieceCID].
+func (c *Chain) newPieceContext(n int) int32 {
+	i := len(c.ctxIDs)
+	p := c.pieceCID(n)
+	c.ctxIDs = append(c.ctxIDs, PieceContextID(uint64(1)<<(20+n%16), p))
+	c.livePos = append(c.livePos, -1)
+	if c.ctxPiece == nil {
+		c.ctxPiece = make(map[int32]cid.Cid)
+	}
+	c.ctxPiece[int32(i)] = p
+	return int32(i)
+}
+
+// PieceContextID returns the ContextID with which Curio names a piece: the
+// dag-cbor list [size, piece] (a uint, then a link: tag 42 around the
+// bytes 0x00 ‖ CID), the tuple encoding of Filecoin's abi.PieceInfo.
+func PieceContextID(size uint64, piece cid.Cid) []byte {
+	b := []byte{0x82}
+	b = appendCBORHead(b, 0, size)
+	link := append([]byte{0x00}, piece.Bytes()...)
+	b = append(b, 0xd8, 0x2a)
+	b = appendCBORHead(b, 2, uint64(len(link)))
+	return append(b, link...)
+}
+
+// appendCBORHead appends the shortest CBOR head of major type major and
+// argument v.
+func appendCBORHead(b []byte, major byte, v uint64) []byte {
+	m := major << 5
+	switch {
+	case v < 24:
+		return append(b, m|byte(v))
+	case v <= 0xff:
+		return append(b, m|24, byte(v))
+	case v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(v))
+	case v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(v))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, m|27), v)
+	}
+}
+
+// pieceContextMetadata is the metadata of an ad whose ContextID names its
+// piece: bitswap and filecoin-piece-http, no graphsync.
+func pieceContextMetadata() ([]byte, error) {
+	m, err := metadata.New(metadata.Bitswap{}, metadata.FilecoinPieceHTTP{})
+	if err != nil {
+		return nil, err
+	}
+	return m.Encode(), nil
+}
+
+// Pieces returns the ground truth of a piece sampler: for every Filecoin
+// piece named by an ad with entries (in its graphsync-filecoinv1 metadata,
+// or in its ContextID with [Config.PieceContextEvery]), the multihashes
+// advertised under it, in order and without repeats. Removals are ignored,
+// as pieces are immutable. Ads whose metadata names no piece (bitswap only)
+// are counted in the second result.
+func (c *Chain) Pieces() (pieces map[cid.Cid][]multihash.Multihash, withoutPiece int) {
+	c.mu.RLock()
+	ops := c.ops
+	c.mu.RUnlock()
+	pieces = make(map[cid.Cid][]multihash.Multihash)
+	seen := make(map[cid.Cid]map[uint64]bool)
+	for _, o := range ops {
+		if o.kind != opPut {
+			continue
+		}
+		if !o.piece.Defined() {
+			withoutPiece++
+			continue
+		}
+		if seen[o.piece] == nil {
+			seen[o.piece] = make(map[uint64]bool)
+		}
+		for _, s := range o.spans {
+			for ord := s.start; ord < s.start+s.n; ord++ {
+				if !seen[o.piece][ord] {
+					seen[o.piece][ord] = true
+					pieces[o.piece] = append(pieces[o.piece], appendMultihash(nil, c.cfg.Seed, ord))
+				}
+			}
+		}
+	}
+	return pieces, withoutPiece
 }
 
 // pieceCID returns a Filecoin piece CID (fil-commitment-unsealed,

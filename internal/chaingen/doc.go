@@ -34,6 +34,14 @@
 // [Chain.Source] wraps both in the context-taking shape of a sync client
 // (Head(ctx), Block(ctx, id)), ready to put behind a publisher.
 //
+// # Pieces
+//
+// Ads with entries name a Filecoin piece in their graphsync-filecoinv1
+// metadata (three ads in four; the fourth is bitswap only) or, with
+// Config.PieceContextEvery, in their ContextID ([PieceContextID], as Curio
+// writes it). Chain.Pieces is the ground truth of a piece sampler: every
+// piece with the multihashes advertised under it, removals ignored.
+//
 // # The model
 //
 // [Chain.Model] (after every ad) and [Chain.ModelAt] (after ads 0..i)
