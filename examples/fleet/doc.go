@@ -1,0 +1,123 @@
+// Command fleet runs an in-memory serving fleet on package lease: nodes
+// that win git repositories at auction from a catalog in Redis, shallow-
+// clone each at the catalog's commit, index it in memory for substring
+// search, serve the queries for what they own and route the others to the
+// owner. It is the prototype step of the in-memory fleet design: a demo,
+// and a simulation that measures coverage, claim latency and reindexing.
+//
+// # Usage
+//
+//	fleet node [flags]   one fleet node
+//	fleet demo [flags]   3 nodes, 50 generated repos: ownership as it settles, routed queries
+//	fleet sim  [flags]   4 nodes, 500 generated repos, one SIGKILLed: the figures
+//
+// For example, from the module root:
+//
+//	go run ./examples/fleet demo
+//	go run ./examples/fleet sim
+//	go run ./examples/fleet sim -nodes 6 -max-bids 0 -ttl 2s
+//	go run ./examples/fleet demo -replicas 2
+//
+// demo and sim need git and, unless -redis ADDR is given, redis-server on
+// the PATH: they start their own on a free 127.0.0.1 port and stop it by
+// PID at the end. With -redis they use a random key prefix under -prefix
+// and delete its keys at the end. They generate the repos (bare
+// repositories made with git fast-import, one commit of text files of
+// log-uniform sizes between -min-size and -max-size, and a binary file in
+// every fifth) in a temporary directory they remove, and run the nodes as
+// child processes of the same binary, stopped by PID (SIGTERM, then
+// SIGKILL if a node does not exit). -duration bounds the whole run.
+//
+// # The node
+//
+// A node (fleet node -name N -redis ADDR -prefix P -listen 127.0.0.1:0
+// -budget 256MiB) runs a lease.Manager over lease/redis. The Manager
+// heartbeats, bids its free memory (budget minus used) on claimable items,
+// holds and renews the leases it wins, evicts over budget and, on SIGINT
+// or SIGTERM, drains: marks its items draining, lets indexing finish (at
+// most -drain-timeout) and releases them, so other nodes can win them at
+// once. The node's lease.Indexer fetches the row's commit with git fetch
+// --depth 1 over the clone URL the catalog keeps, checks that the checked-
+// out commit is Row.Commit, indexes the tree and deletes the clone; its
+// size (the Index's accounted bytes) is what the Manager charges to the
+// budget and reports to the catalog.
+//
+// The index maps each trigram (three bytes) to the lines that contain it;
+// a query intersects the posting lists of its trigrams and checks each
+// candidate line, and a query shorter than three bytes scans every line.
+// Files with a NUL byte in their first 8000 bytes (binary, as git judges)
+// and files over 1 MiB are skipped. Matching is by bytes, case-sensitive,
+// within a line; a line matches once however many times it contains the
+// query.
+//
+// The node logs its bound address as msg=listening name=http addr=…,
+// then msg=starting, and one line per event: msg=won, msg=indexed (item,
+// size, files, took), msg=evicted, msg=lost, and at debug level msg=bid.
+//
+// # HTTP API of a node
+//
+//	GET /search?repo=ID&q=SUBSTRING[&limit=N]
+//	    200 {"status":"ok","repo","query","commit","served_by","routed_by","matches":[{"path","line","text"}],"truncated"}
+//	    503 {"status":"warming","owner":…}     the owner has not finished indexing
+//	    503 {"status":"unassigned"}            nobody holds the repo
+//	    503 {"status":"unreachable","owner":…} the owner did not answer
+//	    404 {"status":"unknown"}               not in the catalog
+//	    400 {"status":"bad query","error":…}   no repo, empty query, a line break, over 256 bytes, limit not in 1..1000
+//	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"counters":{…}}
+//	GET /metrics  the counters and gauges in the Prometheus text format
+//
+// A node answers a query for a repo it holds and has indexed. Otherwise
+// it looks the owner up in the catalog and routes the query to the owner's
+// address, which every node publishes in the Redis hash P+"fleet:addrs"
+// at start and at each heartbeat, and relays the answer (routed_by names
+// the node that routed it). A routed query is never routed again: a node
+// that receives one for a repo it no longer serves answers 503 "moved".
+// Clone URLs live in the hash P+"fleet:repos" (item → file:// URL), beside
+// the lease store's keys.
+//
+// With -replicas N (default 1) each repo is N catalog items, the primary
+// and N-1 replica slots (lease.PutReplicated), which the Managers
+// (lease.WithReplication) place on N different nodes, each indexing its
+// copy proactively. A query is answered by any copy the node holds, else
+// routed to the ready copies in slot order, the primary first, falling
+// back to the next while an owner does not answer: reads survive the loss
+// of the primary's node without waiting for a reindex.
+//
+// # Flags
+//
+// Shared by node, demo and sim (all nodes of a fleet must agree on the
+// first three and on -replicas):
+//
+//	-ttl 10s             lease time to live (demo 5s, sim 4s)
+//	-window 2s           auction window, the backstop (demo and sim 1s)
+//	-max-bids 0          bids that close an auction at once; 0: the live nodes (sim 2)
+//	-liveness 5s         heartbeat age that counts a node as live
+//	-heartbeat 1s        heartbeat interval
+//	-scan 250ms          mean interval between scans for claimable items
+//	-index-concurrency 2 concurrent clone+index per node
+//	-backoff 100ms       base of the jittered backoff after a lost or rejected bid
+//	-backoff-max 2s      its cap
+//	-replicas 1          copies of each repo
+//
+// node only: -name, -redis (127.0.0.1:6379), -prefix (fleet:), -listen
+// (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -drain-timeout
+// (10s), -log-level (info). demo and sim only: -redis ("" starts one),
+// -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
+// -max-size (64KiB; sim 256KiB), -budget (0: the catalog's estimated
+// index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
+// sim 5m), -v (echo the nodes' log lines).
+//
+// # What the sim reports
+//
+// The sim starts the nodes, puts the catalog (t0), and polls it until
+// every row is ready at a live node: the initial time to full coverage.
+// It then SIGKILLs the node holding the most and polls until every row
+// is ready again at a live node: the time to recover, which is at least
+// the TTL, since the dead node's leases must lapse before they are
+// auctioned. Claim latency is measured per item from the nodes' log lines
+// (as the parent reads them): from the catalog put, or the kill, to the
+// msg=indexed of the winner, and from the first msg=bid on the item to
+// the same. It counts Index calls against catalog items (items indexed
+// more than once), wins, leases lost by survivors, and evictions, then
+// stops the survivors with SIGTERM and checks that every row is idle.
+package main

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indexkit/indexkit/lease"
+	leaseredis "github.com/indexkit/indexkit/lease/redis"
+)
+
+// fleetFlags are the flags demo and sim share.
+type fleetFlags struct {
+	Redis    string
+	Prefix   string
+	Nodes    int
+	Repos    int
+	MinSize  byteSize
+	MaxSize  byteSize
+	Budget   byteSize // 0: from the catalog's estimates
+	Seed     uint64
+	Duration time.Duration
+	Verbose  bool
+	tuning
+}
+
+func (f *fleetFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.Redis, "redis", f.Redis, `Redis address; "" starts a redis-server on a free loopback port`)
+	fs.StringVar(&f.Prefix, "prefix", f.Prefix, "key prefix base; a random suffix is added and the keys are deleted at the end")
+	fs.IntVar(&f.Nodes, "nodes", f.Nodes, "fleet nodes to start, as child processes")
+	fs.IntVar(&f.Repos, "repos", f.Repos, "git repositories to generate")
+	fs.Var(&f.MinSize, "min-size", "smallest repo text size (bytes, KiB, MiB)")
+	fs.Var(&f.MaxSize, "max-size", "largest repo text size; sizes are log-uniform in between")
+	fs.Var(&f.Budget, "budget", "memory budget of each node; 0: enough for the catalog on nodes-1 nodes, with 50% slack")
+	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the generated repos")
+	fs.DurationVar(&f.Duration, "duration", f.Duration, "bound on the whole run")
+	fs.BoolVar(&f.Verbose, "v", f.Verbose, "echo the nodes' log lines")
+	f.tuning.register(fs)
+}
+
+func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("fleet "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("fleet %s: unexpected arguments %q", name, fs.Args())
+	case f.Nodes < 2:
+		return fmt.Errorf("-nodes %d: want at least 2", f.Nodes)
+	case f.Repos < 1:
+		return fmt.Errorf("-repos %d: want at least 1", f.Repos)
+	case f.MinSize < 1 || f.MaxSize < f.MinSize:
+		return fmt.Errorf("-min-size %d, -max-size %d: want 0 < min ≤ max", f.MinSize, f.MaxSize)
+	case f.Duration <= 0:
+		return errors.New("-duration must be positive")
+	case f.Replicas >= f.Nodes:
+		return fmt.Errorf("-replicas %d: want fewer than -nodes %d, so that copies survive the loss of a node", f.Replicas, f.Nodes)
+	case f.Prefix == "":
+		return errors.New("-prefix is empty")
+	}
+	return f.tuning.validate()
+}
+
+// fleet is a local fleet run by demo or sim: a work directory, a Redis
+// (its own or a given one), generated repos, and node processes.
+type fleet struct {
+	flags  fleetFlags
+	out    io.Writer // the report
+	bin    string
+	work   string
+	redis  *redisServer
+	addr   string
+	prefix string
+	rdb    *goredis.Client
+	store  *leaseredis.Store
+	repos  []repo
+	budget int64
+	hc     *http.Client
+
+	mu     sync.Mutex
+	nodes  []*child
+	events []event
+}
+
+// newFleet sets up the work directory, Redis and the repos. Close undoes
+// it.
+func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err error) {
+	f := &fleet{flags: ff, out: out, hc: &http.Client{}}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	if f.bin, err = os.Executable(); err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	if f.work, err = os.MkdirTemp("", "fleet-"); err != nil {
+		return nil, err
+	}
+	f.addr = ff.Redis
+	if f.addr == "" {
+		if f.redis, err = startRedis(ctx, f.work); err != nil {
+			return nil, fmt.Errorf("%w (or give -redis ADDR)", err)
+		}
+		f.addr = f.redis.Addr
+		fmt.Fprintf(out, "redis-server started on %s (pid %d)\n", f.addr, f.redis.cmd.Process.Pid)
+	}
+	f.prefix = randomPrefix(ff.Prefix)
+	f.rdb = goredis.NewClient(&goredis.Options{Addr: f.addr})
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = f.rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("redis at %s unreachable: %w", f.addr, err)
+	}
+	if f.store, err = leaseredis.New(f.rdb, f.prefix, ff.storeOptions(lease.Hooks{})...); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	repoDir := f.work + "/repos"
+	if err := os.Mkdir(repoDir, 0o755); err != nil {
+		return nil, err
+	}
+	if f.repos, err = generateRepos(ctx, repoDir, ff.Repos, sizeRange{int64(ff.MinSize), int64(ff.MaxSize)}, ff.Seed); err != nil {
+		return nil, err
+	}
+	var text, est int64
+	for _, r := range f.repos {
+		text += r.Text
+		est += r.Estimate()
+	}
+	f.budget = int64(ff.Budget)
+	if f.budget == 0 {
+		f.budget = (est*int64(ff.Replicas)*3/2/int64(ff.Nodes-1) + 1<<20 - 1) &^ (1<<20 - 1)
+	}
+	fmt.Fprintf(out, "generated %d bare repos in %v: %s of text, estimated index size %s; budget %s per node; prefix %s\n",
+		len(f.repos), time.Since(start).Round(time.Millisecond), mib(text), mib(est), mib(f.budget), f.prefix)
+	return f, nil
+}
+
+// startNodes starts n nodes named node-a, node-b, … at once.
+func (f *fleet) startNodes(ctx context.Context, n int) error {
+	level := "debug" // the bid lines feed the sim's latencies
+	var echo io.Writer
+	if f.flags.Verbose {
+		echo = os.Stderr
+	}
+	type res struct {
+		c   *child
+		err error
+	}
+	results := make([]res, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		name := "node-" + string(rune('a'+i%26))
+		if i >= 26 {
+			name += strconv.Itoa(i / 26)
+		}
+		args := append([]string{"node", "-name", name, "-redis", f.addr, "-prefix", f.prefix,
+			"-budget", strconv.FormatInt(f.budget, 10), "-work-dir", f.work, "-log-level", level}, f.flags.args()...)
+		wg.Go(func() {
+			c, err := startChild(ctx, f.bin, name, args, f.record, echo)
+			results[i] = res{c, err}
+		})
+	}
+	wg.Wait()
+	var errs []error
+	f.mu.Lock()
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+		} else {
+			f.nodes = append(f.nodes, r.c)
+		}
+	}
+	f.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (f *fleet) record(e event) {
+	switch e.Fields["msg"] {
+	case "bid", "won", "indexed", "evicted", "lost":
+		f.mu.Lock()
+		f.events = append(f.events, e)
+		f.mu.Unlock()
+	}
+}
+
+// eventsSince returns the recorded events at or after t.
+func (f *fleet) eventsSince(t time.Time) []event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := sort.Search(len(f.events), func(i int) bool { return !f.events[i].At.Before(t) })
+	return append([]event(nil), f.events[i:]...)
+}
+
+func (f *fleet) putCatalog(ctx context.Context) error {
+	return putCatalog(ctx, f.rdb, f.store, f.prefix, f.repos, f.flags.Replicas)
+}
+
+// rows reads every catalog row.
+func (f *fleet) rows(ctx context.Context) ([]lease.Row, error) {
+	var out []lease.Row
+	for r, err := range f.store.Rows(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// coverage counts the rows that are ready at a live node.
+func coverage(rows []lease.Row, dead map[string]bool) (ready, warming, unassigned int) {
+	for _, r := range rows {
+		switch {
+		case r.Owner == "" || dead[r.Owner]:
+			unassigned++
+		case r.Ready:
+			ready++
+		default:
+			warming++
+		}
+	}
+	return ready, warming, unassigned
+}
+
+// stopNodes sends SIGTERM to every node still running and waits.
+func (f *fleet) stopNodes() error {
+	f.mu.Lock()
+	nodes := append([]*child(nil), f.nodes...)
+	f.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, c := range nodes {
+		if c.Exited() {
+			continue
+		}
+		wg.Go(func() { errs[i] = c.Stop(f.flags.TTL + 30*time.Second) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close stops everything the fleet started, deletes its keys, and
+// removes the work directory.
+func (f *fleet) Close() {
+	f.mu.Lock()
+	nodes := f.nodes
+	f.mu.Unlock()
+	for _, c := range nodes {
+		if !c.Exited() {
+			c.Kill()
+		}
+	}
+	if f.rdb != nil {
+		if f.redis == nil && f.prefix != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = unlinkPrefix(ctx, f.rdb, f.prefix)
+			cancel()
+		}
+		_ = f.rdb.Close()
+	}
+	if f.redis != nil {
+		f.redis.Stop()
+	}
+	if f.work != "" {
+		_ = os.RemoveAll(f.work)
+	}
+}
+
+func mib(b int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}

@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Limits of the index and of queries.
+const (
+	maxFileSize  = 1 << 20 // larger files are skipped
+	binarySniff  = 8000    // bytes searched for a NUL, as git does
+	maxQueryLen  = 256
+	defaultLimit = 100
+	maxLimit     = 1000
+)
+
+// Costs used by Index.Size, in bytes: a Go map entry of uint32 → []uint32
+// with its share of buckets, a file and a line record.
+const (
+	gramEntryCost = 48
+	fileCost      = 64
+	lineCost      = 16
+)
+
+// errBadQuery is wrapped by the errors of queries the index cannot answer.
+var errBadQuery = errors.New("bad query")
+
+// Match is one line that contains the query.
+type Match struct {
+	Path string `json:"path"`
+	Line int    `json:"line"` // from 1
+	Text string `json:"text"`
+}
+
+// sourceFile is one file given to newIndex.
+type sourceFile struct {
+	Path string
+	Data []byte
+}
+
+// Index is an in-memory substring index of a tree of text files: each
+// trigram (three consecutive bytes) maps to the lines that contain it.
+// A query of three bytes or more intersects the posting lists of its
+// trigrams and checks each candidate line; a shorter query scans every
+// line. Lines never contain the newline, so neither may a query. An Index
+// is immutable once built and safe for concurrent use.
+type Index struct {
+	files []indexedFile
+	lines []lineRef
+	grams map[uint32][]uint32 // trigram → ascending line numbers in lines
+	size  int64
+}
+
+type indexedFile struct {
+	path string
+	data []byte
+}
+
+type lineRef struct {
+	file, num, start, end uint32
+}
+
+// isBinary reports whether data looks binary: a NUL in its first bytes.
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0
+}
+
+// newIndex indexes files, skipping binary ones and those over maxFileSize.
+func newIndex(files []sourceFile) *Index {
+	files = slices.Clone(files)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	ix := &Index{}
+	counts := make(map[uint32]uint32)
+	last := make(map[uint32]uint32) // trigram → 1 + the last line counted
+	for _, f := range files {
+		if len(f.Data) > maxFileSize || isBinary(f.Data) {
+			continue
+		}
+		fi := uint32(len(ix.files))
+		ix.files = append(ix.files, indexedFile{path: f.Path, data: f.Data})
+		ix.size += fileCost + int64(len(f.Path)) + int64(len(f.Data))
+		num := uint32(1)
+		for start := 0; start < len(f.Data); {
+			end := bytes.IndexByte(f.Data[start:], '\n')
+			if end < 0 {
+				end = len(f.Data)
+			} else {
+				end += start
+			}
+			li := uint32(len(ix.lines))
+			ix.lines = append(ix.lines, lineRef{file: fi, num: num, start: uint32(start), end: uint32(end)})
+			line := f.Data[start:end]
+			for i := 0; i+3 <= len(line); i++ {
+				g := gram(line[i:])
+				if l, ok := last[g]; ok && l == li+1 {
+					continue // already counted for this line
+				}
+				last[g] = li + 1
+				counts[g]++
+			}
+			num++
+			start = end + 1
+		}
+	}
+	// One arena for every posting list, so capacities are exact.
+	var total uint32
+	for _, c := range counts {
+		total += c
+	}
+	arena := make([]uint32, 0, total)
+	ix.grams = make(map[uint32][]uint32, len(counts))
+	for g, c := range counts {
+		ix.grams[g] = arena[len(arena) : len(arena) : len(arena)+int(c)]
+		arena = arena[:len(arena)+int(c)]
+	}
+	for li, l := range ix.lines {
+		line := ix.files[l.file].data[l.start:l.end]
+		for i := 0; i+3 <= len(line); i++ {
+			g := gram(line[i:])
+			p := ix.grams[g]
+			if n := len(p); n > 0 && p[n-1] == uint32(li) {
+				continue
+			}
+			ix.grams[g] = append(p, uint32(li))
+		}
+	}
+	ix.size += lineCost*int64(len(ix.lines)) + 4*int64(total) + gramEntryCost*int64(len(ix.grams))
+	return ix
+}
+
+func gram(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }
+
+// indexDir indexes the regular files under root, skipping the .git
+// directory, symbolic links, binary files and files over maxFileSize.
+// Paths are relative to root, with forward slashes.
+func indexDir(root string) (*Index, error) {
+	var files []sourceFile
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > maxFileSize {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, sourceFile{Path: filepath.ToSlash(rel), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", root, err)
+	}
+	return newIndex(files), nil
+}
+
+// Size returns the index's in-memory size in bytes as accounted: file
+// contents and paths, a record per file and per line, 4 bytes per posting
+// and a map entry per trigram.
+func (ix *Index) Size() int64 { return ix.size }
+
+// Files returns the number of files indexed.
+func (ix *Index) Files() int { return len(ix.files) }
+
+// checkQuery validates a query.
+func checkQuery(q string) error {
+	switch {
+	case q == "":
+		return fmt.Errorf("empty query: %w", errBadQuery)
+	case len(q) > maxQueryLen:
+		return fmt.Errorf("query of %d bytes, more than %d: %w", len(q), maxQueryLen, errBadQuery)
+	case strings.ContainsAny(q, "\n\r"):
+		return fmt.Errorf("query contains a line break: %w", errBadQuery)
+	}
+	return nil
+}
+
+// Search returns the lines that contain q, in path and line order, at most
+// limit of them (limit ≤ 0: defaultLimit), and whether more were left
+// out. A line is reported once however many times it contains q.
+func (ix *Index) Search(q string, limit int) ([]Match, bool, error) {
+	if err := checkQuery(q); err != nil {
+		return nil, false, err
+	}
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	qb := []byte(q)
+	var out []Match
+	check := func(li uint32) bool {
+		l := ix.lines[li]
+		f := ix.files[l.file]
+		line := f.data[l.start:l.end]
+		if !bytes.Contains(line, qb) {
+			return true
+		}
+		if len(out) == limit {
+			return false
+		}
+		out = append(out, Match{Path: f.path, Line: int(l.num), Text: string(line)})
+		return true
+	}
+	if len(qb) < 3 {
+		for li := range ix.lines {
+			if !check(uint32(li)) {
+				return out, true, nil
+			}
+		}
+		return out, false, nil
+	}
+	var lists [][]uint32
+	seen := make(map[uint32]bool)
+	for i := 0; i+3 <= len(qb); i++ {
+		g := gram(qb[i:])
+		if seen[g] {
+			continue
+		}
+		seen[g] = true
+		p, ok := ix.grams[g]
+		if !ok {
+			return nil, false, nil
+		}
+		lists = append(lists, p)
+	}
+	sort.Slice(lists, func(i, j int) bool { return len(lists[i]) < len(lists[j]) })
+	cands := lists[0]
+	for _, p := range lists[1:] {
+		cands = intersect(cands, p)
+		if len(cands) == 0 {
+			return nil, false, nil
+		}
+	}
+	for _, li := range cands {
+		if !check(li) {
+			return out, true, nil
+		}
+	}
+	return out, false, nil
+}
+
+// intersect returns the values in both ascending lists a and b, where a
+// is the shorter: a binary search of b for each value of a.
+func intersect(a, b []uint32) []uint32 {
+	out := make([]uint32, 0, len(a))
+	for _, v := range a {
+		i, ok := slices.BinarySearch(b, v)
+		if ok {
+			out = append(out, v)
+		}
+		b = b[i:]
+		if len(b) == 0 {
+			break
+		}
+	}
+	return out
+}
+
+// grepFiles is the brute-force reference of Index.Search: every line of
+// every text file that contains q, in path and line order.
+func grepFiles(files []sourceFile, q string) []Match {
+	files = slices.Clone(files)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	var out []Match
+	for _, f := range files {
+		if len(f.Data) > maxFileSize || isBinary(f.Data) {
+			continue
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n") {
+			if len(f.Data) > 0 && strings.Contains(line, q) {
+				out = append(out, Match{Path: f.Path, Line: i + 1, Text: line})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/lease"
+	leaseredis "github.com/indexkit/indexkit/lease/redis"
+)
+
+// tuning is the lease timing every node of a fleet shares (the store's
+// options are sent with each script call, so all nodes must agree) and
+// the node-side pacing. demo and sim pass theirs to the nodes they start.
+type tuning struct {
+	TTL              time.Duration
+	Window           time.Duration
+	Liveness         time.Duration
+	Heartbeat        time.Duration
+	Scan             time.Duration
+	MaxBids          int // 0: dynamic, the number of live nodes
+	IndexConcurrency int
+	BackoffBase      time.Duration
+	BackoffMax       time.Duration
+	// Replicas is the number of copies of each repo (lease replication):
+	// the primary and Replicas-1 replica slots, on different nodes.
+	Replicas int
+}
+
+func defaultTuning() tuning {
+	return tuning{
+		TTL: 10 * time.Second, Window: 2 * time.Second, Liveness: 5 * time.Second,
+		Heartbeat: time.Second, Scan: 250 * time.Millisecond, MaxBids: 0,
+		IndexConcurrency: 2, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
+		Replicas: 1,
+	}
+}
+
+func (t *tuning) register(fs *flag.FlagSet) {
+	fs.DurationVar(&t.TTL, "ttl", t.TTL, "lease time to live")
+	fs.DurationVar(&t.Window, "window", t.Window, "auction window (the backstop)")
+	fs.DurationVar(&t.Liveness, "liveness", t.Liveness, "a node is live if it heartbeated within this")
+	fs.DurationVar(&t.Heartbeat, "heartbeat", t.Heartbeat, "heartbeat interval")
+	fs.DurationVar(&t.Scan, "scan", t.Scan, "mean interval between scans for claimable items")
+	fs.IntVar(&t.MaxBids, "max-bids", t.MaxBids, "bids that close an auction at once; 0: the number of live nodes")
+	fs.IntVar(&t.IndexConcurrency, "index-concurrency", t.IndexConcurrency, "concurrent clones+indexing per node")
+	fs.DurationVar(&t.BackoffBase, "backoff", t.BackoffBase, "base of the backoff after a lost or rejected bid")
+	fs.DurationVar(&t.BackoffMax, "backoff-max", t.BackoffMax, "cap of that backoff")
+	fs.IntVar(&t.Replicas, "replicas", t.Replicas, "copies of each repo on different nodes; reads fall back to a ready replica")
+}
+
+// args returns the flags that give a node t.
+func (t tuning) args() []string {
+	return []string{
+		"-ttl", t.TTL.String(), "-window", t.Window.String(), "-liveness", t.Liveness.String(),
+		"-heartbeat", t.Heartbeat.String(), "-scan", t.Scan.String(), "-max-bids", strconv.Itoa(t.MaxBids),
+		"-index-concurrency", strconv.Itoa(t.IndexConcurrency),
+		"-backoff", t.BackoffBase.String(), "-backoff-max", t.BackoffMax.String(),
+		"-replicas", strconv.Itoa(t.Replicas),
+	}
+}
+
+func (t tuning) validate() error {
+	switch {
+	case t.TTL <= 0, t.Window <= 0, t.Liveness <= 0, t.Heartbeat <= 0, t.Scan <= 0:
+		return errors.New("-ttl, -window, -liveness, -heartbeat and -scan must be positive")
+	case t.Heartbeat >= t.Liveness:
+		return fmt.Errorf("-heartbeat %v must be below -liveness %v", t.Heartbeat, t.Liveness)
+	case t.MaxBids < 0:
+		return fmt.Errorf("-max-bids %d is negative", t.MaxBids)
+	case t.IndexConcurrency < 1:
+		return fmt.Errorf("-index-concurrency %d: want at least 1", t.IndexConcurrency)
+	case t.Replicas < 1:
+		return fmt.Errorf("-replicas %d: want at least 1", t.Replicas)
+	case t.BackoffBase <= 0 || t.BackoffMax < t.BackoffBase:
+		return fmt.Errorf("-backoff %v, -backoff-max %v: want 0 < backoff ≤ backoff-max", t.BackoffBase, t.BackoffMax)
+	}
+	return nil
+}
+
+// storeOptions are the lease store's options for t.
+func (t tuning) storeOptions(hooks lease.Hooks) []lease.Option {
+	opts := []lease.Option{lease.WithTTL(t.TTL), lease.WithAuctionWindow(t.Window), lease.WithHooks(hooks)}
+	if t.MaxBids > 0 {
+		opts = append(opts, lease.WithMaxBids(t.MaxBids))
+	} else {
+		opts = append(opts, lease.WithDynamicMaxBids(t.Liveness))
+	}
+	return opts
+}
+
+// byteSize is a flag of bytes: 1048576, 512KiB, 64MiB, 2GiB.
+type byteSize int64
+
+func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want bytes such as 1048576, 512KiB, 64MiB or 2GiB")
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+// nodeConfig is the configuration of one fleet node.
+type nodeConfig struct {
+	Name         string
+	Redis        string
+	Prefix       string
+	Listen       string
+	Budget       byteSize
+	WorkDir      string
+	DrainTimeout time.Duration
+	LogLevel     string
+	tuning
+}
+
+func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
+	host, _ := os.Hostname()
+	c := nodeConfig{
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Redis: "127.0.0.1:6379", Prefix: "fleet:",
+		Listen: "127.0.0.1:0", Budget: 256 << 20, DrainTimeout: 10 * time.Second, LogLevel: "info",
+		tuning: defaultTuning(),
+	}
+	fs := flag.NewFlagSet("fleet node", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Name, "name", c.Name, "node name, unique in the fleet")
+	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis address of the catalog")
+	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "key prefix of the catalog in Redis")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address (port 0: any free port, logged)")
+	fs.Var(&c.Budget, "budget", "memory budget for indexes (bytes, or with KiB, MiB, GiB)")
+	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for temporary clones (default: the system's)")
+	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long to wait for in-flight indexing before releasing")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	c.tuning.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("fleet node: unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case c.Name == "":
+		return c, errors.New("-name is empty")
+	case c.Prefix == "":
+		return c, errors.New("-prefix is empty")
+	case c.Budget <= 0:
+		return c, errors.New("-budget must be positive")
+	}
+	return c, c.tuning.validate()
+}
+
+// counters are a node's event counts, shown by GET /status and exported
+// on GET /metrics.
+type counters struct {
+	BidsPlaced, BidsRejected                      atomic.Int64
+	Won, Indexed, IndexErrors, Evicted, Lost      atomic.Int64
+	AuctionsShortCircuited, AuctionsTimedOut      atomic.Int64
+	AuctionsNoWinner                              atomic.Int64
+	QueriesLocal, QueriesRouted, QueriesWarming   atomic.Int64
+	QueriesUnassigned, QueriesUnknown, QueriesBad atomic.Int64
+}
+
+func (c *counters) snapshot() map[string]int64 {
+	return map[string]int64{
+		"bids_placed": c.BidsPlaced.Load(), "bids_rejected": c.BidsRejected.Load(),
+		"won": c.Won.Load(), "indexed": c.Indexed.Load(), "index_errors": c.IndexErrors.Load(),
+		"evicted": c.Evicted.Load(), "lost": c.Lost.Load(),
+		"auctions_short_circuited": c.AuctionsShortCircuited.Load(), "auctions_timed_out": c.AuctionsTimedOut.Load(),
+		"auctions_no_winner": c.AuctionsNoWinner.Load(),
+		"queries_local":      c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
+		"queries_warming": c.QueriesWarming.Load(), "queries_unassigned": c.QueriesUnassigned.Load(),
+		"queries_unknown": c.QueriesUnknown.Load(), "queries_bad": c.QueriesBad.Load(),
+	}
+}
+
+// node is a running fleet node.
+type node struct {
+	cfg    nodeConfig
+	log    *slog.Logger
+	rdb    *goredis.Client
+	store  *leaseredis.Store
+	mgr    *lease.Manager
+	idx    *repoIndexer
+	addr   string
+	client *http.Client
+	c      counters
+}
+
+// hooks connect the store's, the leases' and the manager's events to the
+// node's counters and log: the lines msg=bid, won, indexed, evicted and
+// lost are what demo and sim read from their nodes. The store reports the
+// auctions this node closed; the bid and lease events come from the
+// manager and its leases only, so that each is counted once.
+func (n *node) hooks() (store, holder lease.Hooks, mgr lease.ManagerHooks) {
+	store = lease.Hooks{
+		AuctionShortCircuited: func(lease.AuctionResult) { n.c.AuctionsShortCircuited.Add(1) },
+		AuctionTimedOut:       func(lease.AuctionResult) { n.c.AuctionsTimedOut.Add(1) },
+		AuctionNoWinner:       func(lease.AuctionResult) { n.c.AuctionsNoWinner.Add(1) },
+	}
+	holder = lease.Hooks{
+		BidPlaced: func(item, _ string, free int64) {
+			n.c.BidsPlaced.Add(1)
+			n.log.Debug("bid", "item", item, "free", free)
+		},
+		BidRejected: func(item, _ string, reason error) {
+			n.c.BidsRejected.Add(1)
+			n.log.Debug("bid rejected", "item", item, "reason", reason.Error())
+		},
+		LeaseLost: func(ref lease.Ref, reason error) {
+			if errors.Is(reason, lease.ErrReleased) {
+				return
+			}
+			n.c.Lost.Add(1)
+			n.log.Info("lost", "item", ref.Item, "fence", uint64(ref.Fence), "reason", reason.Error())
+		},
+	}
+	mgr = lease.ManagerHooks{
+		Won: func(ref lease.Ref) {
+			n.c.Won.Add(1)
+			n.log.Info("won", "item", ref.Item, "fence", uint64(ref.Fence))
+		},
+		Indexed: func(ref lease.Ref, size int64, err error) {
+			if err != nil {
+				n.c.IndexErrors.Add(1)
+				n.log.Info("indexed", "item", ref.Item, "err", err.Error())
+				return
+			}
+			n.c.Indexed.Add(1)
+			attrs := []any{"item", ref.Item, "size", size}
+			if ri := n.idx.get(ref.Item); ri != nil {
+				attrs = append(attrs, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond))
+			}
+			n.log.Info("indexed", attrs...)
+		},
+		Evicted: func(ref lease.Ref, size int64) {
+			n.c.Evicted.Add(1)
+			n.log.Info("evicted", "item", ref.Item, "size", size)
+		},
+	}
+	return store, holder, mgr
+}
+
+// runNode is `fleet node`: it serves until ctx is done, then drains.
+func runNode(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg, err := parseNodeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level, err := cli.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := cli.NewLogger(stderr, level)
+
+	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Redis, PoolSize: 16})
+	defer rdb.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = rdb.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("redis at %s unreachable: %w", cfg.Redis, err)
+	}
+
+	n := &node{cfg: cfg, log: log, rdb: rdb, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	defer n.client.CloseIdleConnections()
+	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
+	sh, lh, mh := n.hooks()
+	n.store, err = leaseredis.New(rdb, cfg.Prefix, cfg.storeOptions(sh)...)
+	if err != nil {
+		return err
+	}
+	defer n.store.Close()
+	mopts := []lease.ManagerOption{
+		lease.WithIndexer(n.idx),
+		lease.WithBudget(int64(cfg.Budget)),
+		lease.WithIndexConcurrency(cfg.IndexConcurrency),
+		lease.WithHeartbeatInterval(cfg.Heartbeat),
+		lease.WithScanInterval(cfg.Scan),
+		lease.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
+		lease.WithDrainTimeout(cfg.DrainTimeout),
+		lease.WithLeaseOptions(lease.WithTTL(cfg.TTL), lease.WithHooks(lh)),
+		lease.WithManagerHooks(mh),
+		lease.WithLogger(log),
+	}
+	if cfg.Replicas > 1 {
+		mopts = append(mopts, lease.WithReplication())
+	}
+	n.mgr, err = lease.NewManager(n.store, cfg.Name, mopts...)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	n.addr = ln.Addr().String()
+	cli.LogListening(log, "http", n.addr)
+	if err := n.publishAddr(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	log.Info("starting", "node", cfg.Name, "redis", cfg.Redis, "prefix", cfg.Prefix, "budget", int64(cfg.Budget),
+		"ttl", cfg.TTL, "window", cfg.Window, "max_bids", cfg.MaxBids, "replicas", cfg.Replicas)
+
+	eg, gctx := errgroup.WithContext(ctx)
+	cli.Serve(gctx, eg, "http", cli.NewHTTPServer(n.handler(), log), ln, 5*time.Second)
+	eg.Go(func() error { return n.mgr.Run(gctx) })
+	eg.Go(func() error { return n.keepAddr(gctx) })
+	<-gctx.Done()
+	log.Info("shutting down", "held", len(n.mgr.Held()))
+	err = eg.Wait()
+	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	if derr := rdb.HDel(dctx, addrsKey(cfg.Prefix), cfg.Name).Err(); derr != nil {
+		log.Warn("unpublish address", "err", derr)
+	}
+	cancel()
+	if err != nil {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// publishAddr writes the node's HTTP address into the fleet's address
+// hash, where other nodes look owners up to route queries.
+func (n *node) publishAddr(ctx context.Context) error {
+	if err := n.rdb.HSet(ctx, addrsKey(n.cfg.Prefix), n.cfg.Name, n.addr).Err(); err != nil {
+		return fmt.Errorf("publish address: %w", err)
+	}
+	return nil
+}
+
+// keepAddr rewrites the address at every heartbeat, so that it comes back
+// if Redis lost it.
+func (n *node) keepAddr(ctx context.Context) error {
+	t := time.NewTicker(n.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := n.publishAddr(ctx); err != nil && ctx.Err() == nil {
+				n.log.Warn("heartbeat address", "err", err)
+			}
+		}
+	}
+}
+
+// cloneURL looks up the clone URL the catalog keeps for item, or for the
+// item a replica slot copies.
+func (n *node) cloneURL(ctx context.Context, item string) (string, error) {
+	item, _ = lease.SplitReplicaID(item)
+	u, err := n.rdb.HGet(ctx, reposKey(n.cfg.Prefix), item).Result()
+	if errors.Is(err, goredis.Nil) {
+		return "", fmt.Errorf("%w %s", errUnknownRepo, item)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up clone URL: %w", err)
+	}
+	return u, nil
+}

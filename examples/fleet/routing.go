@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// hopHeader marks a query one node routed to another: the receiver answers
+// from its own state and never routes it again.
+const hopHeader = "X-Fleet-Routed-By"
+
+// routeTimeout bounds a routed query.
+const routeTimeout = 10 * time.Second
+
+// searchResult is the answer of GET /search with status "ok".
+type searchResult struct {
+	Status    string  `json:"status"` // "ok"
+	Repo      string  `json:"repo"`
+	Query     string  `json:"query"`
+	Commit    string  `json:"commit"`
+	ServedBy  string  `json:"served_by"`
+	RoutedBy  string  `json:"routed_by,omitempty"`
+	Matches   []Match `json:"matches"`
+	Truncated bool    `json:"truncated"`
+}
+
+// searchRefusal is the answer of GET /search that is not "ok": warming
+// (503, the owner has not finished indexing), unassigned (503, nobody
+// holds the repo), unreachable (503, the owner did not answer), unknown
+// (404) or bad query (400).
+type searchRefusal struct {
+	Status string `json:"status"`
+	Repo   string `json:"repo,omitempty"`
+	Owner  string `json:"owner,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// itemStatus is one held item in GET /status.
+type itemStatus struct {
+	Item   string `json:"item"`
+	Fence  uint64 `json:"fence"`
+	Ready  bool   `json:"ready"`
+	Size   int64  `json:"size,omitempty"`
+	Files  int    `json:"files,omitempty"`
+	Commit string `json:"commit,omitempty"`
+}
+
+// nodeStatus is the answer of GET /status.
+type nodeStatus struct {
+	Node     string           `json:"node"`
+	Addr     string           `json:"addr"`
+	Budget   int64            `json:"budget"`
+	Used     int64            `json:"used"`
+	Items    []itemStatus     `json:"items"`
+	Counters map[string]int64 `json:"counters"`
+}
+
+func (n *node) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /search", n.handleSearch)
+	mux.HandleFunc("GET /status", n.handleStatus)
+	mux.HandleFunc("GET /metrics", n.handleMetrics)
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	repoID, query := q.Get("repo"), q.Get("q")
+	limit := defaultLimit
+	bad := func(msg string) {
+		n.c.QueriesBad.Add(1)
+		writeJSON(w, http.StatusBadRequest, searchRefusal{Status: "bad query", Repo: repoID, Error: msg})
+	}
+	if repoID == "" {
+		bad("missing parameter repo")
+		return
+	}
+	if err := checkQuery(query); err != nil {
+		bad(err.Error())
+		return
+	}
+	if s := q.Get("limit"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > maxLimit {
+			bad(fmt.Sprintf("limit %q: want 1 to %d", s, maxLimit))
+			return
+		}
+		limit = v
+	}
+	if item, slot := lease.SplitReplicaID(repoID); item != repoID || slot != 0 {
+		bad(fmt.Sprintf("repo %q names a replica slot; ask for the repo %q", repoID, item))
+		return
+	}
+	rows, err := lease.Replicas(r.Context(), n.store, repoID, n.cfg.Replicas)
+	if errors.Is(err, lease.ErrNotFound) {
+		n.c.QueriesUnknown.Add(1)
+		writeJSON(w, http.StatusNotFound, searchRefusal{Status: "unknown", Repo: repoID, Error: "no such repo in the catalog"})
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "catalog unavailable", Repo: repoID, Error: err.Error()})
+		return
+	}
+	routedBy := r.Header.Get(hopHeader)
+	// A copy this node holds and has indexed answers here.
+	mine := false
+	for _, row := range rows {
+		if row.Owner != n.cfg.Name {
+			continue
+		}
+		mine = true
+		if ri := n.idx.get(row.ID); ri != nil && ri.Commit == row.Commit {
+			n.mgr.Touch(row.ID)
+			n.c.QueriesLocal.Add(1)
+			ms, trunc, err := ri.Search(query, limit)
+			if err != nil { // checked above; kept for safety
+				bad(err.Error())
+				return
+			}
+			if ms == nil {
+				ms = []Match{}
+			}
+			writeJSON(w, http.StatusOK, searchResult{Status: "ok", Repo: repoID, Query: query, Commit: ri.Commit,
+				ServedBy: n.cfg.Name, RoutedBy: routedBy, Matches: ms, Truncated: trunc})
+			return
+		}
+	}
+	// Else the ready copies elsewhere, the primary first (lease.Serving's
+	// order), tried in turn while their owners do not answer.
+	var ready []lease.Row
+	for _, row := range rows {
+		if row.Owner != "" && row.Owner != n.cfg.Name && row.Ready {
+			ready = append(ready, row)
+		}
+	}
+	switch {
+	case len(ready) > 0 && routedBy != "":
+		// Routed here, but this node serves no copy: ownership moved;
+		// the router may retry.
+		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "moved", Repo: repoID, Owner: ready[0].Owner})
+	case len(ready) > 0:
+		n.route(r.Context(), w, ready, repoID, query, limit)
+	case mine:
+		n.c.QueriesWarming.Add(1)
+		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "warming", Repo: repoID, Owner: n.cfg.Name})
+	case anyOwner(rows) != "":
+		n.c.QueriesWarming.Add(1)
+		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "warming", Repo: repoID, Owner: anyOwner(rows)})
+	default:
+		n.c.QueriesUnassigned.Add(1)
+		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "unassigned", Repo: repoID})
+	}
+}
+
+// anyOwner returns the first owner among rows, or "".
+func anyOwner(rows []lease.Row) string {
+	for _, r := range rows {
+		if r.Owner != "" {
+			return r.Owner
+		}
+	}
+	return ""
+}
+
+// route sends the query to the owner of the first copy in ready that
+// answers, and relays its answer.
+func (n *node) route(ctx context.Context, w http.ResponseWriter, ready []lease.Row, repoID, query string, limit int) {
+	var errs []error
+	for _, row := range ready {
+		code, body, err := n.forward(ctx, row.Owner, repoID, query, limit)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n.c.QueriesRouted.Add(1)
+		n.log.Debug("routed", "item", repoID, "owner", row.Owner, "slot", row.ID, "code", code)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "unreachable", Repo: repoID, Owner: ready[0].Owner,
+		Error: errors.Join(errs...).Error()})
+}
+
+// forward sends the query to owner, found in the fleet's address hash,
+// and returns its answer.
+func (n *node) forward(ctx context.Context, owner, repoID, query string, limit int) (int, []byte, error) {
+	addr, err := n.rdb.HGet(ctx, addrsKey(n.cfg.Prefix), owner).Result()
+	if errors.Is(err, goredis.Nil) {
+		return 0, nil, fmt.Errorf("owner %s has published no address", owner)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("look up the address of %s: %w", owner, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, routeTimeout)
+	defer cancel()
+	u := "http://" + addr + "/search?" + url.Values{"repo": {repoID}, "q": {query}, "limit": {strconv.Itoa(limit)}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set(hopHeader, n.cfg.Name)
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("route to %s at %s: %w", owner, addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("route to %s at %s: read the answer: %w", owner, addr, err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+func (n *node) status() nodeStatus {
+	st := nodeStatus{Node: n.cfg.Name, Addr: n.addr, Budget: int64(n.cfg.Budget), Used: n.mgr.Used(),
+		Items: []itemStatus{}, Counters: n.c.snapshot()}
+	for _, ref := range n.mgr.Held() {
+		is := itemStatus{Item: ref.Item, Fence: uint64(ref.Fence)}
+		if ri := n.idx.get(ref.Item); ri != nil {
+			is.Ready, is.Size, is.Files, is.Commit = true, ri.Size(), ri.Files(), ri.Commit
+		}
+		st.Items = append(st.Items, is)
+	}
+	sort.Slice(st.Items, func(i, j int) bool { return st.Items[i].Item < st.Items[j].Item })
+	return st
+}
+
+func (n *node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, n.status())
+}
+
+// handleMetrics writes the counters and gauges in the Prometheus text
+// format.
+func (n *node) handleMetrics(w http.ResponseWriter, _ *http.Request) {
+	st := n.status()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	names := make([]string, 0, len(st.Counters))
+	for k := range st.Counters {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_%s_total counter\nindexkit_fleet_%s_total %d\n", k, k, st.Counters[k])
+	}
+	ready := 0
+	for _, it := range st.Items {
+		if it.Ready {
+			ready++
+		}
+	}
+	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_held gauge\nindexkit_fleet_items_held %d\n", len(st.Items))
+	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_ready gauge\nindexkit_fleet_items_ready %d\n", ready)
+	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_used_bytes gauge\nindexkit_fleet_memory_used_bytes %d\n", st.Used)
+	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_budget_bytes gauge\nindexkit_fleet_memory_budget_bytes %d\n", st.Budget)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// simFlags are the defaults of `fleet sim`.
+func simFlags() fleetFlags {
+	t := defaultTuning()
+	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
+	t.MaxBids = 2
+	return fleetFlags{Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
+		Seed: 1, Duration: 5 * time.Minute, tuning: t}
+}
+
+// runSim is `fleet sim`: N nodes claim M repos of varied sizes; once
+// every repo is ready it kills the node holding the most with SIGKILL,
+// waits for full coverage again, and reports.
+func runSim(ctx context.Context, args []string, stderr io.Writer) error {
+	ff := simFlags()
+	if err := ff.parse("sim", args, stderr); err != nil {
+		return err
+	}
+	out := os.Stdout
+	ctx, cancel := context.WithTimeout(ctx, ff.Duration)
+	defer cancel()
+	f, err := newFleet(ctx, ff, out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.startNodes(ctx, ff.Nodes); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d nodes started; ttl %v, window %v, max-bids %s, scan %v, index concurrency %d\n",
+		ff.Nodes, ff.TTL, ff.Window, maxBidsText(ff.MaxBids), ff.Scan, ff.IndexConcurrency)
+
+	t0 := time.Now()
+	if err := f.putCatalog(ctx); err != nil {
+		return err
+	}
+	rows, err := f.waitCoverage(ctx, t0, nil)
+	if err != nil {
+		return err
+	}
+	initial := time.Since(t0)
+	fmt.Fprintf(out, "full coverage: %d/%d repos ready after %v\n", len(rows), len(rows), initial.Round(10*time.Millisecond))
+
+	// Kill the node that holds the most.
+	held := map[string][]string{}
+	for _, r := range rows {
+		held[r.Owner] = append(held[r.Owner], r.ID)
+	}
+	victim := f.nodes[0]
+	for _, c := range f.nodes {
+		if len(held[c.Name]) > len(held[victim.Name]) {
+			victim = c
+		}
+	}
+	lostItems := held[victim.Name]
+	// With replicas, the repos that keep a ready copy on a live node.
+	owners := make(map[string]string, len(rows))
+	for _, r := range rows {
+		owners[r.ID] = r.Owner
+	}
+	readable := 0
+	for _, r := range f.repos {
+		for slot := range ff.Replicas {
+			if o := owners[lease.ReplicaID(r.ID, slot)]; o != "" && o != victim.Name {
+				readable++
+				break
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let trailing events of the first phase arrive
+	tk := time.Now()
+	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+	<-victim.done
+	fmt.Fprintf(out, "SIGKILL %s (pid %d), which held %d repos\n", victim.Name, victim.cmd.Process.Pid, len(lostItems))
+	dead := map[string]bool{victim.Name: true}
+	if _, err := f.waitCoverage(ctx, tk, dead); err != nil {
+		return err
+	}
+	after := time.Since(tk)
+	fmt.Fprintf(out, "full coverage again after %v\n", after.Round(10*time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
+
+	all := make([]string, len(rows))
+	for i, r := range rows {
+		all[i] = r.ID
+	}
+	rep := f.report(t0, tk, initial, after, victim.Name, all, lostItems, readable)
+	fmt.Fprint(out, "\n"+rep)
+
+	if err := f.stopNodes(); err != nil {
+		return err
+	}
+	rows, err = f.rows(ctx)
+	if err != nil {
+		return err
+	}
+	idle := 0
+	for _, r := range rows {
+		if r.Owner == "" && r.State == lease.Idle {
+			idle++
+		}
+	}
+	fmt.Fprintf(out, "after SIGTERM of the survivors: %d/%d rows idle\n", idle, len(rows))
+	return nil
+}
+
+func maxBidsText(n int) string {
+	if n == 0 {
+		return "dynamic (live nodes)"
+	}
+	return fmt.Sprint(n)
+}
+
+// waitCoverage polls the catalog every 100ms until every row is ready at
+// a live node, printing progress every 5s.
+func (f *fleet) waitCoverage(ctx context.Context, since time.Time, dead map[string]bool) ([]lease.Row, error) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		rows, err := f.rows(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ready, warming, unassigned := coverage(rows, dead)
+		if ready == len(rows) {
+			return rows, nil
+		}
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(f.out, "  t=%5.1fs ready %d, warming %d, unassigned %d\n", time.Since(since).Seconds(), ready, warming, unassigned)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("coverage not reached (%d/%d ready): %w", ready, len(rows), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// report computes the figures of a sim run from the nodes' events.
+func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim string, all, lost []string, readable int) string {
+	evs := f.eventsSince(t0)
+	type phase struct {
+		firstBid, ready map[string]time.Time
+	}
+	newPhase := func() phase { return phase{map[string]time.Time{}, map[string]time.Time{}} }
+	p1, p2 := newPhase(), newPhase()
+	indexes := map[string]int{} // successful Index calls per item
+	var calls, failed, evicted, lostLeases, won int
+	for _, e := range evs {
+		item := e.Fields["item"]
+		p := &p1
+		if !e.At.Before(tk) {
+			p = &p2
+		}
+		switch e.Fields["msg"] {
+		case "bid":
+			if _, ok := p.firstBid[item]; !ok {
+				p.firstBid[item] = e.At
+			}
+		case "won":
+			won++
+		case "indexed":
+			calls++
+			if e.Fields["err"] != "" {
+				failed++
+				continue
+			}
+			indexes[item]++
+			if _, ok := p.ready[item]; !ok {
+				p.ready[item] = e.At
+			}
+		case "evicted":
+			evicted++
+		case "lost":
+			lostLeases++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "== fleet sim: %d repos × %d copies, %d nodes, budget %s each ==\n", len(f.repos), f.flags.Replicas, f.flags.Nodes, mib(f.budget))
+	fmt.Fprintf(&b, "time to full coverage: initial %v; after SIGKILL of %s (%d repos) %v (TTL %v + auctions + reindex)\n",
+		initial.Round(10*time.Millisecond), victim, len(lost), after.Round(10*time.Millisecond), f.flags.TTL)
+
+	lat := func(items []string, from func(string) (time.Time, bool), ready map[string]time.Time) string {
+		var ds []time.Duration
+		for _, it := range items {
+			s, ok := from(it)
+			r, rok := ready[it]
+			if ok && rok && !r.Before(s) {
+				ds = append(ds, r.Sub(s))
+			}
+		}
+		return percentiles(ds)
+	}
+	fmt.Fprintf(&b, "readable right after the kill (a ready copy on a live node): %d/%d repos\n", readable, len(f.repos))
+	fmt.Fprintln(&b, "claim latency (to the owner's indexed event; n, p50, p95, max):")
+	fmt.Fprintf(&b, "  initial, from catalog put:        %s\n", lat(all, func(string) (time.Time, bool) { return t0, true }, p1.ready))
+	fmt.Fprintf(&b, "  initial, from the first bid:      %s\n", lat(all, func(it string) (time.Time, bool) { t, ok := p1.firstBid[it]; return t, ok }, p1.ready))
+	fmt.Fprintf(&b, "  after the kill, from SIGKILL:     %s\n", lat(lost, func(string) (time.Time, bool) { return tk, true }, p2.ready))
+	fmt.Fprintf(&b, "  after the kill, from the 1st bid: %s\n", lat(lost, func(it string) (time.Time, bool) { t, ok := p2.firstBid[it]; return t, ok }, p2.ready))
+
+	multi, maxN := 0, 0
+	for _, n := range indexes {
+		if n > 1 {
+			multi++
+		}
+		maxN = max(maxN, n)
+	}
+	fmt.Fprintf(&b, "reindexing: %d Index calls (%d failed) for %d catalog items; %d items indexed more than once (at most %d times); %d items re-homed after the kill\n",
+		calls, failed, len(all), multi, maxN, len(lost))
+	fmt.Fprintf(&b, "leases: %d won, %d lost by survivors, %d evictions\n", won, lostLeases, evicted)
+	return b.String()
+}
+
+// percentiles formats n, p50, p95 and max of ds.
+func percentiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "n=0"
+	}
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("n=%d p50 %v, p95 %v, max %v", len(ds), r(q(0.50)), r(q(0.95)), r(ds[len(ds)-1]))
+}
