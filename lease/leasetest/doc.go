@@ -1,6 +1,9 @@
 // Package leasetest is the conformance suite every [lease.Store] backend
-// passes. A backend is done when its tests call [Run] (or [RunRealTime])
-// and [RunModel] and they pass under -race.
+// passes. A backend is done when its tests call [Run] (or [RunRealTime]),
+// [RunModel] (or [RunModelUntimed]) and [RunLinearizable] and they pass
+// under -race. A backend whose clock cannot be moved runs [RunModelUntimed]:
+// the same random operations without time steps, with hour-long TTLs and
+// windows.
 //
 //	func TestConformance(t *testing.T) {
 //		leasetest.Run(t, func(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
@@ -42,4 +45,42 @@
 //
 // [RunModel] drives the backend and a trivially correct reference model
 // with the same random operations and compares them step by step.
+//
+// # Linearizability
+//
+// [RunLinearizable] records concurrent histories on real time, several
+// clients (nodes) against one fresh store each, on three items with a short
+// TTL and auction window, so that leases lapse and are granted again while
+// the clients work. Clients win items only by bidding and evaluating; holders
+// renew (one lease, or all theirs in one batched call), update their rows,
+// release, pause past the TTL, and use stale refs on purpose; everyone
+// reads rows. Each history ([RecordHistory]) is then checked twice:
+//
+//   - [History.CheckLinearizable] checks it with porcupine
+//     (github.com/anishathalye/porcupine) against a sequential model of one
+//     item's row, partitioned by item: grants through auction close (who
+//     wins, with what fence, in which round), renewals, releases, owner
+//     updates with versions, and reads, with every field compared. Expiry is
+//     the hard part of a sequential model, since the history does not know
+//     the store's clock. The model does not assume a TTL longer than the
+//     history, nor expiry at an arbitrary moment: each operation takes
+//     effect at some instant between its call and return, the store's clock
+//     agrees with the test's within a margin ([WithClockMargin]), and an
+//     expiry, window or pending-bid marker that falls inside that span may
+//     have passed or not (the model follows both, through porcupine's
+//     power-set construction), while one outside it has certainly passed or
+//     not. Expiries the store reports pin the model's. So it checks that
+//     leases lapse on time, neither early nor late, as well as the order of
+//     everything else. A history that is not linearizable fails with
+//     porcupine's visualization written to a file, whose path is logged.
+//   - [History.CheckFences] checks fences directly: one holder per fence,
+//     strictly increasing fences across grants in real time, stale owner
+//     operations refused with lease.ErrStaleFence, and a fenced register
+//     outside the store (lease.CheckFence semantics) that holders write to
+//     after each accepted update, sometimes after a pause past the TTL: its
+//     accepted writes never mix two holders under one fence.
+//
+// The package's own tests wrap lease/memory in broken stores (an update that
+// skips the owner check, stale reads, a frozen fence, leases that lapse
+// before their reported expiry) and require both checks to catch them.
 package leasetest

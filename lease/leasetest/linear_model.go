@@ -1,0 +1,717 @@
+package leasetest
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// This file is the sequential specification that [History.CheckLinearizable]
+// checks histories against: one item's row, with its lease, its fence and
+// its open auction, as lease/memory implements it under its lock.
+//
+// # Time
+//
+// The store decides expiry, auction windows and pending-bid markers by its
+// own clock at the instant an operation takes effect, which the history
+// does not record. The model is therefore nondeterministic in time, and
+// only there: an operation takes effect at some instant between its call
+// and its return (and no earlier than the call of any operation ordered
+// before it), the store's clock reads that instant to within the clock
+// margin, and an expiry, deadline or marker that falls inside that range
+// may have passed or not: the model follows both branches (porcupine's
+// power-set construction). One outside it has certainly passed, or
+// certainly not. Every expiry the store reports (a grant's, a renewal's, a
+// row's) pins the model's to that exact value, after checking that it
+// lies TTL after the operation that set it. So the model checks that a
+// lease lapses neither early nor late by more than the margin, that a
+// lapse is permanent until the next grant, and that windows close and
+// markers expire on time.
+//
+// # What the history cannot see
+//
+// A bid that arrives after the window closes the auction and fails with
+// lease.ErrAuctionClosed without saying who won or with what fence. The
+// model then knows the winner (it knows the bids) but only a lower bound
+// of the fence and a range for the expiry, until a later operation (a Get,
+// an owner operation) reveals them.
+
+type linKind uint8
+
+const (
+	opGet linKind = iota
+	opBid
+	opEvaluate
+	opRenew
+	opRelease
+	opUpdate
+)
+
+func (k linKind) String() string {
+	return [...]string{"Get", "Bid", "Evaluate", "Renew", "Release", "Update"}[k]
+}
+
+// linInput is one operation's call, on one item. A batched renewal is split
+// into one operation per item, each with the batch's call and return times
+// (a relaxation: the batch is atomic on the store, the model lets each
+// item's part take effect at its own instant within the call).
+type linInput struct {
+	kind   linKind
+	item   string
+	holder string      // Bid
+	free   int64       // Bid
+	refs   []lease.Ref // Renew (this item's refs, in batch order); Release, Update: refs[0]
+	batch  int         // Renew: refs in the whole call
+	mut    linMutation // Update
+	call   int64       // ns on the history's clock
+	ret    int64
+}
+
+type linMutation struct {
+	commit    string
+	ready     int8  // -1 unset, 0 false, 1 true
+	size      int64 // -1 unset
+	draining  bool
+	ifVersion uint64
+	hasIfVer  bool
+}
+
+// linOutput is what the operation returned; err is the sentinel of package
+// lease the error wraps, or nil.
+type linOutput struct {
+	err      error
+	row      lease.Row           // Get, Update
+	bid      lease.BidResult     // Bid
+	eval     lease.AuctionResult // Evaluate
+	renewals []lease.Renewal     // Renew, one per input ref
+}
+
+type linOffer struct {
+	holder string
+	free   int64
+}
+
+// linPend is a holder's pending-bid marker, expiring within [lo, hi].
+type linPend struct {
+	holder string
+	round  uint64
+	lo, hi int64
+}
+
+// linState is one item's row. Times are ns; a range [lo, hi] is exact
+// (lo == hi, on the store's clock) once the store has reported it.
+type linState struct {
+	init bool // false: the partition's state before its first operation
+	tmin int64
+
+	owner      string
+	fence      lease.Fence // exact, or a lower bound
+	fenceExact bool
+	expLo      int64
+	expHi      int64
+	expExact   bool
+	draining   bool
+	ready      bool
+
+	commit   string
+	version  uint64
+	size     int64
+	minBid   int64
+	maxBids  int
+	round    uint64
+	unleased int
+
+	open    bool
+	dlLo    int64
+	dlHi    int64
+	dlExact bool
+	bids    []linOffer
+	pend    []linPend
+}
+
+func (s *linState) equal(o *linState) bool {
+	return s.init == o.init && s.tmin == o.tmin && s.owner == o.owner && s.fence == o.fence &&
+		s.fenceExact == o.fenceExact && s.expLo == o.expLo && s.expHi == o.expHi && s.expExact == o.expExact &&
+		s.draining == o.draining && s.ready == o.ready && s.commit == o.commit && s.version == o.version &&
+		s.size == o.size && s.minBid == o.minBid && s.maxBids == o.maxBids && s.round == o.round &&
+		s.unleased == o.unleased && s.open == o.open && s.dlLo == o.dlLo && s.dlHi == o.dlHi &&
+		s.dlExact == o.dlExact && slices.Equal(s.bids, o.bids) && slices.Equal(s.pend, o.pend)
+}
+
+func (s *linState) hash() uint64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%d|%d|%d|%d|%s|%d|%d|%d", s.owner, s.fence, s.expLo, s.version, s.round, s.commit, len(s.bids), len(s.pend), s.dlLo)
+	return h.Sum64()
+}
+
+func (s *linState) String() string {
+	if !s.init {
+		return "(initial)"
+	}
+	var b strings.Builder
+	fence := fmt.Sprint(s.fence)
+	if !s.fenceExact {
+		fence = "≥" + fence
+	}
+	if s.owner != "" {
+		st := "leased"
+		if s.draining {
+			st = "draining"
+		}
+		fmt.Fprintf(&b, "%s by %s fence %s exp %s", st, s.owner, fence, span(s.expLo, s.expHi, s.expExact))
+	} else {
+		fmt.Fprintf(&b, "idle fence %s", fence)
+	}
+	fmt.Fprintf(&b, " v%d commit %q ready %v minbid %d round %d unleased %d", s.version, s.commit, s.ready, s.minBid, s.round, s.unleased)
+	if s.open {
+		fmt.Fprintf(&b, " auction until %s bids %v", span(s.dlLo, s.dlHi, s.dlExact), s.bids)
+	}
+	if len(s.pend) > 0 {
+		fmt.Fprintf(&b, " pending %v", s.pend)
+	}
+	return b.String()
+}
+
+func span(lo, hi int64, exact bool) string {
+	ms := func(ns int64) string { return fmt.Sprintf("%.3fms", float64(ns%1e9)/1e6) } // within the second
+	if exact {
+		return ms(lo)
+	}
+	return "[" + ms(lo) + "," + ms(hi) + "]"
+}
+
+// linModel is the specification, with the settings of the recorded store.
+type linModel struct {
+	ttl, window, grace int64        // ns
+	margin             int64        // clock margin, ns
+	cfg                lease.Config // the store's settings (threshold, minimum-bid factor)
+	initial            map[string]linState
+}
+
+// possible reports whether, at in's instant, the instant [lo, hi] may not
+// have come yet (before) and whether it may have (after).
+func (m *linModel) possible(lo, hi int64, in *linInput, tmin int64) (before, after bool) {
+	from := max(in.call, tmin)
+	return from-m.margin < hi, in.ret+m.margin >= lo
+}
+
+// within reports whether a time x reported by the store agrees with the
+// range [lo, hi].
+func (m *linModel) within(x, lo, hi int64, exact bool) bool {
+	if exact {
+		return x == lo
+	}
+	return x >= lo-m.margin && x <= hi+m.margin
+}
+
+func (m *linModel) threshold(s *linState) int {
+	return m.cfg.Threshold(s.maxBids, 0)
+}
+
+// step returns every state the item can be in after in returned out, from
+// s; none if the store could not have answered so.
+func (m *linModel) step(s0 linState, in *linInput, out *linOutput) []linState {
+	if !s0.init {
+		s0 = m.initial[in.item]
+	}
+	var next []linState
+	for _, s := range m.lapse(s0, in) {
+		switch in.kind {
+		case opGet:
+			if out.err == nil {
+				if t, ok := m.matchRow(s, &out.row); ok {
+					next = append(next, t)
+				}
+			}
+		case opBid:
+			next = append(next, m.bid(s, in, out)...)
+		case opEvaluate:
+			next = append(next, m.evaluate(s, in, out)...)
+		case opRenew:
+			next = append(next, m.renew(s, in, out)...)
+		case opRelease:
+			for _, c := range m.check(s, in.refs[0]) {
+				if c.err != out.err {
+					continue
+				}
+				t := c.s
+				if c.err == nil {
+					t.owner, t.draining, t.ready = "", false, false
+					t.expLo, t.expHi, t.expExact = 0, 0, false
+				}
+				next = append(next, t)
+			}
+		case opUpdate:
+			next = append(next, m.update(s, in, out)...)
+		}
+	}
+	return next
+}
+
+// lapse applies the expiry of the lease, if it may have come.
+func (m *linModel) lapse(s linState, in *linInput) []linState {
+	s.tmin = max(s.tmin, in.call)
+	if s.owner == "" {
+		return []linState{s}
+	}
+	before, after := m.possible(s.expLo, s.expHi, in, s.tmin)
+	var out []linState
+	if before {
+		out = append(out, s)
+	}
+	if after {
+		s.owner, s.draining, s.ready = "", false, false
+		s.expLo, s.expHi, s.expExact = 0, 0, false
+		out = append(out, s)
+	}
+	return out
+}
+
+// matchRow checks a row the store returned against s and returns s with
+// the fence, expiry and deadline the row reveals.
+func (m *linModel) matchRow(s linState, r *lease.Row) (linState, bool) {
+	state := lease.Idle
+	if s.owner != "" {
+		state = lease.Leased
+		if s.draining {
+			state = lease.Draining
+		}
+	}
+	bids := 0
+	if s.open {
+		bids = len(s.bids)
+	}
+	if r.Owner != s.owner || r.State != state || r.Version != s.version || r.Commit != s.commit ||
+		r.Ready != s.ready || r.Size != s.size || r.MinBid != s.minBid || r.MaxBids != s.maxBids ||
+		r.Round != s.round || r.Unleased != s.unleased || r.Bids != bids {
+		return s, false
+	}
+	if !m.revealFence(&s, r.Fence) {
+		return s, false
+	}
+	if s.owner == "" {
+		if !r.Expiry.IsZero() {
+			return s, false
+		}
+	} else {
+		x := r.Expiry.UnixNano()
+		if !m.within(x, s.expLo, s.expHi, s.expExact) {
+			return s, false
+		}
+		s.expLo, s.expHi, s.expExact = x, x, true
+	}
+	if !s.open {
+		return s, r.AuctionDeadline.IsZero()
+	}
+	return s, m.revealDeadline(&s, r.AuctionDeadline.UnixNano())
+}
+
+func (m *linModel) revealFence(s *linState, f lease.Fence) bool {
+	if s.fenceExact {
+		return f == s.fence
+	}
+	if f < s.fence {
+		return false
+	}
+	s.fence, s.fenceExact = f, true
+	return true
+}
+
+func (m *linModel) revealDeadline(s *linState, x int64) bool {
+	if !m.within(x, s.dlLo, s.dlHi, s.dlExact) {
+		return false
+	}
+	s.dlLo, s.dlHi, s.dlExact = x, x, true
+	return true
+}
+
+type checked struct {
+	err error
+	s   linState
+}
+
+// check is the owner check of ref: every (error, state) it may give.
+func (m *linModel) check(s linState, ref lease.Ref) []checked {
+	held := func(s linState) error {
+		if ref.Fence > s.fence || s.owner == "" || s.owner != ref.Holder {
+			return lease.ErrNotHeld
+		}
+		return nil
+	}
+	if ref.Fence < s.fence {
+		return []checked{{lease.ErrStaleFence, s}}
+	}
+	if s.fenceExact {
+		return []checked{{held(s), s}}
+	}
+	// The fence is unknown, at least s.fence: it is greater than ref's,
+	// equal to it, or (if there is room) smaller.
+	out := make([]checked, 0, 3)
+	g := s
+	g.fence = ref.Fence + 1
+	out = append(out, checked{lease.ErrStaleFence, g})
+	e := s
+	e.fence, e.fenceExact = ref.Fence, true
+	out = append(out, checked{held(e), e})
+	if ref.Fence > s.fence {
+		out = append(out, checked{lease.ErrNotHeld, s})
+	}
+	return out
+}
+
+func (m *linModel) renew(s linState, in *linInput, out *linOutput) []linState {
+	if out.err != nil || len(out.renewals) != len(in.refs) {
+		return nil
+	}
+	states := []linState{s}
+	for i, ref := range in.refs {
+		rn := &out.renewals[i]
+		var next []linState
+		for _, s := range states {
+			for _, c := range m.check(s, ref) {
+				if c.err != class(rn.Err) {
+					continue
+				}
+				t := c.s
+				if c.err == nil {
+					x := rn.Expiry.UnixNano()
+					from := max(in.call, t.tmin)
+					if !m.within(x, from+m.ttl, in.ret+m.ttl, false) {
+						continue
+					}
+					t.expLo, t.expHi, t.expExact = x, x, true
+				}
+				next = append(next, t)
+			}
+		}
+		states = next
+	}
+	return states
+}
+
+func (m *linModel) update(s linState, in *linInput, out *linOutput) []linState {
+	var next []linState
+	for _, c := range m.check(s, in.refs[0]) {
+		t := c.s
+		if c.err != nil {
+			if out.err == c.err {
+				next = append(next, t)
+			}
+			continue
+		}
+		mu := &in.mut
+		if mu.hasIfVer && mu.ifVersion != t.version {
+			if out.err == lease.ErrVersionConflict {
+				next = append(next, t)
+			}
+			continue
+		}
+		if out.err != nil {
+			continue
+		}
+		if mu.commit != "" {
+			t.commit = mu.commit
+		}
+		if mu.ready >= 0 {
+			t.ready = mu.ready == 1
+		}
+		if mu.size >= 0 {
+			t.size, t.minBid = mu.size, m.cfg.MinBidFor(mu.size)
+		}
+		if mu.draining {
+			t.draining = true
+		}
+		t.version++
+		if u, ok := m.matchRow(t, &out.row); ok {
+			next = append(next, u)
+		}
+	}
+	return next
+}
+
+func (m *linModel) bid(s linState, in *linInput, out *linOutput) []linState {
+	switch {
+	case s.owner != "":
+		return when(out.err == lease.ErrLeased, s)
+	case in.free < s.minBid:
+		return when(out.err == lease.ErrBidTooLow, s)
+	}
+	var next []linState
+	if i := slices.IndexFunc(s.pend, func(p linPend) bool { return p.holder == in.holder }); i >= 0 {
+		p := s.pend[i]
+		before, after := m.possible(p.lo, p.hi, in, s.tmin)
+		if before && out.err == lease.ErrBidPending {
+			next = append(next, s)
+		}
+		if !after {
+			return next
+		}
+		s.pend = slices.Delete(slices.Clone(s.pend), i, i+1)
+	}
+	if s.open {
+		before, after := m.possible(s.dlLo, s.dlHi, in, s.tmin)
+		if after && out.err == lease.ErrAuctionClosed {
+			// A late bid closes the auction, unseen, and is not placed.
+			th := m.threshold(&s)
+			if t, ok := m.close(s, in, true, th > 0 && len(s.bids) >= th, nil); ok {
+				next = append(next, t)
+			}
+		}
+		if !before {
+			return next
+		}
+	}
+	if out.err != nil {
+		return next
+	}
+	from := max(in.call, s.tmin)
+	if !s.open {
+		s.round++
+		s.open = true
+		s.dlLo, s.dlHi, s.dlExact = from+m.window, in.ret+m.window, false
+	}
+	s.bids = append(slices.Clone(s.bids), linOffer{in.holder, in.free})
+	s.pend = append(slices.Clone(s.pend), linPend{in.holder, s.round, from + m.window + m.grace, in.ret + m.window + m.grace})
+	n := len(s.bids)
+	b := &out.bid
+	if b.Round != s.round || b.Seq != uint64(n) || b.Bids != n {
+		return next
+	}
+	if th := m.threshold(&s); th > 0 && n >= th {
+		if b.Result == nil {
+			return next
+		}
+		if t, ok := m.close(s, in, false, true, b.Result); ok {
+			next = append(next, t)
+		}
+		return next
+	}
+	if b.Result == nil {
+		next = append(next, s)
+	}
+	return next
+}
+
+func when(ok bool, s linState) []linState {
+	if ok {
+		return []linState{s}
+	}
+	return nil
+}
+
+func (m *linModel) evaluate(s linState, in *linInput, out *linOutput) []linState {
+	r := &out.eval
+	if out.err != nil {
+		return nil
+	}
+	if !s.open {
+		return when(r.Outcome == lease.NoAuction && r.Unleased == s.unleased, s)
+	}
+	th := m.threshold(&s)
+	short := th > 0 && len(s.bids) >= th
+	before, after := m.possible(s.dlLo, s.dlHi, in, s.tmin)
+	var next []linState
+	if after {
+		if t, ok := m.close(s, in, true, short, r); ok {
+			next = append(next, t)
+		}
+	}
+	if before {
+		if short {
+			if t, ok := m.close(s, in, false, true, r); ok {
+				next = append(next, t)
+			}
+		} else if r.Outcome == lease.NotDue && r.Round == s.round && r.Bids == len(s.bids) && r.Unleased == s.unleased {
+			t := s
+			if m.revealDeadline(&t, r.Deadline.UnixNano()) {
+				next = append(next, t)
+			}
+		}
+	}
+	return next
+}
+
+// close closes the open auction (timed: its window has passed; short: its
+// bids reached the threshold) and checks the evaluation r the store
+// reported, or, with r nil, leaves the grant's fence and expiry unknown.
+func (m *linModel) close(s linState, in *linInput, timed, short bool, r *lease.AuctionResult) (linState, bool) {
+	round, nb := s.round, len(s.bids)
+	if r != nil {
+		if r.Round != round || r.Bids != nb || r.TimedOut != timed || r.ShortCircuited != (short && !timed) {
+			return s, false
+		}
+		if !m.revealDeadline(&s, r.Deadline.UnixNano()) {
+			return s, false
+		}
+	}
+	s.pend = slices.DeleteFunc(slices.Clone(s.pend), func(p linPend) bool { return p.round == round })
+	var best *linOffer
+	for i := range s.bids {
+		b := &s.bids[i]
+		if b.free >= s.minBid && (best == nil || b.free > best.free) {
+			best = b
+		}
+	}
+	s.open, s.bids = false, nil
+	s.dlLo, s.dlHi, s.dlExact = 0, 0, false
+	if best == nil || s.owner != "" {
+		s.unleased++
+		if r != nil && (r.Outcome != lease.NoWinner || r.Unleased != s.unleased) {
+			return s, false
+		}
+		return s, true
+	}
+	from := max(in.call, s.tmin)
+	s.owner, s.draining, s.ready, s.unleased = best.holder, false, false, 0
+	if r == nil {
+		s.fence, s.fenceExact = s.fence+1, false
+		s.expLo, s.expHi, s.expExact = from+m.ttl, in.ret+m.ttl, false
+		return s, true
+	}
+	g := r.Grant
+	if r.Outcome != lease.Granted || g == nil || r.Unleased != 0 || g.Holder != best.holder || g.Item != in.item ||
+		g.Round != round || g.Bids != nb || g.Fence <= s.fence {
+		return s, false
+	}
+	x := g.Expiry.UnixNano()
+	if !m.within(x, from+m.ttl, in.ret+m.ttl, false) {
+		return s, false
+	}
+	s.fence, s.fenceExact = g.Fence, true
+	s.expLo, s.expHi, s.expExact = x, x, true
+	return s, true
+}
+
+// porcupine returns the model for porcupine, partitioned by item.
+func (m *linModel) porcupine() porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Partition: func(ops []porcupine.Operation) [][]porcupine.Operation {
+			byItem := map[string][]porcupine.Operation{}
+			var order []string
+			for _, op := range ops {
+				id := op.Input.(*linInput).item
+				if _, ok := byItem[id]; !ok {
+					order = append(order, id)
+				}
+				byItem[id] = append(byItem[id], op)
+			}
+			out := make([][]porcupine.Operation, 0, len(order))
+			for _, id := range order {
+				out = append(out, byItem[id])
+			}
+			return out
+		},
+		Init: func() []any { return []any{linState{}} },
+		Step: func(state, input, output any) []any {
+			next := m.step(state.(linState), input.(*linInput), output.(*linOutput))
+			out := make([]any, len(next))
+			for i, s := range next {
+				out[i] = s
+			}
+			return out
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(linState), b.(linState)
+			return x.equal(&y)
+		},
+		Hash: func(s any) uint64 {
+			x := s.(linState)
+			return x.hash()
+		},
+		DescribeOperation: func(input, output any) string {
+			return describe(input.(*linInput), output.(*linOutput))
+		},
+		DescribeState: func(s any) string {
+			x := s.(linState)
+			return x.String()
+		},
+	}
+	return nm.ToModel()
+}
+
+func describe(in *linInput, out *linOutput) string {
+	var b strings.Builder
+	ref := func(r lease.Ref) string { return fmt.Sprintf("%s#%d", r.Holder, r.Fence) }
+	switch in.kind {
+	case opGet:
+		fmt.Fprintf(&b, "Get(%s)", in.item)
+	case opBid:
+		fmt.Fprintf(&b, "Bid(%s, %s, %d)", in.item, in.holder, in.free)
+	case opEvaluate:
+		fmt.Fprintf(&b, "Evaluate(%s)", in.item)
+	case opRenew:
+		var rs []string
+		for _, r := range in.refs {
+			rs = append(rs, ref(r))
+		}
+		fmt.Fprintf(&b, "Renew(%s: %s of %d)", in.item, strings.Join(rs, ", "), in.batch)
+	case opRelease:
+		fmt.Fprintf(&b, "Release(%s: %s)", in.item, ref(in.refs[0]))
+	case opUpdate:
+		fmt.Fprintf(&b, "Update(%s: %s", in.item, ref(in.refs[0]))
+		mu := &in.mut
+		if mu.commit != "" {
+			fmt.Fprintf(&b, " commit=%s", mu.commit)
+		}
+		if mu.ready >= 0 {
+			fmt.Fprintf(&b, " ready=%v", mu.ready == 1)
+		}
+		if mu.size >= 0 {
+			fmt.Fprintf(&b, " size=%d", mu.size)
+		}
+		if mu.draining {
+			b.WriteString(" draining")
+		}
+		if mu.hasIfVer {
+			fmt.Fprintf(&b, " if-v%d", mu.ifVersion)
+		}
+		b.WriteString(")")
+	}
+	b.WriteString(" → ")
+	if out.err != nil {
+		b.WriteString(strings.TrimPrefix(out.err.Error(), "lease: "))
+		return b.String()
+	}
+	switch in.kind {
+	case opGet, opUpdate:
+		r := &out.row
+		fmt.Fprintf(&b, "%v owner=%q fence=%d v%d commit=%q ready=%v round=%d bids=%d", r.State, r.Owner, r.Fence, r.Version, r.Commit, r.Ready, r.Round, r.Bids)
+	case opBid:
+		fmt.Fprintf(&b, "round %d seq %d", out.bid.Round, out.bid.Seq)
+		if out.bid.Result != nil {
+			b.WriteString("; " + describeResult(out.bid.Result))
+		}
+	case opEvaluate:
+		b.WriteString(describeResult(&out.eval))
+	case opRenew:
+		var rs []string
+		for _, r := range out.renewals {
+			if r.Err != nil {
+				rs = append(rs, strings.TrimPrefix(class(r.Err).Error(), "lease: "))
+			} else {
+				rs = append(rs, "ok")
+			}
+		}
+		b.WriteString(strings.Join(rs, ", "))
+	default:
+		b.WriteString("ok")
+	}
+	return b.String()
+}
+
+func describeResult(r *lease.AuctionResult) string {
+	if r.Grant != nil {
+		return fmt.Sprintf("%v to %s fence %d (round %d, %d bids)", r.Outcome, r.Grant.Holder, r.Grant.Fence, r.Round, r.Bids)
+	}
+	return fmt.Sprintf("%v (round %d, %d bids)", r.Outcome, r.Round, r.Bids)
+}
+
+// errUnexpected marks an error that is not one of the sentinels an
+// operation may return; it fails the history.
+var errUnexpected = errors.New("unexpected error")

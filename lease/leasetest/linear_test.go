@@ -1,0 +1,267 @@
+package leasetest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/leasetest"
+	"github.com/indexkit/indexkit/lease/memory"
+)
+
+// The checker must fail on broken stores. Each broken store wraps a
+// correct one (lease/memory) and breaks one promise; the checks must catch
+// it within a few histories.
+
+func memoryStore(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
+	s, err := memory.New(append(opts, lease.WithClock(clk))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// wrap returns a factory of broken stores.
+func wrap(brk func(lease.Store) lease.Store) leasetest.Factory {
+	return func(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
+		return brk(memoryStore(t, clk, opts...))
+	}
+}
+
+// noFenceCheck forgets the owner check on Update: a refused update is
+// reported as accepted (and not applied), so a zombie holder believes its
+// write went through.
+type noFenceCheck struct{ lease.Store }
+
+func (s noFenceCheck) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
+	r, err := s.Store.Update(ctx, ref, m)
+	if errors.Is(err, lease.ErrStaleFence) || errors.Is(err, lease.ErrNotHeld) {
+		return s.Store.Get(ctx, ref.Item)
+	}
+	return r, err
+}
+
+// staleReads answers Get from a cache refreshed only every fourth read of
+// an item.
+type staleReads struct {
+	lease.Store
+	mu    *sync.Mutex
+	n     map[string]int
+	cache map[string]lease.Row
+}
+
+func (s staleReads) Get(ctx context.Context, id string) (lease.Row, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n[id]++
+	if r, ok := s.cache[id]; ok && s.n[id]%4 != 0 {
+		return r, nil
+	}
+	r, err := s.Store.Get(ctx, id)
+	if err == nil {
+		s.cache[id] = r
+	}
+	return r, err
+}
+
+// frozenFence hands out fence 1 for every grant and maps it back to the
+// real fence on owner operations, so fences no longer tell grants apart.
+type frozenFence struct{ lease.Store }
+
+func (s frozenFence) freeze(r *lease.AuctionResult) {
+	if r != nil && r.Grant != nil {
+		r.Grant.Fence = 1
+	}
+}
+
+func (s frozenFence) real(ctx context.Context, ref lease.Ref) lease.Ref {
+	if r, err := s.Store.Get(ctx, ref.Item); err == nil {
+		ref.Fence = r.Fence
+	}
+	return ref
+}
+
+func (s frozenFence) Bid(ctx context.Context, id, node string, free int64) (lease.BidResult, error) {
+	r, err := s.Store.Bid(ctx, id, node, free)
+	s.freeze(r.Result)
+	return r, err
+}
+
+func (s frozenFence) Evaluate(ctx context.Context, id string) (lease.AuctionResult, error) {
+	r, err := s.Store.Evaluate(ctx, id)
+	s.freeze(&r)
+	return r, err
+}
+
+func (s frozenFence) Get(ctx context.Context, id string) (lease.Row, error) {
+	r, err := s.Store.Get(ctx, id)
+	if r.Fence > 0 {
+		r.Fence = 1
+	}
+	return r, err
+}
+
+func (s frozenFence) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	real := make([]lease.Ref, len(refs))
+	for i, ref := range refs {
+		real[i] = s.real(ctx, ref)
+	}
+	rs, err := s.Store.Renew(ctx, real...)
+	for i := range rs {
+		rs[i].Ref = refs[i]
+	}
+	return rs, err
+}
+
+func (s frozenFence) Release(ctx context.Context, ref lease.Ref) error {
+	return s.Store.Release(ctx, s.real(ctx, ref))
+}
+
+func (s frozenFence) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
+	r, err := s.Store.Update(ctx, s.real(ctx, ref), m)
+	if r.Fence > 0 {
+		r.Fence = 1
+	}
+	return r, err
+}
+
+// shortLease holds leases for half the TTL but reports expiries a full TTL
+// after the grant or renewal: its leases lapse early.
+type shortLease struct {
+	lease.Store
+	d time.Duration
+}
+
+func shortLeases(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
+	cfg, err := lease.NewConfig(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := cfg.TTL / 2
+	return shortLease{memoryStore(t, clk, append(opts, lease.WithTTL(half), lease.WithSafetyMargin(half/2))...), half}
+}
+
+func (s shortLease) later(r *lease.AuctionResult) {
+	if r != nil && r.Grant != nil {
+		r.Grant.Expiry = r.Grant.Expiry.Add(s.d)
+	}
+}
+
+func (s shortLease) row(r lease.Row, err error) (lease.Row, error) {
+	if !r.Expiry.IsZero() {
+		r.Expiry = r.Expiry.Add(s.d)
+	}
+	return r, err
+}
+
+func (s shortLease) Bid(ctx context.Context, id, node string, free int64) (lease.BidResult, error) {
+	r, err := s.Store.Bid(ctx, id, node, free)
+	s.later(r.Result)
+	return r, err
+}
+
+func (s shortLease) Evaluate(ctx context.Context, id string) (lease.AuctionResult, error) {
+	r, err := s.Store.Evaluate(ctx, id)
+	s.later(&r)
+	return r, err
+}
+
+func (s shortLease) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	rs, err := s.Store.Renew(ctx, refs...)
+	for i := range rs {
+		if rs[i].Err == nil {
+			rs[i].Expiry = rs[i].Expiry.Add(s.d)
+		}
+	}
+	return rs, err
+}
+
+func (s shortLease) Get(ctx context.Context, id string) (lease.Row, error) {
+	return s.row(s.Store.Get(ctx, id))
+}
+
+func (s shortLease) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
+	return s.row(s.Store.Update(ctx, ref, m))
+}
+
+// broken records up to n histories of a broken store and returns the first
+// error check finds, or nil.
+func broken(t *testing.T, f leasetest.Factory, n int, check func(*leasetest.History) error) error {
+	t.Helper()
+	for seed := range uint64(n) {
+		h := leasetest.RecordHistory(t, f, seed, leasetest.WithOpsPerClient(80))
+		if err := check(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func TestLinearizableCatchesBrokenStores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		brk  func(lease.Store) lease.Store
+	}{
+		{"NoFenceCheckOnUpdate", func(s lease.Store) lease.Store { return noFenceCheck{s} }},
+		{"StaleReads", func(s lease.Store) lease.Store {
+			return staleReads{s, &sync.Mutex{}, map[string]int{}, map[string]lease.Row{}}
+		}},
+		{"FrozenFence", func(s lease.Store) lease.Store { return frozenFence{s} }},
+		{"ShortLease", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := shortLeases
+			if tc.brk != nil {
+				f = wrap(tc.brk)
+			}
+			err := broken(t, f, 3, func(h *leasetest.History) error { return h.CheckLinearizable(dir) })
+			if !errors.Is(err, leasetest.ErrNotLinearizable) {
+				t.Fatalf("CheckLinearizable = %v, want ErrNotLinearizable", err)
+			}
+			t.Log(err)
+			files, _ := filepath.Glob(filepath.Join(dir, "leasetest-linear-*.html"))
+			if len(files) != 1 {
+				t.Fatalf("visualizations written: %v", files)
+			}
+			if fi, err := os.Stat(files[0]); err != nil || fi.Size() == 0 {
+				t.Fatalf("visualization %s: %v, %v", files[0], fi, err)
+			}
+		})
+	}
+}
+
+func TestFencesCatchBrokenStores(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		brk  func(lease.Store) lease.Store
+	}{
+		{"NoFenceCheckOnUpdate", func(s lease.Store) lease.Store { return noFenceCheck{s} }},
+		{"FrozenFence", func(s lease.Store) lease.Store { return frozenFence{s} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := broken(t, wrap(tc.brk), 3, func(h *leasetest.History) error { return h.CheckFences() })
+			if !errors.Is(err, leasetest.ErrFenceViolation) {
+				t.Fatalf("CheckFences = %v, want ErrFenceViolation", err)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// A correct store passes both checks; RunLinearizable runs them on the
+// backends, this is the quick version beside the broken ones.
+func TestCorrectStorePasses(t *testing.T) {
+	h := leasetest.RecordHistory(t, memoryStore, 1, leasetest.WithOpsPerClient(80))
+	if err := h.CheckLinearizable(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CheckFences(); err != nil {
+		t.Fatal(err)
+	}
+}
