@@ -82,8 +82,14 @@ var rules = []rule{
 		why: "assigner/admin, the indexer admin API contract, imports nothing from the module: the indexer and the assigner both build on it"},
 	{pkg: "scatter", allow: []string{"store", "internal/..."},
 		why: "scatter -> store"},
-	{pkg: "piece/...", allow: []string{"ingest", "ingest/schema", "ingest/metadata", "piece/...", "internal/..."},
-		why: "piece (and its subpackages) -> ingest, ingest/schema, ingest/metadata"},
+	{pkg: "piece/...", allow: []string{"ingest", "ingest/...", "piece/...", "internal/..."},
+		why: "piece (and its subpackages) -> ingest and its subpackages (schema, metadata, ipnisync, announce)"},
+	{pkg: "piece/memory", allow: []string{"piece"},
+		why: "a piece store backend imports only piece"},
+	{pkg: "piece/redis", allow: []string{"piece"},
+		why: "a piece store backend imports only piece"},
+	{pkg: "piece/piecetest", allow: []string{"piece"},
+		why: "the piece store conformance suite imports only piece"},
 
 	{pkg: "internal/...", allow: []string{"store", "freeze", "lease", "ingest/schema", "ingest/metadata", "internal/..."},
 		why: "internal/... imports no public package except the leaves (store, freeze, lease, ingest/schema, ingest/metadata)"},
@@ -97,6 +103,7 @@ var rules = []rule{
 var backends = []string{
 	"store/memory", "store/pebble", "store/leveldb",
 	"lease/memory", "lease/redis",
+	"piece/memory", "piece/redis",
 }
 
 // engines are heavy third-party modules that only one backend may import

@@ -1,0 +1,50 @@
+// Command piece is the piece sampler: it walks the advertisement chains of
+// the providers an IPNI indexer lists (and of publishers given on the
+// command line, and of those that announce to it), keeps a bounded sample of
+// payload CIDs for every (provider, PieceCID), and answers
+//
+//	GET /sample/{providerId}/{pieceCid}?seed={seed}[&n={n}]   signed samples
+//	GET /ingestion-status/{providerId}                        walk status and counters
+//	PUT /announce, PUT /ingest/announce                       IPNI HTTP announces
+//
+// on --listen. It is thin wiring of [piece.Tracker] (learning providers,
+// walking, extraction) and [piece.Handler] (the signed REST API); see the
+// piece package for what they do.
+//
+// # Flags
+//
+//	--listen          127.0.0.1:3000  REST API and announces (:0 picks a port)
+//	--providers-url   https://cid.contact/providers; empty disables polling
+//	--poll-interval   1m
+//	--publishers      comma list of publisher base URLs or multiaddrs
+//	--store           memory | redis
+//	--redis           Redis address (default $REDIS_ADDR, else 127.0.0.1:6379)
+//	--redis-prefix    prefix of every Redis key (default "piece:")
+//	--dir             state directory (default indexkit/piece under the user
+//	                  cache directory, else under the temporary directory)
+//	--key             signing key file, created if absent (default <dir>/key)
+//	--concurrency     publishers walked at once (default 10)
+//	--capacity        payloads kept per (provider, piece) (default 16)
+//	--request-timeout bound of each request to a publisher (default 10s)
+//	--request-rate    requests per second to each publisher (default 10)
+//	--log-level       debug | info | warn | error
+//
+// # State
+//
+// With --store redis the pieces live in Redis and the walker positions in
+// a LevelDB under <dir>/walk, so a restarted (even killed) process resumes
+// every walk where it stopped. With --store memory nothing outlives the
+// process: the walker positions are kept in memory too, and every start
+// walks every chain from its head again (a position on disk over an empty
+// store would skip what was walked before). The Ed25519 key in --key is
+// kept across restarts in both cases, so answers stay verifiable with the
+// same public key.
+//
+// # Logs and lifecycle
+//
+// It logs with slog on stderr: msg=starting, msg=listening name=api
+// addr=<host:port>, a line per finished walk, a status line every 30 s per
+// walk in progress or failing, and warnings for publishers that fail. SIGINT
+// or SIGTERM stops it gracefully: the API drains, walks stop and persist
+// their position, the last statuses are written.
+package main

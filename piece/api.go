@@ -1,0 +1,389 @@
+package piece
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Codes of unsigned error answers (400, 404 of ingestion-status, 500), in
+// the "error" field beside a human "detail".
+const (
+	CodeInvalidProviderID = "INVALID_PROVIDER_ID"
+	CodeInvalidPieceCID   = "INVALID_PIECE_CID"
+	CodeInvalidSeed       = "INVALID_SEED"
+	CodeInvalidN          = "INVALID_N"
+	CodeInternal          = "INTERNAL_ERROR"
+)
+
+// HandlerOption configures a [Handler].
+type HandlerOption func(*handlerConfig) error
+
+type handlerConfig struct {
+	maxN int
+	log  *slog.Logger
+}
+
+// WithMaxSamples bounds ?n= of a sample request: 1 to 1024, default
+// [MaxSamples]. A larger n is a 400, not clamped, so a client never
+// mistakes a short answer for a small piece.
+func WithMaxSamples(n int) HandlerOption {
+	return func(c *handlerConfig) error {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("piece: max samples %d out of range 1..1024", n)
+		}
+		c.maxN = n
+		return nil
+	}
+}
+
+// WithLogger sets the logger for store failures (500 answers); default
+// discards.
+func WithLogger(l *slog.Logger) HandlerOption {
+	return func(c *handlerConfig) error {
+		if l == nil {
+			return errors.New("piece: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// Handler serves the sampler's REST API over a [Store]:
+//
+//	GET /sample/{providerId}/{pieceCid}?seed={seed}[&n={n}]
+//	GET /ingestion-status/{providerId}
+//
+// # Sample
+//
+// providerId is a peer ID (base58 or CID form); pieceCid any CID string
+// go-cid parses. seed is required, passes [ValidSeed] once URL-decoded, and
+// is the only source of the choice: the answer is [Choose](kept, seed, n)
+// over the piece's kept payloads (see [Store.Payloads]). n defaults to 1 and
+// is bounded by [WithMaxSamples]. A missing seed is a 400, not a
+// server-drawn seed: the seed is the client's nonce against replays (Spark
+// uses the round's DRAND randomness), and a signature over a seed the
+// client did not choose proves nothing to a third party.
+//
+//	200 {"samples":["bafy…",…],"pubkey":"…","signature":"…"}
+//	404 {"error":"PROVIDER_NOT_FOUND"|"PIECE_NOT_FOUND","pubkey":"…","signature":"…"}
+//	400 {"error":"INVALID_PROVIDER_ID"|"INVALID_PIECE_CID"|"INVALID_SEED"|"INVALID_N","detail":"…"}
+//
+// signature is standard base64 of the server key's signature (Ed25519 for
+// keys from [LoadOrCreateKey]) over [SignedBytes]; pubkey is
+// [EncodePubKey]. [VerifySample] checks an answer.
+//
+// # Caching
+//
+// Every answer carries Cache-Control: no-store. A piece's reservoir changes
+// as new ads are walked (a payload with a smaller hash displaces one), and
+// a 404 turns into a 200 once the piece is indexed, so the same request may
+// rightly get a different signed answer later; a cached copy would put a
+// signature on a stale answer. Nothing is cached inside the handler either:
+// every answer is read from the store and signed afresh.
+//
+// # Ingestion status
+//
+//	200 {"providerId","providerAddress","ingestionStatus","lastHeadWalkedFrom",
+//	     "piecesIndexed","adsWalked","adsMissingPieceCID","entriesNotRetrievable",
+//	     "lastError","walkInProgressHead","updated"}
+//	404 {"error":"PROVIDER_NOT_FOUND","detail":"provider … is not known"}
+//
+// lastHeadWalkedFrom and walkInProgressHead are CID strings or null.
+type Handler struct {
+	store  Store
+	key    crypto.PrivKey
+	pubkey string // EncodePubKey(key.GetPublic())
+	maxN   int
+	log    *slog.Logger
+	mux    *http.ServeMux
+}
+
+// NewHandler returns the API handler over s, signing with key.
+func NewHandler(s Store, key crypto.PrivKey, opts ...HandlerOption) (*Handler, error) {
+	if s == nil {
+		return nil, errors.New("piece: NewHandler: nil store")
+	}
+	if key == nil {
+		return nil, errors.New("piece: NewHandler: nil key")
+	}
+	c := handlerConfig{maxN: MaxSamples, log: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	pub, err := EncodePubKey(key.GetPublic())
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{store: s, key: key, pubkey: pub, maxN: c.maxN, log: c.log, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /sample/{providerId}/{pieceCid}", h.serveSample)
+	h.mux.HandleFunc("GET /ingestion-status/{providerId}", h.serveStatus)
+	return h, nil
+}
+
+// PubKey returns the "pubkey" field of the handler's answers.
+func (h *Handler) PubKey() string { return h.pubkey }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// sampleQuery is a parsed sample request.
+type sampleQuery struct {
+	provider    peer.ID
+	providerStr string // canonical: provider.String()
+	piece       cid.Cid
+	pieceStr    string // canonical: piece.String()
+	seed        string
+	n           int
+}
+
+// apiError is an unsigned error answer.
+type apiError struct {
+	status int
+	code   string
+	detail string
+}
+
+// parseSample parses the path values and the raw query of a sample request.
+func parseSample(providerID, pieceCid, rawQuery string, maxN int) (sampleQuery, *apiError) {
+	var q sampleQuery
+	p, err := peer.Decode(providerID)
+	if err != nil {
+		return q, &apiError{http.StatusBadRequest, CodeInvalidProviderID, fmt.Sprintf("providerId %q is not a peer ID: %v", clip(providerID), err)}
+	}
+	c, err := cid.Decode(pieceCid)
+	if err != nil {
+		return q, &apiError{http.StatusBadRequest, CodeInvalidPieceCID, fmt.Sprintf("pieceCid %q is not a CID: %v", clip(pieceCid), err)}
+	}
+	q.provider, q.piece = p, c
+	q.providerStr = providerID
+	if !isBase58PeerID(providerID) { // CID form: sign the canonical base58 form
+		q.providerStr = p.String()
+	}
+	q.pieceStr = c.String()
+	seedSeen, nSeen := false, false
+	q.n = 1
+	for rawQuery != "" {
+		var kv string
+		kv, rawQuery, _ = strings.Cut(rawQuery, "&")
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "seed":
+			if seedSeen {
+				return q, &apiError{http.StatusBadRequest, CodeInvalidSeed, "seed given more than once"}
+			}
+			seedSeen = true
+			s, err := url.QueryUnescape(v)
+			if err != nil {
+				return q, &apiError{http.StatusBadRequest, CodeInvalidSeed, fmt.Sprintf("seed is not URL-encoded: %v", err)}
+			}
+			if err := ValidSeed(s); err != nil {
+				return q, &apiError{http.StatusBadRequest, CodeInvalidSeed, err.Error()}
+			}
+			q.seed = s
+		case "n":
+			if nSeen {
+				return q, &apiError{http.StatusBadRequest, CodeInvalidN, "n given more than once"}
+			}
+			nSeen = true
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxN {
+				return q, &apiError{http.StatusBadRequest, CodeInvalidN, fmt.Sprintf("n %q is not an integer in 1..%d", clip(v), maxN)}
+			}
+			q.n = n
+		}
+	}
+	if !seedSeen {
+		return q, &apiError{http.StatusBadRequest, CodeInvalidSeed, "seed is required: GET /sample/{providerId}/{pieceCid}?seed={seed}"}
+	}
+	return q, nil
+}
+
+// isBase58PeerID reports whether s is in the form peer.Decode reads as
+// base58 (an identity multihash "1…" or sha2-256 "Qm…"). Base58 is
+// canonical, so such an s equals the decoded ID's String.
+func isBase58PeerID(s string) bool {
+	return strings.HasPrefix(s, "Qm") || strings.HasPrefix(s, "1")
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
+
+func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
+	q, aerr := parseSample(r.PathValue("providerId"), r.PathValue("pieceCid"), r.URL.RawQuery, h.maxN)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	kept, err := h.store.Payloads(r.Context(), q.provider, q.piece)
+	var code string
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrProviderNotFound):
+		code = CodeProviderNotFound
+	case errors.Is(err, ErrPieceNotFound):
+		code = CodePieceNotFound
+	default:
+		h.log.Error("piece: sample: store failed", "provider", q.providerStr, "cid", q.pieceStr, "err", err)
+		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "the store failed to answer"})
+		return
+	}
+	var samples []string
+	if code == "" {
+		chosen := Choose(kept, q.seed, q.n)
+		samples = make([]string, len(chosen))
+		for i, c := range chosen {
+			samples[i] = c.String()
+		}
+	}
+
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	msg := appendSigned((*bp)[:0], q.providerStr, q.pieceStr, q.seed, samples, code)
+	sig, err := h.key.Sign(msg)
+	if err != nil {
+		h.log.Error("piece: sample: signing failed", "provider", q.providerStr, "cid", q.pieceStr, "err", err)
+		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "signing failed"})
+		return
+	}
+	// The response reuses the buffer after the signed message.
+	out := msg[len(msg):]
+	if code == "" {
+		out = append(out, `{"samples":[`...)
+		for i, s := range samples {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, '"')
+			out = append(out, s...)
+			out = append(out, '"')
+		}
+		out = append(out, `],"pubkey":"`...)
+	} else {
+		out = append(out, `{"error":"`...)
+		out = append(out, code...)
+		out = append(out, `","pubkey":"`...)
+	}
+	out = append(out, h.pubkey...)
+	out = append(out, `","signature":"`...)
+	out = base64.StdEncoding.AppendEncode(out, sig)
+	out = append(out, "\"}\n"...)
+	*bp = out[:0] // keep the grown buffer
+
+	hd := w.Header()
+	hd["Content-Type"] = jsonType
+	hd["Cache-Control"] = noStore
+	hd["Content-Length"] = []string{strconv.Itoa(len(out))}
+	if code != "" {
+		w.WriteHeader(http.StatusNotFound)
+	}
+	_, _ = w.Write(out)
+}
+
+var (
+	jsonType = []string{"application/json"}
+	noStore  = []string{"no-store"}
+)
+
+// statusJSON is the body of GET /ingestion-status/{providerId}.
+type statusJSON struct {
+	ProviderID            string  `json:"providerId"`
+	ProviderAddress       string  `json:"providerAddress"`
+	IngestionStatus       string  `json:"ingestionStatus"`
+	LastHeadWalkedFrom    *string `json:"lastHeadWalkedFrom"`
+	PiecesIndexed         int64   `json:"piecesIndexed"`
+	AdsWalked             int64   `json:"adsWalked"`
+	AdsMissingPieceCID    int64   `json:"adsMissingPieceCID"`
+	EntriesNotRetrievable int64   `json:"entriesNotRetrievable"`
+	LastError             string  `json:"lastError"`
+	WalkInProgressHead    *string `json:"walkInProgressHead"`
+	Updated               string  `json:"updated,omitempty"` // RFC 3339
+}
+
+func cidOrNull(c cid.Cid) *string {
+	if !c.Defined() {
+		return nil
+	}
+	s := c.String()
+	return &s
+}
+
+func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
+	raw := r.PathValue("providerId")
+	p, err := peer.Decode(raw)
+	if err != nil {
+		writeError(w, &apiError{http.StatusBadRequest, CodeInvalidProviderID, fmt.Sprintf("providerId %q is not a peer ID: %v", clip(raw), err)})
+		return
+	}
+	st, err := h.store.Status(r.Context(), p)
+	switch {
+	case errors.Is(err, ErrProviderNotFound):
+		writeError(w, &apiError{http.StatusNotFound, CodeProviderNotFound, fmt.Sprintf("provider %s is not known", p)})
+		return
+	case err != nil:
+		h.log.Error("piece: ingestion-status: store failed", "provider", p.String(), "err", err)
+		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "the store failed to answer"})
+		return
+	}
+	body := statusJSON{
+		ProviderID:            p.String(),
+		ProviderAddress:       st.Address,
+		IngestionStatus:       st.Text,
+		LastHeadWalkedFrom:    cidOrNull(st.LastHead),
+		PiecesIndexed:         st.PiecesIndexed,
+		AdsWalked:             st.AdsWalked,
+		AdsMissingPieceCID:    st.AdsWithoutPiece,
+		EntriesNotRetrievable: st.EntriesUnretrievable,
+		LastError:             st.LastError,
+		WalkInProgressHead:    cidOrNull(st.Head),
+	}
+	if !st.Updated.IsZero() {
+		body.Updated = st.Updated.UTC().Format("2006-01-02T15:04:05.999999999Z07:00")
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.status, struct {
+		Error  string `json:"error"`
+		Detail string `json:"detail"`
+	}{e.code, e.detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen for the types above
+		b = []byte(`{"error":"INTERNAL_ERROR","detail":"encoding the answer failed"}`)
+		status = http.StatusInternalServerError
+	}
+	b = append(b, '\n')
+	hd := w.Header()
+	hd["Content-Type"] = jsonType
+	hd["Cache-Control"] = noStore
+	hd["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,63 @@
+// Package piece is the piece sampler: it answers "which payload CIDs are in
+// piece P of provider X" from every provider's advertisement chain, with
+// answers signed by the server so clients can check them.
+//
+// # Model
+//
+// A [Store] keeps, for every (provider, PieceCID) pair, a bounded sample of
+// the payload CIDs advertised in that piece: the k payloads with the smallest
+// [PayloadHash] (a bottom-k sample, default k = [DefaultCapacity]). The
+// sample is uniform over the payloads offered, deterministic, independent of
+// the order in which ads are walked and idempotent, so re-applying an ad after
+// a crash changes nothing. The store also keeps each provider's ingestion
+// [Status]: publisher address, status text, last error, the last walked head
+// and the head of the walk in progress, and [Counters]. Pieces are counted as
+// they are first seen, so a status request never scans.
+//
+// Backends live in subpackages: piece/memory (in process) and piece/redis
+// (Redis via go-redis). Both pass the conformance suite piece/piecetest.
+//
+// # Tracking and walking
+//
+// A [Tracker] fills a Store. It learns providers and their latest heads by
+// polling an IPNI /providers endpoint ([WithProvidersURL], every
+// [WithPollInterval]), keyed by the provider (AddrInfo.ID) and walked from
+// its publisher's HTTP address; it also takes announces
+// ([Tracker.AnnounceHandler], [Tracker.Announce]) and walks the publishers
+// given by [WithPublishers]. Walks run on the ingest package's scheduler
+// (ingest.WithApplier): persisted head/tail/lastHead, verified block hashes
+// and ad signatures, one task per publisher under a bound on total
+// concurrency ([WithConcurrency]), per-publisher rate limits and backoff, so
+// a slow or broken publisher never blocks the others. [PieceOf] finds an ad's
+// PieceCID in its ContextID or in graphsync-filecoinv1 metadata in any
+// protocol position; the ad's multihashes become payload CIDs
+// ([PayloadCID]) offered to the Store. IsRm ads are ignored: pieces are
+// immutable.
+//
+// # REST API
+//
+// [NewHandler] serves
+//
+//	GET /sample/{providerId}/{pieceCid}?seed={seed}[&n={n}]
+//	GET /ingestion-status/{providerId}
+//
+// A sample answer carries the chosen payload CIDs, the server's public key and
+// an Ed25519 signature over the DAG-JSON encoding of
+// {providerId, pieceCid, seed, samples} (or {providerId, pieceCid, seed,
+// error} for a 404); see [SignedBytes] for the exact bytes. Samples are
+// chosen from the kept payloads by the seed alone: the same seed over the
+// same reservoir gives the same answer. [VerifySample] checks an answer.
+// [LoadOrCreateKey] keeps the server key in a file.
+//
+// # Lifecycle and concurrency
+//
+// Stores are safe for concurrent use and are closed by whoever opened them;
+// the handler holds no goroutines and needs no Close.
+//
+// # Errors
+//
+// Store methods return errors wrapping [ErrProviderNotFound],
+// [ErrPieceNotFound] or [ErrClosed]; check them with errors.Is. The handler
+// maps them to 404 answers with the error codes PROVIDER_NOT_FOUND and
+// PIECE_NOT_FOUND.
+package piece

@@ -1,0 +1,20 @@
+// Package piecetest is the conformance suite of [piece.Store]: a backend is
+// done when [Run] passes against it.
+//
+//	func TestConformance(t *testing.T) {
+//		piecetest.Run(t, func(t *testing.T, capacity int) piece.Store {
+//			s, err := memory.New(memory.WithCapacity(capacity))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { _ = s.Close() })
+//			return s
+//		})
+//	}
+//
+// Each subtest asks the factory for a fresh, empty store. The suite checks
+// the bottom-k sample against a brute-force model over random offers,
+// idempotence, order independence, capacity, the not-found errors (provider
+// vs piece), counters and status updates, concurrent use (run it under
+// -race), argument validation and Close. Errors are checked with errors.Is.
+package piecetest

@@ -1,0 +1,223 @@
+package piece_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/piece"
+	"github.com/indexkit/indexkit/piece/memory"
+)
+
+// publisher is a generated chain served by an ipnisync publisher over real
+// HTTP on 127.0.0.1.
+type publisher struct {
+	chain *chaingen.Chain
+	srv   *httptest.Server
+	pub   *ipnisync.Publisher
+	addr  multiaddr.Multiaddr
+}
+
+// servePublisher serves chain; with hang, every block request blocks until
+// the client gives up (a publisher whose head answers but whose blocks never
+// come).
+func servePublisher(t *testing.T, cfg chaingen.Config, hang bool) *publisher {
+	t.Helper()
+	c, err := chaingen.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := ipnisync.BlockSourceFunc(func(ctx context.Context, id cid.Cid) ([]byte, error) {
+		b, err := c.Block(ctx, id)
+		if errors.Is(err, chaingen.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %w", ipnisync.ErrNotFound, err)
+		}
+		return b, err
+	})
+	p, err := ipnisync.NewPublisher(c.PublisherKey, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetHead(context.Background(), c.Head()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var h http.Handler = p
+	if hang {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "/head") {
+				p.ServeHTTP(w, r)
+				return
+			}
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+		})
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { close(done); srv.Close() })
+	a, err := multiaddr.NewMultiaddr(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", srv.Listener.Addr().(*net.TCPAddr).Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &publisher{chain: c, srv: srv, pub: p, addr: a}
+}
+
+// providersEntry is one element of a /providers answer, in the reference's
+// JSON shape.
+type providersEntry struct {
+	AddrInfo          peer.AddrInfo
+	LastAdvertisement cid.Cid        `json:",omitempty"`
+	Publisher         *peer.AddrInfo `json:",omitempty"`
+	ExtendedProviders any            `json:",omitempty"`
+}
+
+func (p *publisher) entry() providersEntry {
+	e := providersEntry{
+		AddrInfo:          peer.AddrInfo{ID: p.chain.Provider, Addrs: []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/1/p2p-circuit")}},
+		LastAdvertisement: p.chain.Head(),
+		Publisher:         &peer.AddrInfo{ID: p.chain.Publisher, Addrs: []multiaddr.Multiaddr{p.addr}},
+		ExtendedProviders: map[string]any{"Providers": []any{}},
+	}
+	return e
+}
+
+// serveProviders serves GET /providers with the entries entries returns.
+func serveProviders(t *testing.T, entries func() []providersEntry) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/providers" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(entries())
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func newMemory(t *testing.T) *memory.Store {
+	t.Helper()
+	s, err := memory.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// runTracker runs tr until the test ends (or stop is called) and checks Run's
+// error.
+func runTracker(t *testing.T, tr *piece.Tracker) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("Run did not return 30 s after its context ended")
+			}
+			_ = tr.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitFor polls cond every 20 ms for up to d and fails the test with what
+// cond last said.
+func waitFor(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached after %v: %s", d, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// status reads a provider's status, zero if unknown.
+func status(s piece.Store, p peer.ID) piece.Status {
+	st, _ := s.Status(context.Background(), p)
+	return st
+}
+
+// upToDate reports whether the provider of pub has walked its whole chain.
+func upToDate(s piece.Store, pub *publisher) (bool, string) {
+	st := status(s, pub.chain.Provider)
+	if st.LastHead.Equals(pub.chain.Head()) && !st.Head.Defined() && st.AdsWalked == int64(pub.chain.Len()) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("provider %s: %+v, want last head %s and %d ads walked", pub.chain.Provider, st, pub.chain.Head(), pub.chain.Len())
+}
+
+// checkPieces checks that s answers every (provider, piece) of pub's ground
+// truth, except the pieces in skip: payloads non-empty, a subset of the
+// truth, and all of it when the truth has at most k payloads.
+func checkPieces(t *testing.T, s piece.Store, pub *publisher, k int, skip ...cid.Cid) {
+	t.Helper()
+	ctx := context.Background()
+	truth, _ := pub.chain.Pieces()
+	if len(truth) == 0 {
+		t.Fatalf("provider %s: chain has no pieces; the test is broken", pub.chain.Provider)
+	}
+	for pc, mhs := range truth {
+		if slices.ContainsFunc(skip, pc.Equals) {
+			continue
+		}
+		want := make(map[cid.Cid]bool, len(mhs))
+		for _, mh := range mhs {
+			c, _ := piece.PayloadCID(mh)
+			want[c] = true
+		}
+		got, err := s.Payloads(ctx, pub.chain.Provider, pc)
+		if err != nil {
+			t.Errorf("provider %s piece %s: %v", pub.chain.Provider, pc, err)
+			continue
+		}
+		if len(got) == 0 {
+			t.Errorf("provider %s piece %s: no payloads", pub.chain.Provider, pc)
+		}
+		for _, c := range got {
+			if !want[c] {
+				t.Errorf("provider %s piece %s: payload %s was not advertised in the piece", pub.chain.Provider, pc, c)
+			}
+		}
+		if len(want) <= k && len(got) != len(want) {
+			t.Errorf("provider %s piece %s: %d payloads, want all %d", pub.chain.Provider, pc, len(got), len(want))
+		}
+		if len(want) > k && len(got) != k {
+			t.Errorf("provider %s piece %s: %d payloads, want k = %d", pub.chain.Provider, pc, len(got), k)
+		}
+	}
+}

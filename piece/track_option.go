@@ -1,0 +1,232 @@
+package piece
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/indexkit/indexkit/ingest"
+)
+
+// Defaults of a [Tracker].
+const (
+	// DefaultProvidersURL is the /providers endpoint of the public IPNI
+	// instance, the usual value of [WithProvidersURL].
+	DefaultProvidersURL = "https://cid.contact/providers"
+	// DefaultPollInterval is how often the /providers endpoint is read,
+	// and publishers given by configuration asked for their head.
+	DefaultPollInterval = time.Minute
+	// DefaultConcurrency is how many publishers are walked at once.
+	DefaultConcurrency = ingest.DefaultWorkers
+	// DefaultRequestTimeout bounds every request to a publisher.
+	DefaultRequestTimeout = ingest.DefaultRequestTimeout
+	// DefaultRequestRate is the most requests per second sent to one
+	// publisher, on average (bursts of DefaultRequestBurst).
+	DefaultRequestRate  = 10.0
+	DefaultRequestBurst = 10
+	// DefaultStatusInterval is how often the walkers' positions are copied
+	// into the Store's statuses.
+	DefaultStatusInterval = time.Second
+	// MaxProvidersBody is the longest /providers answer read (cid.contact
+	// answers a few megabytes).
+	MaxProvidersBody = 256 << 20
+)
+
+// ErrInvalidTrackerOption is wrapped by [NewTracker] given an option it
+// cannot honour; the message names it.
+var ErrInvalidTrackerOption = errors.New("piece: invalid tracker option")
+
+// errUnsupported is wrapped for a publisher that has no HTTP address.
+var errUnsupported = errors.New("unsupported protocol: no http or https address")
+
+// TrackerOption configures a [Tracker].
+type TrackerOption func(*trackerConfig) error
+
+type trackerConfig struct {
+	providersURL   string
+	pollInterval   time.Duration
+	publishers     []string
+	concurrency    int
+	requestTimeout time.Duration
+	rate           float64
+	burst          int
+	backoffMin     time.Duration
+	backoffMax     time.Duration
+	statusInterval time.Duration
+	logger         *slog.Logger
+	client         *http.Client
+	sampleSize     int
+	unsigned       bool
+}
+
+func newTrackerConfig(opts []TrackerOption) (*trackerConfig, error) {
+	c := &trackerConfig{
+		pollInterval:   DefaultPollInterval,
+		concurrency:    DefaultConcurrency,
+		requestTimeout: DefaultRequestTimeout,
+		rate:           DefaultRequestRate,
+		burst:          DefaultRequestBurst,
+		backoffMin:     ingest.DefaultBackoffMin,
+		backoffMax:     ingest.DefaultBackoffMax,
+		statusInterval: DefaultStatusInterval,
+		logger:         slog.New(slog.DiscardHandler),
+		client:         http.DefaultClient,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithProvidersURL makes the Tracker learn providers, their publishers and
+// their latest heads from the IPNI /providers endpoint at url (such as
+// [DefaultProvidersURL]), read every poll interval. The default, "", reads
+// none.
+func WithProvidersURL(url string) TrackerOption {
+	return func(c *trackerConfig) error { c.providersURL = url; return nil }
+}
+
+// WithPollInterval sets how often the /providers endpoint is read and the
+// publishers given by [WithPublishers] are asked for their head (default
+// [DefaultPollInterval]).
+func WithPollInterval(d time.Duration) TrackerOption {
+	return func(c *trackerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: poll interval %v must be positive", ErrInvalidTrackerOption, d)
+		}
+		c.pollInterval = d
+		return nil
+	}
+}
+
+// WithPublishers adds publishers to walk whatever /providers says: each an
+// http(s) base URL or a multiaddr (/dns/host/tcp/443/https, optionally with
+// /http-path/ and /p2p/<id>). A publisher whose address does not name its
+// peer ID is identified by the key that signs its head, fetched once.
+func WithPublishers(addrs ...string) TrackerOption {
+	return func(c *trackerConfig) error {
+		for _, a := range addrs {
+			if _, _, _, err := parsePublisher(a); err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidTrackerOption, err)
+			}
+		}
+		c.publishers = append(c.publishers, addrs...)
+		return nil
+	}
+}
+
+// WithConcurrency sets how many publishers are walked at once (default
+// [DefaultConcurrency]). Each publisher has one walk at a time.
+func WithConcurrency(n int) TrackerOption {
+	return func(c *trackerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: concurrency %d must be positive", ErrInvalidTrackerOption, n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds every request to a publisher (default
+// [DefaultRequestTimeout]): a publisher that hangs holds its walk for at
+// most this long per request, then waits its backoff.
+func WithRequestTimeout(d time.Duration) TrackerOption {
+	return func(c *trackerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: request timeout %v must be positive", ErrInvalidTrackerOption, d)
+		}
+		c.requestTimeout = d
+		return nil
+	}
+}
+
+// WithRequestRate limits the requests sent to each publisher to perSecond
+// on average, with bursts of burst (default [DefaultRequestRate],
+// [DefaultRequestBurst]). A perSecond of 0 removes the limit.
+func WithRequestRate(perSecond float64, burst int) TrackerOption {
+	return func(c *trackerConfig) error {
+		if perSecond < 0 || perSecond > 0 && burst < 1 {
+			return fmt.Errorf("%w: request rate %v burst %d", ErrInvalidTrackerOption, perSecond, burst)
+		}
+		c.rate, c.burst = perSecond, burst
+		return nil
+	}
+}
+
+// WithBackoff sets the wait before a publisher whose walk failed is
+// walked again: min, doubling with each failure up to max (defaults
+// ingest.DefaultBackoffMin and ingest.DefaultBackoffMax).
+func WithBackoff(min, max time.Duration) TrackerOption {
+	return func(c *trackerConfig) error {
+		if min <= 0 || max < min {
+			return fmt.Errorf("%w: backoff %v..%v", ErrInvalidTrackerOption, min, max)
+		}
+		c.backoffMin, c.backoffMax = min, max
+		return nil
+	}
+}
+
+// WithStatusInterval sets how often walk positions and status texts are
+// written to the Store (default [DefaultStatusInterval]). Counters are
+// written as each advertisement is applied, whatever this says.
+func WithStatusInterval(d time.Duration) TrackerOption {
+	return func(c *trackerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: status interval %v must be positive", ErrInvalidTrackerOption, d)
+		}
+		c.statusInterval = d
+		return nil
+	}
+}
+
+// WithTrackerLogger sends progress and failures to l (keys publisher, provider,
+// cid). The default discards them.
+func WithTrackerLogger(l *slog.Logger) TrackerOption {
+	return func(c *trackerConfig) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidTrackerOption)
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithHTTPClient sets the client of every request: /providers, heads and
+// blocks (default http.DefaultClient). Timeouts come from
+// [WithRequestTimeout], not from the client.
+func WithHTTPClient(hc *http.Client) TrackerOption {
+	return func(c *trackerConfig) error {
+		if hc == nil {
+			return fmt.Errorf("%w: nil HTTP client", ErrInvalidTrackerOption)
+		}
+		c.client = hc
+		return nil
+	}
+}
+
+// WithSampleSize sets how many payloads of each advertisement are offered
+// to the Store: the k with the smallest [PayloadHash], which are all the
+// Store can keep of them when k is at least its capacity. The default is
+// the Store's Capacity() when it has that method, else [DefaultCapacity].
+func WithSampleSize(k int) TrackerOption {
+	return func(c *trackerConfig) error {
+		if k < 1 {
+			return fmt.Errorf("%w: sample size %d must be positive", ErrInvalidTrackerOption, k)
+		}
+		c.sampleSize = k
+		return nil
+	}
+}
+
+// WithUnsignedAds accepts unsigned advertisements (a signature that is
+// present must still be valid). For tests and trusted private publishers.
+func WithUnsignedAds() TrackerOption {
+	return func(c *trackerConfig) error { c.unsigned = true; return nil }
+}
