@@ -101,6 +101,27 @@
 // lapsed one lease.ErrNotHeld, and a row lost with the data
 // lease.ErrNotFound, so a holder from before the loss is refused.
 //
+// # Faults
+//
+// The tests run owners as real processes against redis-servers of their
+// own and prove, by fences and by a fence-checked register outside the
+// store: a SIGKILLed owner is replaced within TTL plus the auction window,
+// its acknowledged writes kept and its old fence refused; an owner stopped
+// (SIGSTOP) past its TTL learns on SIGCONT that it lost the lease and its
+// writes are refused; SCRIPT FLUSH under load fails no operation; a delay
+// beyond the safety margin closes the holder's Done before the item can be
+// granted elsewhere, and a stall longer than the TTL loses the lease.
+//
+// Persistence decides what a Redis restart costs. With appendonly and
+// appendfsync always, a restart keeps every row, so leases and fences
+// survive it. Without persistence (or with a lossy fsync policy) the rows
+// are gone: owners learn it at their next renewal (lease.ErrNotFound, which
+// closes Done), the catalog must be put again before anyone can bid, and
+// fences still increase (above). Between the loss and the old holder's next
+// renewal, a new grant can exist while the old holder still believes it
+// holds the item, so on a server without durable writes only fence checks
+// at the resources keep them safe. Use CheckFence there.
+//
 // # Lifecycle
 //
 // New makes no request and starts nothing. The caller owns the client:
