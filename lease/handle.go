@@ -29,7 +29,8 @@ import (
 // protects against the rest: pauses longer than the margin.
 //
 // Done is also closed when a renewal or update is refused (ErrNotHeld,
-// ErrStaleFence) and after Release. Once closed it stays closed, even if a
+// ErrStaleFence, or ErrNotFound when the store lost the row) and after
+// Release. Once closed it stays closed, even if a
 // later renewal would have succeeded.
 type Lease struct {
 	s      Store
