@@ -269,3 +269,51 @@ func latencyReport(b *testing.B, lat []time.Duration) {
 	}
 	percentiles(b, lat)
 }
+
+// BenchmarkShortCircuit: the time from the last bid to a grant. 63 bids
+// wait in an auction whose threshold is 64; the timed call is the 64th
+// Bid, whose script appends the bid, finds the threshold reached and
+// grants the item in the same execution, so the last bidder learns the
+// outcome from its own call. The raw baseline times one trivial EVALSHA.
+func BenchmarkShortCircuit(b *testing.B) {
+	const bids = 64
+	b.Run("store", func(b *testing.B) {
+		s, _, _ := benchStore(b, lease.WithMaxBids(bids), lease.WithAuctionWindow(time.Hour))
+		ctx := context.Background()
+		var lat []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			for i := range bids - 1 {
+				if _, err := s.Bid(ctx, "item-0000", fmt.Sprintf("bidder-%02d", i), int64(1000+i%7)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			t0 := time.Now()
+			res, err := s.Bid(ctx, "item-0000", "last", 1)
+			lat = append(lat, time.Since(t0))
+			b.StopTimer()
+			if err != nil || res.Result == nil || res.Result.Outcome != lease.Granted || !res.Result.ShortCircuited {
+				b.Fatalf("last Bid: %v %+v", err, res)
+			}
+			if err := s.Release(ctx, res.Result.Grant.Ref); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		latencyReport(b, lat)
+	})
+	b.Run("raw", func(b *testing.B) {
+		_, c, _ := benchStore(b)
+		ctx := context.Background()
+		var lat []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if err := trivial.Run(ctx, c, []string{"item-0000"}).Err(); err != nil && err != goredis.Nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		latencyReport(b, lat)
+	})
+}
