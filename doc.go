@@ -76,8 +76,15 @@
 //     binaries share (signals, logging, config files, servers).
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
-//     benchtable (turns benchmark output into a table); planned: piece,
-//     fleet, publisher, and pool, one command that runs a whole local pool.
+//     publisher (generated publishers with their ground truth, honest or
+//     malicious), benchtable (turns benchmark output into a table);
+//     planned: piece, fleet, and pool, one command that runs a whole local
+//     pool.
+//   - examples/internal/...: each role's program as a package, so that a
+//     pool runs it in goroutines or as a process: indexernode,
+//     assignernode, scatternode, publishernode (each with Run, which the
+//     binary's main calls), and logtap, which reads the listening
+//     addresses off a role's log in process.
 //
 // # Import rules
 //

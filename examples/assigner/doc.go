@@ -30,7 +30,8 @@
 //
 // # Configuration
 //
-// The JSON file of -config has the keys of Config; flags given on the
+// The JSON file of -config has the keys of Config in
+// examples/internal/assignernode; flags given on the
 // command line override it, and -indexer adds to its pool:
 //
 //	{
@@ -98,4 +99,10 @@
 // SIGINT or SIGTERM stops the listeners (requests in flight get
 // -shutdown-timeout), cancels the requests to indexers, and exits 0.
 // Nothing is lost: the next start rebuilds the state from the indexers.
+//
+// # In process
+//
+// The program itself is Run in examples/internal/assignernode; this command
+// only calls it under a context that SIGINT and SIGTERM cancel, so a
+// whole pool can run the same role in goroutines (examples/pool).
 package main

@@ -12,9 +12,10 @@
 //	indexer [-config FILE] [flags]
 //
 // Flags override the JSON config file, whose keys are the fields of
-// Config (Dir, Store, Find, Ingest, Admin, AdminToken, P2P, Topic,
-// FreezeAt, UnfreezeOnStart, Metrics, UseAssigner, LogLevel, Progress,
-// ShutdownTimeout; durations as "30s"); unknown keys are an error.
+// Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
+// Admin, AdminToken, P2P, Topic, FreezeAt, UnfreezeOnStart, Metrics,
+// UseAssigner, LogLevel, Progress, ShutdownTimeout; durations as "30s");
+// unknown keys are an error.
 //
 //	flag                default                   meaning
 //	-config             ""                        JSON config file
@@ -117,4 +118,10 @@
 // ingestion (each walk persists where it is, and resumes on the next
 // start without a new announce), then closes the index and the datastore.
 // The exit status is 0 after a clean shutdown, 1 after an error.
+//
+// # In process
+//
+// The program itself is Run in examples/internal/indexernode; this command
+// only calls it under a context that SIGINT and SIGTERM cancel, so a
+// whole pool can run the same role in goroutines (examples/pool).
 package main

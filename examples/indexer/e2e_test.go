@@ -15,6 +15,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/examples/internal/indexernode"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/store"
@@ -193,7 +194,7 @@ func TestEndToEnd(t *testing.T) {
 	n.stop()
 
 	// The identity key is kept, private.
-	fi, err := os.Stat(filepath.Join(dir, keyFile))
+	fi, err := os.Stat(filepath.Join(dir, indexernode.KeyFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("identity key: %v, %v", fi, err)
 	}

@@ -95,10 +95,16 @@
 //
 // # Logs and signals
 //
-// Logs are slog text lines on standard error: the config at start, one
-// "listening" line per server with its bound address (server=find or
-// server=metrics, addr=HOST:PORT), reloads, breaker state changes, and
+// Logs are slog text lines on standard error: one "listening" line per
+// server with its bound address (name=find or name=metrics,
+// addr=HOST:PORT), then the config (msg=starting), reloads, breaker state changes, and
 // shutdown. SIGINT or SIGTERM stops accepting connections and lets
 // requests in flight finish for up to -shutdown-timeout; the exit status is
 // 0 after a clean shutdown, 1 after any error.
+//
+// # In process
+//
+// The program itself is Run in examples/internal/scatternode; this command
+// only calls it under a context that SIGINT and SIGTERM cancel, so a
+// whole pool can run the same role in goroutines (examples/pool).
 package main

@@ -215,8 +215,8 @@ func testServe(t *testing.T, bin string) {
 	p := proctest.Start(t, bin, "-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", "-config", cfgPath,
 		"-cache", "100", "-cache-ttl", "1m", "-log-level", "debug")
 	at := 0
-	findAddr := p.WaitLine(&at, `msg=listening server=find addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
-	metricsAddr := p.WaitLine(&at, `msg=listening server=metrics addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	findAddr := p.WaitLine(&at, `msg=listening name=find addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
+	metricsAddr := p.WaitLine(&at, `msg=listening name=metrics addr=(127\.0\.0\.1:\d+)`, waitStart)[1]
 	base := "http://" + findAddr
 	client := &http.Client{Timeout: 10 * time.Second}
 	t.Cleanup(client.CloseIdleConnections)

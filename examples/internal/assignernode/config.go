@@ -1,4 +1,4 @@
-package main
+package assignernode
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package main
+package assignernode
 
 import (
 	"bytes"
@@ -344,11 +344,11 @@ func TestLoadConfigErrors(t *testing.T) {
 // TestRunConfigError: run reports a bad configuration before listening.
 func TestRunConfigError(t *testing.T) {
 	var stderr bytes.Buffer
-	err := run(t.Context(), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
+	err := Run(t.Context(), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatalf("run: %v", err)
 	}
-	if err := run(t.Context(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
+	if err := Run(t.Context(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
 		t.Fatalf("run -h: %v\n%s", err, stderr.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package assignernode
 
 import (
 	"context"
@@ -20,11 +20,13 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("assigner", run) }
-
-// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
-// main), then stops the listeners and the service.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// Run is the assigner program: it parses args as examples/assigner's
+// flags (see that command's documentation) and serves until ctx is done
+// (SIGINT or SIGTERM in the binary, the caller's cancel in process), then
+// stops the listeners and the service. It logs to stderr, including one
+// msg=listening name=<x> addr=<host:port> line per listener. It returns nil
+// after a clean shutdown and flag.ErrHelp for -h.
+func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := loadConfig(args, stderr)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package indexernode
 
 import (
 	"io"
@@ -41,7 +41,7 @@ func TestLoadConfig(t *testing.T) {
 }
 
 func TestLoadOrCreateKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), keyFile)
+	path := filepath.Join(t.TempDir(), KeyFile)
 	k1, err := loadOrCreateKey(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package indexernode
 
 import (
 	"context"
@@ -33,12 +33,15 @@ import (
 	"github.com/indexkit/indexkit/store/pebble"
 )
 
-// Paths inside the data directory.
+// KeyFile is the node's identity inside its data directory (-dir): the
+// libp2p private key, protobuf-encoded, mode 0600, created on first start.
+const KeyFile = "identity.key"
+
+// Other paths inside the data directory.
 const (
-	keyFile      = "identity.key" // libp2p private key, protobuf, mode 0600
-	indexDir     = "index"        // the index store (pebble or leveldb)
-	datastoreDir = "datastore"    // go-ds-leveldb: walker state, assignments
-	freezeFile   = "freeze.json"  // freeze state (freeze.FileStore)
+	indexDir     = "index"       // the index store (pebble or leveldb)
+	datastoreDir = "datastore"   // go-ds-leveldb: walker state, assignments
+	freezeFile   = "freeze.json" // freeze state (freeze.FileStore)
 )
 
 // node is an indexer node's parts, opened and connected; [node.run] runs
@@ -74,7 +77,7 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	if n.key, err = loadOrCreateKey(filepath.Join(cfg.Dir, keyFile)); err != nil {
+	if n.key, err = loadOrCreateKey(filepath.Join(cfg.Dir, KeyFile)); err != nil {
 		return nil, err
 	}
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {

@@ -1,4 +1,4 @@
-package main
+package indexernode
 
 import (
 	"context"
@@ -9,12 +9,14 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("indexer", run) }
-
-// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
-// main), then stops the listeners, waits for ingestion to persist where it
-// is, and closes the stores.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// Run is the indexer program: it parses args as examples/indexer's flags
+// (see that command's documentation), opens the node on its data
+// directory and serves until ctx is done (SIGINT or SIGTERM in the binary,
+// the caller's cancel in process), then stops the listeners, waits for
+// ingestion to persist where it is, and closes the stores. It logs to
+// stderr, including one msg=listening name=<x> addr=<host:port> line per
+// listener. It returns nil after a clean shutdown and flag.ErrHelp for -h.
+func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := loadConfig(args, stderr)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package scatternode
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 )
-
-func main() { cli.Main("scatter", run) }
 
 // generation is one configuration being served: a Gather and the find API
 // handler over it.
@@ -79,9 +77,14 @@ func configAttrs(cfg config) []any {
 	return attrs
 }
 
-// run is the program: it serves until ctx is done (SIGINT or SIGTERM in
-// main), reloading the config file on SIGHUP.
-func run(ctx context.Context, args []string, stderr io.Writer) error {
+// Run is the scatter program: it parses args as examples/scatter's flags
+// (see that command's documentation) and serves the find API until ctx is
+// done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
+// reloading the config file on each SIGHUP the process receives. It logs
+// to stderr, including one msg=listening name=<x> addr=<host:port> line
+// per listener. It returns nil after a clean shutdown and flag.ErrHelp for
+// -h.
+func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	opts, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -128,10 +131,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		names = append(names, "metrics")
 	}
 
+	for i := range servers {
+		cli.LogListening(log, names[i], listeners[i].Addr().String())
+	}
 	log.Info("starting", append(configAttrs(cfg), "config", opts.configPath, "cache_entries", opts.cacheEntries)...)
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, srv := range servers {
-		log.Info("listening", "server", names[i], "addr", listeners[i].Addr().String())
 		cli.Serve(ctx, eg, names[i], srv, listeners[i], opts.shutdownTimeout)
 	}
 	eg.Go(func() error {

@@ -1,0 +1,63 @@
+// Package publishernode is the generated-publisher role of an indexkit
+// pool: IPNI publishers that keep producing signed advertisements, serve
+// them over ipnisync HTTP and announce each new head, deterministically
+// from a seed, so that a test knows the ground truth an indexer must end
+// with. examples/publisher is a thin main around [Run]; examples/pool runs
+// [Run] in goroutines, or examples/publisher as a process.
+//
+// # Model
+//
+// A [Publisher] is one generated chain (internal/chaingen) with its
+// Ed25519 identity, which is also the provider of every ad: ordinary ads
+// of [Spec.Entries] multihashes in chunks of [Spec.ChunkSize], and every
+// [Spec.RemoveEvery]th ad a removal, every [Spec.UpdateEvery]th a
+// metadata update of an earlier context. It is an http.Handler serving
+// GET /ipni/v1/ad/head (signed by its key), GET /ipni/v1/ad/{cid} and GET
+// /truth, its [Truth] as JSON (?entries=1 lists every multihash with its
+// values). [Publisher.Publish] appends ads and moves the head;
+// [Publisher.Model] is the ground truth as a chaingen model for
+// chaingen.Model.Equal against a store, and [Digest] compares an index
+// read back through a find API with [Truth.Digest].
+//
+// Everything derives from the seed: the same [Spec] gives the same
+// identity, the same blocks and the same CIDs, and n ads published at
+// once are the same as n published one by one. A publisher of a process
+// started with -seed s has the seed [PublisherSeed](s, index).
+//
+// # Faults
+//
+// For the malicious-publisher tests a [Fault] makes every ad unusable to
+// a checking indexer while the head stays validly signed:
+// [BadSignature] (ads altered after signing: ingest.ErrSignature),
+// [CorruptBlocks] (entry chunks that do not hash to their CIDs) and
+// [HugeChunks] (one entry chunk of [HugeChunkEntries] multihashes per ad,
+// over the 4 MiB block limit). A faulty publisher's expected index is
+// empty: its [Truth] lists nothing and its [Publisher.Model] is empty. A
+// pool puts one faulty process (its own -seed) beside honest ones.
+//
+// # Restart
+//
+// Identity and chain are not stored but regenerated from the seed. With
+// -dir, [Run] keeps the number of ads of each publisher in [StateFile]
+// (written after each round, atomically) and a restart regenerates each
+// chain up to that many ads, so it serves the same head as before and
+// goes on with the same next ads; a state file written with another seed,
+// entries, chunk size, removal or update rate, or fault is [ErrState].
+// Without -dir every start is fresh from -initial-ads. Regenerating costs
+// time linear in the ads (about what producing them cost), and a chain is
+// held in memory whole.
+//
+// # Lifecycle and concurrency
+//
+// [NewPublisher] generates the first ads and starts nothing; a Publisher
+// is safe for concurrent use (blocks are served while Publish runs; the
+// head moves only once a new ad's blocks are all in place). [Run] returns
+// only after its servers and its producing goroutine have stopped.
+// Announce failures (a receiver that is down) are logged and do not stop
+// it: the next head is announced anyway.
+//
+// # Errors
+//
+// [NewPublisher] wraps [ErrInvalidSpec]; [Run] returns flag errors
+// (flag.ErrHelp for -h), [ErrState], or the listener's error.
+package publishernode

@@ -1,0 +1,19 @@
+package publishernode
+
+import "errors"
+
+var (
+	// ErrInvalidSpec is wrapped by [NewPublisher] for a [Spec] it cannot
+	// honour; the message names the field.
+	ErrInvalidSpec = errors.New("publisher: invalid spec")
+
+	// ErrState is wrapped by [Run] when the state file in -dir cannot be
+	// read or belongs to another configuration (other seed, entries,
+	// chunk size, removals, updates or fault): a restart must regenerate
+	// the same chains.
+	ErrState = errors.New("publisher: state in -dir does not match")
+
+	// ErrUnknownFault is wrapped for a [Fault] name that is not one of the
+	// known ones.
+	ErrUnknownFault = errors.New("publisher: unknown fault")
+)
