@@ -62,24 +62,32 @@
 //     per-backend circuit breakers, a result cache and a keyspace ring.
 //   - lease: catalog rows, TTL leases with fencing tokens granted only by
 //     auction, and the node manager (heartbeats, renewals, bidding,
-//     eviction under a memory budget, drain).
+//     eviction under a memory budget, drain); metrics hooks and optional
+//     replica slots.
 //   - lease/memory, lease/redis: lease backends; Redis scripts use the
 //     server's clock as the only clock.
 //   - lease/leasetest: conformance suite every lease backend passes, on a
-//     fake clock or on real time.
-//   - piece (planned): the piece sampler and its signed REST API.
+//     fake clock or on real time, with a model test and a porcupine
+//     linearizability check.
+//   - piece: the piece sampler: a tracker that walks every provider's
+//     chain (on the ingest scheduler) into a bottom-k sample of payload
+//     CIDs per (provider, PieceCID), and the signed REST API.
+//   - piece/memory, piece/redis: piece stores; piece/piecetest: their
+//     conformance suite.
 //   - internal/...: helpers no importer needs: internal/importrules, the
 //     test that enforces the import rules below; internal/chaingen,
 //     which generates signed advertisement chains with their ground truth
 //     for tests and benchmarks; internal/proctest, which runs the example
-//     binaries as processes in tests; and internal/cli, the plumbing the
-//     binaries share (signals, logging, config files, servers).
+//     binaries as processes in tests; internal/cli, the plumbing the
+//     binaries share (signals, logging, config files, servers); and
+//     internal/netproxy, a loopback TCP proxy for network fault tests.
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
 //     publisher (generated publishers with their ground truth, honest or
-//     malicious), benchtable (turns benchmark output into a table);
-//     planned: piece, fleet, and pool, one command that runs a whole local
-//     pool.
+//     malicious), piece (the piece sampler service), fleet (fleet nodes
+//     that win git repositories by auction, with demo and sim modes),
+//     benchtable (turns benchmark output into a table); planned: pool, one
+//     command that runs a whole local pool.
 //   - examples/internal/...: each role's program as a package, so that a
 //     pool runs it in goroutines or as a process: indexernode,
 //     assignernode, scatternode, publishernode (each with Run, which the
@@ -98,7 +106,7 @@
 //     conformance suites import only their parent.
 //   - ingest imports store and ingest/*; handoff imports ingest and store;
 //     assigner imports handoff and ingest/announce; scatter imports store;
-//     piece imports ingest, ingest/schema and ingest/metadata.
+//     piece imports ingest and its subpackages.
 //   - A parent never imports its backends. Only the examples, and tests,
 //     import backends and conformance suites; only store/pebble imports
 //     Pebble and only store/leveldb imports LevelDB.
