@@ -10,24 +10,27 @@ export REDIS_ADDR ?= 127.0.0.1:6379
 # Every Go file of the repository but those under .git, NUL-separated.
 GOFILES := find . -path ./.git -prune -o -type f -name '*.go' -print0
 
-.PHONY: help demo test bench fmt
+.PHONY: help demo bench-table test bench fmt
 
 help: ## list the targets
 	@echo "usage: make <target>"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z]+:.*## / { printf "  %-6s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  %-12s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	@echo "REDIS_ADDR=$(REDIS_ADDR) (override: make test REDIS_ADDR=host:port)"
 
-# The short benchmark run of `make demo`: the backends, one package at a time
-# (-p 1) so that no two benchmarks share the machine.
-DEMO_PKGS := ./store/pebble ./store/leveldb ./store/memory
-DEMO_TEST := go test -p 1 -run '^$$'
+demo: ## run a whole local IPNI pool (publishers, assigner, indexers, front end, piece sampler) and show it live; Ctrl-C stops it
+	go run ./examples/pool
 
-demo: ## run the store benchmarks briefly (about a minute) and show store vs raw engine as a table
+# The short benchmark run of `make bench-table`: the backends, one package
+# at a time (-p 1) so that no two benchmarks share the machine.
+TABLE_PKGS := ./store/pebble ./store/leveldb ./store/memory
+TABLE_TEST := go test -p 1 -run '^$$'
+
+bench-table: ## run the store benchmarks briefly (about a minute) and show store vs raw engine as a table
 	{ \
-	INDEXKIT_BENCH_KEYS=200000 $(DEMO_TEST) -bench '^BenchmarkPut$$' -benchtime 1x -count 3 $(DEMO_PKGS); \
-	$(DEMO_TEST) -bench '^BenchmarkGet(Parallel)?$$' -benchtime 500000x $(DEMO_PKGS); \
-	$(DEMO_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 200000x ./store/pebble ./store/memory; \
-	$(DEMO_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 2000x ./store/leveldb; \
+	INDEXKIT_BENCH_KEYS=200000 $(TABLE_TEST) -bench '^BenchmarkPut$$' -benchtime 1x -count 3 $(TABLE_PKGS); \
+	$(TABLE_TEST) -bench '^BenchmarkGet(Parallel)?$$' -benchtime 500000x $(TABLE_PKGS); \
+	$(TABLE_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 200000x ./store/pebble ./store/memory; \
+	$(TABLE_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 2000x ./store/leveldb; \
 	} 2>&1 | go run ./examples/benchtable
 
 test: ## everything CI checks: services, vet, gofmt, import rules, race tests, interop

@@ -86,13 +86,16 @@
 //     publisher (generated publishers with their ground truth, honest or
 //     malicious), piece (the piece sampler service), fleet (fleet nodes
 //     that win git repositories by auction, with demo and sim modes),
-//     benchtable (turns benchmark output into a table); planned: pool, one
-//     command that runs a whole local pool.
+//     benchtable (turns benchmark output into a table), and pool, one
+//     command that runs a whole local pool and shows it live (make demo).
 //   - examples/internal/...: each role's program as a package, so that a
 //     pool runs it in goroutines or as a process: indexernode,
-//     assignernode, scatternode, publishernode (each with Run, which the
-//     binary's main calls), and logtap, which reads the listening
-//     addresses off a role's log in process.
+//     assignernode, scatternode, publishernode, piecenode (each with Run,
+//     which the binary's main calls); logtap, which reads the listening
+//     addresses off a role's log in process; and pool, the orchestration
+//     of a whole pool (start, stop, kill, restart, add an indexer,
+//     snapshots, ground truth) that examples/pool and the end-to-end
+//     tests use.
 //
 // # Import rules
 //

@@ -13,7 +13,7 @@
 //
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
-// Admin, AdminToken, P2P, Topic, FreezeAt, UnfreezeOnStart, Metrics,
+// Admin, AdminToken, P2P, Topic, FreezeAt, DiskBudget, UnfreezeOnStart, Metrics,
 // UseAssigner, LogLevel, Progress, ShutdownTimeout; durations as "30s");
 // unknown keys are an error.
 //
@@ -28,6 +28,7 @@
 //	-p2p                /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
 //	-topic              /indexer/ingest/mainnet   gossip topic of announces
 //	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
+//	-disk-budget        0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
@@ -89,6 +90,9 @@
 //
 // The node freezes when a monitored directory (the data directory and
 // the index and datastore under it) reaches -freeze-at, or on PUT /freeze.
+// With -disk-budget the usage is instead the size of the files under -dir
+// out of that many bytes, checked every 1 to 5 s: a small budget makes a
+// node freeze after a known amount of ingestion (examples/pool does that).
 // Freezing snapshots every provider record's LastAdvertisement as
 // FrozenAt, with the time as FrozenAtTime (a record that has a FrozenAt
 // keeps it); then the node persists that it is frozen. A frozen node still

@@ -47,4 +47,10 @@
 // walk in progress or failing, and warnings for publishers that fail. SIGINT
 // or SIGTERM stops it gracefully: the API drains, walks stop and persist
 // their position, the last statuses are written.
+//
+// # In process
+//
+// The program itself is Run in examples/internal/piecenode; this command
+// only calls it under a context that SIGINT and SIGTERM cancel, so a
+// whole pool can run the same role in goroutines (examples/pool).
 package main

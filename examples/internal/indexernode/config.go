@@ -36,6 +36,11 @@ type Config struct {
 	// FreezeAt is the disk usage, in percent, at which the node freezes;
 	// negative disables freezing (0: the default, 90).
 	FreezeAt float64
+	// DiskBudget, when positive, is the disk the node may use, in bytes:
+	// usage is then the size of the files under Dir out of DiskBudget
+	// (not the filesystem's), read every 1 to 5 s, and FreezeAt applies
+	// to it. 0: the filesystem's usage.
+	DiskBudget int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -106,6 +111,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` (\"\" or \"none\" disables libp2p and gossip)")
 	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
 	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
+	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the size of -dir out of this (0: the filesystem's usage)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")
@@ -145,6 +151,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-store %q: want pebble, leveldb or memory", c.Store)
 	case c.Find == "" || c.Ingest == "" || c.Admin == "":
 		return errors.New("-find, -ingest and -admin must not be empty")
+	case c.DiskBudget < 0:
+		return fmt.Errorf("-disk-budget %d: want 0 or more bytes", c.DiskBudget)
 	case c.FreezeAt > 100:
 		return fmt.Errorf("-freeze-at %v: want at most 100", c.FreezeAt)
 	case !strings.HasPrefix(c.Topic, "/indexer/ingest/") || len(c.Topic) == len("/indexer/ingest/"):

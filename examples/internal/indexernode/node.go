@@ -135,11 +135,16 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 	if cfg.Store != "memory" {
 		watched = append(watched, filepath.Join(cfg.Dir, indexDir))
 	}
-	n.mon, err = freeze.NewMonitor(watched,
+	monOpts := []freeze.MonitorOption{
 		freeze.WithFreezeAtPercent(cfg.FreezeAt),
 		freeze.WithLogger(log),
 		freeze.WithOnCheck(met.diskCheck),
-	)
+	}
+	if cfg.DiskBudget > 0 {
+		monOpts = append(monOpts, freeze.WithDiskReader(budgetReader{dir: cfg.Dir, budget: uint64(cfg.DiskBudget)}),
+			freeze.WithPollIntervals(budgetMinInterval, budgetMaxInterval), freeze.WithRetryInterval(budgetMinInterval))
+	}
+	n.mon, err = freeze.NewMonitor(watched, monOpts...)
 	if err != nil {
 		return nil, err
 	}

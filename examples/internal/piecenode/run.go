@@ -1,0 +1,207 @@
+package piecenode
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
+	leveldb "github.com/ipfs/go-ds-leveldb"
+	goredis "github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/piece"
+	"github.com/indexkit/indexkit/piece/memory"
+	pieceredis "github.com/indexkit/indexkit/piece/redis"
+)
+
+// options are the command line.
+type options struct {
+	listen          string
+	providersURL    string
+	pollInterval    time.Duration
+	publishers      string
+	store           string
+	redisAddr       string
+	redisPrefix     string
+	dir             string
+	keyPath         string
+	concurrency     int
+	capacity        int
+	requestTimeout  time.Duration
+	requestRate     float64
+	logLevel        string
+	shutdownTimeout time.Duration
+}
+
+// defaultDir is the state directory when --dir is not given: piece under
+// the user's cache directory, else under the temporary directory.
+func defaultDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "indexkit", "piece")
+	}
+	return filepath.Join(os.TempDir(), "indexkit-piece")
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("piece", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	redisDefault := os.Getenv("REDIS_ADDR")
+	if redisDefault == "" {
+		redisDefault = "127.0.0.1:6379"
+	}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:3000", "address of the REST API and of PUT /announce (host:port; :0 picks a port)")
+	fs.StringVar(&o.providersURL, "providers-url", piece.DefaultProvidersURL, "IPNI /providers endpoint to learn providers and heads from; empty disables polling")
+	fs.DurationVar(&o.pollInterval, "poll-interval", piece.DefaultPollInterval, "how often --providers-url is read and --publishers are asked for their head")
+	fs.StringVar(&o.publishers, "publishers", "", "comma-separated HTTP publishers to walk besides those of --providers-url: base URLs or multiaddrs")
+	fs.StringVar(&o.store, "store", "memory", "piece store: memory (lost at exit; walks start over) or redis")
+	fs.StringVar(&o.redisAddr, "redis", redisDefault, "Redis address for --store redis (default $REDIS_ADDR or 127.0.0.1:6379)")
+	fs.StringVar(&o.redisPrefix, "redis-prefix", "piece:", "prefix of every Redis key")
+	fs.StringVar(&o.dir, "dir", "", "state directory: walker state (LevelDB, --store redis only) and the default key file (default: indexkit/piece under the user cache directory, else under the temporary directory)")
+	fs.StringVar(&o.keyPath, "key", "", "file of the server's Ed25519 signing key, created if absent (default <dir>/key)")
+	fs.IntVar(&o.concurrency, "concurrency", piece.DefaultConcurrency, "publishers walked at once")
+	fs.IntVar(&o.capacity, "capacity", piece.DefaultCapacity, "payload CIDs kept per (provider, piece)")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", piece.DefaultRequestTimeout, "bound of every request to a publisher")
+	fs.Float64Var(&o.requestRate, "request-rate", piece.DefaultRequestRate, "requests per second to each publisher (0: unlimited)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take at shutdown")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.store != "memory" && o.store != "redis" {
+		return nil, fmt.Errorf("-store %q: want memory or redis", o.store)
+	}
+	if o.dir == "" {
+		o.dir = defaultDir()
+	}
+	if o.keyPath == "" {
+		o.keyPath = filepath.Join(o.dir, "key")
+	}
+	return o, nil
+}
+
+// Run is the piece sampler program: it parses args as examples/piece's
+// flags (see that command's documentation), walks the providers' chains
+// and serves the signed REST API until ctx is done (SIGINT or SIGTERM in
+// the binary, the caller's cancel in process), then stops the API and the
+// walks, which persist their positions. It logs to stderr, including one
+// msg=listening name=api addr=<host:port> line. It returns nil after a
+// clean shutdown and flag.ErrHelp for -h.
+func Run(ctx context.Context, args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level, err := cli.ParseLevel(o.logLevel)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := cli.NewLogger(stderr, level)
+	if err := os.MkdirAll(o.dir, 0o700); err != nil {
+		return fmt.Errorf("-dir: %w", err)
+	}
+	key, err := piece.LoadOrCreateKey(o.keyPath)
+	if err != nil {
+		return fmt.Errorf("-key: %w", err)
+	}
+
+	// The walker state must live exactly as long as the pieces it
+	// produced: on disk with Redis, in memory with the memory store (a
+	// persisted position over an empty store would skip the ads walked
+	// before the restart).
+	var st piece.Store
+	var ds datastore.Batching
+	switch o.store {
+	case "memory":
+		m, err := memory.New(memory.WithCapacity(o.capacity))
+		if err != nil {
+			return err
+		}
+		st, ds = m, dssync.MutexWrap(datastore.NewMapDatastore())
+	case "redis":
+		rdb := goredis.NewClient(&goredis.Options{Addr: o.redisAddr})
+		defer rdb.Close()
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := rdb.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("-redis %s: %w", o.redisAddr, err)
+		}
+		r, err := pieceredis.New(rdb, o.redisPrefix, pieceredis.WithCapacity(o.capacity))
+		if err != nil {
+			return err
+		}
+		st = r
+		ldb, err := leveldb.NewDatastore(filepath.Join(o.dir, "walk"), nil)
+		if err != nil {
+			return fmt.Errorf("-dir: walker state: %w", err)
+		}
+		defer ldb.Close()
+		ds = ldb
+	}
+	defer st.Close()
+
+	var pubs []string
+	for _, p := range strings.Split(o.publishers, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			pubs = append(pubs, p)
+		}
+	}
+	topts := []piece.TrackerOption{
+		piece.WithProvidersURL(o.providersURL),
+		piece.WithPollInterval(o.pollInterval),
+		piece.WithConcurrency(o.concurrency),
+		piece.WithRequestTimeout(o.requestTimeout),
+		piece.WithRequestRate(o.requestRate, max(1, int(o.requestRate))),
+		piece.WithTrackerLogger(log),
+	}
+	if len(pubs) > 0 {
+		topts = append(topts, piece.WithPublishers(pubs...))
+	}
+	tr, err := piece.NewTracker(st, ds, topts...)
+	if err != nil {
+		return err
+	}
+	defer tr.Close()
+	api, err := piece.NewHandler(st, key, piece.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("PUT /announce", tr.AnnounceHandler())
+	mux.Handle("PUT /ingest/announce", tr.AnnounceHandler())
+	mux.Handle("/", api)
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("-listen: %w", err)
+	}
+	log.Info("starting", "store", o.store, "dir", o.dir, "key", o.keyPath, "pubkey", api.PubKey(),
+		"providers_url", o.providersURL, "publishers", pubs, "concurrency", o.concurrency)
+	eg, ctx := errgroup.WithContext(ctx)
+	cli.LogListening(log, "api", ln.Addr().String())
+	cli.Serve(ctx, eg, "api", cli.NewHTTPServer(mux, log), ln, o.shutdownTimeout)
+	eg.Go(func() error { return tr.Run(ctx) })
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}

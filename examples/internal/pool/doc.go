@@ -1,0 +1,96 @@
+// Package pool runs a whole local IPNI pool — generated publishers, an
+// assigner, indexer nodes, a scatter front end and a piece sampler — on
+// 127.0.0.1, in goroutines of this process or as one OS process per role.
+// It is the orchestration behind examples/pool (the demo, `make demo`)
+// and the test bed of the end-to-end fault tests.
+//
+// # Roles
+//
+// Each role is the program of one example binary, run with that binary's
+// flags (their documentation is the manual of each):
+//
+//	indexer-<i>    examples/internal/indexernode  -use-assigner, -store Config.Store,
+//	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
+//	               for the others) with -freeze-at 90, data in Dir/indexer-<i>
+//	assigner       examples/internal/assignernode every indexer, -replication,
+//	               -poll-interval Config.PollInterval
+//	scatter        examples/internal/scatternode  -backends: every indexer's find API
+//	publishers     examples/internal/publishernode Config.Publishers honest publishers
+//	               (-seed Config.Seed), announcing to the assigner, positions in
+//	               Dir/publishers
+//	malicious-<i>  examples/internal/publishernode one publisher with fault
+//	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
+//	piece          examples/internal/piecenode    -providers-url: the front end's
+//	               GET /providers, memory store
+//
+// Publishers announce to the assigner, as in the seed's deployment: it
+// assigns each new publisher to the least loaded active indexer (or
+// Replication of them) and forwards later announces to the indexers that
+// hold it. When indexer-0 fills its FreezeBudget it freezes, the assigner
+// sees it at its next poll and hands each of its publishers off to an
+// active indexer, which resumes right after indexer-0's last ad; the front
+// end answers across frozen and active indexers.
+//
+// Every listener is on 127.0.0.1, on a port chosen free at the role's
+// first start (bound to :0, then released; a start whose port was taken
+// meanwhile picks another and retries) and kept across restarts, so the
+// assigner's and the front end's configuration stay valid when a role
+// restarts. [Pool.URLs] lists them. The roles' addresses are read from
+// their msg=listening lines (examples/internal/logtap in process, the
+// process's stderr in processes mode).
+//
+// # Processes mode
+//
+// With Config.Processes each role runs as Config.Executable (default: the
+// running executable) with the hidden subcommand
+//
+//	<executable> role <indexer|assigner|scatter|publisher|piece> <flags...>
+//
+// which [RoleMain] serves: a program that may run a pool in processes mode
+// calls RoleMain first thing in main, and a test binary in TestMain.
+// Nothing is built at run time.
+//
+// # Faults and lifecycle of roles
+//
+// [Pool.Stop] stops a role gracefully (SIGTERM, or cancel in process),
+// [Pool.Kill] at once (SIGKILL in processes mode; in goroutine mode a role
+// can only be cancelled, which is graceful: crash tests need processes),
+// [Pool.Start] starts a stopped role again on the same data directory,
+// flags and ports, [Pool.Restart] does both. [Pool.AddIndexer] starts a
+// new indexer and restarts the assigner and the front end with it in their
+// configuration, as the seed adds an indexer. Role operations run one at a
+// time.
+//
+// # Observing
+//
+// [Pool.Snapshot] reads every role's state: per indexer (admin API GET
+// /status, /ingest/assigned, /ingest/status, and its directory's size)
+// its publishers, multihashes indexed, disk usage and frozen state; per
+// publisher (GET /truth) its head, ads, owners and lag; the handoffs done
+// (assignments with Continued) and in progress (the assigner's GET
+// /assignments). [Pool.WaitFor] polls snapshots until a condition holds.
+// [Pool.WatchLog] delivers the next log line of a role that matches, which
+// is how a test acts in the middle of something short, such as a handoff
+// (msg=decision kind=handoff in the assigner's log), [Pool.LogLines]
+// what a role has logged.
+//
+// [Pool.Truth] is the honest publishers' ground truth (GET
+// /truth?entries=1); [Pool.Check] asks the front end for each multihash and
+// compares the answer with it (missing, extra and duplicated values),
+// [Pool.CheckIndexer] asks one indexer, [Pool.WaitComplete] waits until
+// every truth multihash is answered in full, and [Pool.Probe] asks one
+// multihash of the front end and of every indexer.
+//
+// # Lifecycle and concurrency
+//
+// [Start] returns a running pool; [Pool.Close] stops every role, in the
+// reverse order of their start, and waits for each (it leaves Dir in
+// place). A Pool is safe for concurrent use.
+//
+// # Errors
+//
+// [Start] wraps [ErrConfig] for a bad [Config] and returns a role's start
+// error with its last log lines; role operations wrap [ErrUnknownRole],
+// [ErrRunning], [ErrStopped] and, after Close, [ErrClosed]. A role that
+// does not answer is not an error of [Pool.Snapshot]: it shows as down.
+package pool

@@ -1,0 +1,143 @@
+package pool_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/indexkit/indexkit/examples/internal/pool"
+)
+
+// TestMain serves the role subcommand (processes mode re-executes this
+// test binary as each role) and checks that no goroutine outlives the
+// tests (but goleveldb's mpoolDrain, which outlives a closed DB for up
+// to a second).
+func TestMain(m *testing.M) {
+	pool.RoleMain()
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/syndtr/goleveldb/leveldb.(*DB).mpoolDrain"))
+}
+
+// small is a pool that publishes 4 ads of 5 multihashes per publisher,
+// fast, then stops producing.
+func small(t *testing.T, processes bool, store string) pool.Config {
+	return pool.Config{
+		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: store, Processes: processes,
+		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: 4, PollInterval: 200 * time.Millisecond,
+		Log: testLog{t}, LogLevel: 4, // warnings and errors only
+	}
+}
+
+// testLog writes the roles' log lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(string(b[:len(b)-1]))
+	return len(b), nil
+}
+
+// run starts cfg, waits until the front end answers the whole truth, and
+// closes the pool.
+func run(t *testing.T, cfg pool.Config) *pool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p, err := pool.Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			p.Close()
+		}
+	})
+	_, err = p.WaitFor(ctx, "every publisher at 4 ads", func(s *pool.Snapshot) bool {
+		for _, ps := range s.Publishers {
+			if ps.Ads != 4 {
+				return false
+			}
+		}
+		return true
+	})
+	var c pool.Check
+	if err == nil {
+		c, err = p.WaitComplete(ctx)
+	}
+	if err != nil {
+		for _, r := range p.Roles() {
+			t.Logf("%s:\n%s", r, lines(p.LogLines(r)))
+		}
+		t.Fatal(err)
+	}
+	if c.Multihashes != 2*4*5 { // no removal before the 10th ad
+		t.Fatalf("check %v: want the 40 multihashes of 2 publishers × 4 ads × 5", c)
+	}
+	s, err := p.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range s.Publishers {
+		if len(ps.Owners) != 1 || ps.Lag != 0 || ps.Ads != 4 {
+			t.Errorf("publisher %+v: want one owner, lag 0, 4 ads", ps)
+		}
+	}
+	held := 0
+	for _, ix := range s.Indexers {
+		if !ix.Up || ix.Frozen {
+			t.Errorf("indexer %+v: want up and not frozen", ix)
+		}
+		held += len(ix.Publishers)
+	}
+	if held != 2 {
+		t.Errorf("%d assignments, want 2 (replication 1)", held)
+	}
+	// Kill an indexer and start it again on the same ports and data:
+	// the front end answers in full again.
+	if cfg.Store != "memory" {
+		if err := p.Kill(pool.IndexerName(0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx, pool.IndexerName(0)); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := p.WaitComplete(ctx); err != nil || c.Multihashes != 40 {
+			t.Fatalf("after a restart of indexer-0: %v, %v", c, err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	closed = true
+	if _, err := p.Snapshot(ctx); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Snapshot after Close: %v, want ErrClosed", err)
+	}
+	return p
+}
+
+func lines(ls []string) string {
+	out := ""
+	for _, l := range ls[max(0, len(ls)-30):] {
+		out += l + "\n"
+	}
+	return out
+}
+
+// TestGoroutines runs a small pool in this process on the memory store
+// (not restarted: a memory index restarts empty, while the walker
+// positions persist).
+func TestGoroutines(t *testing.T) {
+	run(t, small(t, false, "memory"))
+}
+
+// TestProcesses runs a small pool with one process per role on Pebble,
+// and restarts an indexer (SIGKILL, then the same ports and directory).
+func TestProcesses(t *testing.T) {
+	if _, err := os.Executable(); err != nil {
+		t.Skip(err)
+	}
+	run(t, small(t, true, "pebble"))
+}

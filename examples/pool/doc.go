@@ -1,0 +1,44 @@
+// Command pool runs a whole local IPNI pool in one command and shows it
+// working: `make demo` runs it with no flags and no external service.
+//
+// It starts (package examples/internal/pool) 4 generated publishers that
+// publish an ad of 100 multihashes a second each over ipnisync HTTP and
+// announce it to an assigner; the assigner, which spreads the publishers
+// over 3 indexer nodes on Pebble in a temporary directory; a scatter front
+// end over the indexers' find APIs; and a piece sampler tracking the
+// providers the front end lists. Everything listens on 127.0.0.1. indexer-0
+// has a small disk budget (--freeze-budget): after about 40 s it freezes,
+// and the assigner hands its publishers off to the active indexers, which
+// resume right after its last ad.
+//
+// It prints the URLs to curl (the find API, the assigner's state API,
+// each indexer's admin API, the piece API), then every --refresh a plain
+// view of the pool: per indexer its state (active, FROZEN, down),
+// multihashes indexed, disk usage out of its budget and publishers (with
+// the frozen indexer a handed-off one came from); per publisher its ads,
+// head, lag (ads its owner has not walked yet) and owner; a line per
+// handoff as it is seen; and every third view query probes through the
+// front end, each saying how many of the expected providers it answered
+// and which indexers (frozen or active) hold the multihash. On Ctrl-C or
+// after --duration it checks every multihash of the publishers' ground
+// truth through the front end, prints the result, and stops every role.
+//
+// # Flags
+//
+//	--duration       0           run this long, then summarize and stop (0: until Ctrl-C)
+//	--refresh        2s          time between two views
+//	--publishers     4           honest generated publishers
+//	--indexers       3           indexer nodes
+//	--replication    1           indexers per publisher
+//	--store          pebble      index backend: pebble, leveldb or memory
+//	--dir            ""          data directory, kept at exit (default: a temporary one, removed)
+//	--processes      false       one OS process per role (this binary re-executed) instead of goroutines
+//	--interval       1s          time between two ads of each publisher
+//	--entries        100         multihashes per ad
+//	--freeze-budget  524288      disk budget of indexer-0 in bytes, frozen at 90% (0: none)
+//	--malicious      ""          faults of extra malicious publishers: bad-signature,corrupt,huge
+//	--log-level      warn        level of the roles' log lines on stderr
+//
+// The view goes to standard output, the roles' logs (prefixed role=<name>)
+// to standard error.
+package main

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+func main() {
+	pool.RoleMain() // --processes re-executes this binary as each role
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		os.Exit(cli.ExitCode("pool", err, os.Stderr))
+	}
+}
+
+// options are the command line.
+type options struct {
+	duration     time.Duration
+	refresh      time.Duration
+	publishers   int
+	indexers     int
+	replication  int
+	store        string
+	dir          string
+	processes    bool
+	interval     time.Duration
+	entries      int
+	freezeBudget int64
+	malicious    string
+	logLevel     string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("pool", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "duration", 0, "run this long, then print a summary and stop (0: until Ctrl-C)")
+	fs.DurationVar(&o.refresh, "refresh", 2*time.Second, "time between two views of the pool")
+	fs.IntVar(&o.publishers, "publishers", pool.DefaultPublishers, "generated honest publishers")
+	fs.IntVar(&o.indexers, "indexers", pool.DefaultIndexers, "indexer nodes")
+	fs.IntVar(&o.replication, "replication", pool.DefaultReplication, "indexers per publisher")
+	fs.StringVar(&o.store, "store", pool.DefaultStore, "index backend of the indexers: pebble, leveldb or memory")
+	fs.StringVar(&o.dir, "dir", "", "data directory of the pool, kept at exit (default: a temporary directory, removed at exit)")
+	fs.BoolVar(&o.processes, "processes", false, "run each role as its own OS process instead of a goroutine")
+	fs.DurationVar(&o.interval, "interval", pool.DefaultInterval, "time between two ads of each publisher")
+	fs.IntVar(&o.entries, "entries", pool.DefaultEntries, "multihashes per ad")
+	fs.Int64Var(&o.freezeBudget, "freeze-budget", pool.DefaultFreezeBudget, "disk budget of indexer-0 in bytes, which freezes it at 90% (0: no freeze)")
+	fs.StringVar(&o.malicious, "malicious", "", "comma-separated faults of extra malicious publishers: bad-signature, corrupt, huge")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "level of the roles' log lines on stderr: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+// run is the program: it starts the pool, shows it until ctx is done or
+// --duration has passed, prints a summary and stops it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	level, err := cli.ParseLevel(o.logLevel)
+	if err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := cli.NewLogger(stderr, level)
+	var faults []publishernode.Fault
+	for f := range strings.SplitSeq(o.malicious, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			var fault publishernode.Fault
+			if err := fault.UnmarshalText([]byte(f)); err != nil {
+				return fmt.Errorf("-malicious: %w", err)
+			}
+			faults = append(faults, fault)
+		}
+	}
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "indexkit-pool-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+	cfg := pool.Config{
+		Dir: dir, Publishers: o.publishers, Indexers: o.indexers, Replication: o.replication, Store: o.store,
+		Processes: o.processes, Interval: o.interval, Entries: o.entries, FreezeBudget: o.freezeBudget,
+		Malicious: faults, Log: stderr, LogLevel: level, Logger: log,
+	}
+	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
+		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
+	p, err := pool.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := p.Close(); cerr != nil {
+			log.Error("stopping the pool", "err", cerr)
+		}
+	}()
+	printURLs(stdout, p.URLs(), o.freezeBudget)
+
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	v := newView(stdout)
+	start := time.Now()
+	t := time.NewTicker(o.refresh)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		select {
+		case <-ctx.Done():
+			summary(p, stdout, time.Since(start))
+			return nil
+		case <-t.C:
+		}
+		sctx, cancel := context.WithTimeout(ctx, o.refresh)
+		s, err := p.Snapshot(sctx)
+		if err == nil && ctx.Err() == nil {
+			v.render(s, time.Since(start).Round(time.Second).String())
+		}
+		if tick%3 == 0 && ctx.Err() == nil {
+			v.probes(probes(sctx, p))
+		}
+		cancel()
+	}
+}
+
+func printURLs(w io.Writer, u pool.URLs, budget int64) {
+	fmt.Fprintln(w, "the pool is up; try:")
+	fmt.Fprintf(w, "  curl %s/providers                      # find API (scatter front end): providers\n", u.Find)
+	if len(u.Publishers) > 0 {
+		fmt.Fprintf(w, "  curl '%s/truth?entries=1' | head -c 600   # a publisher's ground truth: pick a multihash\n", u.Publishers[0])
+	}
+	fmt.Fprintf(w, "  curl %s/multihash/<multihash>            # find API: who provides it\n", u.Find)
+	fmt.Fprintf(w, "  curl %s/assignments                    # assigner: publishers, indexers, handoffs\n", u.AssignerState)
+	for _, ix := range u.Indexers {
+		fmt.Fprintf(w, "  curl %s/status                         # %s admin API (also /ingest/assigned, /ingest/status)\n", ix.Admin, ix.Name)
+	}
+	fmt.Fprintf(w, "  curl %s/ingestion-status/<provider>   # piece sampler API\n", u.Piece)
+	if budget > 0 {
+		fmt.Fprintf(w, "indexer-0 has a disk budget of %d bytes: it freezes at 90%% of it, and its publishers are handed off\n", budget)
+	}
+	fmt.Fprintln(w, "Ctrl-C stops the pool.")
+}
+
+// probes picks two multihashes of each honest publisher's truth, the
+// first and the last in multihash order (so of any age: once a publisher
+// has been handed off, some are held by the frozen indexer, some by the
+// active one), and asks the front end and every indexer.
+func probes(ctx context.Context, p *pool.Pool) []pool.Probe {
+	t, err := p.Truth(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []pool.Probe
+	for _, pt := range t.Publishers {
+		if len(pt.Entries) == 0 {
+			continue
+		}
+		picks := []publishernode.Entry{pt.Entries[0]}
+		if len(pt.Entries) > 1 {
+			picks = append(picks, pt.Entries[len(pt.Entries)-1])
+		}
+		for _, e := range picks {
+			out = append(out, p.Probe(ctx, e))
+		}
+	}
+	return out
+}
+
+// summary checks every multihash of the truth through the front end and
+// prints the result.
+func summary(p *pool.Pool, w io.Writer, ran time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fmt.Fprintf(w, "── summary after %s ──\n", ran.Round(time.Second))
+	if s, err := p.Snapshot(ctx); err == nil {
+		newView(w).render(s, "final")
+	}
+	t, err := p.Truth(ctx)
+	if err != nil {
+		fmt.Fprintln(w, "  truth:", err)
+		return
+	}
+	c := p.Check(ctx, t.Entries)
+	fmt.Fprintf(w, "  every multihash of the publishers' truth through the front end: %v\n", c)
+	if !c.OK() && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		fmt.Fprintln(w, "  (the publishers keep publishing: the newest ads may not be indexed yet)")
+		for _, e := range c.Examples {
+			fmt.Fprintln(w, "   ", e)
+		}
+	}
+}
