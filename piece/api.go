@@ -1,7 +1,6 @@
 package piece
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +102,7 @@ func WithLogger(l *slog.Logger) HandlerOption {
 // lastHeadWalkedFrom and walkInProgressHead are CID strings or null.
 type Handler struct {
 	store  Store
-	key    crypto.PrivKey
+	sign   signer
 	pubkey string // EncodePubKey(key.GetPublic())
 	maxN   int
 	log    *slog.Logger
@@ -128,8 +127,10 @@ func NewHandler(s Store, key crypto.PrivKey, opts ...HandlerOption) (*Handler, e
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{store: s, key: key, pubkey: pub, maxN: c.maxN, log: c.log, mux: http.NewServeMux()}
-	h.mux.HandleFunc("GET /sample/{providerId}/{pieceCid}", h.serveSample)
+	h := &Handler{store: s, sign: newSigner(key), pubkey: pub, maxN: c.maxN, log: c.log, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /sample/{providerId}/{pieceCid}", func(w http.ResponseWriter, r *http.Request) {
+		h.serveSample(w, r, r.PathValue("providerId"), r.PathValue("pieceCid"))
+	})
 	h.mux.HandleFunc("GET /ingestion-status/{providerId}", h.serveStatus)
 	return h, nil
 }
@@ -138,7 +139,35 @@ func NewHandler(s Store, key crypto.PrivKey, opts ...HandlerOption) (*Handler, e
 func (h *Handler) PubKey() string { return h.pubkey }
 
 // ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p, c, ok := plainSamplePath(r); ok {
+		h.serveSample(w, r, p, c)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// plainSamplePath returns the two path values of a GET or HEAD request
+// for /sample/{providerId}/{pieceCid} when the mux would route it to
+// serveSample with those very values: the path holds no escapes and no "."
+// or ".." segment, and exactly two non-empty segments follow "/sample/".
+// Any other request goes through the mux. This saves the mux's matching
+// on the hot path.
+func plainSamplePath(r *http.Request) (providerID, pieceCid string, ok bool) {
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || r.URL.RawPath != "" {
+		return "", "", false
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/sample/")
+	if !ok {
+		return "", "", false
+	}
+	providerID, pieceCid, ok = strings.Cut(rest, "/")
+	if !ok || providerID == "" || pieceCid == "" || strings.IndexByte(pieceCid, '/') >= 0 ||
+		providerID == "." || providerID == ".." || pieceCid == "." || pieceCid == ".." {
+		return "", "", false
+	}
+	return providerID, pieceCid, true
+}
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
@@ -166,16 +195,20 @@ func parseSample(providerID, pieceCid, rawQuery string, maxN int) (sampleQuery, 
 	if err != nil {
 		return q, &apiError{http.StatusBadRequest, CodeInvalidProviderID, fmt.Sprintf("providerId %q is not a peer ID: %v", clip(providerID), err)}
 	}
-	c, err := cid.Decode(pieceCid)
-	if err != nil {
-		return q, &apiError{http.StatusBadRequest, CodeInvalidPieceCID, fmt.Sprintf("pieceCid %q is not a CID: %v", clip(pieceCid), err)}
-	}
-	q.provider, q.piece = p, c
+	q.provider = p
 	q.providerStr = providerID
 	if !isBase58PeerID(providerID) { // CID form: sign the canonical base58 form
 		q.providerStr = p.String()
 	}
-	q.pieceStr = c.String()
+	if c, ok := decodeCanonicalCID(pieceCid); ok {
+		q.piece, q.pieceStr = c, pieceCid // canonical already: no re-encoding
+	} else {
+		c, err := cid.Decode(pieceCid)
+		if err != nil {
+			return q, &apiError{http.StatusBadRequest, CodeInvalidPieceCID, fmt.Sprintf("pieceCid %q is not a CID: %v", clip(pieceCid), err)}
+		}
+		q.piece, q.pieceStr = c, c.String()
+	}
 	seedSeen, nSeen := false, false
 	q.n = 1
 	for rawQuery != "" {
@@ -232,8 +265,18 @@ func clip(s string) string {
 	return s
 }
 
-func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
-	q, aerr := parseSample(r.PathValue("providerId"), r.PathValue("pieceCid"), r.URL.RawQuery, h.maxN)
+// maxPooledBuf bounds the buffers kept in bufPool, so one huge answer
+// does not pin its buffer.
+const maxPooledBuf = 64 << 10
+
+// serveSample answers one sample request. The signed message and the
+// response are built in one pooled buffer: the message first, then the
+// response, whose sample strings are copied from the message (each CID is
+// stringified once), then the base64 signature appended in place. Nothing
+// is cached between requests: the store is read and the answer signed
+// afresh each time.
+func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request, providerID, pieceCid string) {
+	q, aerr := parseSample(providerID, pieceCid, r.URL.RawQuery, h.maxN)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -251,34 +294,62 @@ func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "the store failed to answer"})
 		return
 	}
-	var samples []string
+	var chosenStack [MaxSamples]cid.Cid
+	var chosen []cid.Cid
 	if code == "" {
-		chosen := Choose(kept, q.seed, q.n)
-		samples = make([]string, len(chosen))
-		for i, c := range chosen {
-			samples[i] = c.String()
-		}
+		chosen = chooseInto(chosenStack[:0], kept, q.seed, q.n)
 	}
 
 	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	msg := appendSigned((*bp)[:0], q.providerStr, q.pieceStr, q.seed, samples, code)
-	sig, err := h.key.Sign(msg)
-	if err != nil {
-		h.log.Error("piece: sample: signing failed", "provider", q.providerStr, "cid", q.pieceStr, "err", err)
-		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "signing failed"})
-		return
+	defer func() {
+		if cap(*bp) <= maxPooledBuf {
+			bufPool.Put(bp)
+		}
+	}()
+	// The signed message: appendSigned's bytes, with the samples appended
+	// straight from the CIDs; spans records where each sample string lies.
+	var spanStack [2 * MaxSamples]int
+	spans := spanStack[:0]
+	msg := (*bp)[:0]
+	if code != "" {
+		msg = append(msg, `{"error":"`...)
+		msg = append(msg, code...)
+		msg = append(msg, `","pieceCid":"`...)
+	} else {
+		msg = append(msg, `{"pieceCid":"`...)
 	}
-	// The response reuses the buffer after the signed message.
-	out := msg[len(msg):]
+	msg = append(msg, q.pieceStr...)
+	msg = append(msg, `","providerId":"`...)
+	msg = append(msg, q.providerStr...)
+	if code == "" {
+		msg = append(msg, `","samples":[`...)
+		for i, c := range chosen {
+			if i > 0 {
+				msg = append(msg, ',')
+			}
+			msg = append(msg, '"')
+			from := len(msg)
+			msg = appendCID(msg, c)
+			spans = append(spans, from, len(msg))
+			msg = append(msg, '"')
+		}
+		msg = append(msg, `],"seed":"`...)
+	} else {
+		msg = append(msg, `","seed":"`...)
+	}
+	msg = append(msg, q.seed...)
+	msg = append(msg, `"}`...)
+
+	// The response follows the message in the same buffer.
+	out := msg
 	if code == "" {
 		out = append(out, `{"samples":[`...)
-		for i, s := range samples {
+		for i := 0; i < len(spans); i += 2 {
 			if i > 0 {
 				out = append(out, ',')
 			}
 			out = append(out, '"')
-			out = append(out, s...)
+			out = append(out, out[spans[i]:spans[i+1]]...)
 			out = append(out, '"')
 		}
 		out = append(out, `],"pubkey":"`...)
@@ -289,19 +360,34 @@ func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
 	}
 	out = append(out, h.pubkey...)
 	out = append(out, `","signature":"`...)
-	out = base64.StdEncoding.AppendEncode(out, sig)
+	out, err = h.sign.appendSig(out, out[:len(msg)])
+	if err != nil {
+		*bp = out[:0]
+		h.log.Error("piece: sample: signing failed", "provider", q.providerStr, "cid", q.pieceStr, "err", err)
+		writeError(w, &apiError{http.StatusInternalServerError, CodeInternal, "signing failed"})
+		return
+	}
 	out = append(out, "\"}\n"...)
 	*bp = out[:0] // keep the grown buffer
+	body := out[len(msg):]
 
 	hd := w.Header()
 	hd["Content-Type"] = jsonType
 	hd["Cache-Control"] = noStore
-	hd["Content-Length"] = []string{strconv.Itoa(len(out))}
+	if len(body) > smallBody {
+		// Below smallBody net/http sets the same Content-Length itself,
+		// without allocating.
+		hd["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
 	if code != "" {
 		w.WriteHeader(http.StatusNotFound)
 	}
-	_, _ = w.Write(out)
+	_, _ = w.Write(body)
 }
+
+// smallBody is a body size that net/http buffers whole (its limit is 2048
+// bytes) and so sends with a Content-Length of its own.
+const smallBody = 2000
 
 var (
 	jsonType = []string{"application/json"}

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -74,7 +76,7 @@ func BenchmarkSample(b *testing.B) {
 		}
 		reportRatio(b, runHTTP(b, h, p))
 	})
-	b.Run("redis", func(b *testing.B) {
+	benchRedis := func(b *testing.B, opts ...redis.Option) {
 		addr := os.Getenv("REDIS_ADDR")
 		if addr == "" {
 			addr = "127.0.0.1:6379"
@@ -91,7 +93,7 @@ func BenchmarkSample(b *testing.B) {
 		_, _ = rand.Read(rnd[:])
 		prefix := "indexkit-bench:piece:" + hex.EncodeToString(rnd[:]) + ":"
 		defer unlinkBenchPrefix(b, rdb, prefix)
-		s, err := redis.New(rdb, prefix)
+		s, err := redis.New(rdb, prefix, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -101,8 +103,35 @@ func BenchmarkSample(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		reportRatio(b, runHTTP(b, h, p))
-	})
+		srv0 := redisCPU(b, rdb)
+		ns := runHTTP(b, h, p)
+		if srv := redisCPU(b, rdb) - srv0; srv > 0 {
+			b.ReportMetric(float64(srv.Microseconds())/float64(b.N), "redis-cpu-µs/op")
+		}
+		reportRatio(b, ns)
+	}
+	b.Run("redis", func(b *testing.B) { benchRedis(b) })
+	b.Run("redis-unpipelined", func(b *testing.B) { benchRedis(b, redis.WithPipelining(1)) })
+}
+
+// redisCPU returns the CPU time the Redis server has used (INFO cpu), 0 if
+// unknown. The server may be shared, so the figure is an upper bound.
+func redisCPU(b *testing.B, c *goredis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 func reportRatio(b *testing.B, ns float64) {
@@ -128,6 +157,7 @@ func runHTTP(b *testing.B, h http.Handler, p interface{ String() string }) float
 	b.ReportAllocs()
 	b.SetParallelism(8)
 	b.ResetTimer()
+	cpu0 := processCPU()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -145,12 +175,24 @@ func runHTTP(b *testing.B, h http.Handler, p interface{ String() string }) float
 		}
 	})
 	elapsed := time.Since(start)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	if f := failed.Load(); f != nil {
 		b.Fatalf("a request failed: %v", f)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	return float64(elapsed.Nanoseconds()) / float64(b.N)
+}
+
+// processCPU returns the user+system CPU time this process has used
+// (server, clients and the kernel work done on their behalf).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func unlinkBenchPrefix(b *testing.B, c *goredis.Client, prefix string) {

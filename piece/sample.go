@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -52,7 +53,9 @@ func PayloadFromKey(key string) (cid.Cid, error) {
 	if len(key) <= 8 {
 		return cid.Undef, errShortKey
 	}
-	return cid.Cast([]byte(key[8:]))
+	// cid.Cast copies what it keeps and never writes to its argument, so
+	// a read-only view of the string's bytes spares a copy per payload.
+	return cid.Cast(unsafe.Slice(unsafe.StringData(key[8:]), len(key)-8))
 }
 
 // SmallestKeys returns the sorted, distinct [PayloadKey]s of payloads, at
@@ -95,17 +98,29 @@ func seedScore(buf []byte, seed string, payload cid.Cid) ([]byte, uint64) {
 // independent, uniform choice. n larger than len(kept) returns all of
 // kept in seed order.
 func Choose(kept []cid.Cid, seed string, n int) []cid.Cid {
-	type scored struct {
-		s uint64
-		i int
+	return chooseInto(nil, kept, seed, n)
+}
+
+// scored is a kept payload's seed score and position.
+type scored struct {
+	s uint64
+	i int
+}
+
+// chooseInto is [Choose] appending to dst; it allocates nothing for up to
+// 64 kept payloads when dst has room for the answer.
+func chooseInto(dst, kept []cid.Cid, seed string, n int) []cid.Cid {
+	var scStack [64]scored
+	sc := scStack[:0]
+	if len(kept) > len(scStack) {
+		sc = make([]scored, 0, len(kept))
 	}
-	sc := make([]scored, len(kept))
 	var stack [384]byte
 	buf := stack[:0]
 	for i, c := range kept {
 		var s uint64
 		buf, s = seedScore(buf, seed, c)
-		sc[i] = scored{s, i}
+		sc = append(sc, scored{s, i})
 	}
 	slices.SortFunc(sc, func(a, b scored) int {
 		switch {
@@ -117,9 +132,11 @@ func Choose(kept []cid.Cid, seed string, n int) []cid.Cid {
 		return a.i - b.i
 	})
 	n = min(max(n, 0), len(kept))
-	out := make([]cid.Cid, n)
-	for i := range out {
-		out[i] = kept[sc[i].i]
+	if dst == nil {
+		dst = make([]cid.Cid, 0, n)
 	}
-	return out
+	for _, x := range sc[:n] {
+		dst = append(dst, kept[x.i])
+	}
+	return dst
 }

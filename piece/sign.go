@@ -1,6 +1,7 @@
 package piece
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -119,6 +120,38 @@ func appendSigned(dst []byte, provider, pieceCid, seed string, samples []string,
 	dst = append(dst, seed...)
 	dst = append(dst, `"}`...)
 	return dst
+}
+
+// signer signs answers with the handler's key. For an Ed25519 key it calls
+// crypto/ed25519 with the raw key extracted once (the signature bytes are
+// those of the libp2p key's Sign, which calls the same function); other key
+// types go through the libp2p interface.
+type signer struct {
+	ed  ed25519.PrivateKey // nil unless the key is Ed25519
+	key crypto.PrivKey
+}
+
+func newSigner(key crypto.PrivKey) signer {
+	s := signer{key: key}
+	if _, ok := key.(*crypto.Ed25519PrivateKey); ok {
+		if raw, err := key.Raw(); err == nil && len(raw) == ed25519.PrivateKeySize {
+			s.ed = ed25519.PrivateKey(raw)
+		}
+	}
+	return s
+}
+
+// appendSig appends the standard base64 of the signature of msg to dst.
+func (s signer) appendSig(dst, msg []byte) ([]byte, error) {
+	if s.ed != nil {
+		sig := ed25519.Sign(s.ed, msg)
+		return base64.StdEncoding.AppendEncode(dst, sig), nil
+	}
+	sig, err := s.key.Sign(msg)
+	if err != nil {
+		return dst, err
+	}
+	return base64.StdEncoding.AppendEncode(dst, sig), nil
 }
 
 // EncodePubKey returns the "pubkey" field of answers signed with a key whose

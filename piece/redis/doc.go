@@ -45,6 +45,22 @@
 // UpdateStatus is one MULTI/EXEC of HINCRBY and HSET. Status is one HGETALL.
 // No request path uses SCAN or KEYS.
 //
+// # Pipelining of concurrent reads
+//
+// The ZRANGEs of Payloads calls made at the same time share round trips
+// (auto-pipelining; [WithPipelining], on by default). A call made while no
+// read is in flight goes out at once on the caller's goroutine, so a lone
+// request waits for nothing. Calls that arrive while a read is in flight
+// queue; when it returns, one goroutine sends everything queued at that
+// moment (at most [DefaultMaxBatch] commands by default) as one go-redis
+// pipeline, hands each caller its own reply, and repeats until the queue
+// is empty, then exits. Under load that is one write and one read syscall
+// per batch on each side instead of per request, which halves the Redis
+// server's CPU time per sample request in the piece benchmark. Every reply
+// is read from Redis after its call was made: nothing is cached. A queued
+// call whose context ends returns the context's error at once; Close fails
+// queued calls with [piece.ErrClosed] and waits for the pipeline in flight.
+//
 // # Errors
 //
 // Errors wrap [piece.ErrProviderNotFound], [piece.ErrPieceNotFound],

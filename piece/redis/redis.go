@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,7 @@ type Option func(*config) error
 type config struct {
 	capacity int
 	now      func() time.Time
+	maxBatch int
 }
 
 // WithCapacity sets k, the number of payloads kept per (provider, piece):
@@ -52,6 +54,23 @@ func WithClock(now func() time.Time) Option {
 	}
 }
 
+// WithPipelining sets the most reservoir reads that [Store.Payloads] calls
+// made at the same time share in one pipeline: 1 to 4096, default
+// [DefaultMaxBatch]; 1 turns pipelining off (every call is its own round
+// trip). A call made while no read is in flight goes out at once, so
+// pipelining adds no wait to a lone request; calls that arrive while a read
+// is in flight are sent together when it returns. See the package
+// documentation (Pipelining of concurrent reads).
+func WithPipelining(maxBatch int) Option {
+	return func(c *config) error {
+		if maxBatch < 1 || maxBatch > 4096 {
+			return fmt.Errorf("piece/redis: pipelining batch %d out of range 1..4096", maxBatch)
+		}
+		c.maxBatch = maxBatch
+		return nil
+	}
+}
+
 // Store is the Redis [piece.Store].
 type Store struct {
 	rdb    goredis.UniversalClient
@@ -59,7 +78,11 @@ type Store struct {
 	k      int
 	kArg   string
 	now    func() time.Time
+	reads  *reader
 	closed atomic.Bool
+
+	keysMu sync.RWMutex
+	keys   map[peer.ID]string // providerKey's cache
 }
 
 var _ piece.Store = (*Store)(nil)
@@ -71,24 +94,51 @@ func New(rdb goredis.UniversalClient, prefix string, opts ...Option) (*Store, er
 	if rdb == nil {
 		return nil, errors.New("piece/redis: nil client")
 	}
-	c := config{capacity: piece.DefaultCapacity, now: time.Now}
+	c := config{capacity: piece.DefaultCapacity, now: time.Now, maxBatch: DefaultMaxBatch}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	return &Store{rdb: rdb, prefix: prefix, k: c.capacity, kArg: strconv.Itoa(c.capacity), now: c.now}, nil
+	return &Store{
+		rdb: rdb, prefix: prefix, k: c.capacity, kArg: strconv.Itoa(c.capacity), now: c.now,
+		reads: newReader(rdb, c.maxBatch), keys: make(map[peer.ID]string),
+	}, nil
 }
 
 // Capacity returns k, the number of payloads kept per (provider, piece).
 func (s *Store) Capacity() int { return s.k }
 
+// maxProviderKeys bounds the cache of provider key prefixes.
+const maxProviderKeys = 4096
+
+// providerKey returns P{provider}, the start of every key of p. Encoding a
+// peer ID in base58 costs more than the rest of building a key, so the
+// strings are kept for up to maxProviderKeys providers (a pure function of
+// the ID and the prefix: nothing read from Redis is cached).
+func (s *Store) providerKey(p peer.ID) string {
+	s.keysMu.RLock()
+	k, ok := s.keys[p]
+	s.keysMu.RUnlock()
+	if ok {
+		return k
+	}
+	k = s.prefix + "{" + p.String() + "}"
+	s.keysMu.Lock()
+	if len(s.keys) >= maxProviderKeys {
+		clear(s.keys)
+	}
+	s.keys[p] = k
+	s.keysMu.Unlock()
+	return k
+}
+
 func (s *Store) statusKey(p peer.ID) string {
-	return s.prefix + "{" + p.String() + "}:status"
+	return s.providerKey(p) + ":status"
 }
 
 func (s *Store) pieceKey(p peer.ID, c cid.Cid) string {
-	return s.prefix + "{" + p.String() + "}:piece:" + c.String()
+	return s.providerKey(p) + ":piece:" + c.String()
 }
 
 // Status hash fields.
@@ -167,7 +217,8 @@ func (s *Store) AddPayloads(ctx context.Context, p peer.ID, pc cid.Cid, payloads
 	return nil
 }
 
-// Payloads implements [piece.Store]: one ZRANGE when the piece is known.
+// Payloads implements [piece.Store]: one ZRANGE when the piece is known,
+// pipelined with the reads of concurrent calls (see [WithPipelining]).
 func (s *Store) Payloads(ctx context.Context, p peer.ID, pc cid.Cid) ([]cid.Cid, error) {
 	if err := checkArgs("Payloads", p, &pc); err != nil {
 		return nil, err
@@ -175,8 +226,11 @@ func (s *Store) Payloads(ctx context.Context, p peer.ID, pc cid.Cid) ([]cid.Cid,
 	if err := s.checkOpen("Payloads"); err != nil {
 		return nil, err
 	}
-	members, err := s.rdb.ZRange(ctx, s.pieceKey(p, pc), 0, -1).Result()
+	members, err := s.reads.zrange(ctx, s.pieceKey(p, pc))
 	if err != nil {
+		if errors.Is(err, errClosed) {
+			return nil, fmt.Errorf("piece/redis: Payloads: %w", piece.ErrClosed)
+		}
 		return nil, fmt.Errorf("piece/redis: Payloads of %s in %s: ZRANGE: %w", pc, p, err)
 	}
 	if len(members) == 0 {
@@ -300,9 +354,12 @@ func (s *Store) Status(ctx context.Context, p peer.ID) (piece.Status, error) {
 	return st, nil
 }
 
-// Close implements [piece.Store]. It does not close the go-redis client.
-// It is idempotent.
+// Close implements [piece.Store]. Payloads calls waiting to join a
+// pipeline fail with [piece.ErrClosed]; Close waits for the pipeline in
+// flight, if any, to end. It does not close the go-redis client. It is
+// idempotent.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.reads.close()
 	return nil
 }

@@ -1,9 +1,16 @@
 package redis_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -98,5 +105,73 @@ func TestUnreachable(t *testing.T) {
 	}
 	if err := s.AddPayloads(t.Context(), piecetest.Provider(1), piecetest.PieceCID(1), piecetest.CID("a")); err == nil {
 		t.Error("AddPayloads on an unreachable server: no error")
+	}
+}
+
+// TestPipelinedPayloads runs many concurrent Payloads calls through the
+// pipelining dispatcher, some with contexts that end early, then closes the
+// store while calls are still being made: every call returns either its own
+// piece's payloads, a not-found error, its context's error, or
+// piece.ErrClosed; no call hangs, and no goroutine is left (goleak in
+// TestMain).
+func TestPipelinedPayloads(t *testing.T) {
+	c := client(t)
+	for _, batch := range []int{1, 4, redis.DefaultMaxBatch} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			s, err := redis.New(c, freshPrefix(t, c), redis.WithCapacity(8), redis.WithPipelining(batch))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := piecetest.Provider(1)
+			const pieces = 8
+			want := make([][]cid.Cid, pieces)
+			for i := range pieces {
+				all := piecetest.Payloads(i*100, 3+i)
+				if err := s.AddPayloads(t.Context(), p, piecetest.PieceCID(i), all...); err != nil {
+					t.Fatal(err)
+				}
+				want[i] = piecetest.Expect(p, piecetest.PieceCID(i), all, 8)
+			}
+			var wg sync.WaitGroup
+			var closedSeen atomic.Int64
+			for g := range 32 {
+				wg.Go(func() {
+					for i := range 200 {
+						pc := (g + i) % (pieces + 1) // piece `pieces` is unknown
+						ctx := t.Context()
+						if i%5 == 0 {
+							var cancel context.CancelFunc
+							ctx, cancel = context.WithTimeout(ctx, time.Duration(i%3)*50*time.Microsecond)
+							defer cancel()
+						}
+						got, err := s.Payloads(ctx, p, piecetest.PieceCID(pc))
+						switch {
+						case err == nil:
+							if pc == pieces || !slices.Equal(got, want[pc]) {
+								t.Errorf("piece %d: got %v, want %v", pc, got, want[pc])
+								return
+							}
+						case errors.Is(err, piece.ErrPieceNotFound) && pc == pieces:
+						case errors.Is(err, context.DeadlineExceeded) && ctx != t.Context():
+						case errors.Is(err, piece.ErrClosed):
+							closedSeen.Add(1)
+							return
+						default:
+							t.Errorf("piece %d: unexpected error %v", pc, err)
+							return
+						}
+					}
+				})
+			}
+			time.Sleep(20 * time.Millisecond)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if _, err := s.Payloads(t.Context(), p, piecetest.PieceCID(0)); !errors.Is(err, piece.ErrClosed) {
+				t.Errorf("Payloads after Close: %v, want ErrClosed", err)
+			}
+			t.Logf("%d goroutines stopped by Close", closedSeen.Load())
+		})
 	}
 }
