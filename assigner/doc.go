@@ -136,7 +136,8 @@
 // or handoff request to the same indexer is discarded and repeated once
 // no request is in flight (the ordering contract of [State.Polled]). After
 // an assign (or handoff) succeeds, the publisher's latest announce is PUT
-// to the indexer's ingest URL; later HTTP announces go to its holders
+// to the indexer's ingest URL; later HTTP announces go to its holders,
+// frozen ones included (they still apply removals and updates)
 // ([WithResend]). [Service.Handler] takes announces (PUT /announce, PUT
 // /ingest/announce); [WithGossip] adds the gossip topic and republishes
 // HTTP announces with OrigPeer. [Service.StateHandler] serves GET
