@@ -90,7 +90,10 @@ func WithLogger(l *slog.Logger) HandlerOption {
 // a 404 turns into a 200 once the piece is indexed, so the same request may
 // rightly get a different signed answer later; a cached copy would put a
 // signature on a stale answer. Nothing is cached inside the handler either:
-// every answer is read from the store and signed afresh.
+// every answer is read from the store. Only the signing of a byte-identical
+// message is remembered (Ed25519 is deterministic, so the remembered
+// signature is the one signing would give): many checkers asking for the
+// same piece with the same DRAND round's seed cost one signature.
 //
 // # Ingestion status
 //
