@@ -29,7 +29,7 @@
 //
 // # Package map
 //
-// Each package has one job. Packages marked (planned) do not exist yet.
+// Each package has one job.
 //
 //   - store: the index, multihash to provider values, and provider records.
 //     Interface and data model; never imports a backend.
@@ -38,7 +38,7 @@
 //     nodes.
 //   - store/leveldb: store backend on LevelDB through go-ds-leveldb.
 //   - store/storetest: conformance suite every store backend passes.
-//   - ingest (planned): everything between a publisher and a store: the
+//   - ingest: everything between a publisher and a store: the
 //     advertisement chain walker, entry fetch, applying ads, per-publisher
 //     scheduling, allow/deny policy, provider registry.
 //   - ingest/schema: advertisement and entry-chunk types, their dag-json and
