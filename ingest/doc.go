@@ -128,7 +128,9 @@
 //	rm/<provider>.<ctx>     contexts removed in this walk
 //	frozen/<cid>            applied while frozen, metadata only; Reset
 //	                        drops it with done/<cid> (see below)
-//	addrs                   the publisher's last announced addresses
+//	addrs                   the publisher's last announced addresses, used
+//	                        after a restart by an announce or sync that
+//	                        names none
 //
 // plus /walking/<publisher> while a walk is unfinished. Each collected
 // advertisement is persisted with the tail in one batch. Applying

@@ -125,16 +125,39 @@ func (i *Ingester) publisherLocked(id peer.ID) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{id: id, walker: w}
+	// The addresses a previous process used, so that an announce or sync
+	// without addresses after a restart still reaches the publisher.
+	addrs, err := i.storedAddrs(context.Background(), id)
+	if err != nil {
+		return nil, err
+	}
+	p := &publisher{id: id, walker: w, addrs: addrs}
 	i.pubs[id] = p
 	return p, nil
+}
+
+// storedAddrs reads the addresses persisted for publisher (none if never
+// persisted).
+func (i *Ingester) storedAddrs(ctx context.Context, publisher peer.ID) ([]multiaddr.Multiaddr, error) {
+	raw, err := i.ds.Get(ctx, keysFor(publisher).key(keyAddrs))
+	if err != nil && !errors.Is(err, datastore.ErrNotFound) {
+		return nil, fmt.Errorf("ingest: addresses of %s: %w", publisher, err)
+	}
+	var addrs []multiaddr.Multiaddr
+	for _, s := range strings.Fields(string(raw)) {
+		if a, err := multiaddr.NewMultiaddr(s); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, nil
 }
 
 // Announce tells the Ingester that publisher, reachable at addrs, has head
 // (cid.Undef: ask the publisher for its head). The walk happens in
 // [Ingester.Run]. A newer announce replaces one still pending; one made
 // while the publisher is being walked is taken when that walk ends. Addrs
-// may be empty to keep the addresses last announced. It returns
+// may be empty to keep the addresses last announced, to this Ingester or
+// (persisted with the walk) to a previous one on the same datastore. It returns
 // [ErrNotAllowed] for a publisher the policy denies.
 func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	i.mu.Lock()
@@ -385,24 +408,14 @@ func (i *Ingester) resume(ctx context.Context) error {
 		if err != nil {
 			continue // not ours
 		}
-		raw, err := i.ds.Get(ctx, keysFor(id).key(keyAddrs))
-		if err != nil && !errors.Is(err, datastore.ErrNotFound) {
-			return fmt.Errorf("ingest: addresses of %s: %w", id, err)
-		}
-		var addrs []multiaddr.Multiaddr
-		for _, s := range strings.Fields(string(raw)) {
-			if a, err := multiaddr.NewMultiaddr(s); err == nil {
-				addrs = append(addrs, a)
-			}
-		}
 		i.mu.Lock()
 		if i.policy.Allowed(id) {
-			if p, err := i.publisherLocked(id); err == nil {
-				if len(p.addrs) == 0 {
-					i.setAddrsLocked(p, addrs)
-				}
-				p.queued = true
+			p, err := i.publisherLocked(id) // with its stored addresses
+			if err != nil {
+				i.mu.Unlock()
+				return fmt.Errorf("ingest: resume %s: %w", id, err)
 			}
+			p.queued = true
 		}
 		i.mu.Unlock()
 		i.log.Info("resuming walk", "publisher", id.String())
