@@ -88,6 +88,13 @@
 // figures changed: msg=progress publisher=… ads_walked=… ads_applied=…
 // multihashes_indexed=… pending=….
 //
+// At start the node asks every publisher it follows (in assigner mode its
+// assignments, otherwise the publishers of its provider records) for its
+// head, at the addresses it last used, and walks what was published while
+// it was down: announces sent meanwhile are lost, and a publisher that has
+// gone quiet would otherwise not be walked to its head until it announces
+// again.
+//
 // The node freezes when a monitored directory (the data directory and
 // the index and datastore under it) reaches -freeze-at, or on PUT /freeze.
 // With -disk-budget the usage is instead the size of the files under -dir

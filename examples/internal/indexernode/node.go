@@ -301,6 +301,45 @@ func (n *node) feedAnnounces(ctx context.Context) error {
 	}
 }
 
+// resync queues a walk of every publisher the node follows, each asked for
+// its head (at the addresses the ingester persisted): announces sent while
+// the node was down are lost, and a publisher that has stopped announcing
+// would otherwise stay behind until its next announce. In assigner mode
+// the node follows its assignments (frozen or not: a frozen node still
+// applies removals and metadata updates), otherwise the publishers of its
+// provider records. A publisher whose head has not moved costs one head
+// request.
+func (n *node) resync(ctx context.Context) error {
+	var pubs []peer.ID
+	if n.cfg.UseAssigner {
+		as, err := n.hand.Registry().Assignments(ctx)
+		if err != nil {
+			return fmt.Errorf("resync: %w", err)
+		}
+		for _, a := range as {
+			pubs = append(pubs, a.Publisher)
+		}
+	} else {
+		for info, err := range n.st.Providers(ctx) {
+			if err != nil {
+				return fmt.Errorf("resync: %w", err)
+			}
+			if id := info.Publisher.ID; id != "" && !slices.Contains(pubs, id) {
+				pubs = append(pubs, id)
+			}
+		}
+	}
+	for _, pub := range pubs {
+		if err := n.ing.Announce(pub, nil, cid.Undef); err != nil {
+			n.log.Warn("resync: cannot queue a walk", "publisher", pub.String(), "err", err)
+		}
+	}
+	if len(pubs) > 0 {
+		n.log.Info("resync: asking every publisher followed for its head", "publishers", len(pubs))
+	}
+	return nil
+}
+
 // snapshotPasses bounds the passes of onFreeze over the provider records.
 const snapshotPasses = 5
 

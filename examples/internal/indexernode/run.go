@@ -39,6 +39,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("starting", "id", n.id.String(), "dir", cfg.Dir, "store", cfg.Store, "frozen", n.frozen(),
 		"assigner_mode", cfg.UseAssigner, "p2p", cfg.P2P != "")
 
+	if err := n.resync(ctx); err != nil {
+		return err
+	}
 	eg, ctx := errgroup.WithContext(ctx)
 	srv.start(ctx, eg)
 	eg.Go(func() error { return n.ing.Run(ctx) })

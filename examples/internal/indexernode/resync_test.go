@@ -1,0 +1,158 @@
+package indexernode_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/logtap"
+	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/scatter"
+)
+
+// An indexer stopped while its publisher goes on publishing, and started
+// again, walks the ads it missed without a new announce: at start it asks
+// every publisher it follows for its head.
+func TestResyncAtStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 9, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(pub)
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+	dir := t.TempDir()
+
+	// First run: the publisher announces its head; the indexer walks it.
+	find, stop := startIndexer(ctx, t, dir)
+	s, err := announce.NewHTTPSender([]string{find.ingest}, pub.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(ctx, announce.Message{Cid: pub.Head(), Addrs: []multiaddr.Multiaddr{addr}}); err != nil {
+		t.Fatal(err)
+	}
+	waitTruth(ctx, t, find.find, pub)
+	stop()
+
+	// Down while the publisher publishes (its announces would be lost),
+	// then started again: nobody announces.
+	if err := pub.Publish(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	find, stop = startIndexer(ctx, t, dir)
+	defer stop()
+	waitTruth(ctx, t, find.find, pub)
+}
+
+type indexerURLs struct{ find, ingest string }
+
+// startIndexer runs the indexer program in this process on dir, with
+// free ports, and returns its URLs and a function that stops it.
+func startIndexer(ctx context.Context, t *testing.T, dir string) (indexerURLs, func()) {
+	t.Helper()
+	rctx, cancel := context.WithCancel(ctx)
+	tap := logtap.New(io.Discard)
+	done := make(chan error, 1)
+	go func() {
+		done <- indexernode.Run(rctx, []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
+			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}, tap)
+		tap.Close()
+	}()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("indexer: %v", err)
+		}
+	}
+	var urls indexerURLs
+	for _, l := range []struct {
+		name string
+		to   *string
+	}{{"find", &urls.find}, {"ingest", &urls.ingest}} {
+		a, err := tap.Addr(ctx, l.name)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		*l.to = "http://" + a
+	}
+	if _, err := tap.WaitMsg(ctx, "starting"); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return urls, stop
+}
+
+// waitTruth waits until the find API at base answers every multihash of
+// pub's truth with exactly its values.
+func waitTruth(ctx context.Context, t *testing.T, base string, pub *publishernode.Publisher) {
+	t.Helper()
+	truth := pub.Truth(true)
+	for {
+		bad := ""
+		for _, e := range truth.Entries {
+			if msg := compareFind(ctx, base, e); msg != "" {
+				bad = msg
+				break
+			}
+		}
+		if bad == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the indexer never answered the truth at %d ads: %s", truth.Ads, bad)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// compareFind asks base for e's multihash; "" when the answer is exactly
+// e's values.
+func compareFind(ctx context.Context, base string, e publishernode.Entry) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/multihash/"+e.Multihash, nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return e.Multihash + ": " + resp.Status
+	}
+	var fr scatter.FindResponse
+	if err := json.NewDecoder(resp.Body).Decode(&fr); err != nil {
+		return err.Error()
+	}
+	var got []string
+	for _, r := range fr.MultihashResults {
+		for _, pr := range r.ProviderResults {
+			got = append(got, fmt.Sprintf("%s/%x/%x", pr.Provider.ID, pr.ContextID, pr.Metadata))
+		}
+	}
+	var want []string
+	for _, v := range e.Values {
+		want = append(want, fmt.Sprintf("%s/%x/%x", v.ProviderID, v.ContextID, v.Metadata))
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return fmt.Sprintf("%s: got %v, want %v", e.Multihash, got, want)
+	}
+	return ""
+}
