@@ -11,17 +11,27 @@
 // and the assigner hands its publishers off to the active indexers, which
 // resume right after its last ad.
 //
+// The publishers' ads name Filecoin pieces, most in graphsync metadata
+// and every third new context in its ContextID (the dag-cbor [size,
+// pieceCID] Curio writes), and the piece sampler walks their chains.
+//
 // It prints the URLs to curl (the find API, the assigner's state API,
-// each indexer's admin API, the piece API), then every --refresh a plain
+// each indexer's admin API, the piece API, and a ready GET
+// /sample/{provider}/{piece}?seed=demo for a real piece of publisher-0,
+// one named in a ContextID), then every --refresh a plain
 // view of the pool: per indexer its state (active, FROZEN, down),
 // multihashes indexed, disk usage out of its budget and publishers (with
 // the frozen indexer a handed-off one came from); per publisher its ads,
 // head, lag (ads its owner has not walked yet) and owner; a line per
 // handoff as it is seen; and every third view query probes through the
 // front end, each saying how many of the expected providers it answered
-// and which indexers (frozen or active) hold the multihash. On Ctrl-C or
-// after --duration it checks every multihash of the publishers' ground
-// truth through the front end, prints the result, and stops every role.
+// and which indexers (frozen or active) hold the multihash, and the piece
+// sampler's answer for that piece: how many payloads, whether its
+// signature verifies (piece.VerifySample) and whether every sample is a
+// payload of the piece in the publisher's ground truth (GET
+// /truth?pieces=1). On Ctrl-C or after --duration it samples the piece
+// again, checks every multihash of the publishers' ground truth through
+// the front end, prints the results, and stops every role.
 //
 // # Flags
 //

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -116,6 +115,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}()
 	printURLs(stdout, p.URLs(), o.freezeBudget)
+	var pc publishernode.Piece
+	havePiece := false
+	// repick picks the piece to sample, printing its curl when it changes:
+	// until publisher-0 has published an ad naming its piece in the
+	// ContextID, one named in metadata.
+	repick := func(ctx context.Context) {
+		if havePiece && pc.InContextID {
+			return
+		}
+		next, ok := pickPiece(ctx, p)
+		if !ok || (havePiece && next.Piece == pc.Piece) {
+			return
+		}
+		pc, havePiece = next, true
+		where := "graphsync metadata"
+		if pc.InContextID {
+			where = "its ContextID, as Curio writes it"
+		}
+		fmt.Fprintf(stdout, "  curl '%s'\n      # piece sampler: a signed sample of payloads of piece %s of publisher-0 (named in %s)\n",
+			p.SampleURL(pc, pieceSeed, pieceSamples), short(pc.Piece), where)
+	}
+	repick(ctx)
 
 	if o.duration > 0 {
 		var cancel context.CancelFunc
@@ -129,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
-			summary(p, stdout, time.Since(start))
+			summary(p, stdout, time.Since(start), pc, havePiece)
 			return nil
 		case <-t.C:
 		}
@@ -140,6 +161,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if tick%3 == 0 && ctx.Err() == nil {
 			v.probes(probes(sctx, p))
+			if repick(sctx); havePiece {
+				v.piece(p.SamplePiece(sctx, pc, pieceSeed, pieceSamples))
+			}
 		}
 		cancel()
 	}
@@ -188,24 +212,65 @@ func probes(ctx context.Context, p *pool.Pool) []pool.Probe {
 	return out
 }
 
-// summary checks every multihash of the truth through the front end and
-// prints the result.
-func summary(p *pool.Pool, w io.Writer, ran time.Duration) {
+// pieceSeed and pieceSamples are the seed and size of the demo's piece
+// samples.
+const (
+	pieceSeed    = "demo"
+	pieceSamples = 5
+)
+
+// pickPiece picks the piece the demo samples: the first of publisher-0's
+// truth named in a ContextID, else its first piece.
+func pickPiece(ctx context.Context, p *pool.Pool) (publishernode.Piece, bool) {
+	u := p.URLs()
+	if len(u.Publishers) == 0 {
+		return publishernode.Piece{}, false
+	}
+	pieces, err := p.Pieces(ctx)
+	if err != nil {
+		return publishernode.Piece{}, false
+	}
+	var first *publishernode.Piece
+	for i, pc := range pieces {
+		if pc.Provider != pieces[0].Provider { // publisher-0's come first
+			break
+		}
+		if pc.InContextID {
+			return pc, true
+		}
+		if first == nil {
+			first = &pieces[i]
+		}
+	}
+	if first == nil {
+		return publishernode.Piece{}, false
+	}
+	return *first, true
+}
+
+// summary checks the demo's piece through the piece sampler, halts the
+// publishers so that their truth holds still, and waits (up to its
+// deadline) until the front end answers every multihash of that truth in
+// full, printing the result.
+func summary(p *pool.Pool, w io.Writer, ran time.Duration, pc publishernode.Piece, havePiece bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fmt.Fprintf(w, "── summary after %s ──\n", ran.Round(time.Second))
 	if s, err := p.Snapshot(ctx); err == nil {
 		newView(w).render(s, "final")
 	}
-	t, err := p.Truth(ctx)
-	if err != nil {
-		fmt.Fprintln(w, "  truth:", err)
-		return
+	if havePiece {
+		newView(w).piece(p.SamplePiece(ctx, pc, pieceSeed, pieceSamples))
 	}
-	c := p.Check(ctx, t.Entries)
-	fmt.Fprintf(w, "  every multihash of the publishers' truth through the front end: %v\n", c)
-	if !c.OK() && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		fmt.Fprintln(w, "  (the publishers keep publishing: the newest ads may not be indexed yet)")
+	// Stop production so that the truth holds still, then give the
+	// indexers until the deadline to catch up with the last ads.
+	if err := p.HaltPublishers(ctx); err != nil {
+		fmt.Fprintln(w, "  halting the publishers:", err)
+	}
+	c, err := p.WaitComplete(ctx)
+	fmt.Fprintf(w, "  publishers halted; every multihash of their truth through the front end: %v\n", c)
+	if err != nil {
+		fmt.Fprintln(w, "  not complete within the summary's deadline:", err)
 		for _, e := range c.Examples {
 			fmt.Fprintln(w, "   ", e)
 		}

@@ -16,8 +16,8 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}
-	for _, want := range []string{"the pool is up", "/multihash/", "INDEXER", "indexer-0  active", "publisher-0", "── summary after",
-		"every multihash of the publishers' truth through the front end"} {
+	for _, want := range []string{"the pool is up", "/multihash/", "/sample/", "?seed=demo", "piece sample", "INDEXER", "indexer-0  active", "publisher-0", "── summary after",
+		"publishers halted; every multihash of their truth through the front end"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -132,6 +132,18 @@ func (v *view) probes(ps []pool.Probe) {
 	}
 }
 
+// piece writes the result of a piece sample through the piece sampler.
+func (v *view) piece(s pool.PieceSample) {
+	verdict := "VERIFIED"
+	if !s.OK() {
+		verdict = "not yet"
+		if s.Code == "" && s.Err != "" {
+			verdict = "FAILED"
+		}
+	}
+	fmt.Fprintf(v.w, "  piece sample %s of %s (seed %q): %v: %s\n", short(s.Piece), short(s.Provider), s.Seed, s, verdict)
+}
+
 func upDown(up bool) string {
 	if up {
 		return "up"

@@ -30,6 +30,7 @@
 //	-chunk-size        100              multihashes per entry chunk
 //	-remove-every      10               every nth ad removes an earlier context (0: never)
 //	-update-every      7                every nth ad updates an earlier context's metadata (0: never)
+//	-piece-context-every 0           every nth new context names its piece in the ContextID, dag-cbor [size, pieceCID] (0: never)
 //	-announce          ""               comma-separated base URLs to announce to (repeatable)
 //	-dir               ""               keeps the positions across restarts ("" : none)
 //	-fault             ""               bad-signature, corrupt or huge: a malicious publisher
@@ -45,7 +46,9 @@
 //	GET /truth              {"Publisher","Head","Ads","Fault","Multihashes","Digest"}: the
 //	                        ground truth at the head; ?entries=1 adds "Entries", every
 //	                        multihash (base58) with its values (ProviderID, ContextID and
-//	                        Metadata, base64), sorted by multihash
+//	                        Metadata, base64), sorted by multihash; ?pieces=1 adds "Pieces"
+//	POST /halt              publish no more ads (keep serving), so that the truth holds
+//	                        still; 204
 //
 // A faulty publisher's truth is empty: nothing it publishes may be
 // indexed. The faults: bad-signature (ads altered after signing),

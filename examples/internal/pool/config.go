@@ -22,6 +22,9 @@ const (
 	DefaultPollInterval    = time.Second
 	DefaultDiskBudget      = 64 << 30 // every indexer but the one with FreezeBudget
 	DefaultMaliciousMaxAds = 10
+	// DefaultPieceContextEvery: every third new context of an honest
+	// publisher names its Filecoin piece in its ContextID, as Curio does.
+	DefaultPieceContextEvery = 3
 	// DefaultFreezeBudget is the demo's budget of indexer-0: with the
 	// default publishers (an ad of 100 multihashes a second each, two of
 	// them on indexer-0) on Pebble, it grows by about 12 KiB a second and
@@ -73,6 +76,18 @@ type Config struct {
 	Entries    int
 	InitialAds int
 	MaxAds     int
+	// RemoveEvery and UpdateEvery make every Nth ad of each honest
+	// publisher a removal of an earlier context (IsRm) or a metadata
+	// update of one (-remove-every, -update-every). 0: the publisher's
+	// defaults (every 10th and every 7th); negative: never.
+	RemoveEvery, UpdateEvery int
+	// PieceContextEvery makes every Nth ad of each honest publisher that
+	// starts a new context name its Filecoin piece in its ContextID, the
+	// dag-cbor [size, pieceCID] of Curio (-piece-context-every), so that
+	// the piece sampler answers for pieces named either way (most other
+	// ads name theirs in graphsync metadata). 0: the default, 3;
+	// negative: never.
+	PieceContextEvery int
 	// Seed derives every publisher's identity and chain (default 1).
 	Seed uint64
 	// Malicious adds one faulty publisher per entry, role
@@ -108,6 +123,7 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.Entries, DefaultEntries)
 	def(&c.InitialAds, 1)
 	def(&c.MaliciousMaxAds, DefaultMaliciousMaxAds)
+	def(&c.PieceContextEvery, DefaultPieceContextEvery)
 	if c.Store == "" {
 		c.Store = DefaultStore
 	}

@@ -16,8 +16,9 @@
 //	               -poll-interval Config.PollInterval
 //	scatter        examples/internal/scatternode  -backends: every indexer's find API
 //	publishers     examples/internal/publishernode Config.Publishers honest publishers
-//	               (-seed Config.Seed), announcing to the assigner, positions in
-//	               Dir/publishers
+//	               (-seed Config.Seed; -remove-every, -update-every
+//	               Config.RemoveEvery, UpdateEvery), announcing to the
+//	               assigner, positions in Dir/publishers
 //	malicious-<i>  examples/internal/publishernode one publisher with fault
 //	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
 //	piece          examples/internal/piecenode    -providers-url: the front end's
@@ -58,7 +59,9 @@
 // [Pool.Start] starts a stopped role again on the same data directory,
 // flags and ports, [Pool.Restart] does both. [Pool.AddIndexer] starts a
 // new indexer and restarts the assigner and the front end with it in their
-// configuration, as the seed adds an indexer. Role operations run one at a
+// configuration, as the seed adds an indexer; [Pool.AddPublishers] starts
+// more honest publishers (role publishers-<k>, their own seed), as new
+// publishers appearing in a running pool. Role operations run one at a
 // time.
 //
 // # Observing
@@ -79,7 +82,21 @@
 // compares the answer with it (missing, extra and duplicated values),
 // [Pool.CheckIndexer] asks one indexer, [Pool.WaitComplete] waits until
 // every truth multihash is answered in full, and [Pool.Probe] asks one
-// multihash of the front end and of every indexer.
+// multihash of the front end and of every indexer. [Pool.PublisherSpec]
+// regenerates any publisher's chain in the caller's process from the
+// flags its role runs with (publishernode.Publisher.Advertised lists what
+// a malicious one advertises, which nothing may answer).
+//
+// # Pieces
+//
+// The honest publishers' ads name Filecoin pieces in graphsync metadata
+// and, every Config.PieceContextEvery-th new context (default 3), in the
+// ContextID as Curio does. [Pool.Pieces] is their ground truth (GET
+// /truth?pieces=1: provider, piece CID, payload CIDs); [Pool.SamplePiece]
+// asks the piece sampler for a sample of one (GET
+// /sample/{provider}/{piece}?seed=, [Pool.SampleURL]), verifies its
+// signature (piece.VerifySample) and checks that every sample is a payload
+// of the piece.
 //
 // # Lifecycle and concurrency
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -50,6 +51,10 @@ type role struct {
 	log        *roleLog
 	cur        *run // nil while stopped
 	started    bool // started at least once: its ports are in use by others' configs
+	// Of an honest publisher role (RolePublishers, or one added by
+	// AddPublishers): its -publishers and -seed.
+	publishers int
+	seed       uint64
 }
 
 func (r *role) addr(listener string) string {
@@ -97,14 +102,19 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pool: Dir: %w", err)
 	}
-	p := &Pool{cfg: cfg, roles: map[string]*role{}, hc: &http.Client{Timeout: 10 * time.Second}}
+	// Keep a connection per query in flight (Check runs checkConcurrency
+	// at once), rather than closing all but two after each.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 4 * checkConcurrency
+	p := &Pool{cfg: cfg, roles: map[string]*role{}, hc: &http.Client{Timeout: 10 * time.Second, Transport: tr}}
 	for i := range cfg.Indexers {
 		p.addRole(IndexerName(i), KindIndexer, i, "find", "ingest", "admin")
 	}
 	p.addRole(RoleAssigner, KindAssigner, 0, "announce", "state", "metrics")
 	p.addRole(RoleScatter, KindScatter, 0, "find")
 	if cfg.Publishers > 0 {
-		p.addRole(RolePublishers, KindPublisher, 0, publisherListeners(cfg.Publishers)...)
+		r := p.addRole(RolePublishers, KindPublisher, 0, publisherListeners(cfg.Publishers)...)
+		r.publishers, r.seed = cfg.Publishers, cfg.Seed
 	}
 	for i := range cfg.Malicious {
 		p.addRole(MaliciousName(i), KindPublisher, i, "publisher-0")
@@ -178,13 +188,28 @@ func pickPorts(r *role) error {
 	return nil
 }
 
+// Ports of several consecutive listeners are picked in [portsLow,
+// portsHigh): below Linux's default ephemeral range (32768-60999), where
+// the local ports of outgoing connections, which may all be in TIME_WAIT
+// on a busy machine, make a port next to a free one likely taken.
+const portsLow, portsHigh = 20000, 32768
+
 // consecutivePorts returns the first of n consecutive ports of 127.0.0.1
-// that were free a moment ago (bound, then released).
+// that were free a moment ago (bound, then released): one the kernel
+// picks for n = 1, a random run in [portsLow, portsHigh) otherwise.
 func consecutivePorts(n int) (int, error) {
 	var last error
-	for range 50 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 200 {
+		addr := "127.0.0.1:0"
+		if n > 1 {
+			addr = "127.0.0.1:" + strconv.Itoa(portsLow+rand.IntN(portsHigh-portsLow-n))
+		}
+		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			if n > 1 {
+				last = err
+				continue
+			}
 			return 0, fmt.Errorf("pool: pick a port: %w", err)
 		}
 		base := ln.Addr().(*net.TCPAddr).Port
@@ -240,9 +265,15 @@ func (p *Pool) args(r *role) []string {
 		a := []string{"-listen", r.addr("publisher-0"), "-interval", c.Interval.String(), "-entries", strconv.Itoa(c.Entries),
 			"-initial-ads", strconv.Itoa(c.InitialAds), "-dir", r.dir, "-log-level", "info",
 			"-announce", p.roles[RoleAssigner].url("announce")}
-		if r.name == RolePublishers {
-			a = append(a, "-publishers", strconv.Itoa(c.Publishers), "-seed", strconv.FormatUint(c.Seed, 10),
-				"-max-ads", strconv.Itoa(c.MaxAds))
+		if r.publishers > 0 { // honest: RolePublishers or added by AddPublishers
+			a = append(a, "-publishers", strconv.Itoa(r.publishers), "-seed", strconv.FormatUint(r.seed, 10),
+				"-max-ads", strconv.Itoa(c.MaxAds), "-piece-context-every", strconv.Itoa(max(0, c.PieceContextEvery)))
+			if c.RemoveEvery != 0 {
+				a = append(a, "-remove-every", strconv.Itoa(max(0, c.RemoveEvery)))
+			}
+			if c.UpdateEvery != 0 {
+				a = append(a, "-update-every", strconv.Itoa(max(0, c.UpdateEvery)))
+			}
 		} else {
 			a = append(a, "-publishers", "1", "-seed", strconv.FormatUint(c.Seed+1000+uint64(r.index), 10),
 				"-max-ads", strconv.Itoa(c.MaliciousMaxAds), "-fault", string(c.Malicious[r.index]))
@@ -648,7 +679,8 @@ type URLs struct {
 	// Indexers are every indexer's APIs, in pool order.
 	Indexers []IndexerURLs
 	// Publishers are the honest publishers' ipnisync (and GET /truth)
-	// base URLs, publisher i at index i; Malicious those of the faulty
+	// base URLs, publisher i at index i: those of role "publishers", then
+	// those added by [Pool.AddPublishers]; Malicious those of the faulty
 	// ones, in Config.Malicious order.
 	Publishers, Malicious []string
 }
@@ -671,7 +703,8 @@ func (p *Pool) URLs() URLs {
 		r := p.roles[name]
 		u.Indexers = append(u.Indexers, IndexerURLs{Name: name, Find: r.url("find"), Ingest: r.url("ingest"), Admin: r.url("admin")})
 	}
-	if r := p.roles[RolePublishers]; r != nil {
+	for _, name := range p.honest() {
+		r := p.roles[name]
 		for _, l := range r.listeners {
 			u.Publishers = append(u.Publishers, r.url(l))
 		}

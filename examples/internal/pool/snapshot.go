@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -405,15 +404,41 @@ func (p *Pool) Truth(ctx context.Context) (Truth, error) {
 			t.Entries = append(t.Entries, publishernode.Entry{Multihash: e.Multihash, Values: slices.Clone(e.Values)})
 		}
 	}
+	// Sort by multihash bytes, each decoded once (decoding base58 in the
+	// comparator made a long run's truth take seconds to sort).
+	keys := make(map[string]string, len(t.Entries))
+	for _, e := range t.Entries {
+		mh, _ := multihash.FromB58String(e.Multihash)
+		keys[e.Multihash] = string(mh)
+	}
 	slices.SortFunc(t.Entries, func(a, b publishernode.Entry) int {
-		return bytes.Compare(mhBytes(a.Multihash), mhBytes(b.Multihash))
+		return strings.Compare(keys[a.Multihash], keys[b.Multihash])
 	})
 	return t, nil
 }
 
-func mhBytes(s string) []byte {
-	mh, _ := multihash.FromB58String(s)
-	return mh
+// HaltPublishers asks every honest publisher to publish no more ads (POST
+// /halt); they keep serving, so [Pool.Truth] stops moving and a check
+// after the indexers caught up compares against a still truth. Used by a
+// demo's final check; there is no resume.
+func (p *Pool) HaltPublishers(ctx context.Context) error {
+	var errs []error
+	for i, u := range p.URLs().Publishers {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/halt", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := p.hc.Do(req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("halt publisher-%d: %w", i, err))
+			continue
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			errs = append(errs, fmt.Errorf("halt publisher-%d: %s", i, resp.Status))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Check is the result of asking the front end for a set of multihashes

@@ -43,6 +43,11 @@ type Config struct {
 	// RemoveEvery and UpdateEvery make every Nth ad a removal (IsRm) or a
 	// metadata update of an earlier context (0: never).
 	RemoveEvery, UpdateEvery int
+	// PieceContextEvery makes every Nth ad that starts a new context name
+	// its Filecoin piece in its ContextID (the dag-cbor [size, pieceCID]
+	// Curio writes) rather than in graphsync metadata (0: never, the
+	// default). See [Spec.PieceContextEvery].
+	PieceContextEvery int
 	// Announce are the base URLs to announce every new head to over HTTP
 	// (an assigner's or indexers' announce listener; a URL without a path
 	// gets /announce).
@@ -141,6 +146,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.ChunkSize, "chunk-size", c.ChunkSize, "multihashes per entry chunk (`n`)")
 	fs.IntVar(&c.RemoveEvery, "remove-every", c.RemoveEvery, "every `n`th ad removes an earlier context (0: never)")
 	fs.IntVar(&c.UpdateEvery, "update-every", c.UpdateEvery, "every `n`th ad updates the metadata of an earlier context (0: never)")
+	fs.IntVar(&c.PieceContextEvery, "piece-context-every", c.PieceContextEvery, "every `n`th new context names its piece in its ContextID, as Curio does (0: never)")
 	fs.Var(urlsFlag{&c.Announce}, "announce", "comma-separated base `URLs` to announce each new head to (may be repeated)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` that keeps the publishers' positions across restarts (\"\": none)")
 	fs.TextVar(&c.Fault, "fault", c.Fault, "misbehave: bad-signature, corrupt or huge (\"\": an honest publisher)")
@@ -185,6 +191,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-chunk-size %d: want 1 to %d", c.ChunkSize, schema.MaxChunkEntries)
 	case c.RemoveEvery < 0 || c.UpdateEvery < 0:
 		return fmt.Errorf("-remove-every %d and -update-every %d must not be negative", c.RemoveEvery, c.UpdateEvery)
+	case c.PieceContextEvery < 0:
+		return fmt.Errorf("-piece-context-every %d must not be negative", c.PieceContextEvery)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v must be positive", c.ShutdownTimeout.d())
 	}
@@ -198,6 +206,14 @@ func (c *Config) validate() error {
 		c.Announce = nil
 	}
 	return nil
+}
+
+// Spec returns the [Spec] of publisher index of a process run with c,
+// starting with ads ads: what [Run] generates, so that a test can
+// regenerate any publisher of a pool with [NewPublisher].
+func (c Config) Spec(index, ads int) Spec {
+	return Spec{Seed: PublisherSeed(c.Seed, index), Ads: ads, Entries: c.Entries, ChunkSize: c.ChunkSize,
+		RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery, PieceContextEvery: c.PieceContextEvery, Fault: c.Fault}
 }
 
 // level returns the log level (validated).

@@ -19,6 +19,15 @@
 // chaingen.Model.Equal against a store, and [Digest] compares an index
 // read back through a find API with [Truth.Digest].
 //
+// # Pieces
+//
+// Three ads with entries in four name a Filecoin piece in graphsync
+// metadata; with [Spec.PieceContextEvery] (-piece-context-every, off by
+// default, so chains stay as they were) every Nth new context names its
+// piece in its ContextID instead, the dag-cbor [size, pieceCID] Curio
+// writes. [Publisher.Pieces] is a piece sampler's ground truth, each
+// [Piece] with its payload CIDs; GET /truth?pieces=1 lists them.
+//
 // Everything derives from the seed: the same [Spec] gives the same
 // identity, the same blocks and the same CIDs, and n ads published at
 // once are the same as n published one by one. A publisher of a process
@@ -32,8 +41,11 @@
 // [CorruptBlocks] (entry chunks that do not hash to their CIDs) and
 // [HugeChunks] (one entry chunk of [HugeChunkEntries] multihashes per ad,
 // over the 4 MiB block limit). A faulty publisher's expected index is
-// empty: its [Truth] lists nothing and its [Publisher.Model] is empty. A
-// pool puts one faulty process (its own -seed) beside honest ones.
+// empty: its [Truth] lists nothing and its [Publisher.Model] is empty;
+// [Publisher.Advertised] lists what its ads carry (regenerated honestly
+// from the same seed), which no indexer may answer. A pool puts one
+// faulty process (its own -seed) beside honest ones; [Config.Spec] gives
+// the Spec of any publisher of a process, to regenerate it elsewhere.
 //
 // # Restart
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -97,6 +98,14 @@ type Spec struct {
 	// RemoveEvery and UpdateEvery make every Nth ad a removal or a
 	// metadata update of an earlier context (0: never).
 	RemoveEvery, UpdateEvery int
+	// PieceContextEvery makes every Nth ad that starts a new context name
+	// its Filecoin piece in its ContextID, the dag-cbor list [size,
+	// pieceCID] as Curio writes it, with bitswap and filecoin-piece-http
+	// metadata (chaingen.Config.PieceContextEvery); 0: never, and the
+	// chain is what it was before this field existed. Other ads with
+	// entries name their piece in graphsync metadata (three in four), so
+	// a piece sampler finds pieces either way; see [Publisher.Pieces].
+	PieceContextEvery int
 	// Fault, if any; HugeChunks overrides Entries and ChunkSize.
 	Fault Fault
 }
@@ -110,6 +119,8 @@ func (s Spec) chainConfig(ads int) chaingen.Config {
 		ChunkSize:   s.ChunkSize,
 		RemoveEvery: s.RemoveEvery,
 		UpdateEvery: s.UpdateEvery,
+
+		PieceContextEvery: s.PieceContextEvery,
 	}
 	if s.Fault == HugeChunks {
 		cfg.MhsPerAd, cfg.ChunkSize = HugeChunkEntries, HugeChunkEntries
@@ -130,13 +141,15 @@ type Publisher struct {
 
 	pubMu sync.Mutex // serializes Publish
 
+	halted atomic.Bool // Halt was called: the runner publishes no more
+
 	mu        sync.RWMutex
 	published int                   // ads served (the head is the last)
 	head      cid.Cid               // the served head
 	mirror    map[cid.Cid][]byte    // BadSignature: the altered ads
 	mirrorOf  []cid.Cid             // BadSignature: altered CID of ad i
 	mhs       []multihash.Multihash // Honest: every multihash advertised, first seen first
-	seen      map[string]struct{}   // Honest: keys of mhs
+	seen      map[string]int        // Honest: index in mhs of each multihash
 }
 
 // NewPublisher generates the first spec.Ads ads of the publisher's chain
@@ -155,7 +168,7 @@ func NewPublisher(spec Spec) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
-	p := &Publisher{spec: spec, chain: chain, seen: make(map[string]struct{})}
+	p := &Publisher{spec: spec, chain: chain, seen: make(map[string]int)}
 	if spec.Fault == BadSignature {
 		p.mirror = make(map[cid.Cid][]byte)
 	}
@@ -165,11 +178,24 @@ func NewPublisher(spec Spec) (*Publisher, error) {
 	p.mux = http.NewServeMux()
 	p.mux.Handle(ipnisync.IPNIPath+"/", p.sync)
 	p.mux.HandleFunc("GET /truth", p.serveTruth)
+	p.mux.HandleFunc("POST /halt", func(w http.ResponseWriter, r *http.Request) {
+		p.Halt()
+		w.WriteHeader(http.StatusNoContent)
+	})
 	if err := p.Publish(context.Background(), spec.Ads); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
+
+// Halt stops the runner from publishing more ads for p; p keeps serving
+// what it has, so that its truth stops moving (a demo's final check).
+// POST /halt on the publisher's server does the same. Publish itself is
+// not affected.
+func (p *Publisher) Halt() { p.halted.Store(true) }
+
+// Halted reports whether Halt was called.
+func (p *Publisher) Halted() bool { return p.halted.Load() }
 
 // ID returns the publisher's peer ID, which is also the provider of every
 // ad and the signer of its head.
@@ -190,6 +216,39 @@ func (p *Publisher) Ads() int {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.published
+}
+
+// Advertised returns what the publisher's ads advertise, as the [Truth]
+// it would have if it were honest: for a faulty publisher, the
+// multihashes (with their values) that a checking indexer must never
+// answer, since every ad carrying them is unusable; for an honest one,
+// its Truth. Head, Ads and Fault are the publisher's own. For a faulty
+// publisher it regenerates the chain honestly (the same seed gives the
+// same multihashes; a HugeChunks chain in chunks small enough to read,
+// which changes its CIDs but not its multihashes and values), which costs
+// about what publishing it did.
+func (p *Publisher) Advertised(entries bool) (Truth, error) {
+	p.pubMu.Lock()
+	n := p.Ads()
+	p.pubMu.Unlock()
+	if p.spec.Fault == Honest {
+		return p.Truth(entries), nil
+	}
+	spec := p.spec
+	spec.Ads, spec.Fault = n, Honest
+	if p.spec.Fault == HugeChunks {
+		spec.Entries, spec.ChunkSize = HugeChunkEntries, HugeChunkEntries/10
+	}
+	h, err := NewPublisher(spec)
+	if err != nil {
+		return Truth{}, fmt.Errorf("publisher: regenerate the chain of a %s publisher: %w", p.spec.Fault, err)
+	}
+	t := h.Truth(entries)
+	t.Publisher, t.Fault = p.ID().String(), p.spec.Fault
+	if head := p.Head(); head.Defined() {
+		t.Head = head.String()
+	}
+	return t, nil
 }
 
 // ServeHTTP serves the publisher protocol under /ipni/v1/ad/ and the ground
@@ -285,7 +344,7 @@ func (p *Publisher) collect(ctx context.Context, i int) error {
 		defer p.mu.Unlock()
 		for _, mh := range ch.Entries {
 			if _, ok := p.seen[string(mh)]; !ok {
-				p.seen[string(mh)] = struct{}{}
+				p.seen[string(mh)] = len(p.mhs)
 				p.mhs = append(p.mhs, mh)
 			}
 		}

@@ -36,19 +36,23 @@ type state struct {
 	ChunkSize   int
 	RemoveEvery int
 	UpdateEvery int
-	Fault       Fault
-	Ads         []int // per publisher index
+	// PieceContextEvery is absent (0) in files written before it existed,
+	// which is what those chains were made with.
+	PieceContextEvery int `json:",omitempty"`
+	Fault             Fault
+	Ads               []int // per publisher index
 }
 
 func (c Config) state() state {
 	return state{Seed: c.Seed, Entries: c.Entries, ChunkSize: c.ChunkSize,
-		RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery, Fault: c.Fault}
+		RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery, PieceContextEvery: c.PieceContextEvery, Fault: c.Fault}
 }
 
 // sameChains reports whether s makes the same chains as o.
 func (s state) sameChains(o state) bool {
 	return s.Seed == o.Seed && s.Entries == o.Entries && s.ChunkSize == o.ChunkSize &&
-		s.RemoveEvery == o.RemoveEvery && s.UpdateEvery == o.UpdateEvery && s.Fault == o.Fault
+		s.RemoveEvery == o.RemoveEvery && s.UpdateEvery == o.UpdateEvery && s.PieceContextEvery == o.PieceContextEvery &&
+		s.Fault == o.Fault
 }
 
 // loadState reads the state of dir; ok is false if there is none.
@@ -114,8 +118,8 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		if ok {
 			if !s.sameChains(cfg.state()) {
-				return fmt.Errorf("%w: %s was written with seed %d, entries %d, chunk size %d, remove-every %d, update-every %d, fault %q",
-					ErrState, filepath.Join(cfg.Dir, StateFile), s.Seed, s.Entries, s.ChunkSize, s.RemoveEvery, s.UpdateEvery, s.Fault)
+				return fmt.Errorf("%w: %s was written with seed %d, entries %d, chunk size %d, remove-every %d, update-every %d, piece-context-every %d, fault %q",
+					ErrState, filepath.Join(cfg.Dir, StateFile), s.Seed, s.Entries, s.ChunkSize, s.RemoveEvery, s.UpdateEvery, s.PieceContextEvery, s.Fault)
 			}
 			for i := range min(len(ads), len(s.Ads)) {
 				ads[i] = s.Ads[i]
@@ -125,9 +129,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	pubs := make([]*Publisher, cfg.Publishers)
 	for i := range pubs {
-		sp := Spec{Seed: PublisherSeed(cfg.Seed, i), Ads: ads[i], Entries: cfg.Entries, ChunkSize: cfg.ChunkSize,
-			RemoveEvery: cfg.RemoveEvery, UpdateEvery: cfg.UpdateEvery, Fault: cfg.Fault}
-		if pubs[i], err = NewPublisher(sp); err != nil {
+		if pubs[i], err = NewPublisher(cfg.Spec(i, ads[i])); err != nil {
 			return fmt.Errorf("publisher %d: %w", i, err)
 		}
 	}
@@ -235,7 +237,7 @@ func (r *runner) produce(ctx context.Context) error {
 		}
 		published := false
 		for i, p := range r.pubs {
-			if r.cfg.MaxAds > 0 && p.Ads() >= r.cfg.MaxAds {
+			if (r.cfg.MaxAds > 0 && p.Ads() >= r.cfg.MaxAds) || p.Halted() {
 				continue
 			}
 			if err := p.Publish(ctx, 1); err != nil {

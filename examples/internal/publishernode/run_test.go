@@ -199,6 +199,8 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-publishers", "0"}, nil, "-publishers 0"},
 		{[]string{"-listen", "127.0.0.1"}, nil, "-listen"},
 		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-seed", "2"}, ErrState, "seed 1"},
+		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-piece-context-every", "3"}, ErrState, "piece-context-every 0"},
+		{[]string{"-piece-context-every", "-1"}, nil, "-piece-context-every -1"},
 	} {
 		err := Run(t.Context(), tc.args, io.Discard)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {

@@ -2,6 +2,7 @@ package publishernode
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -10,9 +11,11 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/piece"
 )
 
 // Truth is a publisher's ground truth at its head: what an indexer that
@@ -35,6 +38,24 @@ type Truth struct {
 	// Entries are every multihash with its values, sorted by multihash;
 	// listed only when asked for (GET /truth?entries=1).
 	Entries []Entry `json:",omitempty"`
+	// Pieces are the Filecoin pieces its ads name, with their payloads
+	// (see [Publisher.Pieces]); listed only when asked for (GET
+	// /truth?pieces=1). A faulty publisher lists none.
+	Pieces []Piece `json:",omitempty"`
+}
+
+// Piece is one Filecoin piece of a publisher's ground truth: what a piece
+// sampler (package piece) that has walked the chain up to the head answers
+// for GET /sample/{Provider}/{Piece}: samples chosen among Payloads.
+type Piece struct {
+	Provider string // peer ID: the publisher, provider of every ad
+	Piece    string // piece CID (fil-commitment-unsealed, baga…)
+	// InContextID: the ad names the piece in its ContextID (as Curio
+	// does, [Spec.PieceContextEvery]); otherwise in its graphsync metadata.
+	InContextID bool `json:",omitempty"`
+	// Payloads are the payload CIDs (piece.PayloadCID of each multihash
+	// advertised under the piece), in the order advertised.
+	Payloads []string
 }
 
 // Entry is one multihash of a [Truth] with its values.
@@ -76,25 +97,76 @@ func (p *Publisher) Truth(entries bool) Truth {
 	var es []Entry
 	if p.spec.Fault == Honest {
 		m := p.chain.ModelAt(n - 1)
-		for _, mh := range mhs {
+		// Sorted by the multihash's bytes, not by its base58 string.
+		sorted := slices.SortedFunc(slices.Values(mhs), func(a, b multihash.Multihash) int { return bytes.Compare(a, b) })
+		provider := p.ID().String()
+		for _, mh := range sorted {
 			vs := m.Values(mh)
 			if len(vs) == 0 {
 				continue
 			}
 			e := Entry{Multihash: mh.B58String(), Values: make([]Value, len(vs))}
 			for i, v := range vs {
-				e.Values[i] = Value{ProviderID: v.ProviderID.String(), ContextID: v.ContextID, Metadata: v.Metadata}
+				id := provider
+				if v.ProviderID != p.ID() {
+					id = v.ProviderID.String()
+				}
+				e.Values[i] = Value{ProviderID: id, ContextID: v.ContextID, Metadata: v.Metadata}
 			}
 			es = append(es, e)
 		}
 	}
-	slices.SortFunc(es, func(a, b Entry) int { return bytes.Compare(mhBytes(a.Multihash), mhBytes(b.Multihash)) })
 	t.Multihashes = len(es)
 	t.Digest = Digest(es)
 	if entries {
 		t.Entries = es
 	}
 	return t
+}
+
+// Pieces returns the Filecoin pieces the ads up to the head name, with
+// their payloads, in the order the pieces were first advertised: the
+// ground truth of a piece sampler (chaingen.Chain.Pieces). Removals do not
+// remove payloads (pieces are immutable). A faulty publisher has none: no
+// sampler may accept its ads.
+func (p *Publisher) Pieces() []Piece {
+	if p.spec.Fault != Honest {
+		return nil
+	}
+	p.pubMu.Lock() // the chain holds no ad beyond the head
+	byPiece, _ := p.chain.Pieces()
+	inContext := map[cid.Cid]bool{}
+	if p.spec.PieceContextEvery > 0 {
+		for i := range p.chain.Len() {
+			if ad, err := p.chain.Ad(i); err == nil {
+				if pc, ok := piece.PieceFromContextID(ad.ContextID); ok {
+					inContext[pc] = true
+				}
+			}
+		}
+	}
+	p.pubMu.Unlock()
+	p.mu.RLock()
+	first := make(map[cid.Cid]int, len(byPiece))
+	for pc, mhs := range byPiece {
+		first[pc] = p.seen[string(mhs[0])]
+	}
+	p.mu.RUnlock()
+	out := make([]Piece, 0, len(byPiece))
+	provider := p.ID().String()
+	for pc, mhs := range byPiece {
+		pp := Piece{Provider: provider, Piece: pc.String(), InContextID: inContext[pc], Payloads: make([]string, 0, len(mhs))}
+		for _, mh := range mhs {
+			if c, ok := piece.PayloadCID(mh); ok {
+				pp.Payloads = append(pp.Payloads, c.String())
+			}
+		}
+		out = append(out, pp)
+	}
+	slices.SortFunc(out, func(a, b Piece) int {
+		return cmp.Compare(first[cid.MustParse(a.Piece)], first[cid.MustParse(b.Piece)])
+	})
+	return out
 }
 
 func mhBytes(s string) []byte {
@@ -124,10 +196,15 @@ func Digest(entries []Entry) string {
 }
 
 // serveTruth answers GET /truth: the Truth as JSON, with every entry when
-// the query has entries=1 (or true).
+// the query has entries=1 (or true), every piece when it has pieces=1.
 func (p *Publisher) serveTruth(w http.ResponseWriter, r *http.Request) {
 	entries, _ := strconv.ParseBool(r.URL.Query().Get("entries"))
+	pieces, _ := strconv.ParseBool(r.URL.Query().Get("pieces"))
+	t := p.Truth(entries)
+	if pieces {
+		t.Pieces = p.Pieces()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(p.Truth(entries))
+	_ = json.NewEncoder(w).Encode(t)
 }
