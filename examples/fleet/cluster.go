@@ -21,6 +21,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // redisServer is a redis-server process started on a free loopback port,
@@ -161,45 +163,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// logFields parses the key=value pairs of a slog text line, unquoting
-// quoted values.
-func logFields(line string) map[string]string {
-	f := make(map[string]string)
-	for line != "" {
-		line = strings.TrimLeft(line, " ")
-		eq := strings.IndexByte(line, '=')
-		if eq <= 0 {
-			break
-		}
-		key, rest := line[:eq], line[eq+1:]
-		var val string
-		if strings.HasPrefix(rest, `"`) {
-			// Find the closing quote, skipping escaped ones.
-			end := 1
-			for end < len(rest) && rest[end] != '"' {
-				if rest[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			end = min(end+1, len(rest))
-			v, err := strconv.Unquote(rest[:end])
-			if err != nil {
-				v = rest[1:end]
-			}
-			val, line = v, rest[end:]
-		} else {
-			sp := strings.IndexByte(rest, ' ')
-			if sp < 0 {
-				sp = len(rest)
-			}
-			val, line = rest[:sp], rest[sp:]
-		}
-		f[key] = val
-	}
-	return f
-}
-
 // event is one log line of a child node.
 type event struct {
 	Node   string
@@ -243,7 +206,7 @@ func startChild(ctx context.Context, bin, name string, args []string, onEvent fu
 			if echo != nil {
 				fmt.Fprintf(echo, "[%s] %s\n", name, line)
 			}
-			f := logFields(line)
+			f := logfields.Parse(line)
 			if f["msg"] == "listening" && f["name"] == "http" {
 				select {
 				case addr <- f["addr"]:

@@ -221,15 +221,6 @@ func TestRepoIndexer(t *testing.T) {
 	}
 }
 
-func TestLogFields(t *testing.T) {
-	got := logFields(`time=2026-01-02T03:04:05Z level=INFO msg="index done" item=repo-1 err="x \"y\" z" size=12`)
-	want := map[string]string{"time": "2026-01-02T03:04:05Z", "level": "INFO", "msg": "index done",
-		"item": "repo-1", "err": `x "y" z`, "size": "12"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("logFields = %v, want %v", got, want)
-	}
-}
-
 func TestByteSize(t *testing.T) {
 	for in, want := range map[string]int64{"123": 123, "2KiB": 2048, "3MiB": 3 << 20, "1GiB": 1 << 30, "5B": 5} {
 		var b byteSize

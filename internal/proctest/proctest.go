@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // ModulePath is the root module, whose packages [Build] builds.
@@ -329,33 +331,5 @@ func (p *Proc) Addr(name string) string {
 }
 
 // Fields parses the key=value pairs of a slog text line, unquoting quoted
-// values.
-func Fields(line string) map[string]string {
-	out := make(map[string]string)
-	for len(line) > 0 {
-		line = strings.TrimLeft(line, " ")
-		eq := strings.IndexByte(line, '=')
-		if eq < 0 {
-			break
-		}
-		key := line[:eq]
-		line = line[eq+1:]
-		var val string
-		if strings.HasPrefix(line, `"`) {
-			end := 1
-			for end < len(line) && (line[end] != '"' || line[end-1] == '\\') {
-				end++
-			}
-			val = strings.ReplaceAll(line[1:min(end, len(line))], `\"`, `"`)
-			line = line[min(end+1, len(line)):]
-		} else {
-			sp := strings.IndexByte(line, ' ')
-			if sp < 0 {
-				sp = len(line)
-			}
-			val, line = line[:sp], line[sp:]
-		}
-		out[key] = val
-	}
-	return out
-}
+// values (internal/logfields).
+func Fields(line string) map[string]string { return logfields.Parse(line) }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
+
+	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // ErrClosed is wrapped by the waits of a [Tap] that was closed before the
@@ -160,33 +161,5 @@ func (t *Tap) Addr(ctx context.Context, name string) (string, error) {
 }
 
 // Fields parses the key=value pairs of a slog text line, unquoting quoted
-// values. It is what internal/proctest.Fields does for a process's lines.
-func Fields(line string) map[string]string {
-	out := make(map[string]string)
-	for len(line) > 0 {
-		line = strings.TrimLeft(line, " ")
-		eq := strings.IndexByte(line, '=')
-		if eq < 0 {
-			break
-		}
-		key := line[:eq]
-		line = line[eq+1:]
-		var val string
-		if strings.HasPrefix(line, `"`) {
-			end := 1
-			for end < len(line) && (line[end] != '"' || line[end-1] == '\\') {
-				end++
-			}
-			val = strings.ReplaceAll(line[1:min(end, len(line))], `\"`, `"`)
-			line = line[min(end+1, len(line)):]
-		} else {
-			sp := strings.IndexByte(line, ' ')
-			if sp < 0 {
-				sp = len(line)
-			}
-			val, line = line[:sp], line[sp:]
-		}
-		out[key] = val
-	}
-	return out
-}
+// values (internal/logfields, which internal/proctest uses too).
+func Fields(line string) map[string]string { return logfields.Parse(line) }
