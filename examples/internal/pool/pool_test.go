@@ -137,7 +137,7 @@ func TestGoroutines(t *testing.T) {
 // and restarts an indexer (SIGKILL, then the same ports and directory).
 func TestProcesses(t *testing.T) {
 	if _, err := os.Executable(); err != nil {
-		t.Skip(err)
+		t.Fatalf("processes mode re-executes this test binary: %v", err)
 	}
 	run(t, small(t, true, "pebble"))
 }
