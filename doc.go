@@ -79,8 +79,11 @@
 //     which generates signed advertisement chains with their ground truth
 //     for tests and benchmarks; internal/proctest, which runs the example
 //     binaries as processes in tests; internal/cli, the plumbing the
-//     binaries share (signals, logging, config files, servers); and
-//     internal/netproxy, a loopback TCP proxy for network fault tests.
+//     binaries share (signals, logging, config files, servers);
+//     internal/logfields, which parses the binaries' slog lines;
+//     internal/netproxy, a loopback TCP proxy for network fault tests; and
+//     internal/redistest, the Redis test support (clients, key prefixes
+//     cleaned up with SCAN and UNLINK, redis-servers of a test's own).
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
 //     publisher (generated publishers with their ground truth, honest or

@@ -3,12 +3,10 @@ package piece_test
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
 	"github.com/indexkit/indexkit/piece/piecetest"
@@ -93,22 +92,8 @@ func BenchmarkSample(b *testing.B) {
 		reportRatio(b, runHTTPSeed(b, h, p, true))
 	})
 	benchRedis := func(b *testing.B, shared bool, opts ...redis.Option) {
-		addr := os.Getenv("REDIS_ADDR")
-		if addr == "" {
-			addr = "127.0.0.1:6379"
-		}
-		rdb := goredis.NewClient(&goredis.Options{Addr: addr, PoolSize: 64})
-		defer rdb.Close()
-		if err := rdb.Ping(context.Background()).Err(); err != nil {
-			if os.Getenv("CI") != "" {
-				b.Fatalf("Redis at %s unreachable: %v", addr, err)
-			}
-			b.Skipf("Redis at %s unreachable: %v", addr, err)
-		}
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
-		prefix := "indexkit-bench:piece:" + hex.EncodeToString(rnd[:]) + ":"
-		defer unlinkBenchPrefix(b, rdb, prefix)
+		rdb := redistest.Client(b, redistest.Addr())
+		prefix := redistest.Prefix(b, rdb, "piece-bench")
 		s, err := redis.New(rdb, prefix, opts...)
 		if err != nil {
 			b.Fatal(err)
@@ -223,23 +208,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func unlinkBenchPrefix(b *testing.B, c *goredis.Client, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var cursor uint64
-	for {
-		keys, next, err := c.Scan(ctx, cursor, strings.ReplaceAll(prefix, "[", `\[`)+"*", 1000).Result()
-		if err != nil {
-			b.Errorf("cleanup: SCAN: %v", err)
-			return
-		}
-		if len(keys) > 0 {
-			_ = c.Unlink(ctx, keys...).Err()
-		}
-		if cursor = next; cursor == 0 {
-			return
-		}
-	}
 }

@@ -1,16 +1,11 @@
 package piece_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/piece"
 	pieceredis "github.com/indexkit/indexkit/piece/redis"
 )
@@ -20,36 +15,8 @@ import (
 // reachable Redis the test fails when CI is set and is skipped otherwise.
 func redisStore(t *testing.T) *pieceredis.Store {
 	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		_ = rdb.Close()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Redis at %s unreachable (set REDIS_ADDR): %v", addr, err)
-		}
-		t.Skipf("Redis at %s unreachable (set REDIS_ADDR): %v", addr, err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "indexkit-test:piece-track:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			_ = rdb.Unlink(ctx, keys...).Err()
-		}
-		_ = rdb.Close()
-	})
+	rdb := redistest.Client(t, redistest.Addr())
+	prefix := redistest.Prefix(t, rdb, "piece-track")
 	s, err := pieceredis.New(rdb, prefix)
 	if err != nil {
 		t.Fatal(err)

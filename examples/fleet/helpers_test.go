@@ -1,14 +1,13 @@
 package main
 
 import (
-	"context"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
+
+	"github.com/indexkit/indexkit/internal/redistest"
 )
 
 // Every test closes its Redis clients and stops its processes.
@@ -16,57 +15,25 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// unavailable fails the test under CI and skips it otherwise.
-func unavailable(tb testing.TB, format string, args ...any) {
-	tb.Helper()
-	if os.Getenv("CI") != "" {
-		tb.Fatalf(format, args...)
-	}
-	tb.Skipf(format, args...)
-}
-
 func needGit(tb testing.TB) {
 	tb.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		unavailable(tb, "git not found: %v", err)
+		redistest.Unavailable(tb, "git not found: %v", err)
 	}
 }
 
 // testRedis returns the address of a Redis for the test and a fresh key
-// prefix: a redis-server of its own on a free loopback port (stopped by PID
-// at the end) when the binary exists, else REDIS_ADDR or 127.0.0.1:6379
-// with the prefix's keys deleted at the end.
+// prefix whose keys are deleted at the end: a redis-server of its own on a
+// free loopback port (killed by PID at the end) when the binary exists,
+// else REDIS_ADDR or 127.0.0.1:6379.
 func testRedis(t *testing.T) (addr, prefix string) {
 	t.Helper()
-	prefix = randomPrefix("fleet-test:")
+	addr = redistest.Addr()
 	if _, err := exec.LookPath("redis-server"); err == nil {
-		s, err := startRedis(context.Background(), t.TempDir())
-		if err != nil {
-			t.Fatalf("start redis-server: %v", err)
-		}
-		t.Cleanup(s.Stop)
-		return s.Addr, prefix
+		addr = redistest.StartServer(t).Addr()
 	}
-	addr = os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		unavailable(t, "no redis-server binary and Redis at %s unreachable (set REDIS_ADDR): %v", addr, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := unlinkPrefix(ctx, c, prefix); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-		_ = c.Close()
-	})
-	return addr, prefix
+	c := redistest.Client(t, addr)
+	return addr, redistest.Prefix(t, c, "fleet")
 }
 
 // waitFor polls cond every 50ms until it holds, failing the test after d.

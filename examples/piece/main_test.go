@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -20,11 +17,11 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
-	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/piece"
 )
 
@@ -183,36 +180,9 @@ func TestBinaryMemory(t *testing.T) {
 // it again on the same directory and Redis prefix, and checks that it
 // finishes the walk and answers every piece with the same key.
 func TestBinaryRedisRestart(t *testing.T) {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
-	defer rdb.Close()
-	pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err := rdb.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Redis at %s unreachable (set REDIS_ADDR): %v", addr, err)
-		}
-		t.Skipf("Redis at %s unreachable (set REDIS_ADDR): %v", addr, err)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "indexkit-test:piece-bin:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if len(keys) > 0 {
-			_ = rdb.Unlink(ctx, keys...).Err()
-		}
-	})
+	addr := redistest.Addr()
+	rdb := redistest.Client(t, addr)
+	prefix := redistest.Prefix(t, rdb, "piece-bin")
 
 	bin := proctest.Build(t, "./examples/piece")
 	c, srv, _ := servePublisher(t, chaingen.Config{Seed: 402, Ads: 150, MhsPerAd: 4, RemoveEvery: 7, PieceContextEvery: 4})

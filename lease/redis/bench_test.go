@@ -10,6 +10,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
@@ -25,8 +26,8 @@ const benchItems = 1024
 var trivial = goredis.NewScript(`return redis.call('GET', KEYS[1])`)
 
 func benchStore(b *testing.B, opts ...lease.Option) (*leaseredis.Store, *goredis.Client, []string) {
-	c := client(b, redisAddr())
-	s, err := leaseredis.New(c, freshPrefix(b, c), append([]lease.Option{lease.WithMaxBids(1)}, opts...)...)
+	c := redistest.Client(b, redistest.Addr())
+	s, err := leaseredis.New(c, redistest.Prefix(b, c, "lease"), append([]lease.Option{lease.WithMaxBids(1)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}

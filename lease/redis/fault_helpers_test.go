@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
@@ -305,69 +303,4 @@ func (e *faultEnv) check(h history, exclusive bool) {
 		e.t.Errorf("... %d overlapping beliefs in all", overlaps)
 	}
 	e.t.Logf("%d grants, %d beliefs, %d register writes checked", len(h.grants), len(h.beliefs), len(log))
-}
-
-// aofServer is a redis-server of the test's own with an append-only file
-// fsynced at every write, in a temporary directory: killed with SIGKILL
-// and restarted on the same port, it comes back with every acknowledged
-// write.
-type aofServer struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	port int
-	cmd  *exec.Cmd
-}
-
-func startAOFServer(t *testing.T) *aofServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		unavailable(t, "redis-server binary not found: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	s := &aofServer{t: t, bin: bin, dir: t.TempDir(), port: port}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *aofServer) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-
-func (s *aofServer) start() {
-	s.t.Helper()
-	s.cmd = exec.Command(s.bin, "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-		"--daemonize", "no", "--loglevel", "warning")
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
-	}
-	c := goredis.NewClient(&goredis.Options{Addr: s.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(slack)
-	for {
-		err := c.Ping(context.Background()).Err() // LOADING until the AOF is read
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("redis-server on %s not up: %v", s.addr(), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL by PID and reaps the server.
-func (s *aofServer) kill() {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
-	s.cmd = nil
 }

@@ -63,6 +63,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/internal/netproxy"
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -133,11 +134,11 @@ func TestFaultOwnerKilled(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	a := e.startOwner("a", srv.addr(), gib, false)
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	a := e.startOwner("a", srv.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
-	b := e.startOwner("b", srv.addr(), gib, false)
+	b := e.startOwner("b", srv.Addr(), gib, false)
 	a.waitWrites(5)
 
 	a.Signal(syscall.SIGKILL)
@@ -177,11 +178,11 @@ func TestFaultOwnerPaused(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	a := e.startOwner("a", srv.addr(), gib, true)
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	a := e.startOwner("a", srv.Addr(), gib, true)
 	fa := fence(t, a.wait("acquired", slack))
-	b := e.startOwner("b", srv.addr(), gib, false)
+	b := e.startOwner("b", srv.Addr(), gib, false)
 	a.waitWrites(5)
 
 	a.Signal(syscall.SIGSTOP)
@@ -221,21 +222,21 @@ func TestFaultRedisRestartPersistent(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv := startAOFServer(t)
+	srv := redistest.StartServer(t, redistest.WithAOF(""), redistest.WithStartTimeout(slack))
 	// The register lives on the same server: its writes must survive too.
-	e := newFaultEnv(t, srv.addr(), srv.addr(), faultTTL)
-	a := e.startOwner("a", srv.addr(), gib, false)
+	e := newFaultEnv(t, srv.Addr(), srv.Addr(), faultTTL)
+	a := e.startOwner("a", srv.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
 	a.waitWrites(5)
 	a.wait("updated", slack)
 
-	srv.kill()
+	srv.Kill()
 	var acked uint64 // the newest row version acknowledged before the kill
 	for _, f := range a.events("updated") {
 		acked = max(acked, uint64(num(t, f, "version")))
 	}
 	time.Sleep(faultTTL / 5) // an outage the owner notices
-	srv.start()
+	srv.Start()
 
 	ctx, cancel := context.WithTimeout(context.Background(), slack)
 	defer cancel()
@@ -274,15 +275,15 @@ func TestFaultRedisRestartLosesData(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	a := e.startOwner("a", srv.addr(), gib, false)
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	a := e.startOwner("a", srv.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
-	b := e.startOwner("b", srv.addr(), gib, false)
+	b := e.startOwner("b", srv.Addr(), gib, false)
 	a.waitWrites(3)
 
-	srv.stop()
-	srv.start() // empty
+	srv.Kill()
+	srv.Start() // empty
 	lost := a.wait("lost", slack)
 	if fence(t, lost) != fa || !reasonIs(lost, lease.ErrNotFound, lease.ErrNotHeld) {
 		t.Errorf("owner's loss: %v; want fence %d, reason ErrNotFound or ErrNotHeld", lost, fa)
@@ -304,11 +305,11 @@ func TestFaultScriptFlushWhileOwning(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	a := e.startOwner("a", srv.addr(), gib, false)
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	a := e.startOwner("a", srv.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
-	b := e.startOwner("b", srv.addr(), gib, false)
+	b := e.startOwner("b", srv.Addr(), gib, false)
 	a.waitWrites(2)
 
 	stop := make(chan struct{})
@@ -389,10 +390,10 @@ func TestFaultNetworkDelay(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
 	const ttl = 2 * time.Second // renewals every 500 ms, lost only after 1.8 s without one
-	e := newFaultEnv(t, srv.addr(), reg.addr(), ttl)
-	p := startProxy(t, srv.addr())
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), ttl)
+	p := startProxy(t, srv.Addr())
 	a := e.startOwner("a", p.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
 	a.waitWrites(2)
@@ -420,13 +421,13 @@ func TestFaultNetworkDelayBeyondMargin(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	p := startProxy(t, srv.addr())
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	p := startProxy(t, srv.Addr())
 	a := e.startOwner("a", p.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
 	// b talks to Redis directly and outbids a's late bids.
-	b := e.startOwner("b", srv.addr(), 2*gib, false)
+	b := e.startOwner("b", srv.Addr(), 2*gib, false)
 	a.waitWrites(3)
 
 	p.SetDelay(1200*time.Millisecond, 300*time.Millisecond)
@@ -453,9 +454,9 @@ func TestFaultNetworkStall(t *testing.T) {
 	if !faultParent(t) {
 		return
 	}
-	srv, reg := startOwnServer(t), startOwnServer(t)
-	e := newFaultEnv(t, srv.addr(), reg.addr(), faultTTL)
-	p := startProxy(t, srv.addr())
+	srv, reg := redistest.StartServer(t), redistest.StartServer(t)
+	e := newFaultEnv(t, srv.Addr(), reg.Addr(), faultTTL)
+	p := startProxy(t, srv.Addr())
 	a := e.startOwner("a", p.Addr(), gib, false)
 	fa := fence(t, a.wait("acquired", slack))
 	a.waitWrites(3)

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"testing"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease/leasetest"
 )
 
@@ -12,6 +13,6 @@ import (
 // clock is the server's: the model allows it 5 ms from the test's, which
 // covers the millisecond steps of Redis key expiry (pending-bid markers).
 func TestLinearizable(t *testing.T) {
-	client(t, redisAddr()) // fail or skip once, not in every history
+	redistest.Client(t, redistest.Addr()) // fail or skip once, not in every history
 	leasetest.RunLinearizable(t, newStore)
 }

@@ -3,6 +3,7 @@ package redis_test
 import (
 	"testing"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease/leasetest"
 )
 
@@ -11,6 +12,6 @@ import (
 // time steps, every lease and window hours long. Each step is a handful of
 // round trips.
 func TestModelUntimed(t *testing.T) {
-	client(t, redisAddr()) // fail or skip once, not in every subtest
+	redistest.Client(t, redistest.Addr()) // fail or skip once, not in every subtest
 	leasetest.RunModelUntimed(t, newStore, 1000)
 }

@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
 func newStore(t *testing.T, _ *leasetest.Clock, opts ...lease.Option) lease.Store {
-	c := client(t, redisAddr())
-	s, err := leaseredis.New(c, freshPrefix(t, c), opts...)
+	c := redistest.Client(t, redistest.Addr())
+	s, err := leaseredis.New(c, redistest.Prefix(t, c, "lease"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func newStore(t *testing.T, _ *leasetest.Clock, opts ...lease.Option) lease.Stor
 // 50 ms units leave 25 ms between a holder's local deadline and the
 // server's expiry.
 func TestConformanceRealTime(t *testing.T) {
-	client(t, redisAddr()) // fail or skip once, not in every subtest
+	redistest.Client(t, redistest.Addr()) // fail or skip once, not in every subtest
 	leasetest.RunRealTime(t, newStore, 50*time.Millisecond)
 }
 
@@ -33,14 +34,14 @@ func TestNewRejectsBadArguments(t *testing.T) {
 	if _, err := leaseredis.New(nil, "p:"); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("New(nil client): %v", err)
 	}
-	c := client(t, redisAddr())
+	c := redistest.Client(t, redistest.Addr())
 	if _, err := leaseredis.New(c, ""); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("New(empty prefix): %v", err)
 	}
 	if _, err := leaseredis.New(c, "p:", lease.WithTTL(0)); !errors.Is(err, lease.ErrInvalid) {
 		t.Errorf("New(TTL 0): %v", err)
 	}
-	s, err := leaseredis.New(c, freshPrefix(t, c))
+	s, err := leaseredis.New(c, redistest.Prefix(t, c, "lease"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +71,8 @@ func grant(t *testing.T, s lease.Store, id, node string) lease.Ref {
 // answers NOSCRIPT with EVAL, so every operation keeps working. On a
 // shared server the flush only costs other clients one EVAL each.
 func TestScriptFlush(t *testing.T) {
-	c := client(t, redisAddr())
-	s, err := leaseredis.New(c, freshPrefix(t, c))
+	c := redistest.Client(t, redistest.Addr())
+	s, err := leaseredis.New(c, redistest.Prefix(t, c, "lease"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,34 +3,13 @@ package redis
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
-)
 
-// testClient connects to REDIS_ADDR (else the machine's Redis); it fails
-// under CI and skips otherwise when Redis is unreachable.
-func testClient(t *testing.T) *goredis.Client {
-	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	c := goredis.NewClient(&goredis.Options{Addr: addr})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Redis at %s unreachable: %v", addr, err)
-		}
-		t.Skipf("Redis at %s unreachable: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+	"github.com/indexkit/indexkit/internal/redistest"
+)
 
 // waitQueued waits (bounded) until n calls are queued.
 func waitQueued(t *testing.T, r *reader, n int) {
@@ -58,7 +37,7 @@ type reply struct {
 // flight ends, the rest go out as one pipeline and get their own replies;
 // Close fails queued calls with errClosed and later calls too.
 func TestReaderQueueCancelClose(t *testing.T) {
-	c := testClient(t)
+	c := redistest.Client(t, redistest.Addr())
 	key := "indexkit-test:piece:reader:" + t.Name()
 	t.Cleanup(func() { _ = c.Del(context.Background(), key).Err() })
 	if err := c.ZAdd(t.Context(), key, goredis.Z{Member: "m1"}, goredis.Z{Member: "m2"}).Err(); err != nil {

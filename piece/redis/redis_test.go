@@ -14,15 +14,16 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/piecetest"
 	"github.com/indexkit/indexkit/piece/redis"
 )
 
 func TestConformance(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t, redistest.Addr())
 	piecetest.Run(t, func(t *testing.T, capacity int) piece.Store {
-		s, err := redis.New(c, freshPrefix(t, c), redis.WithCapacity(capacity))
+		s, err := redis.New(c, redistest.Prefix(t, c, "piece"), redis.WithCapacity(capacity))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +33,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	c := goredis.NewClient(&goredis.Options{Addr: redisAddr()}) // never dialled
+	c := goredis.NewClient(&goredis.Options{Addr: redistest.Addr()}) // never dialled
 	defer c.Close()
 	for _, k := range []int{0, redis.MaxCapacity + 1} {
 		if _, err := redis.New(c, "x:", redis.WithCapacity(k)); err == nil {
@@ -51,8 +52,8 @@ func TestOptions(t *testing.T) {
 // one ZSET per piece, all under the prefix with the provider's hash tag,
 // and reservoir members that are piece.PayloadKey with score 0.
 func TestKeys(t *testing.T) {
-	c := client(t)
-	prefix := freshPrefix(t, c)
+	c := redistest.Client(t, redistest.Addr())
+	prefix := redistest.Prefix(t, c, "piece")
 	s, err := redis.New(c, prefix, redis.WithCapacity(4))
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +64,8 @@ func TestKeys(t *testing.T) {
 	if err := s.AddPayloads(t.Context(), p, pc, all...); err != nil {
 		t.Fatal(err)
 	}
-	if n := countPrefix(t, c, prefix); n != 2 {
-		t.Errorf("%d keys under the prefix, want 2", n)
+	if keys, err := redistest.Keys(t.Context(), c, prefix); err != nil || len(keys) != 2 {
+		t.Errorf("keys under the prefix: %q, %v; want 2", keys, err)
 	}
 	zkey := prefix + "{" + p.String() + "}:piece:" + pc.String()
 	zs, err := c.ZRangeWithScores(t.Context(), zkey, 0, -1).Result()
@@ -115,10 +116,10 @@ func TestUnreachable(t *testing.T) {
 // piece.ErrClosed; no call hangs, and no goroutine is left (goleak in
 // TestMain).
 func TestPipelinedPayloads(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t, redistest.Addr())
 	for _, batch := range []int{1, 4, redis.DefaultMaxBatch} {
 		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
-			s, err := redis.New(c, freshPrefix(t, c), redis.WithCapacity(8), redis.WithPipelining(batch))
+			s, err := redis.New(c, redistest.Prefix(t, c, "piece"), redis.WithCapacity(8), redis.WithPipelining(batch))
 			if err != nil {
 				t.Fatal(err)
 			}
