@@ -34,6 +34,7 @@
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
 //	-log-level          info                      debug, info, warn or error
 //	-progress           30s                       interval of the per-publisher progress lines
+//	-poll               1h                        ask every followed publisher for its head this often (0: only at start)
 //	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
 //
 // Every listener is on loopback by default, unlike the reference
@@ -93,7 +94,8 @@
 // head, at the addresses it last used, and walks what was published while
 // it was down: announces sent meanwhile are lost, and a publisher that has
 // gone quiet would otherwise not be walked to its head until it announces
-// again.
+// again. It asks again every -poll (1h by default; 0: only at start), so an
+// announce lost while it runs delays an ad by at most that.
 //
 // The node freezes when a monitored directory (the data directory and
 // the index and datastore under it) reaches -freeze-at, or on PUT /freeze.

@@ -51,6 +51,10 @@ type Config struct {
 	LogLevel string
 	// Progress is the interval of the per-publisher progress log lines.
 	Progress duration
+	// Poll is how often the node asks every publisher it follows for its
+	// head, as it does at start, so that a missed announce delays an ad
+	// by at most Poll; 0 disables polling after start.
+	Poll duration
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
 	ShutdownTimeout duration
 }
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 		FreezeAt:        90,
 		LogLevel:        "info",
 		Progress:        duration(30 * time.Second),
+		Poll:            duration(time.Hour),
 		ShutdownTimeout: duration(10 * time.Second),
 	}
 }
@@ -119,6 +124,11 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.Func("progress", "`interval` of the per-publisher progress log lines (default "+time.Duration(c.Progress).String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.Progress = duration(d)
+		return err
+	})
+	fs.Func("poll", "`interval` at which every followed publisher is asked for its head, in case an announce was missed (0: only at start; default "+time.Duration(c.Poll).String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.Poll = duration(d)
 		return err
 	})
 	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+time.Duration(c.ShutdownTimeout).String()+")", func(s string) error {
@@ -159,6 +169,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("-topic %q: want /indexer/ingest/<network>", c.Topic)
 	case c.Progress <= 0:
 		return fmt.Errorf("-progress %v must be positive", time.Duration(c.Progress))
+	case c.Poll < 0:
+		return fmt.Errorf("-poll %v must not be negative", time.Duration(c.Poll))
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v must be positive", time.Duration(c.ShutdownTimeout))
 	}

@@ -301,6 +301,23 @@ func (n *node) feedAnnounces(ctx context.Context) error {
 	}
 }
 
+// poll runs resync every interval until ctx is done. A failed resync is
+// logged and tried again at the next tick.
+func (n *node) poll(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := n.resync(ctx); err != nil && ctx.Err() == nil {
+				n.log.Warn("poll: resync failed", "err", err)
+			}
+		}
+	}
+}
+
 // resync queues a walk of every publisher the node follows, each asked for
 // its head (at the addresses the ingester persisted): announces sent while
 // the node was down are lost, and a publisher that has stopped announcing

@@ -59,18 +59,50 @@ func TestResyncAtStart(t *testing.T) {
 	waitTruth(ctx, t, find.find, pub)
 }
 
+// A running indexer whose publisher publishes without announcing (or whose
+// announce was lost) catches up at its next poll (-poll).
+func TestPollCatchesUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 10, Ads: 3, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(pub)
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+
+	find, stop := startIndexer(ctx, t, t.TempDir(), "-poll", "200ms")
+	defer stop()
+	s, err := announce.NewHTTPSender([]string{find.ingest}, pub.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(ctx, announce.Message{Cid: pub.Head(), Addrs: []multiaddr.Multiaddr{addr}}); err != nil {
+		t.Fatal(err)
+	}
+	waitTruth(ctx, t, find.find, pub)
+	if err := pub.Publish(ctx, 4); err != nil { // no announce
+		t.Fatal(err)
+	}
+	waitTruth(ctx, t, find.find, pub)
+}
+
 type indexerURLs struct{ find, ingest string }
 
 // startIndexer runs the indexer program in this process on dir, with
 // free ports, and returns its URLs and a function that stops it.
-func startIndexer(ctx context.Context, t *testing.T, dir string) (indexerURLs, func()) {
+func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string) (indexerURLs, func()) {
 	t.Helper()
 	rctx, cancel := context.WithCancel(ctx)
 	tap := logtap.New(io.Discard)
 	done := make(chan error, 1)
 	go func() {
-		done <- indexernode.Run(rctx, []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
-			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}, tap)
+		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
+			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}
+		done <- indexernode.Run(rctx, append(args, extra...), tap)
 		tap.Close()
 	}()
 	stop := func() {

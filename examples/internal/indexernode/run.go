@@ -48,6 +48,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	eg.Go(func() error { return n.feedAnnounces(ctx) })
 	eg.Go(func() error { return n.fr.Run(ctx) })
 	eg.Go(func() error { return n.logProgress(ctx, cfg.Progress.d()) })
+	if cfg.Poll > 0 {
+		eg.Go(func() error { return n.poll(ctx, cfg.Poll.d()) })
+	}
 	if n.gossip != nil {
 		eg.Go(func() error { return n.gossip.Run(ctx) })
 	}
