@@ -86,6 +86,9 @@
 // regenerates any publisher's chain in the caller's process from the
 // flags its role runs with (publishernode.Publisher.Advertised lists what
 // a malicious one advertises, which nothing may answer).
+// [Pool.HaltPublishers] stops production (the publishers keep serving), so
+// that a final check compares against a truth that holds still: the
+// demo's summary halts, then waits with WaitComplete.
 //
 // # Pieces
 //
