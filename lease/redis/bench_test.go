@@ -89,24 +89,7 @@ func BenchmarkGrant(b *testing.B) {
 		})
 		report(b, start, int(grants.Load()))
 	})
-	b.Run("raw", func(b *testing.B) {
-		_, c, names := benchStore(b)
-		var next atomic.Int64
-		b.SetParallelism(8)
-		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			i := int(next.Add(1) * 7919)
-			for pb.Next() {
-				i++
-				if err := trivial.Run(ctx, c, []string{names[i%benchItems]}).Err(); err != nil && err != goredis.Nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		report(b, start, b.N)
-	})
+	b.Run("raw", rawParallel)
 }
 
 func heldRefs(b *testing.B, s *leaseredis.Store, names []string) []lease.Ref {
@@ -145,24 +128,7 @@ func BenchmarkRenew(b *testing.B) {
 		})
 		report(b, start, b.N)
 	})
-	b.Run("raw", func(b *testing.B) {
-		_, c, names := benchStore(b)
-		var next atomic.Int64
-		b.SetParallelism(8)
-		start := time.Now()
-		b.RunParallel(func(pb *testing.PB) {
-			ctx := context.Background()
-			i := int(next.Add(1) * 7919)
-			for pb.Next() {
-				i++
-				if err := trivial.Run(ctx, c, []string{names[i%benchItems]}).Err(); err != nil && err != goredis.Nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-		report(b, start, b.N)
-	})
+	b.Run("raw", rawParallel)
 }
 
 // BenchmarkRenewBatch500: one Renew of 500 leases (one script call),
@@ -246,6 +212,27 @@ func BenchmarkEvaluate64(b *testing.B) {
 		latencyReport(b, lat)
 	})
 	b.Run("raw", rawLatency)
+}
+
+// rawParallel is the baseline of the throughput benchmarks: trivial
+// EVALSHAs over the same keys, from as many goroutines.
+func rawParallel(b *testing.B) {
+	_, c, names := benchStore(b)
+	var next atomic.Int64
+	b.SetParallelism(8)
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		i := int(next.Add(1) * 7919)
+		for pb.Next() {
+			i++
+			if err := trivial.Run(ctx, c, []string{names[i%benchItems]}).Err(); err != nil && err != goredis.Nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	report(b, start, b.N)
 }
 
 // rawLatency is the baseline of the latency benchmarks: one trivial
