@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/indexkit/indexkit/assigner"
@@ -188,29 +189,23 @@ func pickPorts(r *role) error {
 	return nil
 }
 
-// Ports of several consecutive listeners are picked in [portsLow,
-// portsHigh): below Linux's default ephemeral range (32768-60999), where
-// the local ports of outgoing connections, which may all be in TIME_WAIT
-// on a busy machine, make a port next to a free one likely taken.
+// Ports are picked in [portsLow, portsHigh): below Linux's default
+// ephemeral range (32768-60999), where the local port of any outgoing
+// connection (and there are many in TIME_WAIT on a busy machine) may take
+// a port between the moment it is picked and the role's listen.
 const portsLow, portsHigh = 20000, 32768
 
 // consecutivePorts returns the first of n consecutive ports of 127.0.0.1
-// that were free a moment ago (bound, then released): one the kernel
-// picks for n = 1, a random run in [portsLow, portsHigh) otherwise.
+// that were free a moment ago (bound, then released), at random in
+// [portsLow, portsHigh).
 func consecutivePorts(n int) (int, error) {
 	var last error
 	for range 200 {
-		addr := "127.0.0.1:0"
-		if n > 1 {
-			addr = "127.0.0.1:" + strconv.Itoa(portsLow+rand.IntN(portsHigh-portsLow-n))
-		}
+		addr := "127.0.0.1:" + strconv.Itoa(portsLow+rand.IntN(portsHigh-portsLow-n))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			if n > 1 {
-				last = err
-				continue
-			}
-			return 0, fmt.Errorf("pool: pick a port: %w", err)
+			last = err
+			continue
 		}
 		base := ln.Addr().(*net.TCPAddr).Port
 		lns := []net.Listener{ln}
@@ -331,6 +326,11 @@ func (p *Pool) startRole(ctx context.Context, r *role) error {
 			p.cfg.Logger.Warn("role's port taken; picking others", "role", r.name)
 			continue
 		}
+		if cur.err != nil {
+			// The role returned an error instead of becoming ready; in
+			// goroutine mode nothing else reports it.
+			err = fmt.Errorf("%w (the role returned: %v)", err, cur.err)
+		}
 		return fmt.Errorf("start %s: %w; last log lines:\n%s", r.name, err, tail(cur.tap.Lines(), 15))
 	}
 }
@@ -352,7 +352,12 @@ func (p *Pool) waitReady(ctx context.Context, r *role, cur *run) error {
 	return err
 }
 
+// addrInUse reports whether r failed because a port of it was taken: a
+// process logs that, a goroutine returns it. r has returned (kill waits).
 func addrInUse(r *run) bool {
+	if errors.Is(r.err, syscall.EADDRINUSE) {
+		return true
+	}
 	for _, l := range r.tap.Lines() {
 		if strings.Contains(l, "address already in use") {
 			return true
