@@ -81,9 +81,11 @@
 //     binaries as processes in tests; internal/cli, the plumbing the
 //     binaries share (signals, logging, config files, servers);
 //     internal/logfields, which parses the binaries' slog lines;
-//     internal/netproxy, a loopback TCP proxy for network fault tests; and
-//     internal/redistest, the Redis test support (clients, key prefixes
-//     cleaned up with SCAN and UNLINK, redis-servers of a test's own).
+//     internal/netproxy, a loopback TCP proxy for network fault tests;
+//     internal/freeport, which picks loopback ports for servers that are
+//     told theirs up front; and internal/redistest, the Redis test support
+//     (clients, key prefixes cleaned up with SCAN and UNLINK, redis-servers
+//     of a test's own).
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
 //     find front end over a pool), assigner (the assignment service),
 //     publisher (generated publishers with their ground truth, honest or

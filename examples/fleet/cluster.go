@@ -22,6 +22,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/freeport"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 
@@ -42,7 +43,7 @@ func startRedis(ctx context.Context, dir string) (*redisServer, error) {
 	}
 	var errs []error
 	for range 3 { // the free port may be taken between Close and the server's bind
-		port, err := freePort()
+		port, err := freeport.Pick(1)
 		if err != nil {
 			return nil, err
 		}
@@ -99,15 +100,6 @@ func (s *redisServer) Stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // randomPrefix returns a fresh key prefix under base.

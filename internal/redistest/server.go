@@ -12,6 +12,8 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indexkit/indexkit/internal/freeport"
 )
 
 // DefaultStartTimeout bounds how long [StartServer] and [Server.Start] wait
@@ -72,26 +74,35 @@ func StartServer(tb testing.TB, opts ...Option) *Server {
 	if err != nil {
 		Unavailable(tb, "redis-server binary not found: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("find a free port for redis-server: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	if cfg.dir == "" {
 		cfg.dir = tb.TempDir()
 	}
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", cfg.dir, "--save", ""}
-	if cfg.aof {
-		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
-		args = append(args, "--appendonly", "no")
-	}
-	args = append(args, "--daemonize", "no", "--loglevel", "warning")
-	s := &Server{tb: tb, bin: bin, port: port, args: args, timeout: cfg.timeout}
+	s := &Server{tb: tb, bin: bin, timeout: cfg.timeout}
 	tb.Cleanup(s.Kill)
-	s.Start()
-	return s
+	// A port free when picked may be bound by another test's server before
+	// this one binds it: then pick another.
+	for attempt := 1; ; attempt++ {
+		port, err := freeport.Pick(1)
+		if err != nil {
+			tb.Fatalf("find a free port for redis-server: %v", err)
+		}
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", cfg.dir, "--save", ""}
+		if cfg.aof {
+			args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+		} else {
+			args = append(args, "--appendonly", "no")
+		}
+		s.port, s.args = port, append(args, "--daemonize", "no", "--loglevel", "warning")
+		out, err := s.start()
+		if err == nil {
+			return s
+		}
+		s.Kill()
+		if attempt < 3 && strings.Contains(out, "Address already in use") {
+			continue
+		}
+		tb.Fatalf("redis-server on %s: %v\n%s", s.Addr(), err, strings.TrimSpace(out))
+	}
 }
 
 // Addr returns the server's address, 127.0.0.1:port, the same across
@@ -116,19 +127,28 @@ func (s *Server) Start() {
 	if s.cmd != nil {
 		s.tb.Fatalf("redis-server on %s: Start while it is running (pid %d)", s.Addr(), s.cmd.Process.Pid)
 	}
+	if out, err := s.start(); err != nil {
+		s.Kill()
+		s.tb.Fatalf("redis-server on %s: %v\n%s", s.Addr(), err, strings.TrimSpace(out))
+	}
+}
+
+// start starts the process and waits for it to answer PING; on failure it
+// returns the process's output with the error (the caller kills it).
+func (s *Server) start() (string, error) {
 	cmd := exec.Command(s.bin, s.args...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		s.tb.Fatalf("start redis-server on %s: %v", s.Addr(), err)
+		return "", err
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.cmd, s.done, s.out = cmd, done, out
 	if err := s.waitReady(); err != nil {
-		s.Kill()
-		s.tb.Fatalf("redis-server on %s: %v\n%s", s.Addr(), err, strings.TrimSpace(out.String()))
+		return out.String(), err
 	}
+	return "", nil
 }
 
 // waitReady polls PING until the server answers, exits or the start

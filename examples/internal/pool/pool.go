@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/internal/freeport"
 )
 
 // Names of the roles that are not numbered.
@@ -170,7 +169,7 @@ func (p *Pool) addRole(name, kind string, index int, listeners ...string) *role 
 // consecutive (publisher i listens on the first port + i).
 func pickPorts(r *role) error {
 	if r.kind == KindPublisher {
-		base, err := consecutivePorts(len(r.listeners))
+		base, err := freeport.Pick(len(r.listeners))
 		if err != nil {
 			return err
 		}
@@ -180,52 +179,13 @@ func pickPorts(r *role) error {
 		return nil
 	}
 	for _, l := range r.listeners {
-		port, err := consecutivePorts(1)
+		port, err := freeport.Pick(1)
 		if err != nil {
 			return err
 		}
 		r.ports[l] = port
 	}
 	return nil
-}
-
-// Ports are picked in [portsLow, portsHigh): below Linux's default
-// ephemeral range (32768-60999), where the local port of any outgoing
-// connection (and there are many in TIME_WAIT on a busy machine) may take
-// a port between the moment it is picked and the role's listen.
-const portsLow, portsHigh = 20000, 32768
-
-// consecutivePorts returns the first of n consecutive ports of 127.0.0.1
-// that were free a moment ago (bound, then released), at random in
-// [portsLow, portsHigh).
-func consecutivePorts(n int) (int, error) {
-	var last error
-	for range 200 {
-		addr := "127.0.0.1:" + strconv.Itoa(portsLow+rand.IntN(portsHigh-portsLow-n))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			last = err
-			continue
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		lns := []net.Listener{ln}
-		ok := true
-		for i := 1; i < n; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				ok, last = false, err
-				break
-			}
-			lns = append(lns, l)
-		}
-		for _, l := range lns {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("pool: no %d consecutive free ports: %w", n, last)
 }
 
 // args are the flags of r's program, from the pool as it is now.
