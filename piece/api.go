@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -106,7 +107,8 @@ func WithLogger(l *slog.Logger) HandlerOption {
 type Handler struct {
 	store  Store
 	sign   signer
-	pubkey string // EncodePubKey(key.GetPublic())
+	ids    *memo[peer.ID] // decoded providerId strings
+	pubkey string         // EncodePubKey(key.GetPublic())
 	maxN   int
 	log    *slog.Logger
 	mux    *http.ServeMux
@@ -130,7 +132,7 @@ func NewHandler(s Store, key crypto.PrivKey, opts ...HandlerOption) (*Handler, e
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{store: s, sign: newSigner(key), pubkey: pub, maxN: c.maxN, log: c.log, mux: http.NewServeMux()}
+	h := &Handler{store: s, sign: newSigner(key), ids: newMemo[peer.ID](idMemoSize), pubkey: pub, maxN: c.maxN, log: c.log, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /sample/{providerId}/{pieceCid}", func(w http.ResponseWriter, r *http.Request) {
 		h.serveSample(w, r, r.PathValue("providerId"), r.PathValue("pieceCid"))
 	})
@@ -191,10 +193,11 @@ type apiError struct {
 	detail string
 }
 
-// parseSample parses the path values and the raw query of a sample request.
-func parseSample(providerID, pieceCid, rawQuery string, maxN int) (sampleQuery, *apiError) {
+// parseSample parses the path values and the raw query of a sample request;
+// ids (nil: none) remembers the peer IDs of valid providerId strings.
+func parseSample(providerID, pieceCid, rawQuery string, maxN int, ids *memo[peer.ID]) (sampleQuery, *apiError) {
 	var q sampleQuery
-	p, err := peer.Decode(providerID)
+	p, err := decodePeer(providerID, ids)
 	if err != nil {
 		return q, &apiError{http.StatusBadRequest, CodeInvalidProviderID, fmt.Sprintf("providerId %q is not a peer ID: %v", clip(providerID), err)}
 	}
@@ -256,6 +259,30 @@ func parseSample(providerID, pieceCid, rawQuery string, maxN int) (sampleQuery, 
 // isBase58PeerID reports whether s is in the form peer.Decode reads as
 // base58 (an identity multihash "1…" or sha2-256 "Qm…"). Base58 is
 // canonical, so such an s equals the decoded ID's String.
+// idMemoSize bounds the providerId strings a Handler remembers the
+// decoding of: two generations of at most this many.
+const idMemoSize = 4096
+
+// decodePeer is peer.Decode, remembering in ids (nil: none) the ID of each
+// valid string: base58 decoding is a tenth of a sample answer's own work,
+// and checkers ask about the same providers over and over. Decoding is a
+// pure function, so a remembered ID is never stale.
+func decodePeer(s string, ids *memo[peer.ID]) (peer.ID, error) {
+	if ids == nil {
+		return peer.Decode(s)
+	}
+	// A read-only view of s: get does not keep it and put copies it.
+	k := unsafe.Slice(unsafe.StringData(s), len(s))
+	if p, ok := ids.get(k); ok {
+		return p, nil
+	}
+	p, err := peer.Decode(s)
+	if err == nil {
+		ids.put(k, p)
+	}
+	return p, err
+}
+
 func isBase58PeerID(s string) bool {
 	return strings.HasPrefix(s, "Qm") || strings.HasPrefix(s, "1")
 }
@@ -279,7 +306,7 @@ const maxPooledBuf = 64 << 10
 // is cached between requests: the store is read and the answer signed
 // afresh each time.
 func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request, providerID, pieceCid string) {
-	q, aerr := parseSample(providerID, pieceCid, r.URL.RawQuery, h.maxN)
+	q, aerr := parseSample(providerID, pieceCid, r.URL.RawQuery, h.maxN, h.ids)
 	if aerr != nil {
 		writeError(w, aerr)
 		return

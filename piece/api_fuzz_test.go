@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // FuzzParseSample: the path and query parser never panics, accepts only
@@ -15,8 +17,16 @@ func FuzzParseSample(f *testing.F) {
 	f.Add("bafzaajaiaejcbzf5xjwlk5rgz2ecnfiuvxeayn3pnqxgk4tebyjagyp3vtsj7b3", "zb2rhe5P4gXftAwvA4eXQ5HJwsER2owDyS9sKaQRRVQPn93bA", "n=1&seed=x&n=3")
 	f.Add("", "", "")
 	f.Add("1", "b", "seed=&seed=")
+	ids := newMemo[peer.ID](4)
 	f.Fuzz(func(t *testing.T, provider, pieceCid, rawQuery string) {
-		q, aerr := parseSample(provider, pieceCid, rawQuery, MaxSamples)
+		q, aerr := parseSample(provider, pieceCid, rawQuery, MaxSamples, nil)
+		// With the peer ID memo, twice: the same answer as without it.
+		for range 2 {
+			qm, merr := parseSample(provider, pieceCid, rawQuery, MaxSamples, ids)
+			if (merr == nil) != (aerr == nil) || merr == nil && qm != q || merr != nil && *merr != *aerr {
+				t.Fatalf("with the memo: %+v %+v; without: %+v %+v", qm, merr, q, aerr)
+			}
+		}
 		if aerr != nil {
 			if aerr.status != 400 || aerr.code == "" || aerr.detail == "" {
 				t.Fatalf("bad error %+v", aerr)

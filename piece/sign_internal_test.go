@@ -41,7 +41,39 @@ func TestSignerMemo(t *testing.T) {
 			check(msg(0)) // maybe forgotten: signed again
 		}
 	}
-	if n := len(s.memo.cur) + len(s.memo.prev); n > 2*memoSize {
+	if n := s.memo.len(); n > 2*memoSize {
 		t.Errorf("memo holds %d messages, bound %d", n, 2*memoSize)
+	}
+}
+
+// The signer's Ed25519 (curve25519-voi) must give exactly the bytes of
+// crypto/ed25519 and of the libp2p key's Sign, whatever the key and the
+// message: clients verify with those.
+func TestSignerMatchesStdlib(t *testing.T) {
+	for k := range 64 {
+		key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newSigner(key)
+		s.memo = newMemo[[ed25519.SignatureSize]byte](memoSize)
+		raw, _ := key.Raw()
+		for i := range 32 {
+			msg := make([]byte, (k*32+i)%700)
+			_, _ = rand.Read(msg)
+			got, err := s.appendSig(nil, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			std := ed25519.Sign(ed25519.PrivateKey(raw), msg)
+			lp, err := key.Sign(msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := base64.StdEncoding.EncodeToString(std)
+			if string(got) != want || base64.StdEncoding.EncodeToString(lp) != want {
+				t.Fatalf("key %d, message of %d bytes: signer %s, crypto/ed25519 %s, libp2p %x", k, len(msg), got, want, lp)
+			}
+		}
 	}
 }
