@@ -87,8 +87,15 @@ type Config struct {
 	// SafetyMargin: a Lease considers itself lost this long before its
 	// lease expires by the holder's clock (default TTL/10).
 	SafetyMargin time.Duration
-	Clock        Clock
-	Hooks        Hooks
+	// LossGuard makes a store that can lose its data without notice (a
+	// Redis server without durable writes) hold every grant for one TTL
+	// after it finds its data gone, so that every holder from before the
+	// loss has given its lease up (Done closed) before the item can be
+	// granted elsewhere. Off by default; stores that cannot lose
+	// acknowledged writes ignore it. See lease/redis.
+	LossGuard bool
+	Clock     Clock
+	Hooks     Hooks
 }
 
 // Option changes a Config.
@@ -123,6 +130,9 @@ func WithStarveAfter(n int) Option { return func(c *Config) { c.StarveAfter = n 
 
 // WithSafetyMargin sets how early a Lease gives itself up.
 func WithSafetyMargin(d time.Duration) Option { return func(c *Config) { c.SafetyMargin = d } }
+
+// WithLossGuard turns [Config.LossGuard] on.
+func WithLossGuard() Option { return func(c *Config) { c.LossGuard = true } }
 
 // WithClock sets the clock (default [SystemClock]).
 func WithClock(clk Clock) Option { return func(c *Config) { c.Clock = clk } }

@@ -135,7 +135,8 @@ const (
 	// evaluation closed it first).
 	NoAuction Outcome = iota
 	// NotDue: the auction is open, its window has not passed and it has
-	// fewer bids than its threshold.
+	// fewer bids than its threshold; or a store with [Config.LossGuard]
+	// holds grants after finding its data gone, until Deadline.
 	NotDue
 	// Granted: the auction closed and its best eligible bid won.
 	Granted

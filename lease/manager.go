@@ -531,7 +531,9 @@ func (m *Manager) bid(ctx context.Context, r Row, free int64) {
 	if hooks.BidPlaced != nil {
 		hooks.BidPlaced(r.ID, m.node, free)
 	}
-	if res.Result != nil {
+	// A bid that reached the threshold closed the auction, unless the
+	// store holds grants (LossGuard): then the bid stays pending.
+	if res.Result != nil && res.Result.Outcome != NotDue {
 		m.settle(ctx, *res.Result)
 		return
 	}

@@ -39,6 +39,9 @@ type tuning struct {
 	// Replicas is the number of copies of each repo (lease replication):
 	// the primary and Replicas-1 replica slots, on different nodes.
 	Replicas int
+	// LossGuard holds grants for one TTL after the catalog is found gone
+	// (lease.WithLossGuard): for a Redis without durable writes.
+	LossGuard bool
 }
 
 func defaultTuning() tuning {
@@ -61,6 +64,7 @@ func (t *tuning) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.BackoffBase, "backoff", t.BackoffBase, "base of the backoff after a lost or rejected bid")
 	fs.DurationVar(&t.BackoffMax, "backoff-max", t.BackoffMax, "cap of that backoff")
 	fs.IntVar(&t.Replicas, "replicas", t.Replicas, "copies of each repo on different nodes; reads fall back to a ready replica")
+	fs.BoolVar(&t.LossGuard, "loss-guard", t.LossGuard, "hold grants for one TTL after the catalog is found gone, so no repo is granted while a holder from before a Redis data loss still serves it (for a Redis without durable writes; a fresh catalog's first grants wait one TTL too)")
 }
 
 // args returns the flags that give a node t.
@@ -70,7 +74,7 @@ func (t tuning) args() []string {
 		"-heartbeat", t.Heartbeat.String(), "-scan", t.Scan.String(), "-max-bids", strconv.Itoa(t.MaxBids),
 		"-index-concurrency", strconv.Itoa(t.IndexConcurrency),
 		"-backoff", t.BackoffBase.String(), "-backoff-max", t.BackoffMax.String(),
-		"-replicas", strconv.Itoa(t.Replicas),
+		"-replicas", strconv.Itoa(t.Replicas), "-loss-guard=" + strconv.FormatBool(t.LossGuard),
 	}
 }
 
@@ -95,6 +99,9 @@ func (t tuning) validate() error {
 // storeOptions are the lease store's options for t.
 func (t tuning) storeOptions(hooks lease.Hooks) []lease.Option {
 	opts := []lease.Option{lease.WithTTL(t.TTL), lease.WithAuctionWindow(t.Window), lease.WithHooks(hooks)}
+	if t.LossGuard {
+		opts = append(opts, lease.WithLossGuard())
+	}
 	if t.MaxBids > 0 {
 		opts = append(opts, lease.WithMaxBids(t.MaxBids))
 	} else {

@@ -54,6 +54,9 @@
 //	Pnodes                  ZSET   node -> last heartbeat (µs); pruned with
 //	                               ZREMRANGEBYSCORE, counted with ZCOUNT over
 //	                               the liveness window, never KEYS
+//	Pepoch                  STRING with lease.WithLossGuard: the server time
+//	                               (µs) at which an evaluation found the
+//	                               data new or lost; never deleted
 //
 // A bid and an evaluation touch the item's keys, the bidders' pending
 // markers and the nodes set, which sit in different slots: this version
@@ -118,9 +121,18 @@
 // are gone: owners learn it at their next renewal (lease.ErrNotFound, which
 // closes Done), the catalog must be put again before anyone can bid, and
 // fences still increase (above). Between the loss and the old holder's next
-// renewal, a new grant can exist while the old holder still believes it
-// holds the item, so on a server without durable writes only fence checks
-// at the resources keep them safe. Use CheckFence there.
+// renewal, a new grant could exist while the old holder still believes it
+// holds the item. lease.WithLossGuard closes that window: the store keeps
+// an epoch key, set once and never deleted, and an evaluation that finds
+// it missing (new data, or data lost) sets it and holds every grant until
+// one TTL after it, answering NotDue with the end of the hold as Deadline
+// while the auction keeps its bids. Every lease granted before the loss
+// has expired by then, so its holder has closed Done. The price is that a
+// fresh catalog's first grants wait one TTL too, since new data cannot be
+// told from lost data. The guard does not cover a partial loss (a lossy
+// fsync policy, a failover to a replica that missed the last writes),
+// where the epoch key survives: there, and always as a second line, fence
+// checks at the resources keep holders safe. Use CheckFence there.
 //
 // # Lifecycle
 //

@@ -23,7 +23,7 @@ type Store struct {
 	rdb    goredis.UniversalClient
 	prefix string
 	cfg    lease.Config
-	cfgArg []any // ARGV[1..8] of the auction scripts
+	cfgArg []any // ARGV[1..9] of the auction scripts
 	closed atomic.Bool
 }
 
@@ -54,13 +54,17 @@ func New(rdb goredis.UniversalClient, prefix string, opts ...lease.Option) (*Sto
 		}
 		return 0
 	}
+	var guard int64
+	if cfg.LossGuard {
+		guard = us(cfg.TTL)
+	}
 	return &Store{
 		rdb:    rdb,
 		prefix: prefix,
 		cfg:    cfg,
 		cfgArg: []any{
 			us(cfg.TTL), us(cfg.AuctionWindow), int64(pendMs), cfg.MaxBids,
-			b2i(cfg.DynamicMaxBids), us(cfg.LivenessWindow), b2i(cfg.LiveBiddersOnly), prefix,
+			b2i(cfg.DynamicMaxBids), us(cfg.LivenessWindow), b2i(cfg.LiveBiddersOnly), prefix, guard,
 		},
 	}, nil
 }

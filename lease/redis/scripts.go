@@ -34,12 +34,14 @@ local function check(r, holder, fence)
 end
 `
 
-// cfg is the configuration every auction script gets as ARGV[1..8]:
+// cfg is the configuration every auction script gets as ARGV[1..9]:
 // TTL µs, window µs, pending-marker PX ms, static MaxBids, dynamic (0/1),
-// liveness µs, live bidders only (0/1), key prefix.
+// liveness µs, live bidders only (0/1), key prefix, loss-guard hold µs (0:
+// off).
 const auction = `
 local TTL, WINDOW, PEND = n(ARGV[1]), n(ARGV[2]), ARGV[3]
 local MAXBIDS, DYN, LIVE, LIVEONLY, P = n(ARGV[4]), ARGV[5] == '1', n(ARGV[6]), ARGV[7] == '1', ARGV[8]
+local GUARD = n(ARGV[9])
 local function prune(nodek)
   redis.call('ZREMRANGEBYSCORE', nodek, '-inf', s(now - LIVE))
 end
@@ -68,6 +70,19 @@ local function evaluate(rowk, bidk, nodek, r, item)
   local th = threshold(r, nodek)
   local short = th > 0 and nb >= th
   if not timed and not short then return {1, round, '', 0, 0, nb, n(r.unleased), 0, 0, dl, th} end
+  -- The loss guard: the epoch key is set once and never deleted, so its
+  -- absence means the data is new or was lost. Grants wait until one
+  -- hold after the epoch; the auction stays open with its bids, and its
+  -- deadline reads as the end of the hold.
+  if GUARD > 0 then
+    local ek = P .. 'epoch'
+    local ep = n(redis.call('GET', ek))
+    if ep == 0 then
+      ep = now
+      redis.call('SET', ek, s(ep))
+    end
+    if now < ep + GUARD then return {1, round, '', 0, 0, nb, n(r.unleased), 0, 0, ep + GUARD, th} end
+  end
   local list = redis.call('LRANGE', bidk, 0, -1)
   redis.call('DEL', bidk)
   local tag = s(round) .. ':' .. item
@@ -134,7 +149,7 @@ return out
 // node, free. Returns {code, started, round, seq, bids, closed, E...}.
 var bidScript = goredis.NewScript(prelude + auction + `
 local rowk, bidk, nodek, pendk = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local item, node, free = ARGV[9], ARGV[10], ARGV[11]
+local item, node, free = ARGV[10], ARGV[11], ARGV[12]
 local r = load(rowk)
 if not r then return {1} end
 expire(rowk, r)
@@ -172,7 +187,7 @@ local r = load(KEYS[1])
 if not r then return {1} end
 expire(KEYS[1], r)
 local res = {0}
-local e = evaluate(KEYS[1], KEYS[2], KEYS[3], r, ARGV[9])
+local e = evaluate(KEYS[1], KEYS[2], KEYS[3], r, ARGV[10])
 for i = 1, #e do res[#res + 1] = e[i] end
 return res
 `)
