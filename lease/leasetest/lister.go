@@ -21,7 +21,9 @@ func testLister(t *testing.T, s *suite) {
 	for i := range n {
 		e.put(lease.Item{ID: fmt.Sprintf("item-%03d", i), Commit: fmt.Sprint(i), Size: int64(i)})
 	}
-	e.bid("item-007", "a", 100)
+	e.bid("item-007", "a", 100) // an open auction
+	e.put(lease.Item{ID: "item-008", Commit: "8", Size: 8, MaxBids: 1})
+	e.bid("item-008", "b", 100) // granted
 	seen := map[string]int{}
 	for r, err := range l.Rows(e.ctx) {
 		if err != nil {
@@ -29,9 +31,15 @@ func testLister(t *testing.T, s *suite) {
 		}
 		seen[r.ID]++
 		want := e.get(r.ID)
-		if r.Commit != want.Commit || r.Size != want.Size || r.Round != want.Round || r.Bids != want.Bids {
+		if r.Commit != want.Commit || r.Size != want.Size || r.Round != want.Round || r.Bids != want.Bids ||
+			r.Owner != want.Owner || r.Fence != want.Fence || r.State != want.State || r.Ready != want.Ready ||
+			!r.Expiry.Equal(want.Expiry) || !r.AuctionDeadline.Equal(want.AuctionDeadline) ||
+			r.Version != want.Version || r.MaxBids != want.MaxBids || r.Unleased != want.Unleased {
 			t.Errorf("Rows gave %+v, Get gives %+v", r, want)
 		}
+	}
+	if r := e.get("item-008"); r.Owner != "b" {
+		t.Fatalf("item-008 not granted to b: %+v", r)
 	}
 	if len(seen) != n {
 		t.Errorf("Rows listed %d items, want %d", len(seen), n)

@@ -297,3 +297,51 @@ func BenchmarkShortCircuit(b *testing.B) {
 	})
 	b.Run("raw", rawLatency)
 }
+
+// BenchmarkRows: listing the whole catalog of 1024 rows (lease.Lister),
+// as a Manager does on every scan. ops/s counts rows. The raw baseline
+// pipelines one HGETALL per row over the same client, the floor for
+// reading every row.
+func BenchmarkRows(b *testing.B) {
+	b.Run("store", func(b *testing.B) {
+		s, _, names := benchStore(b)
+		ctx := context.Background()
+		start := time.Now()
+		for b.Loop() {
+			n := 0
+			for _, err := range s.Rows(ctx) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			if n != len(names) {
+				b.Fatalf("%d rows, want %d", n, len(names))
+			}
+		}
+		report(b, start, b.N*len(names))
+	})
+	b.Run("raw", func(b *testing.B) {
+		c := redistest.Client(b, redistest.Addr())
+		prefix := redistest.Prefix(b, c, "lease")
+		ctx := context.Background()
+		keys := make([]string, benchItems)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("%s{item-%04d}:row", prefix, i)
+			if err := c.HSet(ctx, keys[i], "commit", "", "size", 0, "maxbids", 1, "minbid", 0, "version", 1).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		for b.Loop() {
+			pipe := c.Pipeline()
+			for _, k := range keys {
+				pipe.HGetAll(ctx, k)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, start, b.N*len(keys))
+	})
+}

@@ -2,7 +2,6 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"strconv"
@@ -190,42 +189,68 @@ func (s *Store) getMany(ctx context.Context, ids []string) ([]lease.Row, error) 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// Load the script once, so the pipeline can use EVALSHA throughout
-	// even after a SCRIPT FLUSH or a restart.
-	if err := getScript.Load(ctx, s.rdb).Err(); err != nil {
-		return nil, fmt.Errorf("lease/redis: rows: load script: %w", err)
-	}
+	// Plain HGETALLs and one TIME after them, pipelined: no script, as a
+	// listing is a snapshot that every later action re-checks in its own
+	// script. TIME comes after the reads, so a lease reported held had
+	// not lapsed when it was read, and one that lapsed before TIME (and so
+	// can no longer be renewed) is reported idle.
 	pipe := s.rdb.Pipeline()
-	cmds := make([]*goredis.Cmd, len(ids))
+	hs := make([]*goredis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = getScript.EvalSha(ctx, pipe, []string{s.rowKey(id), s.bidsKey(id)})
+		hs[i] = pipe.HGetAll(ctx, s.rowKey(id))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, goredis.Nil) {
+	tm := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("lease/redis: rows: %w", err)
 	}
+	now := tm.Val().UnixMicro()
+	// The bids of open auctions, in a second round trip: few rows have one.
+	var open []int
+	bids := make([]*goredis.IntCmd, len(ids))
+	for i, h := range hs {
+		if h.Val()["open"] == "1" {
+			open = append(open, i)
+		}
+	}
+	if len(open) > 0 {
+		pipe := s.rdb.Pipeline()
+		for _, i := range open {
+			bids[i] = pipe.LLen(ctx, s.bidsKey(ids[i]))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("lease/redis: rows: %w", err)
+		}
+	}
 	rows := make([]lease.Row, 0, len(ids))
-	for i, c := range cmds {
-		v, err := c.Slice()
-		if err != nil {
-			return nil, fmt.Errorf("lease/redis: rows: item %q: %w", ids[i], err)
+	for i, id := range ids {
+		f := hs[i].Val()
+		if len(f) == 0 { // a missing row (a Put that failed after SADD) is skipped
+			continue
 		}
-		if len(v) > 0 {
-			rows = append(rows, parseRow(ids[i], v))
+		var nb int64
+		if bids[i] != nil {
+			nb = bids[i].Val()
 		}
+		rows = append(rows, rowFromFields(id, now, nb, f))
 	}
 	return rows, nil
 }
 
-// parseRow reads {now µs, bids, field, value, ...} into a row, applying
-// the lapse of an expired lease.
+// parseRow reads {now µs, bids, field, value, ...} (getScript's reply)
+// into a row.
 func parseRow(id string, v []any) lease.Row {
-	now := toInt(v[0])
-	f := map[string]string{}
+	f := make(map[string]string, (len(v)-2)/2)
 	for i := 2; i+1 < len(v); i += 2 {
 		k, _ := v[i].(string)
 		x, _ := v[i+1].(string)
 		f[k] = x
 	}
+	return rowFromFields(id, toInt(v[0]), toInt(v[1]), f)
+}
+
+// rowFromFields makes a row of the fields of its hash, with nbids bids in
+// its auction, applying the lapse of a lease expired at now (µs).
+func rowFromFields(id string, now, nbids int64, f map[string]string) lease.Row {
 	num := func(k string) int64 { n, _ := strconv.ParseInt(f[k], 10, 64); return n }
 	r := lease.Row{
 		Item: lease.Item{
@@ -250,7 +275,7 @@ func parseRow(id string, v []any) lease.Row {
 		r.LastIndexed = time.Unix(0, ns)
 	}
 	if f["open"] == "1" {
-		r.Bids = int(toInt(v[1]))
+		r.Bids = int(nbids)
 		r.AuctionDeadline = time.UnixMicro(num("deadline"))
 	}
 	return r
