@@ -518,8 +518,16 @@ func (t *Tracker) writeStatuses(ctx context.Context) {
 		switch {
 		case st.Walking && st.Pending > 0:
 			w.text = fmt.Sprintf("walking: applying advertisements, %d pending", st.Pending)
-		case st.Walking:
+		case st.Walking && st.Head.Defined():
 			w.text = "walking: collecting advertisements"
+		case st.Walking && st.LastHead.Defined() && st.Failures == 0:
+			// Asking the publisher for its head, with no new head known:
+			// as of now the provider is up to date. (A configured
+			// publisher is asked at every poll; its status should not
+			// flicker.)
+			w.text = "up to date"
+		case st.Walking:
+			w.text = "walking: fetching the head"
 		case st.Failures > 0:
 			w.text = fmt.Sprintf("walk failed %d time(s) in a row; retrying at %s", st.Failures, st.RetryAt.UTC().Format(time.RFC3339))
 		case st.LastHead.Defined() && !st.Head.Defined():
