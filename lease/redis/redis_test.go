@@ -53,18 +53,7 @@ func TestNewRejectsBadArguments(t *testing.T) {
 // grant wins id for node through a one-bid auction.
 func grant(t *testing.T, s lease.Store, id, node string) lease.Ref {
 	t.Helper()
-	ctx := context.Background()
-	if err := s.Put(ctx, lease.Item{ID: id, MaxBids: 1}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Bid(ctx, id, node, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Result == nil || res.Result.Grant == nil || res.Result.Grant.Holder != node {
-		t.Fatalf("bid did not grant: %+v", res)
-	}
-	return res.Result.Grant.Ref
+	return bidUntilGranted(t, s, id, node).Ref
 }
 
 // SCRIPT FLUSH empties the server's script cache; go-redis's Script.Run
