@@ -32,14 +32,11 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 	out := os.Stdout
 	ctx, cancel := context.WithTimeout(ctx, ff.Duration)
 	defer cancel()
-	f, err := newFleet(ctx, ff, out)
+	f, err := startFleet(ctx, ff, out)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := f.startNodes(ctx, ff.Nodes); err != nil {
-		return err
-	}
 	for _, c := range f.nodes {
 		fmt.Fprintf(out, "%s listening on %s (pid %d)\n", c.Name, c.Addr, c.cmd.Process.Pid)
 	}

@@ -151,6 +151,20 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 	return f, nil
 }
 
+// startFleet is newFleet followed by starting ff.Nodes nodes; on failure
+// everything started is stopped.
+func startFleet(ctx context.Context, ff fleetFlags, out io.Writer) (*fleet, error) {
+	f, err := newFleet(ctx, ff, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.startNodes(ctx, ff.Nodes); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // startNodes starts n nodes named node-a, node-b, … at once.
 func (f *fleet) startNodes(ctx context.Context, n int) error {
 	level := "debug" // the bid lines feed the sim's latencies

@@ -33,14 +33,11 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 	out := os.Stdout
 	ctx, cancel := context.WithTimeout(ctx, ff.Duration)
 	defer cancel()
-	f, err := newFleet(ctx, ff, out)
+	f, err := startFleet(ctx, ff, out)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := f.startNodes(ctx, ff.Nodes); err != nil {
-		return err
-	}
 	fmt.Fprintf(out, "%d nodes started; ttl %v, window %v, max-bids %s, scan %v, index concurrency %d\n",
 		ff.Nodes, ff.TTL, ff.Window, maxBidsText(ff.MaxBids), ff.Scan, ff.IndexConcurrency)
 
