@@ -42,6 +42,27 @@ var (
 	// twice.
 	ErrCycle = errors.New("ingest: advertisement chain has a cycle")
 
+	// ErrSpillLimit is wrapped when the advertisements a walk has
+	// collected and not applied yet would take more bytes than the spill
+	// limit ([WithSpillLimits]): the walk is abandoned, nothing of it kept.
+	ErrSpillLimit = errors.New("ingest: spill limit reached")
+
+	// ErrTooSlow is wrapped when a publisher sends its blocks slower than
+	// the minimum transfer rate ([WithMinTransferRate]): the walk stops
+	// where it is (persisted) and the publisher backs off.
+	ErrTooSlow = errors.New("ingest: publisher too slow")
+
+	// ErrUnverified is wrapped when a publisher's signed head could not be
+	// fetched and verified from the addresses announced (or, when none were,
+	// from those verified before): the announce is ignored, nothing is
+	// written, the stored addresses stay.
+	ErrUnverified = errors.New("ingest: publisher head not verified")
+
+	// ErrTooManyPublishers is returned by [Ingester.Announce] for a new
+	// publisher while the most publishers that never verified are pending
+	// ([WithUnverifiedLimit]).
+	ErrTooManyPublishers = errors.New("ingest: too many unverified publishers")
+
 	// ErrNotAllowed is returned for a publisher that the [Policy] denies.
 	ErrNotAllowed = errors.New("ingest: publisher not allowed")
 

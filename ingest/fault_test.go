@@ -29,9 +29,12 @@ func rawBlock(t testing.TB, o *overlay, codec uint64, data []byte) cid.Cid {
 	return c
 }
 
-// Each fault gives a named error, leaves the store as it was before the
-// faulty advertisement (every earlier one applied), records the error, and
-// does not stop another publisher walked at the same time.
+// Each fault gives a named error, records it, and does not stop another
+// publisher walked at the same time. A fault of the entries of an
+// advertisement leaves the store as it was before that advertisement
+// (every earlier one applied, the walk stalled there); an advertisement
+// that does not verify (signature, hash, decoding, limits) is met while
+// collecting, and the walk is abandoned with nothing of it kept.
 func TestFaults(t *testing.T) {
 	stranger, _, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
@@ -46,7 +49,7 @@ func TestFaults(t *testing.T) {
 		after func(o *overlay) // changes served blocks after signing
 		want  []error
 		// applied: the ads of the chain before the faulty one are
-		// applied (false when the walk fails before applying any).
+		// applied (false when the walk is abandoned while collecting).
 		applied bool
 	}{
 		{name: "chunk hash mismatch", applied: true, want: []error{ingest.ErrInvalidBlock, schema.ErrHashMismatch},
@@ -64,12 +67,12 @@ func TestFaults(t *testing.T) {
 			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
 				ad.Entries = chunkBlock(t, o, storetest.Multihashes("big", 90_000), cid.Undef)
 			}},
-		{name: "bad signature", applied: true, want: []error{ingest.ErrSignature},
+		{name: "bad signature", want: []error{ingest.ErrSignature},
 			key: func(*chaingen.Chain) crypto.PrivKey { return stranger },
 			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
 				ad.Entries = chunkBlock(t, o, good, cid.Undef)
 			}},
-		{name: "tampered after signing", applied: true, want: []error{ingest.ErrSignature, schema.ErrInvalidSignature},
+		{name: "tampered after signing", want: []error{ingest.ErrSignature, schema.ErrInvalidSignature},
 			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
 				ad.Entries = chunkBlock(t, o, good, cid.Undef)
 			},
@@ -86,7 +89,7 @@ func TestFaults(t *testing.T) {
 				}
 				o.blocks[c], o.head = block, c
 			}},
-		{name: "unsigned", applied: true, want: []error{ingest.ErrSignature, schema.ErrNoSignature},
+		{name: "unsigned", want: []error{ingest.ErrSignature, schema.ErrNoSignature},
 			key: func(*chaingen.Chain) crypto.PrivKey { return nil },
 			edit: func(t *testing.T, ad *schema.Advertisement, o *overlay) {
 				ad.Entries = chunkBlock(t, o, good, cid.Undef)

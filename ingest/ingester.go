@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,10 +35,13 @@ type Ingester struct {
 	wake   chan struct{} // a publisher became ready; buffered, 1
 	provMu sync.Mutex    // serialises read-modify-writes of provider records
 
-	mu      sync.Mutex
-	policy  Policy
-	pubs    map[peer.ID]*publisher
-	running int // walks started by Run and not yet finished
+	mu         sync.Mutex
+	policy     Policy
+	pubs       map[peer.ID]*publisher
+	seq        uint64 // queue order of the last publisher queued
+	unverified int    // publishers in pubs that never verified
+	running    int    // walks started by Run and not yet finished
+	runningNew int    // of those, walks of publishers not established
 }
 
 // publisher is the Ingester's state of one publisher; mu of the Ingester
@@ -45,15 +50,26 @@ type publisher struct {
 	id     peer.ID
 	walker *Walker
 
-	addrs    []multiaddr.Multiaddr
-	syncer   *limitedSyncer // made from addrs; nil until needed
-	want     cid.Cid        // head to walk to next; Undef: ask the publisher
-	queued   bool           // a walk is wanted
-	walking  bool           // a walk runs now
-	failures int
-	retryAt  time.Time
-	lastErr  error
-	errTime  time.Time
+	// addrs are where a head signed by the publisher was last fetched
+	// (persisted, so also by an earlier process); verified is true once
+	// there are such addresses. established is true once a walk of the
+	// publisher has finished: it may use the reserved workers.
+	addrs       []multiaddr.Multiaddr
+	verified    bool
+	established bool
+	syncer      *limitedSyncer // made from addrs; nil until needed
+
+	cand         []multiaddr.Multiaddr // announced, not verified yet; nil: none
+	want         cid.Cid               // head to walk to next; Undef: ask the publisher
+	headVerified bool                  // want is the head a yielded slot verified
+	queued       bool                  // a walk is wanted
+	seq          uint64                // queue order: the lowest queued walks first
+	announced    time.Time             // last announce (expiry of unverified publishers)
+	walking      bool                  // a walk runs now
+	failures     int
+	retryAt      time.Time
+	lastErr      error
+	errTime      time.Time
 
 	entries atomic.Uint64
 	addrsMu sync.Mutex // guards addrs for announcedAddrs
@@ -117,6 +133,8 @@ func (i *Ingester) Walker(publisher peer.ID) (*Walker, error) {
 	return p.walker, nil
 }
 
+// publisherLocked returns the state of id, loading what the datastore holds
+// of it (verified addresses, last head, backoff) on first use.
 func (i *Ingester) publisherLocked(id peer.ID) (*publisher, error) {
 	if p := i.pubs[id]; p != nil {
 		return p, nil
@@ -125,15 +143,35 @@ func (i *Ingester) publisherLocked(id peer.ID) (*publisher, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The addresses a previous process used, so that an announce or sync
-	// without addresses after a restart still reaches the publisher.
-	addrs, err := i.storedAddrs(context.Background(), id)
+	ctx := context.Background()
+	// The addresses a previous process verified, so that an announce or
+	// sync without addresses after a restart still reaches the publisher.
+	addrs, err := i.storedAddrs(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	p := &publisher{id: id, walker: w, addrs: addrs}
+	ws, err := w.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &publisher{id: id, walker: w, addrs: addrs, verified: len(addrs) > 0, established: ws.LastHead.Defined()}
+	if p.failures, p.retryAt, err = i.storedBackoff(ctx, id); err != nil {
+		return nil, err
+	}
+	if !p.verified {
+		i.unverified++
+	}
 	i.pubs[id] = p
 	return p, nil
+}
+
+// forgetLocked drops p, which never verified, from memory (nothing of it is
+// persisted).
+func (i *Ingester) forgetLocked(p *publisher) {
+	if i.pubs[p.id] == p && !p.verified {
+		delete(i.pubs, p.id)
+		i.unverified--
+	}
 }
 
 // storedAddrs reads the addresses persisted for publisher (none if never
@@ -152,25 +190,78 @@ func (i *Ingester) storedAddrs(ctx context.Context, publisher peer.ID) ([]multia
 	return addrs, nil
 }
 
+// storedBackoff reads the backoff persisted for publisher: consecutive
+// failures and the time of the next try.
+func (i *Ingester) storedBackoff(ctx context.Context, publisher peer.ID) (int, time.Time, error) {
+	raw, err := i.ds.Get(ctx, keysFor(publisher).key(keyBackoff))
+	switch {
+	case errors.Is(err, datastore.ErrNotFound):
+		return 0, time.Time{}, nil
+	case err != nil:
+		return 0, time.Time{}, fmt.Errorf("ingest: backoff of %s: %w", publisher, err)
+	}
+	failures, n := binary.Uvarint(raw)
+	at, m := binary.Varint(raw[max(n, 0):])
+	if n <= 0 || m <= 0 {
+		return 0, time.Time{}, nil // unreadable: no backoff
+	}
+	return int(failures), time.Unix(0, at), nil
+}
+
+// persistBackoff records publisher's backoff (none when failures is 0), so
+// that a restart does not walk a failing publisher again at once.
+func (i *Ingester) persistBackoff(ctx context.Context, publisher peer.ID, failures int, retryAt time.Time) {
+	k := keysFor(publisher).key(keyBackoff)
+	var err error
+	if failures == 0 {
+		err = i.ds.Delete(ctx, k)
+	} else {
+		v := binary.AppendUvarint(nil, uint64(failures))
+		err = i.ds.Put(ctx, k, binary.AppendVarint(v, retryAt.UnixNano()))
+	}
+	if err != nil {
+		i.log.Warn("persisting backoff failed", "publisher", publisher.String(), "err", err)
+	}
+}
+
 // Announce tells the Ingester that publisher, reachable at addrs, has head
-// (cid.Undef: ask the publisher for its head). The walk happens in
-// [Ingester.Run]. A newer announce replaces one still pending; one made
-// while the publisher is being walked is taken when that walk ends. Addrs
-// may be empty to keep the addresses last announced, to this Ingester or
-// (persisted with the walk) to a previous one on the same datastore. It returns
-// [ErrNotAllowed] for a publisher the policy denies.
+// (cid.Undef: ask the publisher for its head). An announce is a hint, not
+// an instruction: the walk happens in [Ingester.Run], and starts by
+// fetching the publisher's signed head from addrs and verifying it against
+// the publisher's key. Until then nothing is written and the addresses
+// stored for the publisher stay; if it does not verify, the announce is
+// ignored (logged) and, for a publisher never verified, forgotten. The
+// walk goes to the verified head, which covers an announced head that is
+// an older advertisement of the chain; an announced head that is not in
+// the chain is ignored.
+//
+// A newer announce replaces one still pending; one made while the publisher
+// is being walked is taken when that walk ends. Addrs may be empty to use
+// the addresses last verified, by this Ingester or (persisted) by a
+// previous one on the same datastore. Announce returns [ErrNotAllowed] for
+// a publisher the policy denies, and [ErrTooManyPublishers] when too many
+// publishers that never verified are pending ([WithUnverifiedLimit]).
 func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if !i.policy.Allowed(publisher) {
 		return fmt.Errorf("%w: %s", ErrNotAllowed, publisher)
 	}
+	now := time.Now()
+	if i.pubs[publisher] == nil && i.unverified >= i.cfg.maxUnverified {
+		i.expireLocked(now)
+		if i.unverified >= i.cfg.maxUnverified {
+			return fmt.Errorf("%w: %d publishers that never verified are pending; %s is not taken", ErrTooManyPublishers, i.unverified, publisher)
+		}
+	}
 	p, err := i.publisherLocked(publisher)
 	if err != nil {
 		return err
 	}
-	i.setAddrsLocked(p, addrs)
-	p.want, p.queued = head, true
+	i.setCandLocked(p, addrs)
+	p.want, p.headVerified = head, false
+	p.announced = now
+	i.queueLocked(p)
 	select {
 	case i.wake <- struct{}{}:
 	default:
@@ -178,20 +269,41 @@ func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head
 	return nil
 }
 
-func (i *Ingester) setAddrsLocked(p *publisher, addrs []multiaddr.Multiaddr) {
-	if len(addrs) == 0 || slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal) {
-		return
+// queueLocked queues a walk of p, behind every publisher queued before it;
+// p keeps its place if it is queued already.
+func (i *Ingester) queueLocked(p *publisher) {
+	if !p.queued {
+		i.seq++
+		p.queued, p.seq = true, i.seq
 	}
-	p.addrsMu.Lock()
-	p.addrs = slices.Clone(addrs)
-	p.addrsMu.Unlock()
-	p.syncer = nil // made again from the new addresses
 }
 
-// Sync walks publisher's chain up to head now, in the caller's goroutine,
-// and returns the walk's error (it is also recorded in the status). It
-// waits for a walk of the same publisher that is running. Addrs and head
-// are as for [Ingester.Announce].
+// expireLocked forgets the publishers that never verified, are queued and
+// were announced longer ago than the unverified TTL.
+func (i *Ingester) expireLocked(now time.Time) {
+	for _, p := range i.pubs {
+		if !p.verified && p.queued && !p.walking && now.Sub(p.announced) > i.cfg.unverifiedTTL {
+			i.log.Info("forgetting a publisher that never verified", "publisher", p.id.String(), "announced", p.announced)
+			i.forgetLocked(p)
+		}
+	}
+}
+
+// setCandLocked notes addrs as p's candidate addresses, verified when p is
+// next walked; none (or those already verified) clears the candidate.
+func (i *Ingester) setCandLocked(p *publisher, addrs []multiaddr.Multiaddr) {
+	if len(addrs) == 0 || slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal) {
+		p.cand = nil
+		return
+	}
+	p.cand = slices.Clone(addrs)
+}
+
+// Sync walks publisher's chain up to its head now, in the caller's
+// goroutine, and returns the walk's error (it is also recorded in the
+// status). It waits for a walk of the same publisher that is running.
+// Addrs and head are as for [Ingester.Announce]: the head is verified
+// first, and a failure to verify it is returned (wrapping [ErrUnverified]).
 func (i *Ingester) Sync(ctx context.Context, publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	i.mu.Lock()
 	if !i.policy.Allowed(publisher) {
@@ -200,61 +312,177 @@ func (i *Ingester) Sync(ctx context.Context, publisher peer.ID, addrs []multiadd
 	}
 	p, err := i.publisherLocked(publisher)
 	if err == nil {
-		i.setAddrsLocked(p, addrs)
+		i.setCandLocked(p, addrs)
 	}
 	i.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	err = i.walk(ctx, p, head)
+	_, err = i.walk(ctx, p, head, false, nil)
 	i.mu.Lock()
-	i.recordLocked(p, err)
+	failures, retryAt, persist := i.recordLocked(p, err)
+	if !p.verified && !p.queued && !p.walking {
+		i.forgetLocked(p)
+	}
 	i.mu.Unlock()
+	if persist {
+		i.persistBackoff(context.WithoutCancel(ctx), p.id, failures, retryAt)
+	}
 	return err
 }
 
-// walk runs one walk of p to head.
-func (i *Ingester) walk(ctx context.Context, p *publisher, head cid.Cid) error {
-	src, err := i.syncerFor(ctx, p)
-	if err != nil {
-		return err
+// walk runs one walk of p, within sl (nil: to the end): it verifies the
+// publisher's head (unless headVerified) and walks to it. It returns the
+// head walked to.
+func (i *Ingester) walk(ctx context.Context, p *publisher, announced cid.Cid, headVerified bool, sl *slot) (cid.Cid, error) {
+	var src Syncer
+	var head cid.Cid
+	var err error
+	if headVerified && announced.Defined() {
+		src, err = i.syncerFor(p)
+		head = announced
+	} else {
+		src, head, err = i.verifyHead(ctx, p, announced)
+	}
+	if err != nil || !head.Defined() {
+		return head, err
+	}
+	if sl != nil {
+		src = meteredSyncer{Syncer: src, sl: sl}
 	}
 	var a Applier = storeApplier{i: i, pub: p}
 	if i.cfg.applier != nil {
 		a = i.cfg.applier(p.id)
 	}
-	err = p.walker.Walk(ctx, src, head, a)
+	err = p.walker.walk(ctx, src, head, a, sl)
+	// An advertisement that does not verify names a provider it may not
+	// speak for: its record is not touched.
 	var ae *AdError
-	if errors.As(err, &ae) && ae.Provider != "" && ctx.Err() == nil && i.st != nil {
+	if errors.As(err, &ae) && ae.Provider != "" && ctx.Err() == nil && i.st != nil && !errors.Is(err, ErrSignature) {
 		if rerr := i.recordProviderError(ctx, p, ae); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
-	return err
+	return head, err
 }
 
-// syncerFor returns p's syncer, making it (and persisting p's addresses
-// for a restart) if needed.
-func (i *Ingester) syncerFor(ctx context.Context, p *publisher) (Syncer, error) {
+// verifyHead fetches the publisher's signed head, which the Syncer verifies
+// against the publisher's key: first from the addresses announced since
+// the last walk, if any, then (if those fail) from the addresses verified
+// before. Addresses from which a head verified become the publisher's
+// addresses (persisted); addresses that fail are dropped. It returns the
+// Syncer of the addresses that verified and the head.
+func (i *Ingester) verifyHead(ctx context.Context, p *publisher, announced cid.Cid) (Syncer, cid.Cid, error) {
 	i.mu.Lock()
-	s, addrs := p.syncer, p.addrs
+	cand, known := p.cand, slices.Clone(p.addrs)
+	p.cand = nil
 	i.mu.Unlock()
-	if s != nil {
-		return s, nil
+	var candErr error
+	if cand != nil {
+		src, err := i.limitedSyncer(p.id, cand)
+		var head cid.Cid
+		if err == nil {
+			head, err = src.Head(ctx)
+		}
+		if err == nil {
+			if err := i.setVerified(ctx, p, cand, src); err != nil {
+				return nil, cid.Undef, err
+			}
+			i.noteAnnounced(p, announced, head)
+			return src, head, nil
+		}
+		if ctx.Err() != nil {
+			return nil, cid.Undef, err
+		}
+		candErr = fmt.Errorf("%w: head at the announced addresses %v: %w", ErrUnverified, cand, err)
+		i.log.Warn("announce ignored: the publisher's signed head does not verify at the announced addresses",
+			"publisher", p.id.String(), "addrs", fmt.Sprint(cand), "err", err, "known_addrs", len(known))
 	}
-	raw, err := i.newSyncer(p.id, addrs)
+	if len(known) == 0 {
+		if candErr == nil {
+			candErr = fmt.Errorf("%w: no address announced for %s", ErrUnverified, p.id)
+		}
+		return nil, cid.Undef, candErr
+	}
+	src, err := i.syncerFor(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: syncer for %s: %w", ErrFetch, p.id, err)
+		return nil, cid.Undef, errors.Join(candErr, err)
 	}
+	head, err := src.Head(ctx)
+	if err != nil {
+		return nil, cid.Undef, errors.Join(candErr, err)
+	}
+	if !p.verified {
+		if err := i.setVerified(ctx, p, known, nil); err != nil {
+			return nil, cid.Undef, err
+		}
+	}
+	i.noteAnnounced(p, announced, head)
+	return src, head, nil
+}
+
+// noteAnnounced logs an announced head that is not the verified head.
+func (i *Ingester) noteAnnounced(p *publisher, announced, head cid.Cid) {
+	if announced.Defined() && !announced.Equals(head) {
+		i.log.Info("announced advertisement is not the publisher's signed head; walking to the head, which covers it if it is in the chain",
+			"publisher", p.id.String(), "cid", announced.String(), "head", head.String())
+	}
+}
+
+// setVerified makes addrs, from which a head signed by p verified, p's
+// addresses: persisted, then in memory with their syncer src (nil: made
+// when needed).
+func (i *Ingester) setVerified(ctx context.Context, p *publisher, addrs []multiaddr.Multiaddr, src *limitedSyncer) error {
 	var enc strings.Builder
 	for _, a := range addrs {
 		enc.WriteString(a.String())
 		enc.WriteByte('\n')
 	}
 	if err := i.ds.Put(ctx, keysFor(p.id).key(keyAddrs), []byte(enc.String())); err != nil {
-		return nil, fmt.Errorf("ingest: persist addresses of %s: %w", p.id, err)
+		return fmt.Errorf("ingest: persist addresses of %s: %w", p.id, err)
 	}
-	ls := newLimitedSyncer(raw, i.cfg)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal) {
+		p.addrsMu.Lock()
+		p.addrs = slices.Clone(addrs)
+		p.addrsMu.Unlock()
+		p.syncer = src
+	} else if p.syncer == nil {
+		p.syncer = src
+	}
+	if !p.verified {
+		p.verified = true
+		if i.pubs[p.id] == p {
+			i.unverified--
+		}
+	}
+	return nil
+}
+
+// limitedSyncer makes a syncer of publisher at addrs with the Ingester's
+// limits.
+func (i *Ingester) limitedSyncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (*limitedSyncer, error) {
+	raw, err := i.newSyncer(publisher, addrs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: syncer for %s: %w", ErrFetch, publisher, err)
+	}
+	return newLimitedSyncer(raw, i.cfg), nil
+}
+
+// syncerFor returns the syncer of p's verified addresses, making it if
+// needed.
+func (i *Ingester) syncerFor(p *publisher) (Syncer, error) {
+	i.mu.Lock()
+	s, addrs := p.syncer, p.addrs
+	i.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	ls, err := i.limitedSyncer(p.id, addrs)
+	if err != nil {
+		return nil, err
+	}
 	i.mu.Lock()
 	if slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal) {
 		p.syncer = ls
@@ -263,14 +491,16 @@ func (i *Ingester) syncerFor(ctx context.Context, p *publisher) (Syncer, error) 
 	return ls, nil
 }
 
-// recordLocked notes the outcome of a walk of p in its status.
-func (i *Ingester) recordLocked(p *publisher, err error) {
+// recordLocked notes the outcome of a walk of p in its status, and returns
+// the backoff to persist (persist false: nothing to write).
+func (i *Ingester) recordLocked(p *publisher, err error) (failures int, retryAt time.Time, persist bool) {
 	if err == nil {
+		persist = p.failures > 0
 		p.failures, p.retryAt = 0, time.Time{}
-		return
+		return 0, time.Time{}, persist
 	}
 	if errors.Is(err, context.Canceled) {
-		return
+		return 0, time.Time{}, false
 	}
 	now := time.Now()
 	p.failures++
@@ -284,6 +514,8 @@ func (i *Ingester) recordLocked(p *publisher, err error) {
 	if h := i.cfg.hooks.SyncFailed; h != nil {
 		h(p.id, err)
 	}
+	// Only a publisher that verified has state worth keeping.
+	return p.failures, p.retryAt, p.verified
 }
 
 // recordProviderError stores the error of an advertisement in its
@@ -345,16 +577,20 @@ func (i *Ingester) Run(ctx context.Context) error {
 	}
 }
 
-// startReady starts a walk for every queued publisher that may walk now,
-// within the worker limit, and returns when the next backed-off one may.
+// startReady starts walks of queued publishers, oldest queued first,
+// within the worker limits, and returns when the next backed-off one may
+// start. It also forgets publishers that never verified and waited too
+// long.
 func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next time.Time) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	now := time.Now()
+	i.expireLocked(now)
+	if i.running >= i.cfg.workers {
+		return next
+	}
+	var ready []*publisher
 	for _, p := range i.pubs {
-		if i.running >= i.cfg.workers {
-			return next
-		}
 		if !p.queued || p.walking {
 			continue
 		}
@@ -368,21 +604,62 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 			}
 			continue
 		}
-		head := p.want
-		p.queued, p.walking, p.want = false, true, cid.Undef
+		ready = append(ready, p)
+	}
+	slices.SortFunc(ready, func(a, b *publisher) int { return cmp.Compare(a.seq, b.seq) })
+	general := i.cfg.workers - i.cfg.reserved // workers open to publishers not established
+	for _, p := range ready {
+		if i.running >= i.cfg.workers {
+			break
+		}
+		established := p.established
+		if !established && i.runningNew >= general {
+			continue
+		}
+		head, headVerified := p.want, p.headVerified
+		p.queued, p.walking, p.want, p.headVerified = false, true, cid.Undef, false
 		i.running++
+		if !established {
+			i.runningNew++
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := i.walk(ctx, p, head)
+			sl := newSlot(i.cfg)
+			walked, err := i.walk(ctx, p, head, headVerified, sl)
 			i.mu.Lock()
 			p.walking = false
 			i.running--
-			i.recordLocked(p, err)
-			if err != nil && ctx.Err() == nil && !p.queued {
-				p.want, p.queued = head, true // retry after the backoff
+			if !established {
+				i.runningNew--
+			}
+			var failures int
+			var retryAt time.Time
+			var persist bool
+			if errors.Is(err, errYield) {
+				// Back of the queue, to the head this slot verified, unless
+				// an announce came meanwhile.
+				if !p.queued {
+					p.want, p.headVerified = walked, true
+				}
+				i.queueLocked(p)
+			} else {
+				failures, retryAt, persist = i.recordLocked(p, err)
+				if err == nil {
+					p.established = p.established || walked.Defined()
+				}
+				if err != nil && ctx.Err() == nil && p.verified {
+					i.queueLocked(p) // retry after the backoff
+				}
+				if !p.verified && !p.queued {
+					i.log.Info("forgetting a publisher whose head did not verify", "publisher", p.id.String(), "err", err)
+					i.forgetLocked(p)
+				}
 			}
 			i.mu.Unlock()
+			if persist {
+				i.persistBackoff(context.WithoutCancel(ctx), p.id, failures, retryAt)
+			}
 			select {
 			case i.wake <- struct{}{}:
 			default:
@@ -393,7 +670,7 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 }
 
 // resume queues every publisher with a walk in progress in ds, with the
-// addresses it last announced.
+// addresses it last verified.
 func (i *Ingester) resume(ctx context.Context) error {
 	res, err := i.ds.Query(ctx, query.Query{Prefix: walkingRoot, KeysOnly: true})
 	if err != nil {
@@ -415,7 +692,8 @@ func (i *Ingester) resume(ctx context.Context) error {
 				i.mu.Unlock()
 				return fmt.Errorf("ingest: resume %s: %w", id, err)
 			}
-			p.queued = true
+			p.announced = time.Now()
+			i.queueLocked(p)
 		}
 		i.mu.Unlock()
 		i.log.Info("resuming walk", "publisher", id.String())
@@ -458,6 +736,7 @@ func (i *Ingester) statusLocked(p *publisher) Status {
 		LastHead:       ws.LastHead,
 		Pending:        ws.Pending(),
 		Walking:        p.walking,
+		Verified:       p.verified,
 		AdsWalked:      walked,
 		AdsApplied:     applied,
 		EntriesIndexed: p.entries.Load(),

@@ -40,6 +40,30 @@ const (
 	// each consecutive failure.
 	DefaultBackoffMin = time.Second
 	DefaultBackoffMax = 5 * time.Minute
+	// DefaultSpillLimit and DefaultFirstSpillLimit bound the bytes of
+	// advertisement blocks a walk holds in the datastore between
+	// collecting and applying them: of a publisher with a finished walk,
+	// and of one whose first walk this is (about a million typical
+	// advertisements).
+	DefaultSpillLimit      = 16 << 30
+	DefaultFirstSpillLimit = 1 << 30
+	// DefaultSlotTime and DefaultSlotAds bound one walk's turn on a
+	// worker: then it is persisted where it is and the publisher goes to
+	// the back of the queue, so that a long or slow chain cannot keep
+	// other publishers waiting.
+	DefaultSlotTime = 30 * time.Second
+	DefaultSlotAds  = 100_000
+	// DefaultMinTransferRate is the least a publisher must send, in bytes
+	// per second of waiting on it, once DefaultMinRateGrace of waiting has
+	// passed in a slot. A typical advertisement of about 1 KB fetched
+	// across the world in 300 ms is above 3,000 bytes/s.
+	DefaultMinTransferRate = 512
+	DefaultMinRateGrace    = 10 * time.Second
+	// DefaultUnverifiedLimit is the most publishers that never verified
+	// the Ingester holds at once; DefaultUnverifiedTTL is how long one
+	// waits for its walk before it is forgotten.
+	DefaultUnverifiedLimit = 1024
+	DefaultUnverifiedTTL   = 10 * time.Minute
 )
 
 // Option configures a [Walker] ([NewWalker]) or an [Ingester] ([New]).
@@ -65,6 +89,15 @@ type config struct {
 	checkpointInterval time.Duration
 	frozen             func() bool
 	applier            func(publisher peer.ID) Applier
+	spillWalk          int64
+	spillFirst         int64
+	slotTime           time.Duration
+	slotAds            int
+	minRate            float64
+	minRateGrace       time.Duration
+	reserved           int // -1: half the workers
+	maxUnverified      int
+	unverifiedTTL      time.Duration
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -79,6 +112,15 @@ func newConfig(opts []Option) (*config, error) {
 		batchSize:          DefaultBatchSize,
 		checkpointEvery:    DefaultCheckpointEvery,
 		checkpointInterval: DefaultCheckpointInterval,
+		spillWalk:          DefaultSpillLimit,
+		spillFirst:         DefaultFirstSpillLimit,
+		slotTime:           DefaultSlotTime,
+		slotAds:            DefaultSlotAds,
+		minRate:            DefaultMinTransferRate,
+		minRateGrace:       DefaultMinRateGrace,
+		reserved:           -1,
+		maxUnverified:      DefaultUnverifiedLimit,
+		unverifiedTTL:      DefaultUnverifiedTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -87,6 +129,12 @@ func newConfig(opts []Option) (*config, error) {
 		if err := o(c); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case c.reserved < 0:
+		c.reserved = c.workers / 2
+	case c.reserved >= c.workers:
+		return nil, fmt.Errorf("%w: %d reserved workers of %d leave none for new publishers", ErrInvalidOption, c.reserved, c.workers)
 	}
 	return c, nil
 }
@@ -249,6 +297,80 @@ func WithFrozen(frozen func() bool) Option {
 			return fmt.Errorf("%w: nil frozen func", ErrInvalidOption)
 		}
 		c.frozen = frozen
+		return nil
+	}
+}
+
+// WithSpillLimits bounds the bytes of advertisement blocks one walk holds
+// in the datastore between collecting and applying them: walk for a
+// publisher with a finished walk (default [DefaultSpillLimit]), first for
+// one whose first walk it is (default [DefaultFirstSpillLimit]). A walk
+// over its limit is abandoned with [ErrSpillLimit].
+func WithSpillLimits(walk, first int64) Option {
+	return func(c *config) error {
+		if walk < 1 || first < 1 {
+			return fmt.Errorf("%w: spill limits %d, %d must be positive", ErrInvalidOption, walk, first)
+		}
+		c.spillWalk, c.spillFirst = walk, first
+		return nil
+	}
+}
+
+// WithSlot bounds one walk's turn on a worker of [Ingester.Run] to d and
+// to ads advertisements collected or applied (defaults [DefaultSlotTime],
+// [DefaultSlotAds]); then the walk is persisted where it is and the
+// publisher queued again behind the others. [Ingester.Sync] and
+// [Walker.Walk] have no slot.
+func WithSlot(d time.Duration, ads int) Option {
+	return func(c *config) error {
+		if d <= 0 || ads < 1 {
+			return fmt.Errorf("%w: slot %v, %d advertisements", ErrInvalidOption, d, ads)
+		}
+		c.slotTime, c.slotAds = d, ads
+		return nil
+	}
+}
+
+// WithMinTransferRate sets the least a publisher must send in a slot of
+// [Ingester.Run], in bytes per second spent waiting on it, once grace of
+// waiting has passed (defaults [DefaultMinTransferRate],
+// [DefaultMinRateGrace]); a slower publisher's walk stops with
+// [ErrTooSlow] and backs off. 0 bytes per second disables the check.
+func WithMinTransferRate(bytesPerSecond float64, grace time.Duration) Option {
+	return func(c *config) error {
+		if bytesPerSecond < 0 || grace <= 0 {
+			return fmt.Errorf("%w: minimum transfer rate %v bytes/s after %v", ErrInvalidOption, bytesPerSecond, grace)
+		}
+		c.minRate, c.minRateGrace = bytesPerSecond, grace
+		return nil
+	}
+}
+
+// WithReservedWorkers keeps n of the workers for publishers that have
+// finished a walk before, so that a flood of new publishers (announced by
+// anyone) cannot hold every worker. The default is half the workers,
+// rounded down; n must leave at least one worker for new publishers.
+func WithReservedWorkers(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: reserved workers %d must not be negative", ErrInvalidOption, n)
+		}
+		c.reserved = n
+		return nil
+	}
+}
+
+// WithUnverifiedLimit bounds the publishers that never verified (announced,
+// their signed head not fetched yet): at most n are held at once (default
+// [DefaultUnverifiedLimit]), each for at most ttl waiting for its walk
+// (default [DefaultUnverifiedTTL]). Announces of new publishers beyond n
+// fail with [ErrTooManyPublishers].
+func WithUnverifiedLimit(n int, ttl time.Duration) Option {
+	return func(c *config) error {
+		if n < 1 || ttl <= 0 {
+			return fmt.Errorf("%w: unverified limit %d, TTL %v", ErrInvalidOption, n, ttl)
+		}
+		c.maxUnverified, c.unverifiedTTL = n, ttl
 		return nil
 	}
 }

@@ -19,9 +19,11 @@ import (
 //	head            CID of the head of the walk in progress
 //	tail            CID of the next advertisement to collect
 //	count           advertisements collected by the walk in progress
+//	spilled         bytes of their blocks held under q/ (uvarint)
 //	applied         of those, how many are applied (as of a checkpoint)
 //	q/<%016x i>     pending advertisement i, 0 being the newest:
-//	                flags byte, uvarint CID length, CID, block
+//	                flags byte, uvarint CID length, CID, with
+//	                flagVerified uvarint signer length and signer, block
 //	seen/<cid>      advertisement collected by the walk in progress
 //	done/<cid>      advertisement applied (kept for good)
 //	frozen/<cid>    advertisement applied while frozen (WithFrozen),
@@ -35,6 +37,8 @@ const (
 	keyHead     = "head"
 	keyTail     = "tail"
 	keyCount    = "count"
+	keySpilled  = "spilled"
+	keyBackoff  = "backoff"
 	keyApplied  = "applied"
 	keyAddrs    = "addrs"
 	dirQueue    = "q"
@@ -43,7 +47,8 @@ const (
 	dirFrozen   = "frozen"
 	dirRemoved  = "rm"
 
-	flagRemoved = 1 << 0 // a newer ad of the walk removes this ad's context
+	flagRemoved  = 1 << 0 // a newer ad of the walk removes this ad's context
+	flagVerified = 1 << 1 // its signature was verified when it was collected; the signer follows the CID
 )
 
 // walkRoot is the datastore prefix of every walker, and walkingRoot that of
@@ -93,6 +98,9 @@ type WalkState struct {
 	// and Applied those of them applied, as of the last checkpoint.
 	Collected int
 	Applied   int
+	// Spilled is the size of the blocks of the advertisements collected
+	// and held in the datastore until they are applied.
+	Spilled int64
 }
 
 // Walking reports whether a walk is in progress.
@@ -151,6 +159,11 @@ func loadState(ctx context.Context, ds datastore.Read, k keys) (WalkState, error
 	if s.Applied, err = getInt(ctx, ds, k.key(keyApplied)); err != nil {
 		return s, err
 	}
+	spilled, err := getInt(ctx, ds, k.key(keySpilled))
+	if err != nil {
+		return s, err
+	}
+	s.Spilled = int64(spilled)
 	if s.Applied > s.Collected {
 		return s, fmt.Errorf("corrupt walker state: %d applied of %d collected", s.Applied, s.Collected)
 	}
@@ -159,17 +172,22 @@ func loadState(ctx context.Context, ds datastore.Read, k keys) (WalkState, error
 
 // pending is one collected advertisement.
 type pending struct {
-	flags byte
-	cid   cid.Cid
-	block []byte
+	flags  byte
+	cid    cid.Cid
+	signer peer.ID // with flagVerified: the verified signer ("" for an accepted unsigned ad)
+	block  []byte
 }
 
 func (p pending) encode() []byte {
 	cb := p.cid.Bytes()
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(cb)+len(p.block))
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(cb)+len(p.signer)+len(p.block))
 	b = append(b, p.flags)
 	b = binary.AppendUvarint(b, uint64(len(cb)))
 	b = append(b, cb...)
+	if p.flags&flagVerified != 0 {
+		b = binary.AppendUvarint(b, uint64(len(p.signer)))
+		b = append(b, p.signer...)
+	}
 	return append(b, p.block...)
 }
 
@@ -188,7 +206,15 @@ func decodePending(b []byte) (pending, error) {
 	if err != nil {
 		return p, fmt.Errorf("corrupt pending advertisement: %w", err)
 	}
-	p.cid, p.block = c, rest[n:]
+	p.cid, rest = c, rest[n:]
+	if p.flags&flagVerified != 0 {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return p, errors.New("corrupt pending advertisement: bad signer length")
+		}
+		p.signer, rest = peer.ID(rest[k:k+int(n)]), rest[k+int(n):]
+	}
+	p.block = rest
 	return p, nil
 }
 

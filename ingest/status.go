@@ -32,7 +32,8 @@ type Hooks struct {
 // [Ingester.Status].
 type Status struct {
 	Publisher peer.ID
-	// Addrs are the addresses the publisher last announced.
+	// Addrs are the publisher's verified addresses: those from which its
+	// signed head was last fetched.
 	Addrs []multiaddr.Multiaddr
 	// Announced is the newest head announced and not yet taken by a walk.
 	Announced cid.Cid
@@ -45,6 +46,11 @@ type Status struct {
 	Pending int
 	// Walking is true while a walk of the publisher runs.
 	Walking bool
+	// Verified is true once a head signed by the publisher was fetched
+	// from Addrs (by this Ingester or an earlier one on the datastore).
+	// A publisher that never verified is only announced: nothing of it is
+	// persisted, and it is forgotten if its head does not verify.
+	Verified bool
 	// AdsWalked, AdsApplied and EntriesIndexed count, since the Ingester
 	// was made, the advertisements collected, those applied, and the
 	// multihashes put into the store.

@@ -212,7 +212,7 @@ func (w *Walker) forgetFrozen(ctx context.Context, b datastore.Write, keep cid.C
 
 // discard adds to b the deletes that drop the walk in progress.
 func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
-	for _, k := range []string{keyHead, keyTail, keyCount, keyApplied} {
+	for _, k := range []string{keyHead, keyTail, keyCount, keySpilled, keyApplied} {
 		if err := b.Delete(ctx, w.keys.key(k)); err != nil {
 			return err
 		}
@@ -247,17 +247,24 @@ func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
 // depth limit (the walk is then abandoned, nothing of it applied); or
 // ctx.Err().
 func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) error {
-	w.walkMu.Lock()
-	defer w.walkMu.Unlock()
 	if _, ok := src.(*limitedSyncer); !ok {
 		src = newLimitedSyncer(src, w.cfg)
 	}
+	return w.walk(ctx, src, head, a, nil)
+}
+
+// walk is Walk over a src the caller has limited, within the slot sl (nil:
+// no slot, the walk runs to its end). When sl runs out the walk stops where
+// it is, persisted, and returns errYield (or ErrTooSlow).
+func (w *Walker) walk(ctx context.Context, src Syncer, head cid.Cid, a Applier, sl *slot) error {
+	w.walkMu.Lock()
+	defer w.walkMu.Unlock()
 	s, err := w.State(ctx)
 	if err != nil {
 		return err
 	}
 	if s.Walking() {
-		if err := w.run(ctx, src, s, a); err != nil {
+		if err := w.run(ctx, src, s, a, sl); err != nil {
 			return err
 		}
 		if s, err = w.State(ctx); err != nil {
@@ -294,22 +301,35 @@ func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) 
 	s = WalkState{LastHead: s.LastHead, Head: head, Tail: head}
 	w.setState(s)
 	w.log.Info("walk started", "cid", head.String(), "lastHead", s.LastHead.String())
-	return w.run(ctx, src, s, a)
+	return w.run(ctx, src, s, a, sl)
 }
 
 // run continues the walk in progress described by s.
-func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier) error {
+func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier, sl *slot) error {
 	start := time.Now()
 	cb := &collectBatch{ds: w.ds}
 	for s.Tail.Defined() {
 		var err error
 		if s, err = w.collect(ctx, src, s, cb); err != nil {
-			if errors.Is(err, ErrDepthLimit) {
-				return err // abandoned: nothing of the walk is kept
+			if abandoned(err) {
+				// Nothing unverified is kept: drop the walk, as collect
+				// does for the limits it checks itself.
+				if !errors.Is(err, ErrDepthLimit) && !errors.Is(err, ErrSpillLimit) {
+					if derr := w.abandon(context.WithoutCancel(ctx), s); derr != nil {
+						err = errors.Join(err, derr)
+					}
+				}
+				return err
 			}
 			// Keep the advertisements collected before the failure.
 			if ferr := cb.commit(context.WithoutCancel(ctx)); ferr != nil {
 				err = errors.Join(err, fmt.Errorf("ingest: walk %s: %w", w.publisher, ferr))
+			}
+			return err
+		}
+		if err := sl.use(); err != nil {
+			if cerr := cb.commit(context.WithoutCancel(ctx)); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("ingest: walk %s: %w", w.publisher, cerr))
 			}
 			return err
 		}
@@ -322,7 +342,7 @@ func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier) er
 	if err := cb.commit(ctx); err != nil {
 		return fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 	}
-	if err := w.apply(ctx, src, s, a); err != nil {
+	if err := w.apply(ctx, src, s, a, sl); err != nil {
 		return err
 	}
 	w.log.Info("walk finished", "cid", s.Head.String(), "ads", s.Collected, "elapsed", time.Since(start))
@@ -374,10 +394,23 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
 	}
 	provider, _ := peer.Decode(ad.Provider) // validated by DecodeAdvertisement
+	// Verified before anything of it is kept: a chain that is not the
+	// publisher's (or its providers') costs no disk.
+	signer, err := w.verify(ad, provider)
+	if err != nil {
+		return s, &AdError{Ad: c, Provider: provider, Err: err}
+	}
+	if limit := w.spillLimit(s); s.Spilled+int64(len(block)) > limit {
+		err := fmt.Errorf("ingest: walk %s from %s: %w: its advertisements pending would take more than %d bytes", w.publisher, s.Head, ErrSpillLimit, limit)
+		if derr := w.abandon(ctx, s); derr != nil {
+			return s, errors.Join(err, derr)
+		}
+		return s, err
+	}
 
 	// The writes of this advertisement go to cb together, or not at all.
 	var writes []collectWrite
-	p := pending{cid: c, block: block}
+	p := pending{flags: flagVerified, cid: c, signer: signer, block: block}
 	if len(ad.ContextID) > 0 {
 		rmKey := w.keys.removed(provider, ad.ContextID)
 		removed, err := cb.has(ctx, rmKey)
@@ -387,21 +420,21 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 		if removed {
 			p.flags |= flagRemoved
 		}
-		// Only a removal that will be accepted when applied hides the
-		// older advertisements of its context.
+		// A removal (verified above) hides the older advertisements of
+		// its context.
 		if ad.IsRm && !removed {
-			if _, verr := w.verify(ad, provider); verr == nil {
-				writes = append(writes, collectWrite{key: rmKey})
-			}
+			writes = append(writes, collectWrite{key: rmKey})
 		}
 	}
 	next := s
 	next.Collected++
+	next.Spilled += int64(len(block))
 	next.Tail = ad.PreviousID
 	writes = append(writes,
 		collectWrite{key: w.keys.queue(s.Collected), value: p.encode()},
 		collectWrite{key: w.keys.seen(c)},
 		collectWrite{key: w.keys.key(keyCount), value: intBytes(next.Collected)},
+		collectWrite{key: w.keys.key(keySpilled), value: intBytes(int(next.Spilled))},
 	)
 	if next.Tail.Defined() {
 		writes = append(writes, collectWrite{key: w.keys.key(keyTail), value: next.Tail.Bytes()})
@@ -512,6 +545,26 @@ func (w *Walker) abandon(ctx context.Context, s WalkState) error {
 	return nil
 }
 
+// spillLimit is the most bytes of blocks the walk described by s may hold
+// pending: less for a publisher none of whose walks has finished yet.
+func (w *Walker) spillLimit(s WalkState) int64 {
+	if s.LastHead.Defined() {
+		return w.cfg.spillWalk
+	}
+	return w.cfg.spillFirst
+}
+
+// abandoned reports whether a walk that failed collecting with err is
+// dropped rather than kept for a retry: anything but a failure to fetch
+// (which may pass) or a cancelled walk. Advertisements that do not verify,
+// do not decode or form a cycle are not the publisher's to give, and a
+// walk over a limit would only meet it again.
+func abandoned(err error) bool {
+	return !errors.Is(err, ErrFetch) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		(errors.Is(err, ErrSignature) || errors.Is(err, ErrInvalidBlock) || errors.Is(err, ErrCycle) ||
+			errors.Is(err, ErrDepthLimit) || errors.Is(err, ErrSpillLimit))
+}
+
 // verify checks ad's signature against the signature policy: the signer
 // must be the provider or the publisher.
 func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, error) {
@@ -529,7 +582,7 @@ func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, er
 
 // apply applies the collected advertisements, oldest first, checkpointing
 // as it goes.
-func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) error {
+func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, sl *slot) error {
 	var done []cid.Cid   // applied since the last checkpoint
 	var frozen []cid.Cid // of done, those applied while frozen
 	last := time.Now()
@@ -582,6 +635,12 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier) 
 			return err
 		}
 		s.Applied++
+		if err := sl.use(); err != nil && s.Applied < s.Collected {
+			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+			return err
+		}
 		if len(done) >= w.cfg.checkpointEvery || time.Since(last) >= w.cfg.checkpointInterval {
 			if err := checkpoint(ctx); err != nil {
 				return err
@@ -610,9 +669,11 @@ func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applie
 		return &AdError{Ad: p.cid, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
 	}
 	provider, _ := peer.Decode(ad.Provider)
-	signer, err := w.verify(ad, provider)
-	if err != nil {
-		return &AdError{Ad: p.cid, Provider: provider, Err: err}
+	signer := p.signer
+	if p.flags&flagVerified == 0 { // collected by an older version, which verified later
+		if signer, err = w.verify(ad, provider); err != nil {
+			return &AdError{Ad: p.cid, Provider: provider, Err: err}
+		}
 	}
 	start := time.Now()
 	isFrozen := w.cfg.frozen != nil && w.cfg.frozen()
