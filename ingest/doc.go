@@ -75,28 +75,58 @@
 // not need it. The entries depth limit ([WithDepthLimits]) bounds the
 // nodes of a HAMT, root included, as it bounds the chunks of a chain.
 //
+// # Announces are hints
+//
+// Anyone can announce (an indexer's announce endpoint is public), so an
+// announce is a hint, never an instruction. Before anything is written
+// for it, or the addresses stored for the publisher are replaced, the
+// Ingester fetches the publisher's signed head from the announced
+// addresses; the [Syncer] verifies it against the publisher's key (an
+// ingest/ipnisync client does). If it does not verify, the announce is
+// ignored with a logged reason and the walk uses the addresses verified
+// before; a publisher that never verified is forgotten, with nothing of
+// it persisted. The walk always goes to the verified head: an announced
+// CID that is an older advertisement of the chain is covered by it, and
+// one that is not in the chain is ignored (logged).
+//
+// Publishers that never verified are bounded: at most
+// [DefaultUnverifiedLimit] are held at once, each for at most
+// [DefaultUnverifiedTTL] ([WithUnverifiedLimit]); more fail
+// [Ingester.Announce] with [ErrTooManyPublishers].
+//
 // # Signatures
 //
 // Every advertisement must carry a valid signature by its provider or by
 // the publisher it was fetched from: a publisher that announces and
 // serves a chain is trusted to publish for the providers in it, as
 // deployed IPNI publishers do. Anything else (unsigned, wrongly signed,
-// signed by a third peer) fails with [ErrSignature] and the walk stalls at
-// that advertisement. [WithUnsignedAds] accepts unsigned ones, for tests
-// and trusted private publishers.
+// signed by a third peer) fails with [ErrSignature]. The signature is
+// checked as the advertisement is collected, before its block is kept, so
+// a chain that is not the publisher's costs no disk. [WithUnsignedAds]
+// accepts unsigned ones, for tests and trusted private publishers. An
+// advertisement that fails its signature does not touch the record of the
+// provider it names (it may not speak for it).
 //
 // # Failures
 //
-// A failure to fetch, verify, decode or apply an advertisement ends the
-// walk with an [*AdError] naming it; the walk stalls there: the
-// advertisements before it stay applied, it and the newer ones are not,
-// and the next walk (after a backoff in Run) starts again with it. The
-// error is recorded in the publisher's [Status] and, when the provider is
-// known, in the provider record's LastError. Other publishers are not
-// affected. Errors wrap the sentinels of this package ([ErrFetch],
+// An advertisement that does not verify while it is collected (signature,
+// hash, decoding, a cycle) or a walk over a limit (depth, spill) abandons
+// the walk: what it collected is dropped, and the publisher keeps its last
+// good state (lastHead); a newer verified head whose chain does not go
+// through the bad advertisement is walked as usual. A failure to fetch, or
+// to fetch, verify or apply an advertisement's entries, ends the walk with
+// an [*AdError] naming it; the walk stalls there: the advertisements
+// before it stay applied, it and the newer ones are not, and the next walk
+// (after a backoff in Run) starts again with it. The error is recorded in
+// the publisher's [Status] and, when the provider is known (and the
+// advertisement verified), in the provider record's LastError. Other
+// publishers are not affected. The backoff (consecutive failures and the
+// time of the next try) is persisted, so a restart does not walk a
+// failing publisher again at once. Errors wrap the sentinels of this package ([ErrFetch],
 // [ErrInvalidBlock], [ErrSignature], [ErrUnsupportedEntries],
-// [ErrDepthLimit], [ErrCycle], [ErrNotAllowed]) and the ingest/schema
-// sentinel or context error underneath, for errors.Is.
+// [ErrDepthLimit], [ErrSpillLimit], [ErrCycle], [ErrTooSlow],
+// [ErrUnverified], [ErrNotAllowed]) and the ingest/schema sentinel or
+// context error underneath, for errors.Is.
 //
 // Entry chunks and HAMT nodes are fetched and verified in full before any
 // multihash of theirs is put, and multihashes are put [DefaultBatchSize]
@@ -108,7 +138,10 @@
 // multihashes again, completes it; Puts are idempotent.
 //
 // A walk longer than the depth limit ([DefaultAdDepthLimit],
-// [WithDepthLimits]) is abandoned, with nothing of it applied. A cycle
+// [WithDepthLimits]) is abandoned, with nothing of it applied; so is a
+// walk whose collected blocks would take more than the spill limit
+// ([DefaultSpillLimit], and [DefaultFirstSpillLimit] for a publisher whose
+// first walk it is; [WithSpillLimits]). A cycle
 // cannot occur with verified blocks (an advertisement cannot link to a CID
 // that depends on its own bytes); the walker still checks for a CID met
 // twice and fails with [ErrCycle].
@@ -121,16 +154,18 @@
 //
 //	lastHead, head, tail    CIDs, as above
 //	count, applied          advertisements collected and applied (uvarint)
+//	spilled                 bytes of the blocks collected (uvarint)
 //	q/<%016x>               collected advertisement i (0 = newest): flags,
-//	                        CID and block
+//	                        CID, verified signer and block
 //	seen/<cid>, done/<cid>  collected in this walk; applied (kept for good,
 //	                        so an announce of an old head does nothing)
 //	rm/<provider>.<ctx>     contexts removed in this walk
 //	frozen/<cid>            applied while frozen, metadata only; Reset
 //	                        drops it with done/<cid> (see below)
-//	addrs                   the publisher's last announced addresses, used
-//	                        after a restart by an announce or sync that
-//	                        names none
+//	addrs                   the publisher's verified addresses (its signed
+//	                        head was fetched from them), used after a
+//	                        restart by an announce or sync that names none
+//	backoff                 consecutive failures and the next try
 //
 // plus /walking/<publisher> while a walk is unfinished. Each collected
 // advertisement is persisted with the tail in one batch. Applying
@@ -169,13 +204,25 @@
 // poller) queues a publisher's new head: a newer announce replaces a
 // pending one, and one made during a walk is taken when the walk ends. Run
 // walks at most [DefaultWorkers] ([WithWorkers]) publishers at once, one
-// walk per publisher; every Head and Block request is bounded by
-// [DefaultRequestTimeout] ([WithRequestTimeout]) and optionally
-// rate-limited per publisher ([WithRequestRate]), so a slow or dead
-// publisher holds one worker for at most one request timeout at a time and
-// never blocks the others; a failed publisher waits an exponential backoff
-// ([WithBackoff]) before its next walk. [Ingester.Sync] walks one publisher
-// in the caller's goroutine (an admin "sync now").
+// walk per publisher, the publisher queued longest first; every Head and
+// Block request is bounded by [DefaultRequestTimeout]
+// ([WithRequestTimeout]) and optionally rate-limited per publisher
+// ([WithRequestRate]); a failed publisher waits an exponential backoff
+// ([WithBackoff]) before its next walk. No publisher can starve the
+// others, however long or slow its chain:
+//
+//   - a walk gets a slot of at most [DefaultSlotTime] and
+//     [DefaultSlotAds] advertisements ([WithSlot]); then it is persisted
+//     where it is and the publisher goes to the back of the queue;
+//   - a publisher that sends less than [DefaultMinTransferRate] bytes per
+//     second of waiting on it ([WithMinTransferRate]) is stopped with
+//     [ErrTooSlow] and backs off;
+//   - half the workers ([WithReservedWorkers]) are kept for publishers
+//     that have finished a walk before, so a flood of new publishers
+//     cannot hold them all.
+//
+// [Ingester.Sync] walks one publisher in the caller's goroutine (an admin
+// "sync now"), without a slot.
 //
 // A consumer that is not a store (the piece sampler) keeps all of this
 // scheduling and gives the Ingester its own [Applier] with [WithApplier];

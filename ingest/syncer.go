@@ -17,7 +17,10 @@ import (
 // the walker does. Both must return when ctx ends.
 type Syncer interface {
 	// Head returns the CID of the publisher's newest advertisement, or
-	// cid.Undef when it has published none.
+	// cid.Undef when it has published none. It must verify that the head
+	// is signed by the publisher (an ingest/ipnisync client checks the
+	// signed head against the publisher's peer ID): the Ingester trusts an
+	// announce only once Head succeeds at the announced addresses.
 	Head(ctx context.Context) (cid.Cid, error)
 	// Block returns the block of c.
 	Block(ctx context.Context, c cid.Cid) ([]byte, error)
