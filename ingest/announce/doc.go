@@ -55,7 +55,9 @@
 // [WithSourceRate] limits the announces of each source IP address (a token
 // bucket per address, an IPv6 /64 counting as one), off by default. The
 // source is the connection's remote address; X-Forwarded-For counts only
-// with [WithTrustForwardedFor], behind a proxy that sets it. The table of
+// with [WithTrustForwardedFor], behind a proxy that sets it. Trusted
+// senders of many announces (an assigner forwarding to its indexers,
+// local processes) are exempted with [WithSourceRateExempt]. The table of
 // sources is bounded ([WithMaxSources]), so a flood of distinct sources
 // costs bounded memory. [WithPeerRate] does the same on gossip, per
 // propagating peer.

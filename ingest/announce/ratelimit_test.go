@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"sync"
@@ -130,6 +131,34 @@ func TestReceiverTrustForwardedFor(t *testing.T) {
 	}
 	if s := r.Stats(); s.Accepted != 4 || s.RateLimited != 3 {
 		t.Errorf("stats %+v, want 4 accepted, 3 rate-limited", s)
+	}
+}
+
+func TestReceiverSourceRateExempt(t *testing.T) {
+	r, srv := newReceiver(t, announce.WithSourceRate(0.001, 1),
+		announce.WithSourceRateExempt(netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("10.0.0.0/8")))
+	p := newPeer(t)
+	send := func(from, seed string) int {
+		t.Helper()
+		code, _ := putFrom(t, from, srv.URL+"/announce", encode(t, httpMessage(t, p, seed), false), nil)
+		return code
+	}
+	for i := range 5 {
+		if code := send("127.0.0.2", "exempt-"+strconv.Itoa(i)); code != http.StatusNoContent {
+			t.Fatalf("announce %d from an exempt source: status %d", i, code)
+		}
+	}
+	if code := send("127.0.0.1", "limited-0"); code != http.StatusNoContent {
+		t.Fatalf("first announce from 127.0.0.1: status %d", code)
+	}
+	if code := send("127.0.0.1", "limited-1"); code != http.StatusTooManyRequests {
+		t.Errorf("second announce from 127.0.0.1: status %d, want 429", code)
+	}
+	if s := r.Stats(); s.Accepted != 6 || s.RateLimited != 1 || s.Sources != 1 {
+		t.Errorf("stats %+v, want 6 accepted, 1 rate-limited, 1 source remembered", s)
+	}
+	if _, err := announce.NewReceiver(announce.WithSourceRateExempt(netip.Prefix{})); !errors.Is(err, announce.ErrInvalidOption) {
+		t.Errorf("an invalid prefix: %v, want ErrInvalidOption", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +105,7 @@ type receiverConfig struct {
 	sourceBurst  int
 	maxSources   int
 	forwardedFor bool
+	exempt       []netip.Prefix
 }
 
 // WithAllow sets the policy: announces from a publisher for which allow
@@ -192,6 +194,22 @@ func WithMaxSources(n int) Option {
 			return fmt.Errorf("%w: max sources %d", ErrInvalidOption, n)
 		}
 		c.maxSources = n
+		return nil
+	}
+}
+
+// WithSourceRateExempt exempts the sources in prefixes from
+// [WithSourceRate]: trusted senders of many announces, such as an
+// assigner that forwards every publisher's announces to its indexers, or
+// the loopback addresses of local processes. Each call adds to the list.
+func WithSourceRateExempt(prefixes ...netip.Prefix) Option {
+	return func(c *receiverConfig) error {
+		for _, p := range prefixes {
+			if !p.IsValid() {
+				return fmt.Errorf("%w: exempt prefix %v", ErrInvalidOption, p)
+			}
+			c.exempt = append(c.exempt, p.Masked())
+		}
 		return nil
 	}
 }
@@ -428,8 +446,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if r.rate != nil {
-		src := r.source(req)
+	if src, exempt := r.source(req); r.rate != nil && !exempt {
 		if ok, wait := r.rate.Allow(src); !ok {
 			r.rateLimited.Add(1)
 			w.Header().Set("Retry-After", retryAfter(wait))
@@ -498,22 +515,43 @@ func (r *Receiver) sources() int {
 
 // source is the source of req for WithSourceRate: its remote IP address
 // (an IPv6 /64), or the last X-Forwarded-For address if trusted and
-// present; the remote address as it is if it holds no IP.
-func (r *Receiver) source(req *http.Request) string {
-	addr := req.RemoteAddr
+// present; the remote address as it is if it holds no IP. exempt reports
+// that there is no limit, or that WithSourceRateExempt exempts the
+// address.
+func (r *Receiver) source(req *http.Request) (src string, exempt bool) {
+	if r.rate == nil {
+		return "", true
+	}
+	ip, ok := parseIP(req.RemoteAddr)
 	if r.cfg.forwardedFor {
 		if xff := req.Header.Values("X-Forwarded-For"); len(xff) > 0 {
 			last := xff[len(xff)-1]
-			last = strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])
-			if _, ok := netlimit.SourceOf(last); ok {
-				addr = last
+			if fip, fok := parseIP(strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])); fok {
+				ip, ok = fip, true
 			}
 		}
 	}
-	if src, ok := netlimit.SourceOf(addr); ok {
-		return src.String()
+	if !ok {
+		return req.RemoteAddr, false
 	}
-	return addr
+	for _, p := range r.cfg.exempt {
+		if p.Contains(ip) {
+			return ip.String(), true
+		}
+	}
+	return netlimit.Source(ip).String(), false
+}
+
+// parseIP returns the IP address of "host:port" or of a bare address,
+// unmapped and without zone.
+func parseIP(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	return netip.Addr{}, false
 }
 
 // retryAfter is the Retry-After value of a wait: whole seconds, at least 1.
