@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -245,4 +248,57 @@ func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Serve
 		}
 		return nil
 	})
+}
+
+// Announce limits of the roles that take announces (indexer, assigner),
+// unless their -announce-rate, -announce-rate-exempt and -gossip-peer-rate
+// flags say otherwise.
+const (
+	// DefaultAnnounceRate is the HTTP announces a second one source IP
+	// may send, RateBurst of it at once.
+	DefaultAnnounceRate = 10.0
+	// DefaultAnnounceRateExempt are the sources never limited: loopback,
+	// where local processes (a pool's roles) announce from.
+	DefaultAnnounceRateExempt = "127.0.0.0/8,::1/128"
+	// DefaultGossipPeerRate is the gossip announces a second delivered
+	// from one propagating peer, RateBurst of it at once: a peer relays
+	// every publisher's announces.
+	DefaultGossipPeerRate = 100.0
+)
+
+// RateBurst is the burst of a rate limit of perSecond: two seconds' worth,
+// at least 1.
+func RateBurst(perSecond float64) int {
+	return max(1, int(math.Ceil(2*perSecond)))
+}
+
+// CheckRate returns an error naming flag if the rate v is negative, NaN or
+// infinite (0 is no limit).
+func CheckRate(flag string, v float64) error {
+	if !(v >= 0) || math.IsInf(v, 1) {
+		return fmt.Errorf("%s %v: want 0 (no limit) or a positive rate", flag, v)
+	}
+	return nil
+}
+
+// ParsePrefixes parses a comma-separated list of CIDR prefixes
+// ("10.0.0.0/8,::1/128"; a bare address is its /32 or /128). Blank
+// elements are skipped.
+func ParsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

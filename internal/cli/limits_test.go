@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -196,6 +197,48 @@ func TestListen(t *testing.T) {
 	for _, c := range [][2]int{{-1, 0}, {0, -1}} {
 		if _, err := Listen("127.0.0.1:0", c[0], c[1]); err == nil || !strings.Contains(err.Error(), "must not be negative") {
 			t.Errorf("Listen(%d, %d): %v", c[0], c[1], err)
+		}
+	}
+}
+
+func TestRateBurst(t *testing.T) {
+	for rate, want := range map[float64]int{0.001: 1, 0.5: 1, 1: 2, 2.2: 5, 10: 20, 100: 200} {
+		if got := RateBurst(rate); got != want {
+			t.Errorf("RateBurst(%v) = %d, want %d", rate, got, want)
+		}
+	}
+}
+
+func TestCheckRate(t *testing.T) {
+	for _, v := range []float64{0, 0.5, 10} {
+		if err := CheckRate("-r", v); err != nil {
+			t.Errorf("CheckRate(%v): %v", v, err)
+		}
+	}
+	for _, v := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := CheckRate("-r", v); err == nil || !strings.HasPrefix(err.Error(), "-r ") {
+			t.Errorf("CheckRate(%v): %v, want an error naming -r", v, err)
+		}
+	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	got, err := ParsePrefixes(" 127.0.0.0/8, ::1/128,,192.0.2.7 ,2001:db8::1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fmt.Sprint(got); s != "[127.0.0.0/8 ::1/128 192.0.2.7/32 2001:db8::1/128]" {
+		t.Errorf("ParsePrefixes = %s", s)
+	}
+	if got, err := ParsePrefixes(DefaultAnnounceRateExempt); err != nil || len(got) != 2 {
+		t.Errorf("the default: %v, %v", got, err)
+	}
+	if got, err := ParsePrefixes(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "localhost", "10.0.0.0/8,x"} {
+		if _, err := ParsePrefixes(bad); err == nil {
+			t.Errorf("ParsePrefixes(%q): no error", bad)
 		}
 	}
 }
