@@ -28,6 +28,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -123,13 +124,20 @@ func (n *node) open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log))
+	exempt, err := cli.ParsePrefixes(cfg.AnnounceRateExempt)
+	if err != nil {
+		return fmt.Errorf("-announce-rate-exempt: %w", err)
+	}
+	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
+		announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithSourceRateExempt(exempt...))
 	if err != nil {
 		return err
 	}
 	if n.host != nil {
 		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
-		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log)); err != nil {
+		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log),
+			announce.WithPeerRate(cfg.GossipPeerRate, cli.RateBurst(cfg.GossipPeerRate))); err != nil {
 			return err
 		}
 	}
