@@ -218,8 +218,9 @@ type conn struct {
 	once    sync.Once
 }
 
+// Close frees the connection's slots, then closes it: the peer cannot see
+// the close before a new connection of its would be counted.
 func (c *conn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(func() {
 		if c.counted {
 			c.l.mu.Lock()
@@ -231,7 +232,7 @@ func (c *conn) Close() error {
 		c.l.open.Add(-1)
 		c.l.releaseSlot()
 	})
-	return err
+	return c.Conn.Close()
 }
 
 // errNoCloseWrite is CloseWrite's error for a connection without half-close.
