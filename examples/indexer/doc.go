@@ -47,7 +47,11 @@
 // takes over 30s, and an answer that takes over 60s to write (an NDJSON
 // find stream gets a minute per line), so that slow clients cannot hold
 // connections; with the connection caps, a flood of them cannot exhaust
-// the node's file descriptors.
+// the node's file descriptors. Behind a reverse proxy, or in front of a
+// scatter front end, one address carries many clients: raise
+// -max-conns-per-ip for it (scatter's client keeps to 32 connections per
+// backend). In assigner mode add the assigner's address to
+// -announce-rate-exempt: it forwards every publisher's announces.
 //
 // Every listener is on loopback by default, unlike the reference
 // (storetheindex listens on 0.0.0.0 for find and ingest). To expose the

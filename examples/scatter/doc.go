@@ -24,7 +24,9 @@
 //
 // The servers cut a request whose header takes over 10s or whose body over
 // 30s, and an answer that takes over 60s to write; an NDJSON answer gets
-// a minute per line instead, so a long stream is not cut.
+// a minute per line instead, so a long stream is not cut. Its client opens
+// at most 32 connections per backend, within the per-source cap of the
+// indexers' listeners (64 by default).
 //
 // Both listeners default to loopback: put the find API on a public address
 // on purpose (-listen :8080), and keep /metrics where only the monitoring
