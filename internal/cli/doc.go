@@ -5,7 +5,9 @@
 // cannot be exhausted: read and write deadlines ([NewHTTPServer]),
 // listeners with a cap on connections in total and per source IP
 // ([Listen], [ConnLimitFlags]), run under an errgroup with a shutdown
-// bounded whatever the clients do ([Serve]).
+// bounded whatever the clients do ([Serve]); and the announce-limit
+// defaults of the roles that take announces ([DefaultAnnounceRate],
+// [RateBurst], [ParsePrefixes]).
 //
 // It holds only what the binaries do identically; their flags, defaults,
 // validation and listeners stay in each binary. It imports the standard
