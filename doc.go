@@ -80,6 +80,8 @@
 //     for tests and benchmarks; internal/proctest, which runs the example
 //     binaries as processes in tests; internal/cli, the plumbing the
 //     binaries share (signals, logging, config files, servers);
+//     internal/netlimit, the caps that keep a server from being exhausted
+//     (connections per listener and per source IP, rates per source);
 //     internal/logfields, which parses the binaries' slog lines;
 //     internal/netproxy, a loopback TCP proxy for network fault tests;
 //     internal/freeport, which picks loopback ports for servers that are

@@ -116,6 +116,8 @@ type serviceOptions struct {
 	adminOp []admin.ClientOption
 	resend  bool
 	recvOp  []announce.Option
+	// gossipOp are WithGossipOptions'.
+	gossipOp []announce.GossipOption
 }
 
 // ServiceOption configures [NewService]. A value out of range (nil, a
@@ -178,6 +180,12 @@ func WithAdminOptions(opts ...admin.ClientOption) ServiceOption {
 // filter, queue and de-duplication sizes). The policy is the config's.
 func WithReceiverOptions(opts ...announce.Option) ServiceOption {
 	return func(o *serviceOptions) { o.recvOp = append(o.recvOp, opts...) }
+}
+
+// WithGossipOptions passes options to the announce gossip of WithGossip
+// (a per-peer rate). The network is the config's topic's.
+func WithGossipOptions(opts ...announce.GossipOption) ServiceOption {
+	return func(o *serviceOptions) { o.gossipOp = append(o.gossipOp, opts...) }
 }
 
 // WithResend forwards every HTTP announce of an assigned publisher to
@@ -303,7 +311,8 @@ func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if o.host != nil {
-		if s.gossip, err = announce.NewGossip(o.host, s.recv, announce.WithNetwork(network), announce.WithGossipLogger(o.log)); err != nil {
+		gopts := append([]announce.GossipOption{announce.WithNetwork(network), announce.WithGossipLogger(o.log)}, o.gossipOp...)
+		if s.gossip, err = announce.NewGossip(o.host, s.recv, gopts...); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
 	}

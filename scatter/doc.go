@@ -24,7 +24,9 @@
 //   - GET /multihash/{b58|hex} and GET /cid/{cid} (any CID version, codec
 //     and multibase; the lookup is by its multihash). JSON FindResponse by
 //     default; with Accept: application/x-ndjson, one ProviderResult JSON
-//     object per line, each line flushed as the backend yields it.
+//     object per line, each line flushed as the backend yields it. Each
+//     line moves the write deadline ([WithStreamWriteTimeout]), so that a
+//     server's WriteTimeout bounds a stalled client, not a long stream.
 //   - POST /multihash with {"Multihashes":["<base64>",...]}: a batch
 //     lookup, bounded by [WithBatchLimit] and [WithBodyLimit] (413 beyond),
 //     answering one MultihashResult per multihash found.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -24,6 +25,9 @@ const (
 	// DefaultBodyLimit is the largest POST /multihash body, in bytes: room
 	// for DefaultBatchLimit multihashes of 512 bytes each in base64.
 	DefaultBodyLimit = 1 << 20
+	// DefaultStreamWriteTimeout is how long an NDJSON answer may wait for
+	// the client to take each line.
+	DefaultStreamWriteTimeout = time.Minute
 )
 
 // findBatchWorkers is how many multihashes of one batch are looked up at once.
@@ -39,9 +43,10 @@ const (
 type HandlerOption func(*findHandlerConfig)
 
 type findHandlerConfig struct {
-	log        *slog.Logger
-	batchLimit int
-	bodyLimit  int64
+	log                *slog.Logger
+	batchLimit         int
+	bodyLimit          int64
+	streamWriteTimeout time.Duration
 }
 
 // WithHandlerLogger sets the logger of backend errors the handler could not
@@ -75,6 +80,20 @@ func WithBodyLimit(n int64) HandlerOption {
 	}
 }
 
+// WithStreamWriteTimeout sets the write deadline of an NDJSON answer, which
+// the handler moves to d from now before its first line and after each
+// line it flushes: a stream lasts as long as the backend yields results,
+// whatever the server's WriteTimeout, and a client that stops reading for
+// d is cut. Values below 1 keep [DefaultStreamWriteTimeout]. Servers whose
+// ResponseWriter cannot set deadlines (httptest's recorder) ignore it.
+func WithStreamWriteTimeout(d time.Duration) HandlerOption {
+	return func(c *findHandlerConfig) {
+		if d > 0 {
+			c.streamWriteTimeout = d
+		}
+	}
+}
+
 // Handler serves the IPNI find API over one [Backend]. See the package
 // documentation for the routes and the status rules. It is safe for
 // concurrent use.
@@ -90,9 +109,10 @@ var _ http.Handler = (*Handler)(nil)
 // routes at the root; mount it elsewhere with [http.StripPrefix].
 func NewHandler(b Backend, opts ...HandlerOption) *Handler {
 	cfg := findHandlerConfig{
-		log:        slog.New(slog.DiscardHandler),
-		batchLimit: DefaultBatchLimit,
-		bodyLimit:  DefaultBodyLimit,
+		log:                slog.New(slog.DiscardHandler),
+		batchLimit:         DefaultBatchLimit,
+		bodyLimit:          DefaultBodyLimit,
+		streamWriteTimeout: DefaultStreamWriteTimeout,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -354,9 +374,13 @@ func (h *Handler) internalError(w http.ResponseWriter, r *http.Request, err erro
 // yields: a result starts a 200 stream; an error or the end before any
 // result is answered as noResults does. An error after the stream started
 // ends the stream; a *PartialError is then reported in the HeaderBackends
-// trailer.
+// trailer. The write deadline is moved forward before each line, so that
+// the server's WriteTimeout bounds the wait for each line, not the stream.
 func (h *Handler) findNDJSON(w http.ResponseWriter, r *http.Request, mh multihash.Multihash) {
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	// The error is http.ErrNotSupported for a writer without deadlines:
+	// the stream then runs as the server lets it.
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.cfg.streamWriteTimeout)) }
 	bp := findBufPool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= findMaxPooledBuf {
@@ -370,6 +394,7 @@ func (h *Handler) findNDJSON(w http.ResponseWriter, r *http.Request, mh multihas
 			ferr = err
 			break
 		}
+		extend()
 		if n == 0 {
 			hdr := w.Header()
 			hdr.Set("Content-Type", mediaNDJSON)
@@ -384,8 +409,8 @@ func (h *Handler) findNDJSON(w http.ResponseWriter, r *http.Request, mh multihas
 		if _, err := w.Write(line); err != nil {
 			return // the client went away; the range stops the backend
 		}
-		if flusher != nil {
-			flusher.Flush()
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return // as for Write
 		}
 	}
 	if n == 0 {

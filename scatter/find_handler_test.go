@@ -428,3 +428,58 @@ func TestHandlerJSONIdentical(t *testing.T) {
 		}
 	}
 }
+
+// findPaced yields n results, pause apart.
+type findPaced struct {
+	findFake
+	r     scatter.ProviderResult
+	n     int
+	pause time.Duration
+}
+
+func (f *findPaced) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
+	return func(yield func(scatter.ProviderResult, error) bool) {
+		for i := range f.n {
+			if i > 0 {
+				time.Sleep(f.pause)
+			}
+			if !yield(f.r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// TestHandlerNDJSONOutlivesWriteTimeout checks that a stream longer than
+// the server's WriteTimeout is not cut: the handler moves the deadline at
+// each line.
+func TestHandlerNDJSONOutlivesWriteTimeout(t *testing.T) {
+	const writeTimeout, lines = 200 * time.Millisecond, 5
+	f := &findPaced{r: scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}, n: lines, pause: writeTimeout / 2}
+	srv := httptest.NewUnstartedServer(scatter.NewHandler(f, scatter.WithStreamWriteTimeout(writeTimeout)))
+	srv.Config.WriteTimeout = writeTimeout
+	srv.Start()
+	defer srv.Close()
+	for _, ndjson := range []bool{true, false} {
+		req, _ := http.NewRequest("GET", srv.URL+"/multihash/"+findMH(t, 1).B58String(), nil)
+		if ndjson {
+			req.Header.Set("Accept", "application/x-ndjson")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			if !ndjson {
+				continue // the JSON answer, written after 400ms, is cut: as it should
+			}
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case ndjson && (err != nil || strings.Count(string(body), "\n") != lines):
+			t.Errorf("NDJSON stream of %v over a %v WriteTimeout: %d lines, %v; want %d lines", (lines-1)*f.pause, writeTimeout,
+				strings.Count(string(body), "\n"), err, lines)
+		case !ndjson && err == nil && resp.StatusCode == http.StatusOK:
+			t.Errorf("JSON answer written after the WriteTimeout arrived whole: the test does not see the deadline")
+		}
+	}
+}

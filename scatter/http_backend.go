@@ -58,16 +58,27 @@ func WithResponseLimit(n int64) HTTPBackendOption {
 	}
 }
 
-// NewHTTPClient returns the default client of an [HTTPBackend]: keep-alive
-// with up to 100 idle connections per host, a 10 s dial timeout and no
-// overall timeout (deadlines come from each call's context).
+// MaxConnsPerBackend is how many connections [NewHTTPClient]'s client
+// opens to one backend host at most: half the per-source connection cap of
+// the listeners of indexkit's nodes (64, see examples/indexer's
+// -max-conns-per-ip), which close a connection beyond it at once, leaving
+// room for connections still closing and for other clients at the same
+// address. A front end serving more requests at once queues them in the
+// client rather than losing them.
+const MaxConnsPerBackend = 32
+
+// NewHTTPClient returns the default client of an [HTTPBackend]: keep-alive,
+// at most [MaxConnsPerBackend] connections per host (more requests wait
+// for one), a 10 s dial timeout and no overall timeout (deadlines come
+// from each call's context).
 func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   100,
+		MaxIdleConnsPerHost:   MaxConnsPerBackend,
+		MaxConnsPerHost:       MaxConnsPerBackend,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,

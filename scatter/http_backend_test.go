@@ -4,12 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/scatter"
 )
 
@@ -117,5 +124,67 @@ func TestHTTPBackendErrors(t *testing.T) {
 		if _, err := scatter.NewHTTPBackend(u); err == nil {
 			t.Errorf("NewHTTPBackend(%q) accepted", u)
 		}
+	}
+}
+
+// findSleepy is findFake, each Find taking pause first.
+type findSleepy struct {
+	findFake
+	pause time.Duration
+}
+
+func (f *findSleepy) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
+	time.Sleep(f.pause)
+	return f.findFake.Find(ctx, mh)
+}
+
+// TestHTTPBackendWithinPerSourceCap checks that NewHTTPClient's client
+// keeps to the per-source connection cap of the servers indexkit's roles
+// run (64, internal/netlimit): 200 finds at once to one backend all
+// succeed, queueing in the client, instead of losing connections the
+// server closes at once.
+func TestHTTPBackendWithinPerSourceCap(t *testing.T) {
+	mh := findMH(t, 1)
+	r1 := scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
+	f := &findSleepy{findFake: findFake{results: map[string][]scatter.ProviderResult{string(mh): {r1}}}, pause: 20 * time.Millisecond}
+	srv := httptest.NewUnstartedServer(scatter.NewHandler(f))
+	ln, err := netlimit.NewListener(srv.Listener, netlimit.WithMaxConnsPerIP(netlimit.DefaultMaxConnsPerIP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	client := scatter.NewHTTPClient()
+	defer client.CloseIdleConnections()
+	b, err := scatter.NewHTTPBackend(srv.URL, scatter.WithHTTPClient(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const finds = 200
+	errs := make(chan error, finds)
+	var wg sync.WaitGroup
+	for range finds {
+		wg.Go(func() {
+			n := 0
+			for _, err := range b.Find(t.Context(), mh) {
+				if err != nil {
+					errs <- err
+					return
+				}
+				n++
+			}
+			if n != 1 {
+				errs <- fmt.Errorf("%d results, want 1", n)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("find: %v", err)
+	}
+	if s := ln.Stats(); s.Rejected != 0 {
+		t.Errorf("listener stats %+v: the client went over the per-source cap", s)
 	}
 }

@@ -68,6 +68,16 @@
 //	-admin-token TOKEN        bearer token of the indexers' admin APIs
 //	-log-level LEVEL          debug, info, warn, error (info)
 //	-shutdown-timeout D       wait for requests in flight on SIGTERM (10s)
+//	-max-conns N              open connections per listener; more wait (1024; 0: no cap)
+//	-max-conns-per-ip N       open connections per listener from one IP (IPv6 /64); more are closed (64; 0: no cap)
+//	-announce-rate R          HTTP announces a second per source IP, 2R at once; more get 429 (10; 0: no limit)
+//	-announce-rate-exempt P   CIDRs -announce-rate does not limit (127.0.0.0/8,::1/128)
+//	-gossip-peer-rate R       gossip announces a second per propagating peer, 2R at once (100; 0: no limit)
+//
+// The HTTP servers cut a request whose header takes over 10s or whose body
+// takes over 30s, and an answer that takes over 60s to write, so that slow
+// clients cannot hold connections; with the connection caps, a flood of
+// them cannot exhaust the assigner's file descriptors.
 //
 // # State API
 //
@@ -91,14 +101,17 @@
 // indexkit_assigner_announces_total{source}, decisions_total{kind},
 // requests_total{kind,indexer,outcome}, request_duration_seconds{kind},
 // forwards_total{indexer,result}, polls_total{indexer,result},
-// poll_duration_seconds, announce_{duplicates,denied,malformed,republished}_total,
+// poll_duration_seconds, announce_{duplicates,denied,malformed,republished,rate_limited}_total,
 // and the Go and process collectors.
 //
 // # Signals
 //
 // SIGINT or SIGTERM stops the listeners (requests in flight get
-// -shutdown-timeout), cancels the requests to indexers, and exits 0.
-// Nothing is lost: the next start rebuilds the state from the indexers.
+// -shutdown-timeout, then their connections are closed), cancels the
+// requests to indexers, and exits 0. Nothing is lost: the next start
+// rebuilds the state from the indexers. An error at start (a listener's
+// port already in use, a -p2p address that cannot be bound) exits 1 with
+// "assigner: <error>" on stderr.
 //
 // # In process
 //

@@ -14,7 +14,8 @@
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
 // Admin, AdminToken, P2P, Topic, FreezeAt, DiskBudget, UnfreezeOnStart, Metrics,
-// UseAssigner, LogLevel, Progress, ShutdownTimeout; durations as "30s");
+// UseAssigner, LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP,
+// AnnounceRate, AnnounceRateExempt, GossipPeerRate; durations as "30s");
 // unknown keys are an error.
 //
 //	flag                default                   meaning
@@ -36,6 +37,21 @@
 //	-progress           30s                       interval of the per-publisher progress lines
 //	-poll               1h                        ask every followed publisher for its head this often (0: only at start)
 //	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
+//	-max-conns          1024                      open connections per listener; more wait (0: no cap)
+//	-max-conns-per-ip   64                        open connections per listener from one IP (IPv6 /64); more are closed (0: no cap)
+//	-announce-rate      10                        HTTP announces a second per source IP, 20 at once; more get 429 (0: no limit)
+//	-announce-rate-exempt 127.0.0.0/8,::1/128     CIDRs -announce-rate does not limit (add the assigner's address)
+//	-gossip-peer-rate   100                       gossip announces a second per propagating peer, 200 at once (0: no limit)
+//
+// The HTTP servers cut a request whose header takes over 10s or whose body
+// takes over 30s, and an answer that takes over 60s to write (an NDJSON
+// find stream gets a minute per line), so that slow clients cannot hold
+// connections; with the connection caps, a flood of them cannot exhaust
+// the node's file descriptors. Behind a reverse proxy, or in front of a
+// scatter front end, one address carries many clients: raise
+// -max-conns-per-ip for it (scatter's client keeps to 32 connections per
+// backend). In assigner mode add the assigner's address to
+// -announce-rate-exempt: it forwards every publisher's announces.
 //
 // Every listener is on loopback by default, unlike the reference
 // (storetheindex listens on 0.0.0.0 for find and ingest). To expose the
@@ -127,10 +143,13 @@
 // # Shutdown
 //
 // SIGINT or SIGTERM stops the listeners (requests in flight get
-// -shutdown-timeout), stops gossip and the freeze monitor, cancels
+// -shutdown-timeout, then their connections are closed), stops gossip and the freeze monitor, cancels
 // ingestion (each walk persists where it is, and resumes on the next
 // start without a new announce), then closes the index and the datastore.
-// The exit status is 0 after a clean shutdown, 1 after an error.
+// The exit status is 0 after a shutdown, 1 after an error, with the error
+// on stderr as "indexer: <error>": at start, a -dir another node holds
+// (its stores are locked), an identity.key that does not decode, or a
+// listener port already in use.
 //
 // # In process
 //

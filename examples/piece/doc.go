@@ -28,6 +28,12 @@
 //	--request-timeout bound of each request to a publisher (default 10s)
 //	--request-rate    requests per second to each publisher (default 10)
 //	--log-level       debug | info | warn | error
+//	--max-conns       open connections of the listener; more wait (default 1024; 0: no cap)
+//	--max-conns-per-ip open connections from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
+//
+// The server cuts a request whose header takes over 10s or whose body over
+// 30s, and an answer that takes over 60s to write. Announces are not
+// rate-limited per source (the indexer and the assigner are).
 //
 // # State
 //
@@ -45,8 +51,12 @@
 // It logs with slog on stderr: msg=starting, msg=listening name=api
 // addr=<host:port>, a line per finished walk, a status line every 30 s per
 // walk in progress or failing, and warnings for publishers that fail. SIGINT
-// or SIGTERM stops it gracefully: the API drains, walks stop and persist
-// their position, the last statuses are written.
+// or SIGTERM stops it gracefully: the API drains (for up to
+// --shutdown-timeout, then its connections are closed), walks stop and
+// persist their position, the last statuses are written; the exit status
+// is 0. An error at start exits 1 with "piece: <error>" on stderr: a --key
+// file that holds no key, a --dir whose walker state another sampler
+// holds (--store redis), a --listen port already in use.
 //
 // # In process
 //

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -224,5 +226,37 @@ func TestBinaryRedisRestart(t *testing.T) {
 	checkSamples(t, base, c, serverID(t, filepath.Join(dir, "key")))
 	if code := p.Stop(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM\n%s", code, p.Output())
+	}
+}
+
+// TestBinaryStartupErrors: a key file that does not decode, or a busy
+// port, ends the binary with status 1 and the cause on stderr.
+func TestBinaryStartupErrors(t *testing.T) {
+	bin := proctest.Build(t, "./examples/piece")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("garbage\x00\xff"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "127.0.0.1:0", "--dir", dir}, "piece: -key: piece: key file " + key + " holds no libp2p private key"},
+		{[]string{"--listen", busy, "--dir", t.TempDir()}, "piece: -listen " + busy + ": listen tcp " + busy + ": bind: address already in use"},
+	} {
+		p := proctest.Start(t, bin, append(tc.args, "--providers-url", "")...)
+		if code := p.Wait(proctest.DefaultTimeout); code != 1 {
+			t.Errorf("%q: exit status %d, want 1", tc.args, code)
+		}
+		if out := p.Output(); !strings.Contains(out, tc.want) || strings.Contains(out, "panic") {
+			t.Errorf("%q: output does not say %q, or panics:\n%s", tc.args, tc.want, out)
+		}
 	}
 }

@@ -36,6 +36,11 @@
 //	-fault             ""               bad-signature, corrupt or huge: a malicious publisher
 //	-log-level         info             debug, info, warn or error
 //	-shutdown-timeout  5s               how long requests in flight may take on SIGTERM
+//	-max-conns         1024             open connections per publisher; more wait (0: no cap)
+//	-max-conns-per-ip  64               open connections per publisher from one IP (IPv6 /64); more are closed (0: no cap)
+//
+// The servers cut a request whose header takes over 10s or whose body over
+// 30s, and an answer that takes over 60s to write.
 //
 // # HTTP
 //
@@ -71,8 +76,9 @@
 // msg=publisher line with its index, peer ID (publisher=) and fault, then
 // msg=starting; at debug level each ad published and announced; announce
 // failures at warn level. SIGINT or SIGTERM stops producing and the
-// servers (requests in flight get -shutdown-timeout); the exit status is 0
-// after a clean shutdown, 1 after an error.
+// servers (requests in flight get -shutdown-timeout, then their
+// connections are closed); the exit status is 0 after a shutdown, 1 after
+// an error (a port already in use: "publisher: -listen: publisher-<i>: ...").
 //
 // # In process
 //

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +41,21 @@ func TestBinary(t *testing.T) {
 	}
 	if code := p.Stop(); code != 0 {
 		t.Fatalf("exit code %d\n%s", code, p.Output())
+	}
+
+	// A busy port ends it with status 1 and the cause on stderr.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
+	p = proctest.Start(t, bin, "-listen", busy)
+	if code := p.Wait(proctest.DefaultTimeout); code != 1 {
+		t.Fatalf("busy port: exit code %d, want 1\n%s", code, p.Output())
+	}
+	want := "publisher: -listen: publisher-0: listen tcp " + busy + ": bind: address already in use"
+	if out := p.Output(); !strings.Contains(out, want) || strings.Contains(out, "panic") {
+		t.Errorf("busy port: output does not say %q, or panics:\n%s", want, out)
 	}
 }

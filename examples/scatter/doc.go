@@ -19,6 +19,14 @@
 //	-cache-negative-ttl D    how long a cached "not found" is kept (default 5s; 0: never cached)
 //	-shutdown-timeout D      how long requests in flight may take on shutdown (default 10s)
 //	-log-level L             debug, info, warn or error (default info)
+//	-max-conns N             open connections per listener; more wait (default 1024; 0: no cap)
+//	-max-conns-per-ip N      open connections per listener from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
+//
+// The servers cut a request whose header takes over 10s or whose body over
+// 30s, and an answer that takes over 60s to write; an NDJSON answer gets
+// a minute per line instead, so a long stream is not cut. Its client opens
+// at most 32 connections per backend, within the per-source cap of the
+// indexers' listeners (64 by default).
 //
 // Both listeners default to loopback: put the find API on a public address
 // on purpose (-listen :8080), and keep /metrics where only the monitoring
@@ -99,8 +107,9 @@
 // server with its bound address (name=find or name=metrics,
 // addr=HOST:PORT), then the config (msg=starting), reloads, breaker state changes, and
 // shutdown. SIGINT or SIGTERM stops accepting connections and lets
-// requests in flight finish for up to -shutdown-timeout; the exit status is
-// 0 after a clean shutdown, 1 after any error.
+// requests in flight finish for up to -shutdown-timeout, then closes the
+// connections left; the exit status is 0 after a shutdown, 1 after any
+// error (a listener's port already in use: "scatter: -listen ADDR: ...").
 //
 // # In process
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -186,6 +187,26 @@ func TestBinary(t *testing.T) {
 			}
 			if !strings.Contains(p.Output(), tc.want) {
 				t.Errorf("%q: output does not say %q:\n%s", tc.args, tc.want, p.Output())
+			}
+		}
+	})
+
+	t.Run("busy port", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		busy := ln.Addr().String()
+		for _, flag := range []string{"-listen", "-metrics"} {
+			args := []string{"-backends", "http://127.0.0.1:1", "-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0", flag, busy}
+			p := proctest.Start(t, bin, args...)
+			if code := p.Wait(waitExit); code != 1 {
+				t.Errorf("%s on a busy port: exit code %d, want 1", flag, code)
+			}
+			want := "scatter: " + flag + " " + busy + ": listen tcp " + busy + ": bind: address already in use"
+			if out := p.Output(); !strings.Contains(out, want) || strings.Contains(out, "panic") {
+				t.Errorf("%s on a busy port: output does not say %q, or panics:\n%s", flag, want, out)
 			}
 		}
 	})

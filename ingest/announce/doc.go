@@ -48,7 +48,19 @@
 //	403  the WithAllow policy rejects the publisher
 //	404  another path; 405 another method (Allow: PUT)
 //	413  body over the limit (WithBodyLimit, 8 KiB by default)
+//	429  the source is over its rate (WithSourceRate), with Retry-After;
+//	     the body is not read
 //	503  the queue is full (Retry-After: 1) or the Receiver is closed
+//
+// [WithSourceRate] limits the announces of each source IP address (a token
+// bucket per address, an IPv6 /64 counting as one), off by default. The
+// source is the connection's remote address; X-Forwarded-For counts only
+// with [WithTrustForwardedFor], behind a proxy that sets it. Trusted
+// senders of many announces (an assigner forwarding to its indexers,
+// local processes) are exempted with [WithSourceRateExempt]. The table of
+// sources is bounded ([WithMaxSources]), so a flood of distinct sources
+// costs bounded memory. [WithPeerRate] does the same on gossip, per
+// propagating peer.
 //
 // A [Gossip] made with the Receiver feeds it the announces read from the
 // topic /indexer/ingest/<network> and republishes its HTTP announces.

@@ -39,9 +39,10 @@ func Example() {
 }
 
 // An indexer mounts a Receiver on its ingest listener and takes announces
-// with Next; a publisher sends them with an HTTPSender.
+// with Next; a publisher sends them with an HTTPSender. Each source IP may
+// send 10 announces a second, 20 at once; beyond, it gets 429.
 func ExampleReceiver() {
-	r, _ := announce.NewReceiver()
+	r, _ := announce.NewReceiver(announce.WithSourceRate(10, 20))
 	defer r.Close()
 	srv := httptest.NewServer(r)
 	defer srv.Close()
@@ -68,5 +69,5 @@ func ExampleReceiver() {
 	// Output:
 	// sent: <nil>
 	// http 12D3KooWBckWLKiYoUX4k3HTrbrSe4DD5SPNTKgP6vKTva1NaRkJ QmPNHBy5h7f19yJDt7ip9TvmMRbqmYsa6aetkrsc1ghjLB [/ip4/127.0.0.1/tcp/3104/http] <nil>
-	// {Accepted:1 HTTP:1 Gossip:0 Duplicates:1 Denied:0 Malformed:0 Dropped:0 Republished:0 RepublishFailed:0 Queued:0}
+	// {Accepted:1 HTTP:1 Gossip:0 Duplicates:1 Denied:0 Malformed:0 RateLimited:0 Dropped:0 Republished:0 RepublishFailed:0 Queued:0 Sources:1}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -14,6 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
 // DefaultNetwork is the network of the production IPNI gossip topic.
@@ -30,6 +33,9 @@ type gossipConfig struct {
 	republish bool
 	logger    *slog.Logger
 	psOpts    []pubsub.Option
+
+	peerRate  float64 // announces a second per propagating peer; 0: no limit
+	peerBurst int
 }
 
 // WithNetwork sets the network: the topic is /indexer/ingest/<network>.
@@ -65,6 +71,26 @@ func WithGossipLogger(l *slog.Logger) GossipOption {
 	}
 }
 
+// WithPeerRate limits the announces delivered from each propagating peer
+// (the mesh peer that forwarded the message to this host, not its signer)
+// to perSecond a second on average and burst at once; the others are
+// dropped before they are decoded and counted in [GossipStats].RateLimited.
+// GossipSub has already validated and forwarded them: the limit protects
+// this node's Receiver, not the network. The peers are remembered in a
+// table of [DefaultMaxSources] entries, the least recently seen forgotten
+// first. A peer relays every publisher's announces, so set the rate well
+// above one publisher's. perSecond 0 removes the limit (the default);
+// otherwise burst must be 1 or more.
+func WithPeerRate(perSecond float64, burst int) GossipOption {
+	return func(c *gossipConfig) error {
+		if perSecond < 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) || (perSecond > 0 && burst < 1) {
+			return fmt.Errorf("%w: peer rate %v a second, burst %d", ErrInvalidOption, perSecond, burst)
+		}
+		c.peerRate, c.peerBurst = perSecond, burst
+		return nil
+	}
+}
+
 // WithPubSubOptions appends options to those the GossipSub router is made
 // with (after the defaults, so they win).
 func WithPubSubOptions(opts ...pubsub.Option) GossipOption {
@@ -80,6 +106,9 @@ type GossipStats struct {
 	Malformed uint64 // messages that did not decode
 	Self      uint64 // own republishes, ignored
 	Published uint64 // messages published (Send and republish)
+	// RateLimited counts messages dropped because their propagating peer
+	// was over its rate (WithPeerRate).
+	RateLimited uint64
 }
 
 // Gossip joins the announce topic /indexer/ingest/<network> with
@@ -97,7 +126,9 @@ type Gossip struct {
 	live    *pubsub.Topic // non-nil while joined
 	ready   chan struct{}
 
-	received, malformedN, self, published atomic.Uint64
+	rate *netlimit.Rate // nil without WithPeerRate
+
+	received, malformedN, self, published, rateLimited atomic.Uint64
 }
 
 // NewGossip returns a Gossip on h. recv may be nil for a publisher that only
@@ -116,6 +147,12 @@ func NewGossip(h host.Host, recv *Receiver, opts ...GossipOption) (*Gossip, erro
 		}
 	}
 	g := &Gossip{host: h, recv: recv, cfg: cfg, topic: TopicPrefix + cfg.network, ready: make(chan struct{})}
+	if cfg.peerRate > 0 {
+		var err error
+		if g.rate, err = netlimit.NewRate(cfg.peerRate, cfg.peerBurst, netlimit.WithMaxKeys(DefaultMaxSources)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+	}
 	if recv != nil && cfg.republish {
 		if err := recv.setRepublisher(g); err != nil {
 			return nil, err
@@ -148,10 +185,11 @@ func (g *Gossip) Peers() []peer.ID {
 // Stats returns a snapshot of the counters.
 func (g *Gossip) Stats() GossipStats {
 	return GossipStats{
-		Received:  g.received.Load(),
-		Malformed: g.malformedN.Load(),
-		Self:      g.self.Load(),
-		Published: g.published.Load(),
+		Received:    g.received.Load(),
+		Malformed:   g.malformedN.Load(),
+		Self:        g.self.Load(),
+		Published:   g.published.Load(),
+		RateLimited: g.rateLimited.Load(),
 	}
 }
 
@@ -232,6 +270,12 @@ func (g *Gossip) Run(ctx context.Context) error {
 
 func (g *Gossip) handle(ctx context.Context, msg *pubsub.Message) {
 	g.received.Add(1)
+	if g.rate != nil && msg.ReceivedFrom != g.host.ID() {
+		if ok, _ := g.rate.Allow(string(msg.ReceivedFrom)); !ok {
+			g.rateLimited.Add(1)
+			return
+		}
+	}
 	from, err := peer.IDFromBytes(msg.From)
 	if err != nil {
 		g.malformedN.Add(1)

@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
 // Defaults of a [Receiver].
@@ -22,6 +29,7 @@ const (
 	DefaultBodyLimit  = 8 << 10 // bytes of an HTTP announce body
 	DefaultQueueSize  = 1024    // announces waiting for Next
 	DefaultDedupeSize = 64      // recent (publisher, CID) pairs remembered
+	DefaultMaxSources = 10_000  // sources whose rate is remembered (WithSourceRate, WithPeerRate)
 )
 
 // Source says how an [Announce] arrived.
@@ -74,10 +82,12 @@ type Stats struct {
 	Duplicates      uint64 // dropped as already seen
 	Denied          uint64 // rejected by the WithAllow policy
 	Malformed       uint64 // HTTP requests answered 400 or 413
+	RateLimited     uint64 // HTTP requests answered 429 (WithSourceRate)
 	Dropped         uint64 // accepted but dropped because the queue was full
 	Republished     uint64 // HTTP announces republished on gossip
 	RepublishFailed uint64 // republishes that failed (gossip not running, publish error)
 	Queued          int    // announces waiting for Next now
+	Sources         int    // sources whose rate WithSourceRate remembers now
 }
 
 // Option configures a [Receiver].
@@ -90,6 +100,12 @@ type receiverConfig struct {
 	dedupeSize int
 	filterIPs  bool
 	logger     *slog.Logger
+
+	sourceRate   float64 // announces a second per source; 0: no limit
+	sourceBurst  int
+	maxSources   int
+	forwardedFor bool
+	exempt       []netip.Prefix
 }
 
 // WithAllow sets the policy: announces from a publisher for which allow
@@ -150,6 +166,67 @@ func WithFilterIPs(on bool) Option {
 	}
 }
 
+// WithSourceRate limits the HTTP announces of each source to perSecond a
+// second on average and burst at once; beyond, the handler answers 429 Too
+// Many Requests with a Retry-After header, before reading the body, and
+// the announce is not delivered. A source is the request's remote IP
+// address (an IPv6 address counts as its /64), or the X-Forwarded-For
+// address with [WithTrustForwardedFor]. The sources are remembered in a
+// table of [WithMaxSources] entries at most, the least recently seen
+// forgotten first, so that any number of sources costs bounded memory.
+// perSecond 0 removes the limit (the default); otherwise burst must be 1
+// or more.
+func WithSourceRate(perSecond float64, burst int) Option {
+	return func(c *receiverConfig) error {
+		if perSecond < 0 || math.IsNaN(perSecond) || math.IsInf(perSecond, 0) || (perSecond > 0 && burst < 1) {
+			return fmt.Errorf("%w: source rate %v a second, burst %d", ErrInvalidOption, perSecond, burst)
+		}
+		c.sourceRate, c.sourceBurst = perSecond, burst
+		return nil
+	}
+}
+
+// WithMaxSources sets how many sources [WithSourceRate] remembers. Default
+// [DefaultMaxSources].
+func WithMaxSources(n int) Option {
+	return func(c *receiverConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: max sources %d", ErrInvalidOption, n)
+		}
+		c.maxSources = n
+		return nil
+	}
+}
+
+// WithSourceRateExempt exempts the sources in prefixes from
+// [WithSourceRate]: trusted senders of many announces, such as an
+// assigner that forwards every publisher's announces to its indexers, or
+// the loopback addresses of local processes. Each call adds to the list.
+func WithSourceRateExempt(prefixes ...netip.Prefix) Option {
+	return func(c *receiverConfig) error {
+		for _, p := range prefixes {
+			if !p.IsValid() {
+				return fmt.Errorf("%w: exempt prefix %v", ErrInvalidOption, p)
+			}
+			c.exempt = append(c.exempt, p.Masked())
+		}
+		return nil
+	}
+}
+
+// WithTrustForwardedFor, when on, takes the source of an HTTP announce for
+// [WithSourceRate] from the last address of its X-Forwarded-For header:
+// the client as the reverse proxy in front of the Receiver saw it. Turn it
+// on only behind such a proxy, which must set the header: anyone else can
+// write any address there. Without the header the remote address counts.
+// Off by default.
+func WithTrustForwardedFor(on bool) Option {
+	return func(c *receiverConfig) error {
+		c.forwardedFor = on
+		return nil
+	}
+}
+
 // WithLogger sets the logger; the default discards. Attribute keys:
 // publisher, cid, source.
 func WithLogger(l *slog.Logger) Option {
@@ -183,8 +260,10 @@ type Receiver struct {
 	closed bool
 	repub  republisher
 
+	rate *netlimit.Rate // nil without WithSourceRate
+
 	accepted, http, gossip, duplicates, denied, malformedN, dropped,
-	republished, republishFailed atomic.Uint64
+	republished, republishFailed, rateLimited atomic.Uint64
 }
 
 // NewReceiver returns a Receiver. It starts nothing.
@@ -193,6 +272,7 @@ func NewReceiver(opts ...Option) (*Receiver, error) {
 		bodyLimit:  DefaultBodyLimit,
 		queueSize:  DefaultQueueSize,
 		dedupeSize: DefaultDedupeSize,
+		maxSources: DefaultMaxSources,
 		logger:     slog.New(slog.DiscardHandler),
 	}
 	for _, o := range opts {
@@ -200,12 +280,19 @@ func NewReceiver(opts ...Option) (*Receiver, error) {
 			return nil, err
 		}
 	}
-	return &Receiver{
+	r := &Receiver{
 		cfg:   cfg,
 		queue: make(chan Announce, cfg.queueSize),
 		done:  make(chan struct{}),
 		seen:  newSeenLRU(cfg.dedupeSize),
-	}, nil
+	}
+	if cfg.sourceRate > 0 {
+		var err error
+		if r.rate, err = netlimit.NewRate(cfg.sourceRate, cfg.sourceBurst, netlimit.WithMaxKeys(cfg.maxSources)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+	}
+	return r, nil
 }
 
 // Next returns the next accepted announce, waiting for one until ctx ends
@@ -246,10 +333,12 @@ func (r *Receiver) Stats() Stats {
 		Duplicates:      r.duplicates.Load(),
 		Denied:          r.denied.Load(),
 		Malformed:       r.malformedN.Load(),
+		RateLimited:     r.rateLimited.Load(),
 		Dropped:         r.dropped.Load(),
 		Republished:     r.republished.Load(),
 		RepublishFailed: r.republishFailed.Load(),
 		Queued:          len(r.queue),
+		Sources:         r.sources(),
 	}
 }
 
@@ -357,6 +446,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
+	if src, exempt := r.source(req); r.rate != nil && !exempt {
+		if ok, wait := r.rate.Allow(src); !ok {
+			r.rateLimited.Add(1)
+			w.Header().Set("Retry-After", retryAfter(wait))
+			http.Error(w, "too many announces from "+src+", try again later", http.StatusTooManyRequests)
+			return
+		}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.bodyLimit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -407,6 +504,59 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+func (r *Receiver) sources() int {
+	if r.rate == nil {
+		return 0
+	}
+	return r.rate.Len()
+}
+
+// source is the source of req for WithSourceRate: its remote IP address
+// (an IPv6 /64), or the last X-Forwarded-For address if trusted and
+// present; the remote address as it is if it holds no IP. exempt reports
+// that there is no limit, or that WithSourceRateExempt exempts the
+// address.
+func (r *Receiver) source(req *http.Request) (src string, exempt bool) {
+	if r.rate == nil {
+		return "", true
+	}
+	ip, ok := parseIP(req.RemoteAddr)
+	if r.cfg.forwardedFor {
+		if xff := req.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			last := xff[len(xff)-1]
+			if fip, fok := parseIP(strings.TrimSpace(last[strings.LastIndexByte(last, ',')+1:])); fok {
+				ip, ok = fip, true
+			}
+		}
+	}
+	if !ok {
+		return req.RemoteAddr, false
+	}
+	for _, p := range r.cfg.exempt {
+		if p.Contains(ip) {
+			return ip.String(), true
+		}
+	}
+	return netlimit.Source(ip).String(), false
+}
+
+// parseIP returns the IP address of "host:port" or of a bare address,
+// unmapped and without zone.
+func parseIP(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	return netip.Addr{}, false
+}
+
+// retryAfter is the Retry-After value of a wait: whole seconds, at least 1.
+func retryAfter(wait time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 }
 
 func (r *Receiver) badRequest(w http.ResponseWriter, msg string) {

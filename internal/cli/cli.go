@@ -9,14 +9,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
 // RunFunc is a program: it runs until ctx is done or it fails. args are the
@@ -133,21 +138,92 @@ func LoadConfig[C any](args []string, stderr io.Writer, defaults func() C, flags
 	return c, nil
 }
 
+// Deadlines of the servers NewHTTPServer makes.
+const (
+	// ReadHeaderTimeout bounds the reading of a request's header.
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout bounds the reading of a whole request, body included:
+	// a body sent slowly, or a chunked body that never ends, is cut there.
+	ReadTimeout = 30 * time.Second
+	// WriteTimeout bounds the writing of an answer, from the end of the
+	// request's header. A streamed answer extends it at each flush (see
+	// NewHTTPServer).
+	WriteTimeout = 60 * time.Second
+	// IdleTimeout bounds the wait for the next request of a keep-alive
+	// connection.
+	IdleTimeout = 2 * time.Minute
+)
+
+// Connection caps of the listeners Listen makes, unless the -max-conns and
+// -max-conns-per-ip flags of ConnLimitFlags say otherwise.
+const (
+	DefaultMaxConns      = netlimit.DefaultMaxConns
+	DefaultMaxConnsPerIP = netlimit.DefaultMaxConnsPerIP
+)
+
 // NewHTTPServer returns a server for h that logs its errors to log at warn
-// level. It has a 10s header read timeout, a 2m idle timeout and no write
-// timeout, so that streamed answers may take as long as they need.
+// level, with the deadlines ReadHeaderTimeout, ReadTimeout, WriteTimeout
+// and IdleTimeout. A handler that streams its answer (NDJSON find) must
+// move the write deadline forward at each flush, with
+// http.NewResponseController(w).SetWriteDeadline, or WriteTimeout cuts it.
+// Serve it on a listener from Listen, so that its connections are capped.
 func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 
+// Listen binds the TCP address addr with at most maxConns connections open
+// at once (Accept waits for one to close) and at most maxConnsPerIP from
+// one source IP (IPv6: one /64; more are closed at once); 0 removes a cap.
+// See internal/netlimit. The error is net.Listen's, which names the
+// address and the cause (address already in use).
+func Listen(addr string, maxConns, maxConnsPerIP int) (net.Listener, error) {
+	if err := CheckConnLimits(maxConns, maxConnsPerIP); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := netlimit.NewListener(ln, netlimit.WithMaxConns(maxConns), netlimit.WithMaxConnsPerIP(maxConnsPerIP))
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// ConnLimitFlags binds -max-conns and -max-conns-per-ip to *maxConns and
+// *maxConnsPerIP, with their current values as defaults.
+func ConnLimitFlags(fs *flag.FlagSet, maxConns, maxConnsPerIP *int) {
+	fs.IntVar(maxConns, "max-conns", *maxConns, "connections open at once per listener; more wait to be accepted (0: no cap)")
+	fs.IntVar(maxConnsPerIP, "max-conns-per-ip", *maxConnsPerIP, "connections open at once per listener from one source IP (IPv6: one /64); more are closed at once (0: no cap)")
+}
+
+// CheckConnLimits returns an error naming the flag if a cap of Listen is
+// negative.
+func CheckConnLimits(maxConns, maxConnsPerIP int) error {
+	switch {
+	case maxConns < 0:
+		return fmt.Errorf("-max-conns %d must not be negative", maxConns)
+	case maxConnsPerIP < 0:
+		return fmt.Errorf("-max-conns-per-ip %d must not be negative", maxConnsPerIP)
+	}
+	return nil
+}
+
 // Serve serves srv on ln under eg until ctx is done, then shuts srv down,
-// waiting at most timeout for requests in flight before closing it. Errors
-// start with "<name> server: ".
+// waiting at most timeout for requests in flight. Past the timeout it
+// closes srv, cutting the connections still open (a client still sending
+// its body, a slow reader), logs so to srv.ErrorLog, and returns: a
+// shutdown is bounded whatever the clients do, and a forced one is not an
+// error. Errors start with "<name> server: ".
 func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
 	eg.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -159,10 +235,70 @@ func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Serve
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			srv.Close()
-			return fmt.Errorf("%s server: requests still in flight after %v: %w", name, timeout, err)
+		err := srv.Shutdown(sctx)
+		if err == nil {
+			return nil
+		}
+		srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s server: shutdown: %w", name, err)
+		}
+		if srv.ErrorLog != nil {
+			srv.ErrorLog.Printf("%s server: connections still busy %v after shutdown began; closed them", name, timeout)
 		}
 		return nil
 	})
+}
+
+// Announce limits of the roles that take announces (indexer, assigner),
+// unless their -announce-rate, -announce-rate-exempt and -gossip-peer-rate
+// flags say otherwise.
+const (
+	// DefaultAnnounceRate is the HTTP announces a second one source IP
+	// may send, RateBurst of it at once.
+	DefaultAnnounceRate = 10.0
+	// DefaultAnnounceRateExempt are the sources never limited: loopback,
+	// where local processes (a pool's roles) announce from.
+	DefaultAnnounceRateExempt = "127.0.0.0/8,::1/128"
+	// DefaultGossipPeerRate is the gossip announces a second delivered
+	// from one propagating peer, RateBurst of it at once: a peer relays
+	// every publisher's announces.
+	DefaultGossipPeerRate = 100.0
+)
+
+// RateBurst is the burst of a rate limit of perSecond: two seconds' worth,
+// at least 1.
+func RateBurst(perSecond float64) int {
+	return max(1, int(math.Ceil(2*perSecond)))
+}
+
+// CheckRate returns an error naming flag if the rate v is negative, NaN or
+// infinite (0 is no limit).
+func CheckRate(flag string, v float64) error {
+	if !(v >= 0) || math.IsInf(v, 1) {
+		return fmt.Errorf("%s %v: want 0 (no limit) or a positive rate", flag, v)
+	}
+	return nil
+}
+
+// ParsePrefixes parses a comma-separated list of CIDR prefixes
+// ("10.0.0.0/8,::1/128"; a bare address is its /32 or /128). Blank
+// elements are skipped.
+func ParsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if a, err := netip.ParseAddr(f); err == nil {
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -1,10 +1,15 @@
 // Package cli is the plumbing the example binaries (examples/indexer,
 // examples/scatter, examples/assigner) share: the main function's signal
 // handling and exit codes, the -log-level flag and the stderr logger, the
-// -config JSON file under the command-line flags, and HTTP servers run
-// under an errgroup with a bounded graceful shutdown.
+// -config JSON file under the command-line flags, and HTTP servers that
+// cannot be exhausted: read and write deadlines ([NewHTTPServer]),
+// listeners with a cap on connections in total and per source IP
+// ([Listen], [ConnLimitFlags]), run under an errgroup with a shutdown
+// bounded whatever the clients do ([Serve]); and the announce-limit
+// defaults of the roles that take announces ([DefaultAnnounceRate],
+// [RateBurst], [ParsePrefixes]).
 //
 // It holds only what the binaries do identically; their flags, defaults,
 // validation and listeners stay in each binary. It imports the standard
-// library and golang.org/x/sync/errgroup only.
+// library, golang.org/x/sync/errgroup and internal/netlimit only.
 package cli

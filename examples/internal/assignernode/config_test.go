@@ -80,6 +80,10 @@ func TestLoadConfig(t *testing.T) {
 		Listen: "127.0.0.1:4001", StateListen: "127.0.0.1:4010", Metrics: "", P2P: "/ip4/127.0.0.1/tcp/4003",
 		RequestTimeout: duration(2 * time.Second), AdminToken: "secret", LogLevel: "debug", ShutdownTimeout: duration(time.Minute),
 	}
+	// Keys the file does not set keep their defaults.
+	def := DefaultConfig()
+	fromFile.MaxConns, fromFile.MaxConnsPerIP = def.MaxConns, def.MaxConnsPerIP
+	fromFile.AnnounceRate, fromFile.AnnounceRateExempt, fromFile.GossipPeerRate = def.AnnounceRate, def.AnnounceRateExempt, def.GossipPeerRate
 	defaultsWith := func(f func(*Config)) Config {
 		c := DefaultConfig()
 		c.P2P = "" // "none" disables
@@ -117,12 +121,14 @@ func TestLoadConfig(t *testing.T) {
 			name: "every flag",
 			args: []string{"-indexer", ix1, "-replication", "3", "-preset-replication", "2", "-poll-interval", "1s",
 				"-request-timeout", "250ms", "-topic", "/indexer/ingest/x", "-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:1",
-				"-metrics", "", "-p2p", "/ip4/0.0.0.0/tcp/0", "-admin-token", "t", "-log-level", "warn", "-shutdown-timeout", "3s"},
+				"-metrics", "", "-p2p", "/ip4/0.0.0.0/tcp/0", "-admin-token", "t", "-log-level", "warn", "-shutdown-timeout", "3s",
+				"-max-conns", "10", "-max-conns-per-ip", "2", "-announce-rate", "0.5", "-announce-rate-exempt", "10.0.0.0/8", "-gossip-peer-rate", "0"},
 			want: defaultsWith(func(c *Config) {
 				c.Indexers = []Indexer{flagIndexer}
 				c.Replication, c.PresetReplication, c.PollInterval, c.RequestTimeout = 3, 2, duration(time.Second), duration(250*time.Millisecond)
 				c.Topic, c.Listen, c.StateListen, c.Metrics, c.P2P = "/indexer/ingest/x", "127.0.0.1:0", "127.0.0.1:1", "", "/ip4/0.0.0.0/tcp/0"
 				c.AdminToken, c.LogLevel, c.ShutdownTimeout = "t", "warn", duration(3*time.Second)
+				c.MaxConns, c.MaxConnsPerIP, c.AnnounceRate, c.AnnounceRateExempt, c.GossipPeerRate = 10, 2, 0.5, "10.0.0.0/8", 0
 			}),
 		},
 		{
@@ -321,6 +327,11 @@ func TestLoadConfigErrors(t *testing.T) {
 		{name: "empty -listen", args: []string{"-indexer", ix1, "-listen", ""}, want: "must not be empty"},
 		{name: "empty StateListen", file: ix(`,"StateListen":""`), want: "must not be empty"},
 		{name: "bad -log-level", args: []string{"-indexer", ix1, "-log-level", "verbose"}, want: `-log-level "verbose"`},
+		{name: "-max-conns negative", args: []string{"-indexer", ix1, "-max-conns", "-1"}, want: "-max-conns -1 must not be negative"},
+		{name: "file MaxConnsPerIP negative", file: ix(`,"MaxConnsPerIP":-2`), want: "-max-conns-per-ip -2 must not be negative"},
+		{name: "-announce-rate negative", args: []string{"-indexer", ix1, "-announce-rate", "-1"}, want: "-announce-rate -1: want 0 (no limit) or a positive rate"},
+		{name: "-gossip-peer-rate infinite", args: []string{"-indexer", ix1, "-gossip-peer-rate", "+Inf"}, want: "-gossip-peer-rate +Inf"},
+		{name: "bad -announce-rate-exempt", args: []string{"-indexer", ix1, "-announce-rate-exempt", "10.0.0.0/8,x"}, want: `-announce-rate-exempt "10.0.0.0/8,x"`},
 		{name: "bad -topic", args: []string{"-indexer", ix1, "-topic", "/foo"}, want: `Topic "/foo"`},
 		{name: "-topic without network", args: []string{"-indexer", ix1, "-topic", "/indexer/ingest/"}, want: `Topic "/indexer/ingest/"`},
 		{name: "extra argument", args: []string{"-indexer", ix1, "extra"}, want: `unexpected arguments ["extra"]`},

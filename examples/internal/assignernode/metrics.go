@@ -83,4 +83,5 @@ func (m *metrics) receiverStats(r *announce.Receiver) {
 	gauge("announce_denied_total", "Announces rejected by the policy.", func(s announce.Stats) float64 { return float64(s.Denied) })
 	gauge("announce_malformed_total", "Announce requests answered 400 or 413.", func(s announce.Stats) float64 { return float64(s.Malformed) })
 	gauge("announce_republished_total", "HTTP announces republished on gossip.", func(s announce.Stats) float64 { return float64(s.Republished) })
+	gauge("announce_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) float64 { return float64(s.RateLimited) })
 }

@@ -2,13 +2,11 @@ package assignernode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -41,6 +39,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		assigner.WithLogger(log), assigner.WithHooks(met.hooks()),
 		assigner.WithRequestTimeout(cfg.RequestTimeout.d()),
 	}
+	opts = append(opts, cfg.announceOptions()...)
 	if cfg.AdminToken != "" {
 		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
 	}
@@ -63,29 +62,27 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	announceMux := http.NewServeMux()
 	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
 	announceMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "assigner ready") })
-	listeners := []struct {
-		name, addr string
-		h          http.Handler
-	}{
-		{"announce", cfg.Listen, announceMux},
-		{"state", cfg.StateListen, svc.StateHandler()},
+	type listener struct {
+		name, flag, addr string
+		h                http.Handler
+	}
+	listeners := []listener{
+		{"announce", "-listen", cfg.Listen, announceMux},
+		{"state", "-state-listen", cfg.StateListen, svc.StateHandler()},
 	}
 	if cfg.Metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
-		listeners = append(listeners, struct {
-			name, addr string
-			h          http.Handler
-		}{"metrics", cfg.Metrics, mux})
+		listeners = append(listeners, listener{"metrics", "-metrics", cfg.Metrics, mux})
 	}
 	var lns []net.Listener
 	for _, l := range listeners {
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := cli.Listen(l.addr, cfg.MaxConns, cfg.MaxConnsPerIP)
 		if err != nil {
 			for _, x := range lns {
 				x.Close()
 			}
-			return fmt.Errorf("listen %s %s: %w", l.name, l.addr, err)
+			return fmt.Errorf("%s %s: %w", l.flag, l.addr, err)
 		}
 		lns = append(lns, ln)
 	}
@@ -102,29 +99,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, ln := range lns {
-		srv := &http.Server{
-			Handler:           listeners[i].h,
-			ReadHeaderTimeout: 10 * time.Second,
-			ReadTimeout:       30 * time.Second, // the reference's
-			WriteTimeout:      30 * time.Second,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
-		eg.Go(func() error {
-			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("%s server: %w", listeners[i].name, err)
-			}
-			return nil
-		})
-		eg.Go(func() error {
-			<-ctx.Done()
-			sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout.d())
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				srv.Close()
-				return fmt.Errorf("%s server: %w", listeners[i].name, err)
-			}
-			return nil
-		})
+		cli.Serve(ctx, eg, listeners[i].name, cli.NewHTTPServer(listeners[i].h, log), ln, cfg.ShutdownTimeout.d())
 	}
 	eg.Go(func() error { return svc.Run(ctx) })
 	<-ctx.Done()

@@ -57,6 +57,21 @@ type Config struct {
 	Poll duration
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
 	ShutdownTimeout duration
+	// MaxConns caps the open connections of each HTTP listener; more
+	// wait to be accepted. 0: no cap.
+	MaxConns int
+	// MaxConnsPerIP caps the open connections of each HTTP listener from
+	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.
+	MaxConnsPerIP int
+	// AnnounceRate is how many HTTP announces a second one source IP may
+	// send (twice that at once); more are answered 429. 0: no limit.
+	AnnounceRate float64
+	// AnnounceRateExempt are the sources AnnounceRate does not limit:
+	// comma-separated CIDR prefixes or addresses (an assigner's).
+	AnnounceRateExempt string
+	// GossipPeerRate is how many gossip announces a second are taken from
+	// one propagating peer (twice that at once). 0: no limit.
+	GossipPeerRate float64
 }
 
 // duration is a time.Duration that reads and writes as "30s" in JSON.
@@ -94,6 +109,12 @@ func DefaultConfig() Config {
 		Progress:        duration(30 * time.Second),
 		Poll:            duration(time.Hour),
 		ShutdownTimeout: duration(10 * time.Second),
+
+		MaxConns:           cli.DefaultMaxConns,
+		MaxConnsPerIP:      cli.DefaultMaxConnsPerIP,
+		AnnounceRate:       cli.DefaultAnnounceRate,
+		AnnounceRateExempt: cli.DefaultAnnounceRateExempt,
+		GossipPeerRate:     cli.DefaultGossipPeerRate,
 	}
 }
 
@@ -136,6 +157,10 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 		c.ShutdownTimeout = duration(d)
 		return err
 	})
+	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
+	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second per source IP, twice that at once; more get 429 (0: no limit)")
+	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit, e.g. the assigner's address")
+	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
 	return fs
 }
 
@@ -176,6 +201,15 @@ func (c *Config) validate() error {
 	}
 	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
+	}
+	if err := cli.CheckConnLimits(c.MaxConns, c.MaxConnsPerIP); err != nil {
+		return err
+	}
+	if err := errors.Join(cli.CheckRate("-announce-rate", c.AnnounceRate), cli.CheckRate("-gossip-peer-rate", c.GossipPeerRate)); err != nil {
+		return err
+	}
+	if _, err := cli.ParsePrefixes(c.AnnounceRateExempt); err != nil {
+		return fmt.Errorf("-announce-rate-exempt %q: %w", c.AnnounceRateExempt, err)
 	}
 	return nil
 }

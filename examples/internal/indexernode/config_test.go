@@ -28,6 +28,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"-store", "rocks"}, {"-freeze-at", "101"}, {"-topic", "/foo"}, {"-log-level", "loud"}, {"extra"},
+		{"-max-conns", "-1"}, {"-max-conns-per-ip", "-1"}, {"-announce-rate", "-1"}, {"-gossip-peer-rate", "NaN"},
+		{"-announce-rate-exempt", "10.0.0.0/33"},
 	} {
 		if _, err := loadConfig(args, io.Discard); err == nil {
 			t.Errorf("%q: no error", args)

@@ -105,6 +105,7 @@ func (m *metrics) announceStats(r *announce.Receiver) {
 		counter("announces_denied_total", "Announces refused by the policy.", func(s announce.Stats) uint64 { return s.Denied }),
 		counter("announces_malformed_total", "HTTP announces answered 400 or 413.", func(s announce.Stats) uint64 { return s.Malformed }),
 		counter("announces_dropped_total", "Announces dropped because the queue was full.", func(s announce.Stats) uint64 { return s.Dropped }),
+		counter("announces_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) uint64 { return s.RateLimited }),
 	)
 }
 

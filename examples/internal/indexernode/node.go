@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -27,6 +28,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -66,28 +68,39 @@ type node struct {
 }
 
 // openNode opens the data directory and makes every part of the node. It
-// starts nothing but the libp2p host's listener.
-func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (n *node, err error) {
-	n = &node{cfg: cfg, log: log, met: met}
-	defer func() {
-		if err != nil {
-			n.Close()
+// starts nothing but the libp2p host's listener. On error it has closed
+// what it opened, and the error names the part that failed (a data
+// directory another process holds, a bad key file, a busy p2p port).
+func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (*node, error) {
+	n := &node{cfg: cfg, log: log, met: met}
+	if err := n.open(ctx); err != nil {
+		if cerr := n.Close(); cerr != nil {
+			log.Warn("closing after a failed start", "err", cerr)
 		}
-	}()
+		return nil, err
+	}
+	return n, nil
+}
+
+// open makes every part of n. If it fails, the parts made so far are set
+// in n: the caller closes n (openNode does).
+func (n *node) open(ctx context.Context) (err error) {
+	cfg, log, met := n.cfg, n.log, n.met
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+		return fmt.Errorf("data directory: %w", err)
 	}
 	if n.key, err = loadOrCreateKey(filepath.Join(cfg.Dir, KeyFile)); err != nil {
-		return nil, err
+		return err
 	}
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
-		return nil, err
+		return err
 	}
 	if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
-		return nil, err
+		return lockHint(err)
 	}
-	if n.ds, err = dsleveldb.NewDatastore(filepath.Join(cfg.Dir, datastoreDir), nil); err != nil {
-		return nil, fmt.Errorf("datastore: %w", err)
+	ds := filepath.Join(cfg.Dir, datastoreDir)
+	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
+		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
 	if cfg.P2P != "" {
 		n.host, err = libp2p.New(
@@ -96,7 +109,7 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
 		)
 		if err != nil {
-			return nil, fmt.Errorf("libp2p host on %s: %w", cfg.P2P, err)
+			return fmt.Errorf("libp2p host on %s: %w", cfg.P2P, err)
 		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -109,26 +122,33 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 		ingest.WithFrozen(n.ingestFrozen),
 	)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log))
+	exempt, err := cli.ParsePrefixes(cfg.AnnounceRateExempt)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("-announce-rate-exempt: %w", err)
+	}
+	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
+		announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithSourceRateExempt(exempt...))
+	if err != nil {
+		return err
 	}
 	if n.host != nil {
 		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
-		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log)); err != nil {
-			return nil, err
+		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log),
+			announce.WithPeerRate(cfg.GossipPeerRate, cli.RateBurst(cfg.GossipPeerRate))); err != nil {
+			return err
 		}
 	}
 	reg, err := handoff.NewRegistry(n.ds)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
 		handoff.WithFrozen(n.frozen), handoff.WithLogger(log))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Watch every directory the node writes; the memory store has none.
 	watched := []string{cfg.Dir, filepath.Join(cfg.Dir, datastoreDir)}
@@ -146,7 +166,7 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 	}
 	n.mon, err = freeze.NewMonitor(watched, monOpts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.fr, err = freeze.Open(ctx, freeze.FileStore(filepath.Join(cfg.Dir, freezeFile)), n.mon,
 		freeze.WithOnFreeze(n.onFreeze),
@@ -155,10 +175,10 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 		freeze.WithUnfreezeOnStart(cfg.UnfreezeOnStart),
 	)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	met.freezeState(n.fr.State(), n.fr.FrozenAt())
-	return n, nil
+	return nil
 }
 
 // Close releases what openNode opened, in reverse order. Call it after run
@@ -215,15 +235,38 @@ func loadOrCreateKey(path string) (crypto.PrivKey, error) {
 	return k, nil
 }
 
+// lockHint adds to the error of a store that another process holds
+// locked what it most likely means.
+func lockHint(err error) error {
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("%w (locked: is another node running on this -dir?)", err)
+	}
+	return err
+}
+
+// openStore opens the index store; on error the store is a nil interface
+// (not a typed nil pointer that Close would dereference).
 func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
+	var st store.Store
+	var err error
 	switch kind {
 	case "memory":
 		return memory.New(), nil
 	case "leveldb":
-		return leveldb.Open(dir, nil)
+		var s *leveldb.Store
+		if s, err = leveldb.Open(dir, nil); err == nil {
+			st = s
+		}
 	default:
-		return pebble.Open(dir, pebble.WithLogger(log))
+		var s *pebble.Store
+		if s, err = pebble.Open(dir, pebble.WithLogger(log)); err == nil {
+			st = s
+		}
 	}
+	if err != nil {
+		return nil, fmt.Errorf("index store %s: %w", dir, err)
+	}
+	return st, nil
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has

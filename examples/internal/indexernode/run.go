@@ -40,6 +40,10 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		"assigner_mode", cfg.UseAssigner, "p2p", cfg.P2P != "")
 
 	if err := n.resync(ctx); err != nil {
+		if ctx.Err() != nil { // stopped while starting: a clean stop
+			log.Info("stopped")
+			return nil
+		}
 		return err
 	}
 	eg, ctx := errgroup.WithContext(ctx)

@@ -30,7 +30,8 @@ type servers struct {
 	srvs    []*http.Server
 }
 
-// listen binds every listener of the node and logs each bound address as
+// listen binds every listener of the node, each with the connection caps
+// of the configuration, and logs each bound address as
 // msg=listening name=<find|ingest|admin|metrics|p2p> addr=<address>.
 func (n *node) listen() (*servers, error) {
 	s := &servers{log: n.log, timeout: n.cfg.ShutdownTimeout.d()}
@@ -42,7 +43,7 @@ func (n *node) listen() (*servers, error) {
 	n.met.announceStats(n.recv)
 
 	add := func(name, addr string, h http.Handler) error {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := cli.Listen(addr, n.cfg.MaxConns, n.cfg.MaxConnsPerIP)
 		if err != nil {
 			return fmt.Errorf("-%s %s: %w", name, addr, err)
 		}

@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ipfs/go-datastore"
@@ -42,6 +42,8 @@ type options struct {
 	requestRate     float64
 	logLevel        string
 	shutdownTimeout time.Duration
+	maxConns        int
+	maxConnsPerIP   int
 }
 
 // defaultDir is the state directory when --dir is not given: piece under
@@ -76,6 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.requestRate, "request-rate", piece.DefaultRequestRate, "requests per second to each publisher (0: unlimited)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take at shutdown")
+	o.maxConns, o.maxConnsPerIP = cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
+	cli.ConnLimitFlags(fs, &o.maxConns, &o.maxConnsPerIP)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -84,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.store != "memory" && o.store != "redis" {
 		return nil, fmt.Errorf("-store %q: want memory or redis", o.store)
+	}
+	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
+		return nil, err
 	}
 	if o.dir == "" {
 		o.dir = defaultDir()
@@ -131,6 +138,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		defer m.Close()
 		st, ds = m, dssync.MutexWrap(datastore.NewMapDatastore())
 	case "redis":
 		rdb := goredis.NewClient(&goredis.Options{Addr: o.redisAddr})
@@ -145,15 +153,19 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		defer r.Close()
 		st = r
-		ldb, err := leveldb.NewDatastore(filepath.Join(o.dir, "walk"), nil)
+		walk := filepath.Join(o.dir, "walk")
+		ldb, err := leveldb.NewDatastore(walk, nil)
 		if err != nil {
-			return fmt.Errorf("-dir: walker state: %w", err)
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				err = fmt.Errorf("%w (locked: is another piece sampler running on this -dir?)", err)
+			}
+			return fmt.Errorf("-dir: walker state %s: %w", walk, err)
 		}
 		defer ldb.Close()
 		ds = ldb
 	}
-	defer st.Close()
 
 	var pubs []string
 	for _, p := range strings.Split(o.publishers, ",") {
@@ -186,9 +198,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	mux.Handle("PUT /ingest/announce", tr.AnnounceHandler())
 	mux.Handle("/", api)
 
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := cli.Listen(o.listen, o.maxConns, o.maxConnsPerIP)
 	if err != nil {
-		return fmt.Errorf("-listen: %w", err)
+		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
 	log.Info("starting", "store", o.store, "dir", o.dir, "key", o.keyPath, "pubkey", api.PubKey(),
 		"providers_url", o.providersURL, "publishers", pubs, "concurrency", o.concurrency)

@@ -62,6 +62,13 @@ type Config struct {
 	LogLevel string
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
 	ShutdownTimeout duration
+	// MaxConns caps the open connections of each publisher's listener;
+	// more wait to be accepted. 0: no cap.
+	MaxConns int
+	// MaxConnsPerIP caps the open connections of each publisher's
+	// listener from one source IP (an IPv6 /64); more are closed at once.
+	// 0: no cap.
+	MaxConnsPerIP int
 }
 
 // duration is a time.Duration that reads and writes as "1s" in JSON.
@@ -100,6 +107,9 @@ func DefaultConfig() Config {
 		UpdateEvery:     7,
 		LogLevel:        "info",
 		ShutdownTimeout: duration(5 * time.Second),
+
+		MaxConns:      cli.DefaultMaxConns,
+		MaxConnsPerIP: cli.DefaultMaxConnsPerIP,
 	}
 }
 
@@ -156,6 +166,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 		c.ShutdownTimeout = duration(d)
 		return err
 	})
+	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
 	return fs
 }
 
@@ -201,6 +212,9 @@ func (c *Config) validate() error {
 	}
 	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
 		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
+	}
+	if err := cli.CheckConnLimits(c.MaxConns, c.MaxConnsPerIP); err != nil {
+		return err
 	}
 	if len(c.Announce) == 0 {
 		c.Announce = nil

@@ -134,7 +134,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 
-	lns, err := listen(cfg.Listen, len(pubs))
+	lns, err := listen(cfg.Listen, len(pubs), cfg.MaxConns, cfg.MaxConnsPerIP)
 	if err != nil {
 		return err
 	}
@@ -184,8 +184,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // listen binds n listeners: on addr and the n-1 ports after it, or each
-// on a free port when addr's port is 0.
-func listen(addr string, n int) ([]net.Listener, error) {
+// on a free port when addr's port is 0; each with the connection caps
+// maxConns and maxConnsPerIP (see cli.Listen).
+func listen(addr string, n, maxConns, maxConnsPerIP int) ([]net.Listener, error) {
 	host, portStr, _ := net.SplitHostPort(addr)
 	port, err := strconv.Atoi(portStr)
 	if err != nil {
@@ -197,10 +198,10 @@ func listen(addr string, n int) ([]net.Listener, error) {
 		if port != 0 {
 			p = port + i
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		ln, err := cli.Listen(net.JoinHostPort(host, strconv.Itoa(p)), maxConns, maxConnsPerIP)
 		if err != nil {
 			closeAll(lns)
-			return nil, fmt.Errorf("listen publisher-%d: %w", i, err)
+			return nil, fmt.Errorf("-listen: publisher-%d: %w", i, err)
 		}
 		lns = append(lns, ln)
 	}

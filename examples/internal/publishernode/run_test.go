@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"os"
 	"strconv"
@@ -189,12 +190,20 @@ func TestRunErrors(t *testing.T) {
 	if err := saveState(dir, state{Seed: 1, Entries: 100, ChunkSize: 100, RemoveEvery: 10, UpdateEvery: 7, Ads: []int{3}}); err != nil {
 		t.Fatal(err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	busy := ln.Addr().String()
 	for _, tc := range []struct {
 		args []string
 		want error
 		text string
 	}{
 		{[]string{"-h"}, flag.ErrHelp, ""},
+		{[]string{"-listen", busy}, nil, "-listen: publisher-0: listen tcp " + busy + ": bind: address already in use"},
+		{[]string{"-max-conns-per-ip", "-1"}, nil, "-max-conns-per-ip -1 must not be negative"},
 		{[]string{"-fault", "lies"}, nil, "unknown fault \"lies\""}, // the flag package does not wrap
 		{[]string{"-publishers", "0"}, nil, "-publishers 0"},
 		{[]string{"-listen", "127.0.0.1"}, nil, "-listen"},

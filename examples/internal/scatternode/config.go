@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 )
 
@@ -29,6 +30,8 @@ type options struct {
 	cacheNegTTL     time.Duration
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
+	maxConns        int
+	maxConnsPerIP   int
 }
 
 // urlList is a flag.Value collecting comma-separated URLs; the flag may be
@@ -68,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take to finish on SIGINT/SIGTERM")
 	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	o.maxConns, o.maxConnsPerIP = cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
+	cli.ConnLimitFlags(fs, &o.maxConns, &o.maxConnsPerIP)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -94,6 +99,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-cache-negative-ttl %v must not be negative", o.cacheNegTTL)
 	case o.shutdownTimeout <= 0:
 		return nil, fmt.Errorf("-shutdown-timeout %v must be positive", o.shutdownTimeout)
+	}
+	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
+		return nil, err
 	}
 	if o.configPath == "" && len(o.backends) == 0 {
 		return nil, errors.New("no backends: give -backends or -config (see -h)")

@@ -109,18 +109,18 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	s.metrics.stats.setCurrent(gen.gather)
 	front := newSwapHandler(gen.handler)
 
-	ln, err := net.Listen("tcp", opts.listen)
+	ln, err := cli.Listen(opts.listen, opts.maxConns, opts.maxConnsPerIP)
 	if err != nil {
-		return fmt.Errorf("-listen: %w", err)
+		return fmt.Errorf("-listen %s: %w", opts.listen, err)
 	}
 	servers := []*http.Server{cli.NewHTTPServer(front, log)}
 	listeners := []net.Listener{ln}
 	names := []string{"find"}
 	if opts.metrics != "" {
-		mln, err := net.Listen("tcp", opts.metrics)
+		mln, err := cli.Listen(opts.metrics, opts.maxConns, opts.maxConnsPerIP)
 		if err != nil {
 			ln.Close()
-			return fmt.Errorf("-metrics: %w", err)
+			return fmt.Errorf("-metrics %s: %w", opts.metrics, err)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{

@@ -1,0 +1,115 @@
+package indexernode_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/internal/indexernode"
+)
+
+// runFails runs the indexer program in this process with args, expects it
+// to fail at start, and returns its error and what it logged. A panic
+// fails the test.
+func runFails(t *testing.T, args ...string) (error, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("Run panicked: %v\n%s", p, stderr.String())
+			}
+		}()
+		return indexernode.Run(ctx, args, &stderr)
+	}()
+	if err == nil {
+		t.Fatalf("Run(%q) = nil, want a start-up error\n%s", args, stderr.String())
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run(%q) returned only at its deadline: %v", args, err)
+	}
+	t.Logf("Run: %v", err)
+	return err, stderr.String()
+}
+
+// loopbackArgs are the listener flags of an indexer on free loopback
+// ports, without libp2p or metrics.
+func loopbackArgs(dir string) []string {
+	return []string{"-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+		"-metrics", "", "-p2p", "none"}
+}
+
+// busyPort returns a loopback address whose port a listener of the test
+// holds.
+func busyPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
+}
+
+func TestStartDataDirLocked(t *testing.T) {
+	for _, store := range []string{"pebble", "leveldb", "memory"} {
+		t.Run(store, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			_, stop := startIndexer(ctx, t, dir, "-store", store)
+			defer stop()
+			err, _ := runFails(t, append(loopbackArgs(dir), "-store", store)...)
+			// pebble: "lock held by current process"; LevelDB: EAGAIN.
+			if msg := err.Error(); !strings.Contains(msg, "lock") && !strings.Contains(msg, "resource temporarily unavailable") {
+				t.Errorf("second instance on the same -dir: %v, want the lock named", err)
+			}
+		})
+	}
+}
+
+func TestStartBadKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, indexernode.KeyFile)
+	if err := os.WriteFile(key, []byte("not a protobuf key \x00\xff\x13"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err, _ := runFails(t, loopbackArgs(dir)...)
+	if !strings.Contains(err.Error(), "identity key "+key) {
+		t.Errorf("bad key file: %v, want it named", err)
+	}
+}
+
+func TestStartPortInUse(t *testing.T) {
+	for _, name := range []string{"find", "ingest", "admin", "metrics", "p2p"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			busy := busyPort(t)
+			value := busy
+			if name == "p2p" {
+				host, port, _ := net.SplitHostPort(busy)
+				value = "/ip4/" + host + "/tcp/" + port
+			}
+			err, _ := runFails(t, append(loopbackArgs(dir), "-"+name, value)...)
+			want := "-" + name + " " + busy
+			if name == "p2p" {
+				want = "libp2p host on " + value
+			}
+			if msg := err.Error(); !strings.Contains(msg, want) || (name != "p2p" && !strings.Contains(msg, "address already in use")) {
+				t.Errorf("-%s on a busy port: %v, want %q and the cause", name, err, want)
+			}
+			// The failed start released the data directory.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, stop := startIndexer(ctx, t, dir)
+			stop()
+		})
+	}
+}
