@@ -71,7 +71,7 @@
 //	-max-conns N              open connections per listener; more wait (1024; 0: no cap)
 //	-max-conns-per-ip N       open connections per listener from one IP (IPv6 /64); more are closed (64; 0: no cap)
 //	-announce-rate R          HTTP announces a second per source IP, 2R at once; more get 429 (10; 0: no limit)
-//	-announce-rate-exempt P   CIDRs -announce-rate does not limit (127.0.0.0/8,::1/128)
+//	-announce-rate-exempt P   CIDRs -announce-rate does not limit (none; a pool on one host gives 127.0.0.0/8,::1/128)
 //	-gossip-peer-rate R       gossip announces a second per propagating peer, 2R at once (100; 0: no limit)
 //
 // The HTTP servers cut a request whose header takes over 10s or whose body

@@ -257,9 +257,10 @@ const (
 	// DefaultAnnounceRate is the HTTP announces a second one source IP
 	// may send, RateBurst of it at once.
 	DefaultAnnounceRate = 10.0
-	// DefaultAnnounceRateExempt are the sources never limited: loopback,
-	// where local processes (a pool's roles) announce from.
-	DefaultAnnounceRateExempt = "127.0.0.0/8,::1/128"
+	// DefaultAnnounceRateExempt are the sources never limited: none. A
+	// pool on one host exempts loopback explicitly (a reverse proxy on
+	// loopback would otherwise exempt everyone behind it).
+	DefaultAnnounceRateExempt = ""
 	// DefaultGossipPeerRate is the gossip announces a second delivered
 	// from one propagating peer, RateBurst of it at once: a peer relays
 	// every publisher's announces.

@@ -188,6 +188,10 @@ func pickPorts(r *role) error {
 	return nil
 }
 
+// loopbackPrefixes are the sources a pool on one host exempts from the
+// announce rate limits of its roles.
+const loopbackPrefixes = "127.0.0.0/8,::1/128"
+
 // args are the flags of r's program, from the pool as it is now.
 func (p *Pool) args(r *role) []string {
 	c := &p.cfg
@@ -199,11 +203,15 @@ func (p *Pool) args(r *role) []string {
 		}
 		return []string{"-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
 			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner",
-			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info"}
+			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info",
+			// Every role of this pool announces from loopback: not limited.
+			"-announce-rate-exempt", loopbackPrefixes}
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
-			"-replication", strconv.Itoa(c.Replication), "-log-level", "info"}
+			"-replication", strconv.Itoa(c.Replication), "-log-level", "info",
+			// The pool's publishers announce from loopback: not limited.
+			"-announce-rate-exempt", loopbackPrefixes}
 		for _, name := range p.indexers {
 			ix := p.roles[name]
 			a = append(a, "-indexer", fmt.Sprintf("id=%s,admin=%s,find=%s,ingest=%s", name, ix.url("admin"), ix.url("find"), ix.url("ingest")))
