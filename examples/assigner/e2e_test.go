@@ -33,7 +33,7 @@ type node struct {
 func startIndexer(t *testing.T, bin string) *node {
 	t.Helper()
 	p := proctest.Start(t, bin, "-dir", t.TempDir(), "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
-		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-log-level", "debug")
+		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-allow-private-addrs", "-log-level", "debug")
 	p.WaitMsg("starting")
 	return &node{Proc: p, find: "http://" + p.Addr("find"), ingest: "http://" + p.Addr("ingest"), admin: "http://" + p.Addr("admin")}
 }

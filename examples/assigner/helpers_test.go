@@ -79,7 +79,7 @@ const (
 func startIndexerDir(t *testing.T, dir string) *node {
 	t.Helper()
 	p := proctest.Start(t, binary(t, indexerPkg), "-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
-		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-log-level", "debug")
+		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-allow-private-addrs", "-log-level", "debug")
 	p.WaitMsg("starting")
 	return &node{Proc: p, find: "http://" + p.Addr("find"), ingest: "http://" + p.Addr("ingest"), admin: "http://" + p.Addr("admin")}
 }

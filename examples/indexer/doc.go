@@ -14,28 +14,41 @@
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
 // Admin, AdminToken, P2P, Topic, FreezeAt, DiskBudget, UnfreezeOnStart, Metrics,
-// UseAssigner, LogLevel, Progress, ShutdownTimeout; durations as "30s");
+// UseAssigner, AllowPrivateAddrs, LogLevel, Progress, ShutdownTimeout;
+// durations as "30s");
 // unknown keys are an error.
 //
-//	flag                default                   meaning
-//	-config             ""                        JSON config file
-//	-dir                ./indexer-data            data directory
-//	-store              pebble                    index backend: pebble, leveldb or memory
-//	-find               127.0.0.1:3000            find API listener
-//	-ingest             127.0.0.1:3001            ingest API listener (announces)
-//	-admin              127.0.0.1:3002            admin API listener
-//	-admin-token        ""                        bearer token the admin API requires
-//	-p2p                /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
-//	-topic              /indexer/ingest/mainnet   gossip topic of announces
-//	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
-//	-disk-budget        0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
-//	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
-//	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
-//	-use-assigner       false                     ingest only publishers assigned through the admin API
-//	-log-level          info                      debug, info, warn or error
-//	-progress           30s                       interval of the per-publisher progress lines
-//	-poll               1h                        ask every followed publisher for its head this often (0: only at start)
-//	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
+//	flag                 default                   meaning
+//	-config              ""                        JSON config file
+//	-dir                 ./indexer-data            data directory
+//	-store               pebble                    index backend: pebble, leveldb or memory
+//	-find                127.0.0.1:3000            find API listener
+//	-ingest              127.0.0.1:3001            ingest API listener (announces)
+//	-admin               127.0.0.1:3002            admin API listener
+//	-admin-token         ""                        bearer token the admin API requires
+//	-p2p                 /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
+//	-topic               /indexer/ingest/mainnet   gossip topic of announces
+//	-freeze-at           90                        disk usage (%) that freezes the node; negative disables
+//	-disk-budget         0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
+//	-unfreeze-on-start   false                     unfreeze at start if usage is below -freeze-at
+//	-metrics             127.0.0.1:3004            Prometheus GET /metrics; "" disables
+//	-use-assigner        false                     ingest only publishers assigned through the admin API
+//	-allow-private-addrs false                     dial publishers and frozen indexers on private addresses (below)
+//	-log-level           info                      debug, info, warn or error
+//	-progress            30s                       interval of the per-publisher progress lines
+//	-poll                1h                        ask every followed publisher for its head this often (0: only at start)
+//	-shutdown-timeout    10s                       wait for requests in flight on SIGTERM
+//
+// The node dials addresses that others name: publishers' addresses come
+// in announces and provider records, a handoff's FrozenURL in an admin
+// request. By default it connects only to public addresses (checked after
+// name resolution, so a name that resolves to 127.0.0.1 is refused too),
+// follows no redirect, and its errors quote no publisher's answer. A pool
+// on a private network or on one machine needs -allow-private-addrs,
+// which lets it dial loopback, private (RFC 1918, fc00::/7), link-local
+// and CGNAT addresses, and logs a WARN at start saying so; cloud metadata
+// addresses (169.254.169.254, fd00:ec2::254, 100.100.100.200) stay
+// refused. See ingest/netpolicy.
 //
 // Every listener is on loopback by default, unlike the reference
 // (storetheindex listens on 0.0.0.0 for find and ingest). To expose the

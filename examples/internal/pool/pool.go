@@ -120,6 +120,8 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 		p.addRole(MaliciousName(i), KindPublisher, i, "publisher-0")
 	}
 	p.addRole(RolePiece, KindPiece, 0, "api")
+	cfg.Logger.Info("roles that dial what others name get "+allowPrivate+": every role listens on 127.0.0.1, "+
+		"which their default dial policy refuses", "roles", dialingRoles)
 
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
@@ -188,6 +190,16 @@ func pickPorts(r *role) error {
 	return nil
 }
 
+// allowPrivate is the flag that lets a role dial loopback and private
+// addresses. The indexers dial addresses that announces and admin
+// requests name (publishers, the frozen indexers of handoffs), and by
+// default refuse loopback ones; every role of the pool listens on
+// 127.0.0.1, so they need it. Outside such a pool it stays off.
+const allowPrivate = "-allow-private-addrs"
+
+// dialingRoles are the kinds of role started with allowPrivate.
+var dialingRoles = []string{KindIndexer}
+
 // args are the flags of r's program, from the pool as it is now.
 func (p *Pool) args(r *role) []string {
 	c := &p.cfg
@@ -198,7 +210,7 @@ func (p *Pool) args(r *role) []string {
 			budget = c.FreezeBudget
 		}
 		return []string{"-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
-			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner",
+			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
 			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info"}
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
