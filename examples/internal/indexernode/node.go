@@ -135,7 +135,7 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 		return nil, err
 	}
 	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
-		handoff.WithFrozen(n.frozen), handoff.WithLogger(log))
+		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy))
 	if err != nil {
 		return nil, err
 	}
