@@ -27,7 +27,18 @@
 //	--capacity        payloads kept per (provider, piece) (default 16)
 //	--request-timeout bound of each request to a publisher (default 10s)
 //	--request-rate    requests per second to each publisher (default 10)
+//	--allow-private-addrs  dial publishers on loopback and private addresses
+//	                  (default false; see below)
 //	--log-level       debug | info | warn | error
+//
+// Publishers' addresses come from /providers records and announces, so
+// the sampler connects only to public addresses by default (checked after
+// name resolution), follows no redirect, and its statuses quote no
+// publisher's error answer. For publishers on a private network or on
+// this machine, --allow-private-addrs also lets it dial loopback, private,
+// link-local and CGNAT addresses, and logs a WARN at start; cloud metadata
+// addresses stay refused. The --providers-url endpoint, the operator's
+// choice, is not restricted.
 //
 // # State
 //

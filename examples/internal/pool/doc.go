@@ -22,7 +22,7 @@
 //	malicious-<i>  examples/internal/publishernode one publisher with fault
 //	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
 //	piece          examples/internal/piecenode    -providers-url: the front end's
-//	               GET /providers, memory store
+//	               GET /providers, memory store, -allow-private-addrs
 //
 // Publishers announce to the assigner, as in the seed's deployment: it
 // assigns each new publisher to the least loaded active indexer (or
@@ -39,8 +39,8 @@
 // restarts. [Pool.URLs] lists them. The roles' addresses are read from
 // their msg=listening lines (examples/internal/logtap in process, the
 // process's stderr in processes mode). Since they are all on loopback,
-// the roles that dial addresses others name (indexers) run with
-// -allow-private-addrs, without which they refuse
+// the roles that dial addresses others name (indexers, the piece
+// sampler) run with -allow-private-addrs, without which they refuse
 // loopback and private addresses; the pool logs this at start.
 //
 // # Processes mode

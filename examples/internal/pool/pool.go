@@ -191,14 +191,15 @@ func pickPorts(r *role) error {
 }
 
 // allowPrivate is the flag that lets a role dial loopback and private
-// addresses. The indexers dial addresses that announces and admin
-// requests name (publishers, the frozen indexers of handoffs), and by
-// default refuse loopback ones; every role of the pool listens on
-// 127.0.0.1, so they need it. Outside such a pool it stays off.
+// addresses. The indexers (publishers, the frozen indexers of handoffs)
+// and the piece sampler (publishers) dial addresses that announces,
+// provider records and admin requests name, and by default refuse
+// loopback ones; every role of the pool listens on 127.0.0.1, so they
+// need it. Outside such a pool it stays off.
 const allowPrivate = "-allow-private-addrs"
 
 // dialingRoles are the kinds of role started with allowPrivate.
-var dialingRoles = []string{KindIndexer}
+var dialingRoles = []string{KindIndexer, KindPiece}
 
 // args are the flags of r's program, from the pool as it is now.
 func (p *Pool) args(r *role) []string {
@@ -248,7 +249,7 @@ func (p *Pool) args(r *role) []string {
 		return a
 	case KindPiece:
 		return []string{"-listen", r.addr("api"), "-providers-url", p.roles[RoleScatter].url("find") + "/providers",
-			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", "-log-level", "info"}
+			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", allowPrivate, "-log-level", "info"}
 	}
 	panic("pool: unknown kind " + r.kind)
 }
