@@ -245,7 +245,8 @@ type asg struct {
 func startAssigner(t *testing.T, pool []string, extra ...string) *asg {
 	t.Helper()
 	args := []string{"-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
-		"-poll-interval", "500ms", "-request-timeout", "5s", "-log-level", "debug"}
+		"-poll-interval", "500ms", "-request-timeout", "5s", "-log-level", "debug",
+		"-allow-private-addrs"} // the test's publishers are on loopback
 	for _, ix := range pool {
 		args = append(args, "-indexer", ix)
 	}

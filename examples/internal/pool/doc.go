@@ -13,7 +13,7 @@
 //	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
 //	               for the others) with -freeze-at 90, data in Dir/indexer-<i>
 //	assigner       examples/internal/assignernode every indexer, -replication,
-//	               -poll-interval Config.PollInterval
+//	               -poll-interval Config.PollInterval, -allow-private-addrs
 //	scatter        examples/internal/scatternode  -backends: every indexer's find API
 //	publishers     examples/internal/publishernode Config.Publishers honest publishers
 //	               (-seed Config.Seed; -remove-every, -update-every
@@ -39,8 +39,8 @@
 // restarts. [Pool.URLs] lists them. The roles' addresses are read from
 // their msg=listening lines (examples/internal/logtap in process, the
 // process's stderr in processes mode). Since they are all on loopback,
-// the roles that dial addresses others name (indexers, the piece
-// sampler) run with -allow-private-addrs, without which they refuse
+// the roles that dial addresses others name (indexers, the assigner, the
+// piece sampler) run with -allow-private-addrs, without which they refuse
 // loopback and private addresses; the pool logs this at start.
 //
 // # Processes mode

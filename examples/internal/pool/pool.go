@@ -191,15 +191,16 @@ func pickPorts(r *role) error {
 }
 
 // allowPrivate is the flag that lets a role dial loopback and private
-// addresses. The indexers (publishers, the frozen indexers of handoffs)
-// and the piece sampler (publishers) dial addresses that announces,
-// provider records and admin requests name, and by default refuse
-// loopback ones; every role of the pool listens on 127.0.0.1, so they
-// need it. Outside such a pool it stays off.
+// addresses. The indexers (publishers, the frozen indexers of handoffs),
+// the assigner (unknown publishers' heads, which it verifies before it
+// assigns them) and the piece sampler (publishers) dial addresses that
+// announces, provider records and admin requests name, and by default
+// refuse loopback ones; every role of the pool listens on 127.0.0.1, so
+// they need it. Outside such a pool it stays off.
 const allowPrivate = "-allow-private-addrs"
 
 // dialingRoles are the kinds of role started with allowPrivate.
-var dialingRoles = []string{KindIndexer, KindPiece}
+var dialingRoles = []string{KindIndexer, KindAssigner, KindPiece}
 
 // args are the flags of r's program, from the pool as it is now.
 func (p *Pool) args(r *role) []string {
@@ -216,7 +217,7 @@ func (p *Pool) args(r *role) []string {
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
-			"-replication", strconv.Itoa(c.Replication), "-log-level", "info"}
+			"-replication", strconv.Itoa(c.Replication), allowPrivate, "-log-level", "info"}
 		for _, name := range p.indexers {
 			ix := p.roles[name]
 			a = append(a, "-indexer", fmt.Sprintf("id=%s,admin=%s,find=%s,ingest=%s", name, ix.url("admin"), ix.url("find"), ix.url("ingest")))
