@@ -71,7 +71,9 @@ type ServiceIndexer struct {
 // Hooks are called by a [Service] for metrics. Each may be nil; they are
 // called from the service's goroutines, concurrently, and must be fast.
 type Hooks struct {
-	// Announce: an announce was accepted (after policy and de-duplication).
+	// Announce: an announce was accepted (after policy and
+	// de-duplication; before an unknown publisher's head is verified,
+	// which [Service.Stats] counts).
 	Announce func(a announce.Announce)
 	// Decision: the state made a decision (assign, handoff, retry-later).
 	Decision func(d Decision)
