@@ -49,6 +49,9 @@
 //     publisher and client, over HTTP and libp2phttp.
 //   - ingest/announce: announce messages, the HTTP receiver and sender, and
 //     gossipsub on /indexer/ingest/<network>.
+//   - ingest/netpolicy: the dial policy of every client that connects to
+//     addresses others name (publishers, FrozenURLs): public addresses
+//     only unless a private pool allows more; no redirects.
 //   - freeze: disk-usage monitor and the persisted frozen state, with
 //     crash-safe freeze and unfreeze steps.
 //   - handoff: moving a publisher from a frozen indexer to an active one,
@@ -110,12 +113,14 @@
 // internal/importrules enforces them, and a new package needs a rule there
 // before it passes.
 //
-//   - store, freeze, lease, ingest/schema and ingest/metadata are leaves:
-//     they import no other package of the module.
+//   - store, freeze, lease, ingest/schema, ingest/metadata and
+//     ingest/netpolicy are leaves: they import no other package of the
+//     module.
 //   - Backends import only their parent (and, for store, store/internal);
 //     conformance suites import only their parent.
 //   - ingest imports store and ingest/*; handoff imports ingest and store;
-//     assigner imports handoff and ingest/announce; scatter imports store;
+//     assigner imports handoff, ingest/announce, and ingest/ipnisync with
+//     ingest/netpolicy (to verify unknown publishers); scatter imports store;
 //     piece imports ingest and its subpackages.
 //   - A parent never imports its backends. Only the examples, and tests,
 //     import backends and conformance suites; only store/pebble imports

@@ -141,7 +141,39 @@
 // ([WithResend]). [Service.Handler] takes announces (PUT /announce, PUT
 // /ingest/announce); [WithGossip] adds the gossip topic and republishes
 // HTTP announces with OrigPeer. [Service.StateHandler] serves GET
-// /assignments and GET /indexers. [Hooks] feed metrics.
+// /assignments and GET /indexers. [Hooks] and [Service.Stats] feed
+// metrics.
+//
+// # Verifying unknown publishers
+//
+// Anyone can send an announce naming any peer ID and any address. Before
+// the announce of a publisher the state does not know ([State.Known]:
+// not announced since the start, not preset, not held, nothing pending)
+// reaches the state, the service fetches the publisher's signed head
+// from the HTTP addresses the announce names (ingest/ipnisync, which
+// checks the signature and that the key is the publisher's) and feeds the
+// announce to the state only if it verifies. An announce that does not
+// verify (no HTTP address, unreachable, no head, a malformed head, a head
+// signed by another key, an address the dial policy refuses) is dropped
+// with a WARN naming the reason: never assigned, forwarded or kept as the
+// publisher's latest. So no announce makes the pool assign a publisher
+// whose signed head is not served at the address it names, and a flood
+// of made-up peer IDs assigns nothing. Announces of a known publisher go
+// on at once, as in the reference.
+//
+// The verification is bounded: at most [WithVerifyConcurrency] heads are
+// fetched at once (an announce beyond that is dropped; the publisher's
+// next announce tries again), each within [WithVerifyTimeout]; the
+// announces of a publisher being verified wait for that one fetch (the
+// newest is fed to the state if it verifies); and a publisher whose head
+// did not verify is not fetched again for [WithVerifyRetryAfter] (a
+// bounded memory of a few thousand publishers). The fetches dial only
+// what the dial policy allows ([WithDialPolicy]: public addresses by
+// default; a pool on a private network or on one machine allows private
+// ones) and follow no redirect. [Service.Stats] counts the announces
+// verified, dropped as unverified, skipped, dropped as busy and coalesced.
+// The check happens in the service's loop, around the state: [State] stays
+// pure.
 //
 // # Errors
 //

@@ -17,6 +17,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // Defaults of [ServiceConfig] and of the service options, in one place.
@@ -70,7 +71,9 @@ type ServiceIndexer struct {
 // Hooks are called by a [Service] for metrics. Each may be nil; they are
 // called from the service's goroutines, concurrently, and must be fast.
 type Hooks struct {
-	// Announce: an announce was accepted (after policy and de-duplication).
+	// Announce: an announce was accepted (after policy and
+	// de-duplication; before an unknown publisher's head is verified,
+	// which [Service.Stats] counts).
 	Announce func(a announce.Announce)
 	// Decision: the state made a decision (assign, handoff, retry-later).
 	Decision func(d Decision)
@@ -118,6 +121,11 @@ type serviceOptions struct {
 	recvOp  []announce.Option
 	// gossipOp are WithGossipOptions'.
 	gossipOp []announce.GossipOption
+
+	policy      *netpolicy.Policy
+	vConc       int
+	vTimeout    time.Duration
+	vRetryAfter time.Duration
 }
 
 // ServiceOption configures [NewService]. A value out of range (nil, a
@@ -170,6 +178,50 @@ func WithHTTPClient(hc *http.Client) ServiceOption {
 	}
 }
 
+// WithDialPolicy sets where the service may connect to fetch an unknown
+// publisher's signed head: the addresses announces name (default nil,
+// netpolicy's default policy: public addresses only, checked after name
+// resolution). A pool whose publishers are on a private network or on
+// this machine needs netpolicy.New(netpolicy.AllowPrivate()). Admin calls
+// and forwarded announces go to the configured indexers and are not
+// restricted ([WithHTTPClient]).
+func WithDialPolicy(p *netpolicy.Policy) ServiceOption {
+	return func(o *serviceOptions) { o.policy = p }
+}
+
+// WithVerifyConcurrency sets how many unknown publishers' heads are
+// fetched at once (default [DefaultVerifyConcurrency]); an announce that
+// finds them all busy is dropped, and the publisher's next announce tries
+// again.
+func WithVerifyConcurrency(n int) ServiceOption {
+	return func(o *serviceOptions) {
+		if n > 0 {
+			o.vConc = n
+		}
+	}
+}
+
+// WithVerifyTimeout bounds each head fetch of an unknown publisher
+// (default [DefaultVerifyTimeout]).
+func WithVerifyTimeout(d time.Duration) ServiceOption {
+	return func(o *serviceOptions) {
+		if d > 0 {
+			o.vTimeout = d
+		}
+	}
+}
+
+// WithVerifyRetryAfter sets how long the announces of a publisher whose
+// head did not verify are dropped without fetching it again (default
+// [DefaultVerifyRetryAfter]).
+func WithVerifyRetryAfter(d time.Duration) ServiceOption {
+	return func(o *serviceOptions) {
+		if d > 0 {
+			o.vRetryAfter = d
+		}
+	}
+}
+
 // WithAdminOptions passes options to every admin.Client (a bearer token,
 // a response limit).
 func WithAdminOptions(opts ...admin.ClientOption) ServiceOption {
@@ -208,6 +260,7 @@ type Service struct {
 	ixs    map[string]*svcIndexer
 	order  []*svcIndexer
 	latest map[peer.ID]announce.Message
+	verify verifier // its maps too
 
 	events  chan func(context.Context)
 	pollNow chan struct{}
@@ -231,7 +284,8 @@ type svcIndexer struct {
 
 // NewService validates cfg and returns a service; it starts nothing.
 func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
-	o := serviceOptions{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true}
+	o := serviceOptions{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true,
+		vConc: DefaultVerifyConcurrency, vTimeout: DefaultVerifyTimeout, vRetryAfter: DefaultVerifyRetryAfter}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -260,6 +314,10 @@ func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 		events:  make(chan func(context.Context), 64),
 		pollNow: make(chan struct{}, 1),
 		stopped: make(chan struct{}),
+		verify: verifier{
+			hc: o.policy.Client(), concurrency: o.vConc, timeout: o.vTimeout, retryAfter: o.vRetryAfter,
+			inflight: make(map[peer.ID]announce.Announce), failed: make(map[peer.ID]time.Time),
+		},
 	}
 	urls := map[string]bool{}
 	sc := Config{Replication: cfg.Replication, PresetReplication: cfg.PresetReplication, Allow: cfg.Policy}
@@ -354,6 +412,7 @@ func (s *Service) Run(ctx context.Context) error {
 		return ErrAlreadyRun
 	}
 	defer s.recv.Close()
+	defer s.verify.hc.CloseIdleConnections()
 	s.running.Store(true)
 	defer s.running.Store(false)
 	eg, ctx := errgroup.WithContext(ctx)
@@ -437,7 +496,19 @@ func (s *Service) loop(ctx context.Context) error {
 	}
 }
 
+// onAnnounce takes an announce in: that of a publisher the state knows
+// goes on at once; another waits for its publisher's head to verify.
 func (s *Service) onAnnounce(ctx context.Context, a announce.Announce) {
+	if !s.state.Known(a.Publisher) {
+		s.verifyAnnounce(ctx, a)
+		return
+	}
+	s.acceptAnnounce(ctx, a)
+}
+
+// acceptAnnounce records a as its publisher's latest, forwards it to the
+// publisher's holders and feeds it to the state.
+func (s *Service) acceptAnnounce(ctx context.Context, a announce.Announce) {
 	m := announce.Message{Cid: a.Cid, Addrs: a.Addrs, ExtraData: a.ExtraData}
 	if len(m.Addrs) == 0 {
 		m.Addrs = s.latest[a.Publisher].Addrs // a gossip announce may carry none

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -20,6 +22,8 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // waitTimeout bounds every wait of these tests.
@@ -36,6 +40,82 @@ func newPeerID(t *testing.T) peer.ID {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// privatePool is the dial policy of a pool on this machine: the test
+// publishers listen on 127.0.0.1, which the default policy refuses.
+var privatePool = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// pubAddrs maps the publishers newPublisher serves to their HTTP
+// multiaddr, which running.announce names.
+var pubAddrs sync.Map
+
+// deadAddr is the address announced for a publisher newPublisher does
+// not serve: nothing listens there.
+var deadAddr = multiaddr.StringCast("/ip4/127.0.0.1/tcp/9/http")
+
+// newPublisher serves, on 127.0.0.1, an ipnisync publisher whose head is
+// signed by a new key, and returns the key's peer ID.
+func newPublisher(t *testing.T) peer.ID {
+	t.Helper()
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubAddrs.Store(id, serveHead(t, key, randCid(t)))
+	return id
+}
+
+// serveHead serves, on 127.0.0.1, an ipnisync publisher whose head head
+// is signed by key (no head if head is cid.Undef), and returns its HTTP
+// multiaddr.
+func serveHead(t *testing.T, key crypto.PrivKey, head cid.Cid) multiaddr.Multiaddr {
+	t.Helper()
+	return serve(t, headPublisher(t, key, head))
+}
+
+// headPublisher is an ipnisync publisher whose head head is signed by key
+// and that has no block.
+func headPublisher(t *testing.T, key crypto.PrivKey, head cid.Cid) http.Handler {
+	t.Helper()
+	pub, err := ipnisync.NewPublisher(key, ipnisync.BlockSourceFunc(func(context.Context, cid.Cid) ([]byte, error) {
+		return nil, ipnisync.ErrNotFound
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.SetHead(context.Background(), head); err != nil {
+		t.Fatal(err)
+	}
+	return pub
+}
+
+// serve serves h on 127.0.0.1 until the test ends and returns its HTTP
+// multiaddr.
+func serve(t *testing.T, h http.Handler) multiaddr.Multiaddr {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return httpMaddr(t, srv)
+}
+
+func httpMaddr(t *testing.T, srv *httptest.Server) multiaddr.Multiaddr {
+	t.Helper()
+	a, err := multiaddr.NewMultiaddr(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", srv.Listener.Addr().(*net.TCPAddr).Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func randCid(t *testing.T) cid.Cid {
@@ -240,7 +320,8 @@ func runService(t *testing.T, cfg assigner.ServiceConfig, fakes []*fakeIndexer, 
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = time.Hour // polls only at startup and on PollNow
 	}
-	svc, err := assigner.NewService(cfg, opts...)
+	// The test publishers are on loopback: a private pool.
+	svc, err := assigner.NewService(cfg, append([]assigner.ServiceOption{assigner.WithDialPolicy(privatePool)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,8 +348,19 @@ func (r *running) stop(t *testing.T) func() {
 	}
 }
 
-// announce PUTs an announce of publisher p (CBOR) to the service.
+// announce PUTs an announce of publisher p (CBOR) to the service, naming
+// p's address if newPublisher serves p, and deadAddr otherwise.
 func (r *running) announce(t *testing.T, p peer.ID, c cid.Cid) error {
+	t.Helper()
+	addr := deadAddr
+	if a, ok := pubAddrs.Load(p); ok {
+		addr = a.(multiaddr.Multiaddr)
+	}
+	return r.announceAt(t, p, c, addr)
+}
+
+// announceAt PUTs an announce of publisher p at addrs to the service.
+func (r *running) announceAt(t *testing.T, p peer.ID, c cid.Cid, addrs ...multiaddr.Multiaddr) error {
 	t.Helper()
 	snd, err := announce.NewHTTPSender([]string{r.http.URL}, p)
 	if err != nil {
@@ -277,7 +369,7 @@ func (r *running) announce(t *testing.T, p peer.ID, c cid.Cid) error {
 	defer snd.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	return snd.Send(ctx, announce.Message{Cid: c, Addrs: []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/9/http")}})
+	return snd.Send(ctx, announce.Message{Cid: c, Addrs: addrs})
 }
 
 func (r *running) snapshot(t *testing.T) assigner.Snapshot {
@@ -322,7 +414,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestServiceRebuild(t *testing.T) {
-	p1, p2, p3 := newPeerID(t), newPeerID(t), newPeerID(t)
+	// p1 is announced at deadAddr: a held publisher is not verified.
+	p1, p2, p3 := newPeerID(t), newPublisher(t), newPeerID(t)
 	c := newFakeIndexer(t, "c") // frozen, handed p3 off to b
 	c.node.frozen = true
 	c.node.assigned[p3] = ""
@@ -374,7 +467,7 @@ func TestServiceRebuild(t *testing.T) {
 }
 
 func TestServiceAnnounceAssignsAndForwards(t *testing.T) {
-	p, denied := newPeerID(t), newPeerID(t)
+	p, denied := newPublisher(t), newPeerID(t)
 	a, b := newFakeIndexer(t, "a"), newFakeIndexer(t, "b")
 	var mu sync.Mutex
 	var decisions []assigner.Decision
@@ -441,7 +534,7 @@ func TestServiceHungIndexer(t *testing.T) {
 	r.waitKnown(t)
 
 	start := time.Now()
-	pubs := []peer.ID{newPeerID(t), newPeerID(t), newPeerID(t)}
+	pubs := []peer.ID{newPublisher(t), newPublisher(t), newPublisher(t)}
 	for _, p := range pubs {
 		if err := r.announce(t, p, randCid(t)); err != nil {
 			t.Fatal(err)

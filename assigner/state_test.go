@@ -459,3 +459,32 @@ func TestDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestKnown(t *testing.T) {
+	h := newH(t, Config{
+		Indexers: []IndexerConfig{{ID: "a"}, {ID: "b", PresetPublishers: pids("P3")}},
+		Allow:    func(p peer.ID) bool { return p != pid("P9") },
+	})
+	for _, p := range []string{"P1", "P2", "P4", "P9"} {
+		if h.s.Known(pid(p)) {
+			t.Errorf("%s is known before anything named it", p)
+		}
+	}
+	if !h.s.Known(pid("P3")) {
+		t.Error("preset P3 is not known")
+	}
+	h.poll("a", false, as("P2"))
+	h.announce("P9") // rejected by the policy
+	h.announce("P4") // pending on a (b is unknown): known
+	if !h.s.Known(pid("P2")) || !h.s.Known(pid("P4")) {
+		t.Error("a publisher held by an indexer, or announced, is not known")
+	}
+	if h.s.Known(pid("P1")) || h.s.Known(pid("P9")) {
+		t.Error("P1 (never named) or P9 (rejected) is known")
+	}
+	before := h.s.Snapshot()
+	h.s.Known(pid("P7"))
+	if got := h.s.Snapshot(); len(got.Publishers) != len(before.Publishers) {
+		t.Error("Known changed the state")
+	}
+}

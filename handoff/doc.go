@@ -23,7 +23,10 @@
 //     HTTP client's timeout) and keeps every record published by the
 //     publisher: all of its providers, where the reference keeps the first.
 //     None is [ErrUnknownPublisher], where the reference answers 200 and
-//     leaves the publisher assigned nowhere;
+//     leaves the publisher assigned nowhere. The FrozenURL is the admin
+//     caller's choice, so the default client dials only what its dial
+//     policy allows ([WithDialPolicy]; public addresses unless the pool
+//     allows private ones), and no request follows a redirect;
 //   - registers those providers in the store (AddrInfo, Publisher,
 //     ExtendedProviders; not the frozen indexer's LastAdvertisement,
 //     LastError or FrozenAt);
@@ -89,6 +92,9 @@
 //	ErrFrozenIndexer,       (none: the error's    500     500
 //	ErrInvalidProviders,    text)
 //	ErrTooLarge
+//
+// The error's text names the URL and the frozen indexer's status, never
+// its body, which the admin API would echo to its caller.
 //
 // The reference assigner treats every status but 200 as a failure and
 // tries the next indexer, so the departures change nothing for it. The

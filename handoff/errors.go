@@ -45,8 +45,11 @@ var (
 	ErrUnknownPublisher = errors.New("handoff: publisher unknown to frozen indexer")
 
 	// ErrFrozenIndexer is wrapped when the frozen indexer's GET /providers
-	// fails: a network error, a timeout (the context error is wrapped
-	// too), or a status other than 200 and 204. 500 with the error's text.
+	// fails: a network error, an address the dial policy refuses
+	// (netpolicy.ErrForbiddenAddress is wrapped too), a redirect
+	// (netpolicy.ErrRedirect), a timeout (the context error is wrapped
+	// too), or a status other than 200 and 204 (the message names it, not
+	// the body). 500 with the error's text.
 	ErrFrozenIndexer = errors.New("handoff: frozen indexer unreachable or failing")
 
 	// ErrInvalidProviders is wrapped when the frozen indexer's GET

@@ -16,6 +16,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -60,7 +61,10 @@ func Example() {
 	st := memory.New()
 	defer st.Close()
 	reg, _ := handoff.NewRegistry(dssync.MutexWrap(datastore.NewMapDatastore()))
-	recv, _ := handoff.NewReceiver(st, printIngest{}, reg)
+	// The frozen indexer of this example listens on 127.0.0.1: only a
+	// private pool's dial policy lets the receiver reach it.
+	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
+	recv, _ := handoff.NewReceiver(st, printIngest{}, reg, handoff.WithDialPolicy(pool))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ingest/handoff/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// In a node, assigner/admin's handler does this and answers

@@ -25,6 +25,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -242,13 +243,24 @@ func (l *logBuffer) String() string {
 
 func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
 
+// privatePool is the dial policy of a pool on this machine: the test's
+// frozen indexers listen on 127.0.0.1, which the default policy refuses.
+var privatePool = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// newReceiver is a Receiver that may GET frozen indexers on loopback.
 func newReceiver(t testing.TB, st store.ProviderRecords, ing handoff.Ingest, ds datastore.Datastore, opts ...handoff.Option) *handoff.Receiver {
 	t.Helper()
 	reg, err := handoff.NewRegistry(ds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := handoff.NewReceiver(st, ing, reg, opts...)
+	r, err := handoff.NewReceiver(st, ing, reg, append([]handoff.Option{handoff.WithDialPolicy(privatePool)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // Defaults, in one place.
@@ -26,7 +28,10 @@ const (
 type Option func(*config) error
 
 type config struct {
-	hc      *http.Client
+	hc      *http.Client // nil: the policy's client, built by newConfig
+	policy  *netpolicy.Policy
+	ownHC   bool // WithHTTPClient was given
+	policyS bool // WithDialPolicy was given
 	log     *slog.Logger
 	frozen  func() bool
 	allowed func(peer.ID) bool
@@ -35,7 +40,6 @@ type config struct {
 
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
-		hc:      &http.Client{Timeout: DefaultTimeout},
 		log:     slog.New(slog.DiscardHandler),
 		frozen:  func() bool { return false },
 		allowed: func(peer.ID) bool { return true },
@@ -49,17 +53,49 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, err
 		}
 	}
+	switch {
+	case c.ownHC && c.policyS:
+		return nil, fmt.Errorf("%w: WithDialPolicy and WithHTTPClient: the caller's client dials, so the policy would be ignored (build it with netpolicy's Policy.Client)", ErrInvalidOption)
+	case c.ownHC:
+		// The caller's transport, but no redirect: a FrozenURL must not
+		// send the receiver elsewhere.
+		hc := *c.hc
+		hc.CheckRedirect = netpolicy.RefuseRedirect
+		c.hc = &hc
+	default:
+		c.hc = c.policy.Client()
+		c.hc.Timeout = DefaultTimeout
+	}
 	return c, nil
 }
 
 // WithHTTPClient sets the client that GETs the frozen indexer's
-// /providers (default: a client with [DefaultTimeout]).
+// /providers (default: a client of the dial policy, [WithDialPolicy], with
+// [DefaultTimeout]). Its transport decides which addresses may be
+// dialled: build it with netpolicy unless every FrozenURL is trusted.
+// Redirects are refused whatever its CheckRedirect says (the receiver
+// uses a copy of hc with netpolicy.RefuseRedirect).
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
 			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
 		}
-		c.hc = hc
+		c.hc, c.ownHC = hc, true
+		return nil
+	}
+}
+
+// WithDialPolicy sets the policy of the addresses the default client may
+// connect to when it GETs a FrozenURL (default nil: netpolicy's default,
+// public addresses only; checked after name resolution). The FrozenURL
+// comes from whoever calls the admin API, so a pool whose indexers are on
+// a private network or on one machine passes
+// netpolicy.New(netpolicy.AllowPrivate()). A refused address fails the
+// handoff with [ErrFrozenIndexer] wrapping netpolicy.ErrForbiddenAddress.
+// It cannot be combined with [WithHTTPClient], whose transport dials.
+func WithDialPolicy(p *netpolicy.Policy) Option {
+	return func(c *config) error {
+		c.policy, c.policyS = p, true
 		return nil
 	}
 }

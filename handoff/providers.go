@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ type frozenRecord struct {
 // records published by publisher, in the order the frozen indexer lists
 // them. The answer is decoded as a stream, one record at a time, so only
 // the publisher's records are held; its size is bounded by limit.
-func fetchProviders(ctx context.Context, hc *http.Client, url string, publisher peer.ID, limit int64) ([]frozenRecord, error) {
+func fetchProviders(ctx context.Context, hc *http.Client, log *slog.Logger, url string, publisher peer.ID, limit int64) ([]frozenRecord, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: GET %s: %v", ErrInvalidRequest, url, err)
@@ -70,8 +71,13 @@ func fetchProviders(ctx context.Context, hc *http.Client, url string, publisher 
 	case http.StatusNoContent: // nothing listed
 		return nil, nil
 	default:
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("%w: GET %s: %s: %s", ErrFrozenIndexer, url, resp.Status, strings.TrimSpace(string(msg)))
+		// The answer's body goes to the debug log only: the error reaches
+		// the admin API's caller, and the FrozenURL is the caller's choice.
+		if log.Enabled(ctx, slog.LevelDebug) {
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			log.Debug("frozen indexer's /providers failed", "url", url, "status", resp.StatusCode, "body", strings.TrimSpace(string(msg)))
+		}
+		return nil, fmt.Errorf("%w: GET %s: %d %s", ErrFrozenIndexer, url, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	body := &limitReader{r: resp.Body, n: limit}
 	recs, err := decodeProviders(body, publisher)

@@ -163,7 +163,7 @@ func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) 
 	defer r.reg.release(publisher)
 	log := r.log.With("publisher", publisher.String(), "indexer", req.FrozenID.String())
 
-	recs, err := fetchProviders(ctx, r.cfg.hc, url, publisher, r.cfg.maxBody)
+	recs, err := fetchProviders(ctx, r.cfg.hc, log, url, publisher, r.cfg.maxBody)
 	if err != nil {
 		return err
 	}

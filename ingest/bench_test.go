@@ -24,6 +24,7 @@ import (
 
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store"
@@ -276,6 +277,10 @@ func httpPublisher(b *testing.B, chain *chaingen.Chain) []multiaddr.Multiaddr {
 	return []multiaddr.Multiaddr{multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", port))}
 }
 
+// loopbackPool is the dial policy of the benchmark's publishers, which
+// listen on loopback: a private pool's.
+var loopbackPool, _ = netpolicy.New(netpolicy.AllowPrivate())
+
 // httpSyncers is a SyncerFunc making an ipnisync.Client from the announced
 // addresses, as a node does; close closes the clients it made.
 type httpSyncers struct {
@@ -284,7 +289,7 @@ type httpSyncers struct {
 }
 
 func (h *httpSyncers) syncer(p peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
-	cl, err := ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs})
+	cl, err := ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs}, ipnisync.WithDialPolicy(loopbackPool))
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,11 @@
 // PieceCID in its ContextID or in graphsync-filecoinv1 metadata in any
 // protocol position; the ad's multihashes become payload CIDs
 // ([PayloadCID]) offered to the Store. IsRm ads are ignored: pieces are
-// immutable.
+// immutable. Publishers' addresses come from /providers records and
+// announces, so requests to them connect only where the dial policy
+// allows ([WithDialPolicy]; public addresses by default), follow no
+// redirect, and no status quotes what a publisher wrote in an error
+// answer.
 //
 // # REST API
 //

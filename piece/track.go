@@ -41,7 +41,12 @@ import (
 //     the provider's own addresses) starting at LastAdvertisement. Only
 //     HTTP publishers can be walked (multiaddrs with /http or /https,
 //     optionally /tls and /http-path); for the others the provider's status
-//     text says "unsupported protocol" and nothing is fetched.
+//     text says "unsupported protocol" and nothing is fetched. The
+//     addresses are the records' authors' choice: requests to publishers
+//     go only where the dial policy allows ([WithDialPolicy]: public
+//     addresses by default) and follow no redirect, while the /providers
+//     endpoint, the operator's choice, is read with [WithHTTPClient]'s
+//     client.
 //   - announces: [Tracker.AnnounceHandler] serves PUT /announce and PUT
 //     /ingest/announce (CBOR or JSON, as IPNI publishers send them), and
 //     [Tracker.Announce] takes them from any other source.
@@ -106,6 +111,7 @@ type Tracker struct {
 	ing        *ingest.Ingester
 	recv       *announce.Receiver
 	cfg        *trackerConfig
+	pubClient  *http.Client // every request to a publisher: the dial policy's
 	log        *slog.Logger
 	sampleSize int
 
@@ -145,6 +151,7 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 	t := &Tracker{
 		st:         st,
 		cfg:        cfg,
+		pubClient:  cfg.policy.Client(),
 		log:        cfg.logger,
 		sampleSize: cfg.sampleSize,
 		pubs:       make(map[peer.ID]*trackedPub),
@@ -194,7 +201,7 @@ func (t *Tracker) newSyncer(pub peer.ID, addrs []multiaddr.Multiaddr) (ingest.Sy
 		return nil, fmt.Errorf("publisher %s: %w", pub, errUnsupported)
 	}
 	return ipnisync.New(peer.AddrInfo{ID: pub, Addrs: h},
-		ipnisync.WithTimeout(t.cfg.requestTimeout), ipnisync.WithHTTPClient(t.cfg.client), ipnisync.WithLogger(t.log))
+		ipnisync.WithTimeout(t.cfg.requestTimeout), ipnisync.WithHTTPClient(t.pubClient), ipnisync.WithLogger(t.log))
 }
 
 // AnnounceHandler returns the handler of IPNI HTTP announces: PUT /announce
@@ -231,9 +238,12 @@ func (t *Tracker) Run(ctx context.Context) error {
 	return err
 }
 
-// Close closes the announce handler (it answers 503 afterwards). It is
-// idempotent.
-func (t *Tracker) Close() error { return t.recv.Close() }
+// Close closes the announce handler (it answers 503 afterwards) and the
+// idle connections to publishers. It is idempotent.
+func (t *Tracker) Close() error {
+	t.pubClient.CloseIdleConnections()
+	return t.recv.Close()
+}
 
 func (t *Tracker) announceLoop(ctx context.Context) {
 	for {
@@ -314,7 +324,7 @@ func (t *Tracker) identify(ctx context.Context, base string) (peer.ID, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := t.cfg.client.Do(req)
+	resp, err := t.pubClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("identify publisher: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // Defaults of a [Tracker].
@@ -56,7 +57,8 @@ type trackerConfig struct {
 	backoffMax     time.Duration
 	statusInterval time.Duration
 	logger         *slog.Logger
-	client         *http.Client
+	client         *http.Client      // /providers
+	policy         *netpolicy.Policy // publishers
 	sampleSize     int
 	unsigned       bool
 }
@@ -198,9 +200,12 @@ func WithTrackerLogger(l *slog.Logger) TrackerOption {
 	}
 }
 
-// WithHTTPClient sets the client of every request: /providers, heads and
-// blocks (default http.DefaultClient). Timeouts come from
-// [WithRequestTimeout], not from the client.
+// WithHTTPClient sets the client of the requests to the /providers
+// endpoint of [WithProvidersURL] (default http.DefaultClient), which the
+// operator chose. Requests to publishers, whose addresses come from
+// /providers records and announces, go through the dial policy instead
+// ([WithDialPolicy]). Timeouts come from [WithRequestTimeout], not from
+// the client.
 func WithHTTPClient(hc *http.Client) TrackerOption {
 	return func(c *trackerConfig) error {
 		if hc == nil {
@@ -209,6 +214,17 @@ func WithHTTPClient(hc *http.Client) TrackerOption {
 		c.client = hc
 		return nil
 	}
+}
+
+// WithDialPolicy sets where requests to publishers (heads and blocks, of
+// publishers learnt from /providers, announces or [WithPublishers]) may
+// connect: default nil, netpolicy's default policy, public addresses
+// only, checked after name resolution. Publishers on a private network or
+// on this machine need netpolicy.New(netpolicy.AllowPrivate()). Those
+// requests follow no redirect. A refused publisher's walk fails, and its
+// status says why.
+func WithDialPolicy(p *netpolicy.Policy) TrackerOption {
+	return func(c *trackerConfig) error { c.policy = p; return nil }
 }
 
 // WithSampleSize sets how many payloads of each advertisement are offered

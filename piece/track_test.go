@@ -16,14 +16,26 @@ import (
 
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/metadata"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
 
 // testOptions make walks fast and failures quick to show.
+// privatePool is the dial policy of a pool on this machine: the test
+// publishers listen on 127.0.0.1, which the default policy refuses.
+var privatePool = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
 func testOptions(extra ...piece.TrackerOption) []piece.TrackerOption {
 	return append([]piece.TrackerOption{
+		piece.WithDialPolicy(privatePool),
 		piece.WithPollInterval(200 * time.Millisecond),
 		piece.WithRequestTimeout(500 * time.Millisecond),
 		piece.WithRequestRate(0, 0),

@@ -17,6 +17,14 @@
 // /announce and PUT /ingest/announce, CBOR or JSON: 204, 400 for a bad
 // body, 403 for a publisher the policy rejects) and, with -p2p, on the
 // gossip topic, where it also republishes HTTP announces with OrigPeer.
+// An announce of a publisher the assigner does not know yet is first
+// checked: the publisher's signed head is fetched from the HTTP address
+// the announce names and must be signed by the publisher's key; an
+// announce that does not verify is dropped (logged as a WARN, counted in
+// indexkit_assigner_verify_*_total) and assigns nothing. At most 8 heads
+// are fetched at once, and a publisher that failed is not fetched again
+// for a minute. The fetch connects only to public addresses unless
+// -allow-private-addrs is given.
 // A publisher short of its replication is assigned (POST
 // /ingest/assign/{id}) to the best candidates — those holding its data
 // first, then the least loaded — and the announce is forwarded to each
@@ -66,6 +74,8 @@
 //	-metrics ADDR             Prometheus /metrics (127.0.0.1:3011; "" disables)
 //	-p2p MADDR                libp2p listen address for gossip ("none", the default, disables it)
 //	-admin-token TOKEN        bearer token of the indexers' admin APIs
+//	-allow-private-addrs      fetch unknown publishers' heads from loopback and private
+//	                          addresses too (a private pool; logged as a WARN at start)
 //	-log-level LEVEL          debug, info, warn, error (info)
 //	-shutdown-timeout D       wait for requests in flight on SIGTERM (10s)
 //	-max-conns N              open connections per listener; more wait (1024; 0: no cap)

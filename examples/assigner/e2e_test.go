@@ -33,7 +33,7 @@ type node struct {
 func startIndexer(t *testing.T, bin string) *node {
 	t.Helper()
 	p := proctest.Start(t, bin, "-dir", t.TempDir(), "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
-		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-log-level", "debug")
+		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-allow-private-addrs", "-log-level", "debug")
 	p.WaitMsg("starting")
 	return &node{Proc: p, find: "http://" + p.Addr("find"), ingest: "http://" + p.Addr("ingest"), admin: "http://" + p.Addr("admin")}
 }
@@ -122,7 +122,8 @@ func TestPool(t *testing.T) {
 	nodes := []*node{startIndexer(t, indexerBin), startIndexer(t, indexerBin), startIndexer(t, indexerBin)}
 
 	args := []string{"-replication", "2", "-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:0",
-		"-metrics", "127.0.0.1:0", "-poll-interval", "1s", "-request-timeout", "10s", "-log-level", "debug"}
+		"-metrics", "127.0.0.1:0", "-poll-interval", "1s", "-request-timeout", "10s", "-log-level", "debug",
+		"-allow-private-addrs"} // the publisher is on loopback
 	for i, n := range nodes {
 		args = append(args, "-indexer", fmt.Sprintf("id=n%d,admin=%s,find=%s,ingest=%s", i, n.admin, n.find, n.ingest))
 	}

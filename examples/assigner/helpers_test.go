@@ -79,7 +79,7 @@ const (
 func startIndexerDir(t *testing.T, dir string) *node {
 	t.Helper()
 	p := proctest.Start(t, binary(t, indexerPkg), "-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
-		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-log-level", "debug")
+		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-use-assigner", "-allow-private-addrs", "-log-level", "debug")
 	p.WaitMsg("starting")
 	return &node{Proc: p, find: "http://" + p.Addr("find"), ingest: "http://" + p.Addr("ingest"), admin: "http://" + p.Addr("admin")}
 }
@@ -245,7 +245,8 @@ type asg struct {
 func startAssigner(t *testing.T, pool []string, extra ...string) *asg {
 	t.Helper()
 	args := []string{"-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
-		"-poll-interval", "500ms", "-request-timeout", "5s", "-log-level", "debug"}
+		"-poll-interval", "500ms", "-request-timeout", "5s", "-log-level", "debug",
+		"-allow-private-addrs"} // the test's publishers are on loopback
 	for _, ix := range pool {
 		args = append(args, "-indexer", ix)
 	}

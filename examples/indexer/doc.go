@@ -14,7 +14,7 @@
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
 // Admin, AdminToken, P2P, Topic, FreezeAt, DiskBudget, UnfreezeOnStart, Metrics,
-// UseAssigner, LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP,
+// UseAssigner, AllowPrivateAddrs, LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP,
 // AnnounceRate, AnnounceRateExempt, GossipPeerRate; durations as "30s");
 // unknown keys are an error.
 //
@@ -33,6 +33,7 @@
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
+//	-allow-private-addrs false                    dial publishers and frozen indexers on private addresses (below)
 //	-log-level          info                      debug, info, warn or error
 //	-progress           30s                       interval of the per-publisher progress lines
 //	-poll               1h                        ask every followed publisher for its head this often (0: only at start)
@@ -52,6 +53,17 @@
 // -max-conns-per-ip for it (scatter's client keeps to 32 connections per
 // backend). In assigner mode add the assigner's address to
 // -announce-rate-exempt: it forwards every publisher's announces.
+//
+// The node dials addresses that others name: publishers' addresses come
+// in announces and provider records, a handoff's FrozenURL in an admin
+// request. By default it connects only to public addresses (checked after
+// name resolution, so a name that resolves to 127.0.0.1 is refused too),
+// follows no redirect, and its errors quote no publisher's answer. A pool
+// on a private network or on one machine needs -allow-private-addrs,
+// which lets it dial loopback, private (RFC 1918, fc00::/7), link-local
+// and CGNAT addresses, and logs a WARN at start saying so; cloud metadata
+// addresses (169.254.169.254, fd00:ec2::254, 100.100.100.200) stay
+// refused. See ingest/netpolicy.
 //
 // Every listener is on loopback by default, unlike the reference
 // (storetheindex listens on 0.0.0.0 for find and ingest). To expose the

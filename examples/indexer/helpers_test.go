@@ -37,11 +37,12 @@ type proc struct {
 
 // startNode runs the indexer binary bin on dir with every listener on
 // 127.0.0.1:0 and extra flags, and waits until it has logged msg=starting,
-// which it does after its listening addresses.
+// which it does after its listening addresses. The test publishers are on
+// loopback too, so the node may dial private addresses.
 func startNode(t *testing.T, bin, dir string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
-		"-metrics", "127.0.0.1:0", "-p2p", "none", "-log-level", "debug"}, extra...)
+		"-metrics", "127.0.0.1:0", "-p2p", "none", "-allow-private-addrs", "-log-level", "debug"}, extra...)
 	p := proctest.Start(t, bin, args...)
 	p.WaitMsg("starting")
 	return &proc{Proc: p, t: t}

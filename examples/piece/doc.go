@@ -27,6 +27,8 @@
 //	--capacity        payloads kept per (provider, piece) (default 16)
 //	--request-timeout bound of each request to a publisher (default 10s)
 //	--request-rate    requests per second to each publisher (default 10)
+//	--allow-private-addrs  dial publishers on loopback and private addresses
+//	                  (default false; see below)
 //	--log-level       debug | info | warn | error
 //	--max-conns       open connections of the listener; more wait (default 1024; 0: no cap)
 //	--max-conns-per-ip open connections from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
@@ -34,6 +36,15 @@
 // The server cuts a request whose header takes over 10s or whose body over
 // 30s, and an answer that takes over 60s to write. Announces are not
 // rate-limited per source (the indexer and the assigner are).
+//
+// Publishers' addresses come from /providers records and announces, so
+// the sampler connects only to public addresses by default (checked after
+// name resolution), follows no redirect, and its statuses quote no
+// publisher's error answer. For publishers on a private network or on
+// this machine, --allow-private-addrs also lets it dial loopback, private,
+// link-local and CGNAT addresses, and logs a WARN at start; cloud metadata
+// addresses stay refused. The --providers-url endpoint, the operator's
+// choice, is not restricted.
 //
 // # State
 //

@@ -164,7 +164,8 @@ func TestBinaryMemory(t *testing.T) {
 	providers := serveProviders(t, c, addr)
 	dir := t.TempDir()
 	p := proctest.Start(t, bin, "--listen", "127.0.0.1:0", "--providers-url", providers.URL+"/providers",
-		"--poll-interval", "200ms", "--store", "memory", "--dir", dir, "--request-rate", "0")
+		"--poll-interval", "200ms", "--store", "memory", "--dir", dir, "--request-rate", "0",
+		"--allow-private-addrs") // the test's publisher is on loopback
 	base := "http://" + p.Addr("api")
 	s := waitWalked(t, base, c, p)
 	truth, _ := c.Pieces()
@@ -190,7 +191,8 @@ func TestBinaryRedisRestart(t *testing.T) {
 	c, srv, _ := servePublisher(t, chaingen.Config{Seed: 402, Ads: 150, MhsPerAd: 4, RemoveEvery: 7, PieceContextEvery: 4})
 	dir := t.TempDir()
 	args := []string{"--listen", "127.0.0.1:0", "--providers-url", "", "--publishers", srv.URL, "--poll-interval", "200ms",
-		"--store", "redis", "--redis", addr, "--redis-prefix", prefix, "--dir", dir}
+		"--store", "redis", "--redis", addr, "--redis-prefix", prefix, "--dir", dir,
+		"--allow-private-addrs"} // the test's publisher is on loopback
 
 	// 100 requests/s: about 3 s for the whole chain; killed after 20 ads.
 	p := proctest.Start(t, bin, append(args, "--request-rate", "100")...)

@@ -51,4 +51,10 @@
 //
 // The view goes to standard output, the roles' logs (prefixed role=<name>)
 // to standard error.
+//
+// Since every role listens on 127.0.0.1, the pool starts the roles that
+// dial addresses others name (the indexers, the assigner, the piece
+// sampler) with their -allow-private-addrs flag, which each logs as a
+// WARN at start: by default they refuse loopback and private addresses.
+// A deployment whose publishers are on public addresses leaves it off.
 package main

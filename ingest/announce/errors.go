@@ -41,8 +41,9 @@ var (
 	ErrNotRunning = errors.New("announce: gossip not running")
 
 	// ErrRejected is wrapped by [HTTPSender.Send] errors for a receiver that
-	// answered with a status other than 2xx; the message holds the status and
-	// the start of the body.
+	// answered with a status other than 2xx; the message holds the URL and
+	// the status, not the receiver's body, which the error could carry into
+	// answers served to others.
 	ErrRejected = errors.New("announce: rejected by receiver")
 
 	// ErrInvalidOption is wrapped by constructor errors for an option value

@@ -317,6 +317,11 @@ func TestHTTPSenderErrors(t *testing.T) {
 	p := newPeer(t)
 	_, good := newReceiver(t)
 	_, denying := newReceiver(t, announce.WithAllow(func(peer.ID) bool { return false }))
+	const marker = "MARKER-4e1d-receiver-text"
+	chatty := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, marker, http.StatusBadRequest)
+	}))
+	defer chatty.Close()
 	hang := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -327,7 +332,7 @@ func TestHTTPSenderErrors(t *testing.T) {
 	defer slow.Close()
 	defer close(hang)
 
-	s, err := announce.NewHTTPSender([]string{good.URL, denying.URL, slow.URL}, p)
+	s, err := announce.NewHTTPSender([]string{good.URL, denying.URL, slow.URL, chatty.URL}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,8 +342,12 @@ func TestHTTPSenderErrors(t *testing.T) {
 	defer cancel()
 	err = s.Send(ctx, m)
 	if !errors.Is(err, announce.ErrRejected) || !errors.Is(err, context.DeadlineExceeded) ||
-		!strings.Contains(err.Error(), "403") || strings.Contains(err.Error(), good.URL+"/announce") {
+		!strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "400") ||
+		strings.Contains(err.Error(), good.URL+"/announce") {
 		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(err.Error(), "MARKER") {
+		t.Fatalf("the error quotes a receiver's body: %v", err)
 	}
 
 	for _, bad := range []announce.Message{

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -176,10 +175,11 @@ func (s *HTTPSender) put(ctx context.Context, u, ctype string, body []byte) erro
 		return fmt.Errorf("announce: PUT %s: %w", u, err)
 	}
 	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%w: PUT %s: %s: %s", ErrRejected, u, resp.Status, strings.TrimSpace(string(msg)))
+		// The receiver's body is not quoted: the error may reach an
+		// answer or a status served to others.
+		return fmt.Errorf("%w: PUT %s: %d %s", ErrRejected, u, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // Client fetches a publisher's signed head and blocks. It is safe for
@@ -47,11 +49,18 @@ type Client struct {
 // error; with [WithLibp2p] it uses libp2p streams to pub.ID. pub.ID is the
 // peer heads must be signed by; it may be empty only with
 // [WithoutHeadVerification] over HTTP. Options: [WithTimeout],
-// [WithMaxBlockSize], [WithHTTPClient], [WithLibp2p],
+// [WithMaxBlockSize], [WithDialPolicy], [WithHTTPClient], [WithLibp2p],
 // [WithoutHeadVerification], [WithLogger]. New does no I/O.
+//
+// The client's own transport connects only to addresses its dial policy
+// allows: public ones by default ([WithDialPolicy]). It follows no
+// redirect, with its own transport or the caller's.
 func New(pub peer.AddrInfo, opts ...Option) (*Client, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.checkClient(); err != nil {
 		return nil, err
 	}
 	if pub.ID == "" && (!cfg.skipVerify || cfg.streamHost != nil) {
@@ -92,6 +101,9 @@ func NewURL(rawURL string, pub peer.ID, opts ...Option) (*Client, error) {
 	if cfg.streamHost != nil {
 		return nil, errors.New("ipnisync: new client: WithLibp2p needs New with the publisher's peer.AddrInfo")
 	}
+	if err := cfg.checkClient(); err != nil {
+		return nil, err
+	}
 	if pub == "" && !cfg.skipVerify {
 		return nil, errors.New("ipnisync: new client: no publisher peer ID (needed to verify heads)")
 	}
@@ -125,13 +137,15 @@ func newClient(pub peer.ID, cfg *config) *Client {
 
 func (c *Client) useHTTP(cfg *config) {
 	if cfg.httpClient != nil {
-		c.hc = cfg.httpClient
+		hc := *cfg.httpClient
+		hc.CheckRedirect = netpolicy.RefuseRedirect
+		c.hc = &hc
 		return
 	}
-	c.ownTr = http.DefaultTransport.(*http.Transport).Clone()
-	// The client asks for gzip itself and decodes it under its size limit.
-	c.ownTr.DisableCompression = true
-	c.hc = &http.Client{Transport: c.ownTr}
+	// The policy's transport asks for no gzip: the client asks for it
+	// itself and decodes it under its size limit.
+	c.ownTr = cfg.dialPolicy.Transport()
+	c.hc = &http.Client{Transport: c.ownTr, CheckRedirect: netpolicy.RefuseRedirect}
 }
 
 // Publisher returns the peer ID heads must be signed by ("" if none was
@@ -269,8 +283,14 @@ func (c *Client) get(ctx context.Context, rsrc string, limit int64, allowNoConte
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1024))
 		return nil, u, nil
 	default:
-		snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		return nil, u, &StatusError{Method: http.MethodGet, URL: u, Code: resp.StatusCode, Body: cleanSnippet(snippet)}
+		// The body is the publisher's text: it goes to the debug log, never
+		// into the error, which ends up in status answers and provider
+		// records served to anyone.
+		if c.logger.Enabled(ctx, slog.LevelDebug) {
+			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+			c.logger.Debug("ipnisync: unexpected status", "url", u, "status", resp.StatusCode, "body", cleanSnippet(snippet))
+		}
+		return nil, u, &StatusError{Method: http.MethodGet, URL: u, Code: resp.StatusCode}
 	}
 
 	var body io.Reader = resp.Body
@@ -294,7 +314,7 @@ func (c *Client) get(ctx context.Context, rsrc string, limit int64, allowNoConte
 	return data, u, nil
 }
 
-// cleanSnippet makes the start of an error body fit for an error message.
+// cleanSnippet makes the start of an error body fit for a log line.
 func cleanSnippet(b []byte) string {
 	s := strings.TrimSpace(strings.ToValidUTF8(string(b), string(utf8.RuneError)))
 	return strings.Map(func(r rune) rune {

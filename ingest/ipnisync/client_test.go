@@ -88,7 +88,7 @@ func TestRoundTripHTTP(t *testing.T) {
 		sameCids(t, walk(t, c), ch.ads)
 	})
 	t.Run("url", func(t *testing.T) {
-		c, err := ipnisync.NewURL(srv.URL, pub.ID())
+		c, err := ipnisync.NewURL(srv.URL, pub.ID(), ipnisync.WithDialPolicy(privatePool))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestBlockTooLarge(t *testing.T) {
 	})
 	for _, prefix := range []string{"", "/chunked", "/gzip"} {
 		t.Run("limit"+prefix, func(t *testing.T) {
-			c, err := ipnisync.NewURL(srv.URL+prefix, peerID(t, key), ipnisync.WithMaxBlockSize(limit))
+			c, err := ipnisync.NewURL(srv.URL+prefix, peerID(t, key), ipnisync.WithMaxBlockSize(limit), ipnisync.WithDialPolicy(privatePool))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +429,7 @@ func TestGzip(t *testing.T) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	defer tr.CloseIdleConnections()
 	rec := &recorder{rt: tr, encodings: make(chan string, 1)}
-	c := newClient(t, peer.AddrInfo{ID: pub.ID(), Addrs: []ma.Multiaddr{maddr(t, srv, "")}},
+	c := newRawClient(t, peer.AddrInfo{ID: pub.ID(), Addrs: []ma.Multiaddr{maddr(t, srv, "")}},
 		ipnisync.WithHTTPClient(&http.Client{Transport: rec}))
 	got, err := c.Block(context.Background(), k)
 	if err != nil || !bytes.Equal(got, block) {

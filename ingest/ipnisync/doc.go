@@ -41,6 +41,19 @@
 // bounded by [WithTimeout] (default 10 s) as well as by the caller's
 // context. [Client.Close] releases idle connections.
 //
+// # Dial policy
+//
+// A publisher's address comes from a stranger (an announce, a provider
+// record), so a client connects only where a netpolicy.Policy allows:
+// its own transport dials through [WithDialPolicy]'s policy, by default
+// netpolicy's (public addresses only: not loopback, private, link-local,
+// CGNAT or cloud metadata addresses), checked after name resolution. A
+// pool on a private network or on one machine passes
+// netpolicy.New(netpolicy.AllowPrivate()). No client follows a redirect
+// (netpolicy.ErrRedirect), not even over a caller's [WithHTTPClient]. Over
+// libp2p the host dials: build it with the gater [NewGater] makes of the
+// policy (the libp2p.ConnectionGater option).
+//
 // # Checks
 //
 // A client verifies every head's signature and signer (unless
@@ -57,7 +70,10 @@
 //
 // Client errors name the URL requested and wrap [ErrNoHead],
 // [ErrHashMismatch], [ErrBlockTooLarge], [ErrMalformedHead],
-// [ErrBadSignature] or [ErrTimeout]; an unexpected status is a
-// [*StatusError] (which matches [ErrNotFound] for 404). Test them with
-// errors.Is and errors.As.
+// [ErrBadSignature] or [ErrTimeout], or netpolicy.ErrForbiddenAddress and
+// netpolicy.ErrRedirect; an unexpected status is a [*StatusError] (which
+// matches [ErrNotFound] for 404). Test them with errors.Is and errors.As.
+// No error quotes what a publisher wrote in an error answer: errors end
+// up in ingestion statuses and provider records anyone can read. The
+// client logs the start of such a body at DEBUG level.
 package ipnisync

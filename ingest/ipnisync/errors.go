@@ -44,19 +44,18 @@ var (
 // StatusError is the error of a [Client] request answered with a status
 // other than the ones the protocol expects (200, and 204 for the head). It
 // matches [ErrNotFound] under errors.Is when Code is 404.
+//
+// It does not carry the answer's body: the publisher wrote it, and client
+// errors end up in ingestion statuses and provider records served to
+// anyone. The client logs the start of the body at DEBUG level.
 type StatusError struct {
 	Method string // GET
 	URL    string // the URL requested
 	Code   int    // the HTTP status code
-	Body   string // the start of the response body, for diagnosis
 }
 
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("ipnisync: %s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
+	return fmt.Sprintf("ipnisync: %s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
 }
 
 // Is reports whether target is [ErrNotFound] and the status is 404.

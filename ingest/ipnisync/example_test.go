@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -51,7 +52,10 @@ func Example() {
 	defer srv.Close()
 
 	// Indexer side: the head must be signed by the publisher's peer ID.
-	client, _ := ipnisync.NewURL(srv.URL, id)
+	// The default dial policy refuses private and loopback addresses, so
+	// a publisher on this machine needs a private pool's policy.
+	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
+	client, _ := ipnisync.NewURL(srv.URL, id, ipnisync.WithDialPolicy(pool))
 	defer client.Close()
 	head, err := client.Head(ctx)
 	if err != nil {
@@ -70,7 +74,7 @@ func Example() {
 	// A client expecting another publisher refuses the head.
 	other, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(bytes.Repeat([]byte{1}, 32)))
 	otherID, _ := peer.IDFromPrivateKey(other)
-	wrong, _ := ipnisync.NewURL(srv.URL, otherID)
+	wrong, _ := ipnisync.NewURL(srv.URL, otherID, ipnisync.WithDialPolicy(pool))
 	defer wrong.Close()
 	_, err = wrong.Head(ctx)
 	fmt.Println(errors.Is(err, ipnisync.ErrBadSignature))

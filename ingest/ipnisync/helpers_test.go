@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -175,7 +176,26 @@ func startPublisher(t testing.TB, n int, opts ...ipnisync.Option) (*ipnisync.Pub
 	return pub, srv, ch, src
 }
 
+// privatePool is the dial policy of a pool on this machine: the test
+// publishers listen on 127.0.0.1, which the default policy refuses.
+var privatePool = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// newClient is a client of pub over plain HTTP that may dial loopback
+// addresses.
 func newClient(t testing.TB, pub peer.AddrInfo, opts ...ipnisync.Option) *ipnisync.Client {
+	t.Helper()
+	return newRawClient(t, pub, append([]ipnisync.Option{ipnisync.WithDialPolicy(privatePool)}, opts...)...)
+}
+
+// newRawClient is a client of pub with opts only: the default dial
+// policy, or the transport of WithHTTPClient or WithLibp2p.
+func newRawClient(t testing.TB, pub peer.AddrInfo, opts ...ipnisync.Option) *ipnisync.Client {
 	t.Helper()
 	c, err := ipnisync.New(pub, opts...)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	libp2phttp "github.com/libp2p/go-libp2p/p2p/http"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // wellKnownLimit bounds the well-known resource a client reads, as
@@ -46,7 +48,7 @@ func (c *Client) useLibp2p(h host.Host, pub peer.AddrInfo) error {
 	if err != nil {
 		return fmt.Errorf("ipnisync: new client: libp2p transport to %s: %w", pub.ID, err)
 	}
-	c.hc = &http.Client{Transport: rt}
+	c.hc = &http.Client{Transport: rt, CheckRedirect: netpolicy.RefuseRedirect}
 	c.p2p = &p2pPath{base: &url.URL{Scheme: "http", Host: pub.ID.String()}}
 	return nil
 }

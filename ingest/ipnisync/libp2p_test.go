@@ -71,7 +71,7 @@ func TestRoundTripLibp2p(t *testing.T) {
 	client := newHost(t, nil)
 	info := peer.AddrInfo{ID: server.ID(), Addrs: server.Addrs()}
 
-	c := newClient(t, info, ipnisync.WithLibp2p(client))
+	c := newRawClient(t, info, ipnisync.WithLibp2p(client))
 	sameCids(t, walk(t, c), ch.ads)
 
 	// Unknown blocks and an empty head come through as over HTTP.
@@ -102,7 +102,7 @@ func TestRoundTripLibp2p(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- hh2.Serve() }()
 	defer func() { hh2.Close(); <-done }()
-	c2 := newClient(t, peer.AddrInfo{ID: sh2.ID(), Addrs: sh2.Addrs()}, ipnisync.WithLibp2p(client))
+	c2 := newRawClient(t, peer.AddrInfo{ID: sh2.ID(), Addrs: sh2.Addrs()}, ipnisync.WithLibp2p(client))
 	sameCids(t, walk(t, c2), ch.ads)
 	if _, err := c2.Block(context.Background(), absent); err == nil || !strings.Contains(err.Error(), "/custom/prefix/"+absent.String()) {
 		t.Fatalf("Block(absent) via the custom path: %v", err)
@@ -120,7 +120,7 @@ func TestLibp2pUnreachable(t *testing.T) {
 	info := peer.AddrInfo{ID: gone.ID(), Addrs: gone.Addrs()}
 	gone.Close()
 	client := newHost(t, nil)
-	c := newClient(t, info, ipnisync.WithLibp2p(client), ipnisync.WithTimeout(2*time.Second))
+	c := newRawClient(t, info, ipnisync.WithLibp2p(client), ipnisync.WithTimeout(2*time.Second))
 	start := time.Now()
 	if _, err := c.Head(context.Background()); err == nil {
 		t.Fatal("Head of a closed host: no error")

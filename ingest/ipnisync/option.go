@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/libp2p/go-libp2p/core/host"
 )
@@ -38,6 +39,8 @@ type config struct {
 	httpClient   *http.Client
 	streamHost   host.Host
 	skipVerify   bool
+	dialPolicy   *netpolicy.Policy
+	policySet    bool
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -56,6 +59,17 @@ func newConfig(opts []Option) (*config, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkClient refuses option combinations a Client cannot honour.
+func (c *config) checkClient() error {
+	switch {
+	case c.policySet && c.httpClient != nil:
+		return errors.New("ipnisync: new client: WithDialPolicy and WithHTTPClient: the caller's client dials, so the policy would be ignored (build it with netpolicy's Policy.Transport)")
+	case c.policySet && c.streamHost != nil:
+		return errors.New("ipnisync: new client: WithDialPolicy and WithLibp2p: the host dials, so the policy would be ignored (give the host a gater, NewGater)")
+	}
+	return nil
 }
 
 // WithLogger sets the logger of a [Client] or [Publisher]; the default
@@ -116,9 +130,14 @@ func WithMaxBlockSize(n int64) Option {
 }
 
 // WithHTTPClient makes a [Client] send plain-HTTP requests with hc (its
-// Transport, redirect policy and jar; its Timeout applies on top of
-// [WithTimeout]). The default is a client of its own, whose idle
-// connections Close closes; Close leaves hc alone.
+// Transport and jar; its Timeout applies on top of [WithTimeout]). hc's
+// Transport decides which addresses may be dialled: build it with
+// netpolicy (Policy.Transport or Policy.Client) unless every publisher is
+// trusted. Redirects are refused whatever hc's CheckRedirect says (the
+// client uses a copy of hc with CheckRedirect set to
+// netpolicy.RefuseRedirect). The default is a client of its own
+// ([WithDialPolicy]), whose idle connections Close closes; Close leaves hc
+// alone.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) error {
 		if hc == nil {
@@ -140,6 +159,25 @@ func WithLibp2p(h host.Host) Option {
 			return errors.New("ipnisync: WithLibp2p: nil host")
 		}
 		c.streamHost = h
+		return nil
+	}
+}
+
+// WithDialPolicy sets the policy of the addresses a [Client]'s own HTTP
+// transport may connect to (default: nil, netpolicy's default policy,
+// public addresses only). Every connection is checked after name
+// resolution; a refused one fails the request with an error matching
+// netpolicy.ErrForbiddenAddress. A client whose publishers are on a
+// private network or on this machine needs
+// netpolicy.New(netpolicy.AllowPrivate()).
+//
+// The policy governs only the transport the client builds: with
+// [WithHTTPClient] the caller's transport dials, and with [WithLibp2p]
+// the host does (give it a gater, [NewGater]), so [New] refuses
+// WithDialPolicy together with either rather than ignore it.
+func WithDialPolicy(p *netpolicy.Policy) Option {
+	return func(c *config) error {
+		c.dialPolicy, c.policySet = p, true
 		return nil
 	}
 }

@@ -41,6 +41,12 @@ type Config struct {
 	RequestTimeout duration
 	// AdminToken is the bearer token of the indexers' admin APIs.
 	AdminToken string
+	// AllowPrivateAddrs lets the assigner fetch an unknown publisher's
+	// signed head from loopback, private, link-local and CGNAT addresses.
+	// Off by default, since announces name those addresses. For a pool on
+	// a private network or on one machine; cloud metadata addresses stay
+	// refused. The indexers' URLs are configured and not restricted.
+	AllowPrivateAddrs bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
@@ -177,6 +183,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` for gossip (\"none\" disables it)")
 	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs")
+	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "fetch unknown publishers' signed heads from loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)

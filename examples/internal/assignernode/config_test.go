@@ -122,13 +122,15 @@ func TestLoadConfig(t *testing.T) {
 			args: []string{"-indexer", ix1, "-replication", "3", "-preset-replication", "2", "-poll-interval", "1s",
 				"-request-timeout", "250ms", "-topic", "/indexer/ingest/x", "-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:1",
 				"-metrics", "", "-p2p", "/ip4/0.0.0.0/tcp/0", "-admin-token", "t", "-log-level", "warn", "-shutdown-timeout", "3s",
-				"-max-conns", "10", "-max-conns-per-ip", "2", "-announce-rate", "0.5", "-announce-rate-exempt", "10.0.0.0/8", "-gossip-peer-rate", "0"},
+				"-max-conns", "10", "-max-conns-per-ip", "2", "-announce-rate", "0.5", "-announce-rate-exempt", "10.0.0.0/8", "-gossip-peer-rate", "0",
+				"-allow-private-addrs"},
 			want: defaultsWith(func(c *Config) {
 				c.Indexers = []Indexer{flagIndexer}
 				c.Replication, c.PresetReplication, c.PollInterval, c.RequestTimeout = 3, 2, duration(time.Second), duration(250*time.Millisecond)
 				c.Topic, c.Listen, c.StateListen, c.Metrics, c.P2P = "/indexer/ingest/x", "127.0.0.1:0", "127.0.0.1:1", "", "/ip4/0.0.0.0/tcp/0"
 				c.AdminToken, c.LogLevel, c.ShutdownTimeout = "t", "warn", duration(3*time.Second)
 				c.MaxConns, c.MaxConnsPerIP, c.AnnounceRate, c.AnnounceRateExempt, c.GossipPeerRate = 10, 2, 0.5, "10.0.0.0/8", 0
+				c.AllowPrivateAddrs = true
 			}),
 		},
 		{

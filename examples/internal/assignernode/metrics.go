@@ -85,3 +85,17 @@ func (m *metrics) receiverStats(r *announce.Receiver) {
 	gauge("announce_republished_total", "HTTP announces republished on gossip.", func(s announce.Stats) float64 { return float64(s.Republished) })
 	gauge("announce_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) float64 { return float64(s.RateLimited) })
 }
+
+// serviceStats exports the service's verification counters at scrape
+// time.
+func (m *metrics) serviceStats(svc *assigner.Service) {
+	counter := func(name, help string, f func(assigner.ServiceStats) uint64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + name, Help: help},
+			func() float64 { return float64(f(svc.Stats())) }))
+	}
+	counter("verify_verified_total", "Announces of unknown publishers whose signed head verified.", func(s assigner.ServiceStats) uint64 { return s.Verified })
+	counter("verify_unverified_total", "Announces of unknown publishers dropped: the head did not verify.", func(s assigner.ServiceStats) uint64 { return s.Unverified })
+	counter("verify_skipped_total", "Announces dropped without a fetch: the publisher failed verification recently.", func(s assigner.ServiceStats) uint64 { return s.Skipped })
+	counter("verify_busy_total", "Announces of unknown publishers dropped: too many verifications running.", func(s assigner.ServiceStats) uint64 { return s.Busy })
+	counter("verify_coalesced_total", "Announces of a publisher whose verification was running.", func(s assigner.ServiceStats) uint64 { return s.Coalesced })
+}

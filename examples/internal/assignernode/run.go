@@ -15,6 +15,8 @@ import (
 
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
@@ -35,9 +37,14 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	met := newMetrics()
+	policy, err := dialPolicy(cfg.AllowPrivateAddrs, log)
+	if err != nil {
+		return err
+	}
 	opts := []assigner.ServiceOption{
 		assigner.WithLogger(log), assigner.WithHooks(met.hooks()),
 		assigner.WithRequestTimeout(cfg.RequestTimeout.d()),
+		assigner.WithDialPolicy(policy),
 	}
 	opts = append(opts, cfg.announceOptions()...)
 	if cfg.AdminToken != "" {
@@ -47,7 +54,8 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.P2P != "" {
 		// A fresh identity each start: the assigner's peer ID only signs
 		// its republishes. No relay, bootstrap, mDNS or NAT mapping.
-		if h, err = libp2p.New(libp2p.ListenAddrStrings(cfg.P2P), libp2p.DisableRelay()); err != nil {
+		if h, err = libp2p.New(libp2p.ListenAddrStrings(cfg.P2P), libp2p.DisableRelay(),
+			libp2p.ConnectionGater(ipnisync.NewGater(policy))); err != nil {
 			return fmt.Errorf("-p2p %s: %w", cfg.P2P, err)
 		}
 		defer h.Close()
@@ -58,6 +66,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	met.receiverStats(svc.Receiver())
+	met.serviceStats(svc)
 
 	announceMux := http.NewServeMux()
 	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
@@ -95,7 +104,8 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	log.Info("starting", "indexers", len(sc.Indexers), "replication", cfg.Replication,
-		"preset_replication", cfg.PresetReplication, "poll_interval", cfg.PollInterval.d().String(), "p2p", h != nil)
+		"preset_replication", cfg.PresetReplication, "poll_interval", cfg.PollInterval.d().String(), "p2p", h != nil,
+		"dial_policy", policy.String())
 
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, ln := range lns {
@@ -110,4 +120,17 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// dialPolicy is the policy of the publisher heads the service fetches:
+// public addresses only, or a private pool's with -allow-private-addrs,
+// which it logs as a WARN.
+func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
+	if !allowPrivate {
+		return netpolicy.New()
+	}
+	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
+		"note", "unknown publishers' heads on loopback, private, link-local and CGNAT addresses will be fetched; "+
+			"announces name those addresses, so use it only in a private pool (cloud metadata stays refused)")
+	return netpolicy.New(netpolicy.AllowPrivate())
 }

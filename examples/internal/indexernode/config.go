@@ -47,6 +47,12 @@ type Config struct {
 	// UseAssigner makes the node ingest only the publishers assigned to
 	// it through the admin API (assigner mode).
 	UseAssigner bool
+	// AllowPrivateAddrs lets the node dial loopback, private, link-local
+	// and CGNAT addresses: publishers (over HTTP and libp2p) and the
+	// frozen indexers of handoffs. Off by default, since announces and
+	// admin requests name those addresses. For a pool on a private
+	// network or on one machine; cloud metadata addresses stay refused.
+	AllowPrivateAddrs bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// Progress is the interval of the per-publisher progress log lines.
@@ -141,6 +147,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")
+	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "dial publishers and frozen indexers on loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 	fs.Func("progress", "`interval` of the per-publisher progress log lines (default "+time.Duration(c.Progress).String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)

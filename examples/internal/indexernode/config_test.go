@@ -13,13 +13,13 @@ func TestLoadConfig(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"Dir":"/data","Store":"leveldb","Find":"0.0.0.0:3000","FreezeAt":80,"P2P":"none","Progress":"5s"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := loadConfig([]string{"-config", file, "-store", "memory", "-use-assigner"}, io.Discard)
+	c, err := loadConfig([]string{"-config", file, "-store", "memory", "-use-assigner", "-allow-private-addrs"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := DefaultConfig()
-	want.Dir, want.Store, want.Find, want.FreezeAt, want.P2P, want.Progress, want.UseAssigner =
-		"/data", "memory", "0.0.0.0:3000", 80, "", duration(5*time.Second), true
+	want.Dir, want.Store, want.Find, want.FreezeAt, want.P2P, want.Progress, want.UseAssigner, want.AllowPrivateAddrs =
+		"/data", "memory", "0.0.0.0:3000", 80, "", duration(5*time.Second), true, true
 	if c != want {
 		t.Fatalf("got %+v\nwant %+v", c, want)
 	}

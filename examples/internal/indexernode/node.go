@@ -28,6 +28,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
@@ -57,6 +58,9 @@ type node struct {
 	ds   *dsleveldb.Datastore
 	host host.Host // nil without libp2p
 	hc   *http.Client
+	// policy is where the node may connect: publishers over HTTP and
+	// libp2p, and the frozen indexers of handoffs.
+	policy *netpolicy.Policy
 
 	ing    *ingest.Ingester
 	recv   *announce.Receiver
@@ -102,19 +106,24 @@ func (n *node) open(ctx context.Context) (err error) {
 	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
 		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
+	if n.policy, err = dialPolicy(cfg, log); err != nil {
+		return err
+	}
 	if cfg.P2P != "" {
 		n.host, err = libp2p.New(
 			libp2p.Identity(n.key),
 			libp2p.ListenAddrStrings(cfg.P2P),
 			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
+			libp2p.ConnectionGater(ipnisync.NewGater(n.policy)),
 		)
 		if err != nil {
 			return fmt.Errorf("libp2p host on %s: %w", cfg.P2P, err)
 		}
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DisableCompression = true // ipnisync asks for gzip itself
-	n.hc = &http.Client{Transport: tr}
+	// One client for every publisher: dials through the policy (it also
+	// asks for no gzip, which ipnisync does itself) and follows no
+	// redirect.
+	n.hc = n.policy.Client()
 
 	n.ing, err = ingest.New(n.st, n.ds, n.syncer,
 		ingest.WithLogger(log),
@@ -146,7 +155,7 @@ func (n *node) open(ctx context.Context) (err error) {
 		return err
 	}
 	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
-		handoff.WithFrozen(n.frozen), handoff.WithLogger(log))
+		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy))
 	if err != nil {
 		return err
 	}
@@ -201,6 +210,18 @@ func (n *node) Close() error {
 		errs = append(errs, n.ds.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// dialPolicy is the node's dial policy: public addresses only, or a
+// private pool's with -allow-private-addrs, which it logs as a WARN.
+func dialPolicy(cfg Config, log *slog.Logger) (*netpolicy.Policy, error) {
+	if !cfg.AllowPrivateAddrs {
+		return netpolicy.New()
+	}
+	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
+		"note", "publishers and frozen indexers on loopback, private, link-local and CGNAT addresses will be dialled; "+
+			"announces and admin requests name those addresses, so use it only in a private pool (cloud metadata stays refused)")
+	return netpolicy.New(netpolicy.AllowPrivate())
 }
 
 // loadOrCreateKey reads the node's libp2p key from path, creating an

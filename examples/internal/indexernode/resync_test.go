@@ -101,7 +101,8 @@ func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string
 	done := make(chan error, 1)
 	go func() {
 		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
-			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}
+			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none",
+			"-allow-private-addrs"} // the test's publishers are on loopback
 		done <- indexernode.Run(rctx, append(args, extra...), tap)
 		tap.Close()
 	}()

@@ -37,7 +37,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	log.Info("starting", "id", n.id.String(), "dir", cfg.Dir, "store", cfg.Store, "frozen", n.frozen(),
-		"assigner_mode", cfg.UseAssigner, "p2p", cfg.P2P != "")
+		"assigner_mode", cfg.UseAssigner, "p2p", cfg.P2P != "", "dial_policy", n.policy.String())
 
 	if err := n.resync(ctx); err != nil {
 		if ctx.Err() != nil { // stopped while starting: a clean stop

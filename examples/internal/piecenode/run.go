@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
@@ -44,6 +46,9 @@ type options struct {
 	shutdownTimeout time.Duration
 	maxConns        int
 	maxConnsPerIP   int
+	// allowPrivateAddrs lets the tracker dial publishers on loopback,
+	// private, link-local and CGNAT addresses (-allow-private-addrs).
+	allowPrivateAddrs bool
 }
 
 // defaultDir is the state directory when --dir is not given: piece under
@@ -80,6 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take at shutdown")
 	o.maxConns, o.maxConnsPerIP = cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
 	cli.ConnLimitFlags(fs, &o.maxConns, &o.maxConnsPerIP)
+	fs.BoolVar(&o.allowPrivateAddrs, "allow-private-addrs", false, "dial publishers on loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since /providers records and announces name them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -173,7 +179,12 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			pubs = append(pubs, p)
 		}
 	}
+	policy, err := dialPolicy(o.allowPrivateAddrs, log)
+	if err != nil {
+		return err
+	}
 	topts := []piece.TrackerOption{
+		piece.WithDialPolicy(policy),
 		piece.WithProvidersURL(o.providersURL),
 		piece.WithPollInterval(o.pollInterval),
 		piece.WithConcurrency(o.concurrency),
@@ -203,7 +214,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
 	log.Info("starting", "store", o.store, "dir", o.dir, "key", o.keyPath, "pubkey", api.PubKey(),
-		"providers_url", o.providersURL, "publishers", pubs, "concurrency", o.concurrency)
+		"providers_url", o.providersURL, "publishers", pubs, "concurrency", o.concurrency, "dial_policy", policy.String())
 	eg, ctx := errgroup.WithContext(ctx)
 	cli.LogListening(log, "api", ln.Addr().String())
 	cli.Serve(ctx, eg, "api", cli.NewHTTPServer(mux, log), ln, o.shutdownTimeout)
@@ -216,4 +227,17 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// dialPolicy is the tracker's dial policy for publishers: public
+// addresses only, or a private pool's with -allow-private-addrs, which it
+// logs as a WARN.
+func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
+	if !allowPrivate {
+		return netpolicy.New()
+	}
+	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
+		"note", "publishers on loopback, private, link-local and CGNAT addresses will be dialled; "+
+			"/providers records and announces name those addresses, so use it only in a private pool (cloud metadata stays refused)")
+	return netpolicy.New(netpolicy.AllowPrivate())
 }

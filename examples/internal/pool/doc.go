@@ -9,11 +9,11 @@
 // Each role is the program of one example binary, run with that binary's
 // flags (their documentation is the manual of each):
 //
-//	indexer-<i>    examples/internal/indexernode  -use-assigner, -store Config.Store,
+//	indexer-<i>    examples/internal/indexernode  -use-assigner, -allow-private-addrs, -store Config.Store,
 //	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
 //	               for the others) with -freeze-at 90, data in Dir/indexer-<i>
 //	assigner       examples/internal/assignernode every indexer, -replication,
-//	               -poll-interval Config.PollInterval
+//	               -poll-interval Config.PollInterval, -allow-private-addrs
 //	scatter        examples/internal/scatternode  -backends: every indexer's find API
 //	publishers     examples/internal/publishernode Config.Publishers honest publishers
 //	               (-seed Config.Seed; -remove-every, -update-every
@@ -22,7 +22,7 @@
 //	malicious-<i>  examples/internal/publishernode one publisher with fault
 //	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
 //	piece          examples/internal/piecenode    -providers-url: the front end's
-//	               GET /providers, memory store
+//	               GET /providers, memory store, -allow-private-addrs
 //
 // Publishers announce to the assigner, as in the seed's deployment: it
 // assigns each new publisher to the least loaded active indexer (or
@@ -38,7 +38,10 @@
 // assigner's and the front end's configuration stay valid when a role
 // restarts. [Pool.URLs] lists them. The roles' addresses are read from
 // their msg=listening lines (examples/internal/logtap in process, the
-// process's stderr in processes mode).
+// process's stderr in processes mode). Since they are all on loopback,
+// the roles that dial addresses others name (indexers, the assigner, the
+// piece sampler) run with -allow-private-addrs, without which they refuse
+// loopback and private addresses; the pool logs this at start.
 //
 // # Processes mode
 //

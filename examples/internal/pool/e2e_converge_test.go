@@ -16,6 +16,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/pool"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/scatter"
 )
@@ -255,7 +256,11 @@ func convSplitAt(ctx context.Context, t *testing.T, base, id string, at cid.Cid,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := ipnisync.NewURL(base, pid)
+	pool, err := netpolicy.New(netpolicy.AllowPrivate()) // the pool's publishers are on 127.0.0.1
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := ipnisync.NewURL(base, pid, ipnisync.WithDialPolicy(pool))
 	if err != nil {
 		t.Fatal(err)
 	}

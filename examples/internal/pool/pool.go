@@ -120,6 +120,8 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 		p.addRole(MaliciousName(i), KindPublisher, i, "publisher-0")
 	}
 	p.addRole(RolePiece, KindPiece, 0, "api")
+	cfg.Logger.Info("roles that dial what others name get "+allowPrivate+": every role listens on 127.0.0.1, "+
+		"which their default dial policy refuses", "roles", dialingRoles)
 
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
@@ -192,6 +194,18 @@ func pickPorts(r *role) error {
 // announce rate limits of its roles.
 const loopbackPrefixes = "127.0.0.0/8,::1/128"
 
+// allowPrivate is the flag that lets a role dial loopback and private
+// addresses. The indexers (publishers, the frozen indexers of handoffs),
+// the assigner (unknown publishers' heads, which it verifies before it
+// assigns them) and the piece sampler (publishers) dial addresses that
+// announces, provider records and admin requests name, and by default
+// refuse loopback ones; every role of the pool listens on 127.0.0.1, so
+// they need it. Outside such a pool it stays off.
+const allowPrivate = "-allow-private-addrs"
+
+// dialingRoles are the kinds of role started with allowPrivate.
+var dialingRoles = []string{KindIndexer, KindAssigner, KindPiece}
+
 // args are the flags of r's program, from the pool as it is now.
 func (p *Pool) args(r *role) []string {
 	c := &p.cfg
@@ -202,14 +216,14 @@ func (p *Pool) args(r *role) []string {
 			budget = c.FreezeBudget
 		}
 		return []string{"-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
-			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner",
+			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
 			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info",
 			// Every role of this pool announces from loopback: not limited.
 			"-announce-rate-exempt", loopbackPrefixes}
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
-			"-replication", strconv.Itoa(c.Replication), "-log-level", "info",
+			"-replication", strconv.Itoa(c.Replication), allowPrivate, "-log-level", "info",
 			// The pool's publishers announce from loopback: not limited.
 			"-announce-rate-exempt", loopbackPrefixes}
 		for _, name := range p.indexers {
@@ -244,7 +258,7 @@ func (p *Pool) args(r *role) []string {
 		return a
 	case KindPiece:
 		return []string{"-listen", r.addr("api"), "-providers-url", p.roles[RoleScatter].url("find") + "/providers",
-			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", "-log-level", "info"}
+			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", allowPrivate, "-log-level", "info"}
 	}
 	panic("pool: unknown kind " + r.kind)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -32,9 +33,12 @@ func Example() {
 
 	st := memory.New()
 	defer st.Close()
+	// The publisher listens on loopback, which only a private pool's dial
+	// policy allows.
+	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
 	ing, err := ingest.New(st, dssync.MutexWrap(datastore.NewMapDatastore()),
 		func(p peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
-			return ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs})
+			return ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs}, ipnisync.WithDialPolicy(pool))
 		})
 	if err != nil {
 		panic(err)

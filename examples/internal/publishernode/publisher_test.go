@@ -15,6 +15,7 @@ import (
 
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
@@ -33,6 +34,16 @@ func serve(t *testing.T, p *Publisher) multiaddr.Multiaddr {
 	return a
 }
 
+// privatePool is the dial policy of a pool on this machine: the test
+// publishers listen on 127.0.0.1, which the default policy refuses.
+var privatePool = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
 // newIngester returns an Ingester over a fresh memory store that reaches
 // publishers over ipnisync HTTP.
 func newIngester(t *testing.T) (*ingest.Ingester, store.Store) {
@@ -41,7 +52,8 @@ func newIngester(t *testing.T) (*ingest.Ingester, store.Store) {
 	t.Cleanup(func() { st.Close() })
 	ing, err := ingest.New(st, dssync.MutexWrap(datastore.NewMapDatastore()),
 		func(pub peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
-			return ipnisync.New(peer.AddrInfo{ID: pub, Addrs: addrs})
+			// The test publishers listen on loopback: a private pool.
+			return ipnisync.New(peer.AddrInfo{ID: pub, Addrs: addrs}, ipnisync.WithDialPolicy(privatePool))
 		})
 	if err != nil {
 		t.Fatal(err)
