@@ -68,10 +68,11 @@ type node struct {
 // openNode opens the data directory and makes every part of the node. It
 // starts nothing but the libp2p host's listener.
 func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (n *node, err error) {
-	n = &node{cfg: cfg, log: log, met: met}
+	nd := &node{cfg: cfg, log: log, met: met}
+	n = nd
 	defer func() {
 		if err != nil {
-			n.Close()
+			nd.Close() // n is nil by now: "return nil, err" set it
 		}
 	}()
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
