@@ -40,6 +40,9 @@ type Config struct {
 	RequestTimeout duration
 	// AdminToken is the bearer token of the indexers' admin APIs.
 	AdminToken string
+	// AdminTokenFile is a file whose first line is that token (not with
+	// AdminToken; without either, $INDEXKIT_ADMIN_TOKEN).
+	AdminTokenFile string
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
@@ -154,7 +157,8 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.StateListen, "state-listen", c.StateListen, "state API listen `address` (GET /assignments, /indexers)")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` for gossip (\"none\" disables it)")
-	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs (shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken+")")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the bearer token of the indexers' admin APIs")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
 	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)

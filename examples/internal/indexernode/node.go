@@ -127,7 +127,8 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 		return nil, err
 	}
 	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
-		handoff.WithFrozen(n.frozen), handoff.WithLogger(log))
+		handoff.WithFrozen(n.frozen), handoff.WithLogger(log),
+		handoffOption(cfg.HandoffFrom, cfg.HandoffFromFile)) // nil: any FrozenURL
 	if err != nil {
 		return nil, err
 	}
