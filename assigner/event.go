@@ -43,7 +43,9 @@ const (
 	// admin.ErrAlreadyAssigned). The state records it as held.
 	AlreadyHeld
 	// Refused: the indexer refused and will until its status changes
-	// (admin.ErrFrozen, ErrNotAllowed, ErrNoAssigner). The state does not
+	// (admin.ErrFrozen, ErrNotAllowed, ErrNoAssigner; for a handoff
+	// ErrUnknownIndexer: it does not accept the frozen indexer, which only
+	// its configuration changes). The state does not
 	// propose the publisher to it again until a poll shows a different
 	// status, it comes back online, or it is re-added.
 	Refused

@@ -606,7 +606,8 @@ func outcomeOf(err error, handoff bool) Outcome {
 		return Done
 	case errors.Is(err, admin.ErrAlreadyAssigned):
 		return AlreadyHeld
-	case errors.Is(err, admin.ErrFrozen), errors.Is(err, admin.ErrNotAllowed), errors.Is(err, admin.ErrNoAssigner):
+	case errors.Is(err, admin.ErrFrozen), errors.Is(err, admin.ErrNotAllowed), errors.Is(err, admin.ErrNoAssigner),
+		errors.Is(err, admin.ErrUnknownIndexer): // does not take handoffs from that frozen indexer
 		return Refused
 	case handoff && errors.Is(err, admin.ErrUnknownPublisher):
 		return NoSource

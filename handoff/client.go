@@ -77,12 +77,14 @@ func NewClient(opts ...ClientOption) (*Client, error) {
 //   - the Indexkit-Error header of an indexkit admin API
 //     (assigner/admin.ErrorHeader): already-assigned, frozen,
 //     unknown-publisher, not-allowed, no-assigner and unavailable,
-//     bad-request give [ErrAlreadyAssigned], [ErrFrozen],
-//     [ErrUnknownPublisher], [ErrNotAllowed], [ErrUnavailable],
-//     [ErrInvalidRequest];
+//     bad-request, unknown-indexer, bad-frozen-at give
+//     [ErrAlreadyAssigned], [ErrFrozen], [ErrUnknownPublisher],
+//     [ErrNotAllowed], [ErrUnavailable], [ErrInvalidRequest],
+//     [ErrUnknownIndexer], [ErrBadFrozenAt];
 //   - the text of a sentinel of this package in the body (the admin API
-//     answers a failure to read the frozen indexer with the error's text:
-//     [ErrFrozenIndexer], [ErrInvalidProviders], [ErrTooLarge]);
+//     answers a failure to read the frozen indexer or to reach the
+//     publisher with the error's text: [ErrFrozenIndexer],
+//     [ErrInvalidProviders], [ErrTooLarge], [ErrPublisherUnreachable]);
 //   - the status, as the reference means it on this route: 400
 //     [ErrAlreadyAssigned] (its only 400 for a well-formed request), 403
 //     [ErrNotAllowed], 503 [ErrUnavailable];
@@ -141,10 +143,12 @@ var headerCodes = map[string]error{
 	"no-assigner":       ErrUnavailable,
 	"unavailable":       ErrUnavailable,
 	"bad-request":       ErrInvalidRequest,
+	"unknown-indexer":   ErrUnknownIndexer,
+	"bad-frozen-at":     ErrBadFrozenAt,
 }
 
 // bodyErrors are the sentinels an answer's body may carry as text.
-var bodyErrors = []error{ErrFrozenIndexer, ErrInvalidProviders, ErrTooLarge}
+var bodyErrors = []error{ErrFrozenIndexer, ErrInvalidProviders, ErrTooLarge, ErrPublisherUnreachable}
 
 func statusSentinel(code int, header, body string) error {
 	if e := headerCodes[header]; e != nil {

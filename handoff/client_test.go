@@ -185,7 +185,7 @@ func TestClientReceiverRoundTrip(t *testing.T) {
 	defer st.Close()
 	frozen := false
 	var fmu sync.Mutex
-	r := newReceiver(t, st, &fakeIngest{}, newMapDS(), handoff.WithFrozen(func() bool {
+	r := newReceiver(t, st, f.ingest(), newMapDS(), handoff.WithFrozen(func() bool {
 		fmu.Lock()
 		defer fmu.Unlock()
 		return frozen

@@ -16,8 +16,10 @@
 // reference assigner sends none) and calls [Receiver.Handoff], which:
 //
 //   - refuses when this indexer is frozen ([ErrFrozen]; the reference does
-//     not check), the policy denies the publisher ([ErrNotAllowed]), or the
-//     publisher is assigned here already ([ErrAlreadyAssigned]);
+//     not check), the policy denies the publisher ([ErrNotAllowed]), the
+//     FrozenURL is not one of the frozen indexers it accepts
+//     ([ErrUnknownIndexer], with [WithFrozenIndexers]), or the publisher
+//     is assigned here already ([ErrAlreadyAssigned]);
 //   - reads the frozen indexer's GET /providers (decoded as a stream,
 //     bounded by [WithMaxBodySize], within the caller's context and the
 //     HTTP client's timeout) and keeps every record published by the
@@ -27,6 +29,8 @@
 //     caller's choice, so the default client dials only what its dial
 //     policy allows ([WithDialPolicy]; public addresses unless the pool
 //     allows private ones), and no request follows a redirect;
+//   - checks every FrozenAt of those records against the publisher
+//     before it changes anything (below, "Checking FrozenAt");
 //   - registers those providers in the store (AddrInfo, Publisher,
 //     ExtendedProviders; not the frozen indexer's LastAdvertisement,
 //     LastError or FrozenAt);
@@ -60,6 +64,37 @@
 // the walk as it is: the next walk ingests the whole chain, as the
 // reference does. The handoff still succeeds and logs a WARN saying so.
 //
+// # Who may hand off, and checking FrozenAt
+//
+// The admin API's bearer token authenticates the assigner; nothing in the
+// reference authenticates the frozen indexer a handoff names, and the
+// FrozenAt it reports decides which advertisements this indexer never
+// fetches. Two checks narrow that down:
+//
+//   - [WithFrozenIndexers] (or [WithFrozenIndexersFunc], read at each
+//     handoff) lists the find URLs of the pool's indexers; a request
+//     naming another FrozenURL is refused with [ErrUnknownIndexer] before
+//     any request is made. Without it any FrozenURL is accepted (the
+//     reference's behaviour), and an indexer binary should say so at
+//     start.
+//   - Each distinct FrozenAt is fetched from the publisher through
+//     [Ingest].CheckAd (at the publisher addresses of the frozen records,
+//     else those ingestion knows) and must be an advertisement whose
+//     bytes hash to it, signed by its provider or the publisher, and whose
+//     provider is one of the records' providers. Otherwise the handoff is
+//     refused with [ErrBadFrozenAt], or [ErrPublisherUnreachable] when the
+//     publisher cannot be reached, and nothing has changed: no provider
+//     registered, no walk reset, no assignment. A handoff therefore needs
+//     the publisher up; the assigner retries a failed one at its next
+//     poll.
+//
+// The check proves that FrozenAt is a genuine advertisement served at the
+// publisher's address; it cannot prove that the frozen indexer really
+// processed the chain up to it (a listed indexer that lies about how far
+// it got still makes this one skip advertisements), nor, over plain HTTP,
+// that the server at that address is the publisher (the signature binds
+// the advertisement to its provider or publisher, not to the chain).
+//
 // # Assignments
 //
 // [Registry] is the persisted set of assigned publishers, kept in the
@@ -88,10 +123,13 @@
 //	ErrNotAllowed           ErrNotAllowed         403     403
 //	ErrNotAssigned          ErrNotAssigned        404     404
 //	ErrUnknownPublisher     ErrUnknownPublisher   404     200, publisher orphaned
+//	ErrUnknownIndexer       ErrUnknownIndexer     403     (not checked)
+//	ErrBadFrozenAt          ErrBadFrozenAt        422     (not checked)
 //	ErrFrozen               ErrFrozen             500     500 empty (assign); 200 (handoff)
 //	ErrFrozenIndexer,       (none: the error's    500     500
 //	ErrInvalidProviders,    text)
-//	ErrTooLarge
+//	ErrTooLarge,
+//	ErrPublisherUnreachable
 //
 // The error's text names the URL and the frozen indexer's status, never
 // its body, which the admin API would echo to its caller.

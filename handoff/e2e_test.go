@@ -216,13 +216,22 @@ func TestHandoffEndToEnd(t *testing.T) {
 		t.Fatal("node 2 did not walk the chain after the handoff")
 	}
 
-	// Node 2 fetched nothing of ads 0..k, node 1 nothing after; together
-	// every block, each by one node.
+	// Node 2 fetched of ads 0..k only the two FrozenAt, once each, to
+	// check them against the publisher before resetting its walk there;
+	// node 1 nothing after k. Together every block, each by one node but
+	// those two.
 	got1, got2 := src1.fetched(), src2.fetched()
+	checked := map[cid.Cid]bool{chain.Ads[k]: true, chain.Ads[k-3]: true}
 	for i, ad := range chain.Ads[:k+1] {
-		if got2[ad] > 0 {
+		switch {
+		case checked[ad] && got2[ad] != 1:
+			t.Errorf("node 2 fetched FrozenAt ad %d %d times, want once (the check)", i, got2[ad])
+		case !checked[ad] && got2[ad] > 0:
 			t.Errorf("node 2 fetched ad %d", i)
 		}
+	}
+	for c := range checked {
+		delete(got2, c)
 	}
 	for c := range got2 {
 		if got1[c] > 0 {

@@ -63,6 +63,28 @@ var (
 	// error's text.
 	ErrTooLarge = errors.New("handoff: providers answer from frozen indexer too large")
 
+	// ErrUnknownIndexer is returned by [Receiver.Handoff] when the
+	// request's FrozenURL is not one of the frozen indexers the receiver
+	// accepts handoffs from ([WithFrozenIndexers]). Nothing is fetched
+	// and nothing changes. The admin API answers 403.
+	ErrUnknownIndexer = errors.New("handoff: frozen indexer not among those accepted")
+
+	// ErrBadFrozenAt is wrapped by [Receiver.Handoff] when a FrozenAt of
+	// the frozen indexer's records does not check out against the
+	// publisher ([Ingest].CheckAd): the publisher does not serve it (404),
+	// serves bytes that do not hash to it, it is no advertisement, its
+	// signature is missing or by neither its provider nor the publisher,
+	// or its provider is none of those the frozen indexer listed for the
+	// publisher. Resetting the walk there could skip advertisements, so
+	// nothing changes. The admin API answers 422.
+	ErrBadFrozenAt = errors.New("handoff: FrozenAt is not an advertisement of the publisher")
+
+	// ErrPublisherUnreachable is wrapped by [Receiver.Handoff] when a
+	// FrozenAt cannot be checked because the publisher cannot be reached
+	// (no address, a network error, a timeout). Nothing changes; the
+	// assigner tries again later. 500 with the error's text.
+	ErrPublisherUnreachable = errors.New("handoff: publisher unreachable to check FrozenAt")
+
 	// ErrUnavailable is returned by a [Client] for a 503: the indexer does
 	// not take assignments (it does not run in assigner mode) or cannot
 	// answer now. A [Receiver] never returns it.

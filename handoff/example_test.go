@@ -17,12 +17,20 @@ import (
 
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
 // printIngest stands for the node's ingester (handoff.FromIngester in a
-// node) and prints what the handoff asks of it.
-type printIngest struct{}
+// node) and prints what the handoff asks of it. Its CheckAd vouches for
+// any ad as one of provider; a node's fetches it from the publisher and
+// checks it.
+type printIngest struct{ provider peer.ID }
+
+func (p printIngest) CheckAd(_ context.Context, _ peer.ID, addrs []multiaddr.Multiaddr, ad cid.Cid) (*schema.Advertisement, error) {
+	fmt.Println("check", ad, "with the publisher at", addrs)
+	return &schema.Advertisement{Provider: p.provider.String()}, nil
+}
 
 func (printIngest) Reset(_ context.Context, _ peer.ID, lastHead cid.Cid) error {
 	fmt.Println("walk resumes after", lastHead)
@@ -57,14 +65,15 @@ func Example() {
 	defer frozen.Close()
 
 	// The active indexer: store, registry in its datastore (go-ds-leveldb
-	// on disk), receiver behind its admin API.
+	// on disk), receiver behind its admin API, taking handoffs only from
+	// the frozen indexers of its pool.
 	st := memory.New()
 	defer st.Close()
 	reg, _ := handoff.NewRegistry(dssync.MutexWrap(datastore.NewMapDatastore()))
 	// The frozen indexer of this example listens on 127.0.0.1: only a
 	// private pool's dial policy lets the receiver reach it.
 	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
-	recv, _ := handoff.NewReceiver(st, printIngest{}, reg, handoff.WithDialPolicy(pool))
+	recv, _ := handoff.NewReceiver(st, printIngest{provider}, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ingest/handoff/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// In a node, assigner/admin's handler does this and answers
@@ -110,6 +119,7 @@ func Example() {
 	err = client.Handoff(ctx, admin.URL, id(4), req)
 	fmt.Println("unknown publisher:", errors.Is(err, handoff.ErrUnknownPublisher))
 	// Output:
+	// check baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a with the publisher at [/ip4/10.0.0.3/tcp/3002/http]
 	// walk resumes after baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a
 	// announce to [/ip4/10.0.0.3/tcp/3002/http] head defined: false
 	// provider registered, published by the publisher: true

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,10 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -188,12 +192,34 @@ func (f *frozenNode) set(status int, body []byte) {
 	f.mu.Unlock()
 }
 
-// fakeIngest records what a Receiver asks of ingestion.
+// fakeIngest records what a Receiver asks of ingestion. Its CheckAd
+// vouches for the ads of ads (CID → provider) and answers any other CID
+// as a publisher answers 404; the tests with a real publisher and
+// ingest.Ingester are in checkad_test.go.
 type fakeIngest struct {
 	mu        sync.Mutex
 	resets    []cid.Cid
 	announces []announce
+	checked   []cid.Cid
+	ads       map[cid.Cid]peer.ID
 	err       error // returned by Announce
+}
+
+// ingest returns a fakeIngest that vouches for the fixture's FrozenAt:
+// newer is A's ad, older B's.
+func (f *handoffFixture) ingest() *fakeIngest {
+	return &fakeIngest{ads: map[cid.Cid]peer.ID{f.newer: f.provA, f.older: f.provB}}
+}
+
+func (f *fakeIngest) CheckAd(_ context.Context, publisher peer.ID, _ []multiaddr.Multiaddr, c cid.Cid) (*schema.Advertisement, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checked = append(f.checked, c)
+	prov, ok := f.ads[c]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s of %s: %w", ingest.ErrFetch, c, publisher, ipnisync.ErrNotFound)
+	}
+	return &schema.Advertisement{Provider: prov.String()}, nil
 }
 
 type announce struct {

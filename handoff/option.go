@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -36,6 +37,9 @@ type config struct {
 	frozen  func() bool
 	allowed func(peer.ID) bool
 	maxBody int64
+	// frozenIndexers lists the canonical find URLs a handoff may name;
+	// nil accepts any.
+	frozenIndexers func(ctx context.Context) ([]string, error)
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -149,6 +153,47 @@ func WithMaxBodySize(n int64) Option {
 			return fmt.Errorf("%w: body size limit %d, want > 0", ErrInvalidOption, n)
 		}
 		c.maxBody = n
+		return nil
+	}
+}
+
+// WithFrozenIndexers restricts handoffs to the frozen indexers whose find
+// API is at one of urls: a [Request] whose FrozenURL is none of them is
+// refused with [ErrUnknownIndexer] before any request is made. URLs are
+// compared after the FrozenURL rules ("http://" added when there is no
+// scheme) with the scheme and host in lower case, a default port
+// (:80, :443) and a trailing slash dropped; query and fragment are
+// ignored. The FrozenID of the request is not checked: it is only
+// recorded as the assignment's Continued, while the URL is what the
+// receiver reads and trusts.
+//
+// Default: any FrozenURL is accepted, so whoever may call the admin API
+// (the holder of its token) can make the receiver read any indexer's
+// records. At least one URL is required; a URL that cannot be a find API
+// is [ErrInvalidOption].
+func WithFrozenIndexers(urls ...string) Option {
+	return func(c *config) error {
+		list, err := canonicalURLs(urls)
+		if err != nil {
+			return err
+		}
+		c.frozenIndexers = func(context.Context) ([]string, error) { return list, nil }
+		return nil
+	}
+}
+
+// WithFrozenIndexersFunc is [WithFrozenIndexers] with a list that can
+// change while the receiver runs: list is called once per handoff, after
+// the request is validated, and its URLs are compared as WithFrozenIndexers
+// says (a URL that does not parse matches nothing). An error from list
+// fails the handoff (nothing is changed). An indexer binary uses it to
+// re-read a file that an operator updates when an indexer joins the pool.
+func WithFrozenIndexersFunc(list func(ctx context.Context) ([]string, error)) Option {
+	return func(c *config) error {
+		if list == nil {
+			return fmt.Errorf("%w: nil frozen indexers func", ErrInvalidOption)
+		}
+		c.frozenIndexers = list
 		return nil
 	}
 }

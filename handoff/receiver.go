@@ -12,6 +12,8 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -30,10 +32,20 @@ type Ingest interface {
 	// head (cid.Undef: ask the publisher for its head), as
 	// [ingest.Ingester.Announce].
 	Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error
+	// CheckAd fetches the advertisement ad from publisher, reachable at
+	// addrs (empty: the addresses ingestion knows), and returns it once
+	// its hash and its signature (by its provider or by publisher) are
+	// checked, as [ingest.Ingester.CheckAd]; it changes nothing. Errors
+	// wrap [ingest.ErrFetch] when the block cannot be fetched (with
+	// ipnisync.ErrNotFound when the publisher answered 404),
+	// [ingest.ErrInvalidBlock] or [ingest.ErrSignature] when it does not
+	// check out.
+	CheckAd(ctx context.Context, publisher peer.ID, addrs []multiaddr.Multiaddr, ad cid.Cid) (*schema.Advertisement, error)
 }
 
 // FromIngester adapts ing to [Ingest]: Reset resets the publisher's
-// [ingest.Walker], Announce is [ingest.Ingester.Announce].
+// [ingest.Walker], Announce is [ingest.Ingester.Announce], CheckAd is
+// [ingest.Ingester.CheckAd].
 func FromIngester(ing *ingest.Ingester) Ingest { return ingesterAdapter{ing} }
 
 type ingesterAdapter struct{ ing *ingest.Ingester }
@@ -48,6 +60,10 @@ func (a ingesterAdapter) Reset(ctx context.Context, publisher peer.ID, lastHead 
 
 func (a ingesterAdapter) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	return a.ing.Announce(publisher, addrs, head)
+}
+
+func (a ingesterAdapter) CheckAd(ctx context.Context, publisher peer.ID, addrs []multiaddr.Multiaddr, ad cid.Cid) (*schema.Advertisement, error) {
+	return a.ing.CheckAd(ctx, publisher, addrs, ad)
 }
 
 // Receiver takes publishers over from frozen indexers ([Receiver.Handoff])
@@ -125,30 +141,39 @@ func (r *Receiver) Assignments(ctx context.Context) ([]Assignment, error) {
 // one the frozen indexer processed (POST /ingest/handoff/{id}):
 //
 //  1. It refuses a frozen receiver ([ErrFrozen]), a denied publisher
-//     ([ErrNotAllowed]), an invalid req ([ErrInvalidRequest]) and a
-//     publisher assigned here already or being handed off
-//     ([ErrAlreadyAssigned]).
+//     ([ErrNotAllowed]), an invalid req ([ErrInvalidRequest]), a
+//     FrozenURL that is not among the accepted frozen indexers
+//     ([ErrUnknownIndexer], see [WithFrozenIndexers]) and a publisher
+//     assigned here already or being handed off ([ErrAlreadyAssigned]).
+//     No request has been made then.
 //  2. It GETs {FrozenURL}/providers and keeps every record whose
 //     Publisher.ID is publisher: all of its providers, where the
 //     reference takes the first. None is [ErrUnknownPublisher]; a failing
 //     or malformed answer is [ErrFrozenIndexer], [ErrInvalidProviders] or
 //     [ErrTooLarge]. Nothing has changed here then.
-//  3. It registers each provider in the store: AddrInfo, Publisher and
+//  3. It checks each distinct FrozenAt of those records against the
+//     publisher ([Ingest].CheckAd, at the publisher addresses step 7
+//     announces): it must be an advertisement the publisher serves, whose
+//     hash and signature check out, and whose provider is one of the
+//     records' providers. One that does not is [ErrBadFrozenAt]; one that
+//     cannot be fetched for another reason (the publisher is down) is
+//     [ErrPublisherUnreachable]. Nothing has changed here then either.
+//  4. It registers each provider in the store: AddrInfo, Publisher and
 //     ExtendedProviders replace those of any record here; the rest of
 //     that record (LastAdvertisement, LastError, ...) stays.
-//  4. It resets the publisher's walk to the FrozenAt of its providers
+//  5. It resets the publisher's walk to the FrozenAt of its providers
 //     (see "Where ingestion resumes" in the package documentation). With
 //     no FrozenAt (the frozen indexer never froze them), the walk is left
 //     as it is: the next walk ingests the whole chain, as the reference
 //     does; this is logged at WARN.
-//  5. It persists the assignment with Continued = req.FrozenID.
-//  6. It announces the publisher to ingestion with head cid.Undef (ask
+//  6. It persists the assignment with Continued = req.FrozenID.
+//  7. It announces the publisher to ingestion with head cid.Undef (ask
 //     the publisher) and the publisher addresses of the frozen records.
 //     A failed announce is logged, not returned: the handoff is complete,
 //     and the publisher's next announce starts the walk.
 //
-// Steps 3 to 5 are idempotent and persisted in that order, so a handoff
-// interrupted before 5 is simply done again.
+// Steps 4 to 6 are idempotent and persisted in that order, so a handoff
+// interrupted before 6 is simply done again.
 func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) error {
 	if err := r.check(publisher); err != nil {
 		return err
@@ -157,6 +182,9 @@ func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) 
 		return err
 	}
 	url, _ := req.providersURL() // validated
+	if err := r.checkFrozenIndexer(ctx, req); err != nil {
+		return err
+	}
 	if err := r.reg.reserve(ctx, publisher); err != nil {
 		return err
 	}
@@ -171,13 +199,20 @@ func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) 
 		return fmt.Errorf("%w: %s lists no provider published by %s", ErrUnknownPublisher, url, publisher)
 	}
 
+	resets, chosen := resumePoints(recs)
+	addrs := publisherAddrs(recs, chosen)
+	for _, c := range resets {
+		if err := r.checkFrozenAt(ctx, publisher, addrs, recs, c); err != nil {
+			log.Warn("handoff refused: FrozenAt not verified against the publisher", "cid", c.String(), "err", err)
+			return err
+		}
+	}
+
 	for _, rec := range recs {
 		if err := r.register(ctx, rec.info); err != nil {
 			return err
 		}
 	}
-
-	resets, chosen := resumePoints(recs)
 	for _, c := range resets {
 		if err := r.ing.Reset(ctx, publisher, c); err != nil {
 			return fmt.Errorf("handoff: %s: reset walk to %s: %w", publisher, c, err)
@@ -197,8 +232,33 @@ func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) 
 	}
 	log.Info("handoff: publisher taken over", "providers", len(recs), "cid", chosen.frozenAt.String())
 
-	if err := r.ing.Announce(publisher, publisherAddrs(recs, chosen), cid.Undef); err != nil {
+	if err := r.ing.Announce(publisher, addrs, cid.Undef); err != nil {
 		log.Warn("handoff: announce after handoff failed; the publisher's next announce starts the walk", "err", err)
+	}
+	return nil
+}
+
+// checkFrozenAt checks that c, a FrozenAt of recs, is an advertisement
+// the publisher serves and signed (or its provider did), of one of the
+// providers recs lists. See step 3 of [Receiver.Handoff].
+func (r *Receiver) checkFrozenAt(ctx context.Context, publisher peer.ID, addrs []multiaddr.Multiaddr, recs []frozenRecord, c cid.Cid) error {
+	ad, err := r.ing.CheckAd(ctx, publisher, addrs, c)
+	switch {
+	case err == nil:
+	case errors.Is(err, ingest.ErrInvalidBlock), errors.Is(err, ingest.ErrSignature),
+		errors.Is(err, ipnisync.ErrNotFound), errors.Is(err, ipnisync.ErrHashMismatch):
+		// The publisher answered, and the answer says no.
+		return fmt.Errorf("%w: %s: %s: %w", ErrBadFrozenAt, publisher, c, err)
+	default:
+		return fmt.Errorf("%w: %s: %s: %w", ErrPublisherUnreachable, publisher, c, withCtxErr(ctx, err))
+	}
+	provider, err := peer.Decode(ad.Provider)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %s: provider %q: %v", ErrBadFrozenAt, publisher, c, ad.Provider, err)
+	}
+	if !slices.ContainsFunc(recs, func(rec frozenRecord) bool { return rec.info.AddrInfo.ID == provider }) {
+		return fmt.Errorf("%w: %s: %s is an advertisement of provider %s, which the frozen indexer does not list for the publisher",
+			ErrBadFrozenAt, publisher, c, provider)
 	}
 	return nil
 }

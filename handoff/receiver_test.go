@@ -94,7 +94,7 @@ func TestHandoff(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ds := openLevelDB(t, dir)
-	ing := &fakeIngest{}
+	ing := f.ingest()
 	r := newReceiver(t, st, ing, ds)
 
 	if err := r.Handoff(ctx, f.pub, handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL}); err != nil {
@@ -268,7 +268,7 @@ func TestHandoffRefused(t *testing.T) {
 			node := newFrozenNode(t, f.recs...)
 			st := memory.New()
 			defer st.Close()
-			ing := &fakeIngest{}
+			ing := f.ingest()
 			r := newReceiver(t, st, ing, newMapDS(), tt.opts...)
 			req := handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL}
 			var before []handoff.Assignment
@@ -312,7 +312,7 @@ func TestHandoffRetryAfterFailure(t *testing.T) {
 	node.set(http.StatusServiceUnavailable, []byte("busy"))
 	st := memory.New()
 	defer st.Close()
-	r := newReceiver(t, st, &fakeIngest{}, newMapDS())
+	r := newReceiver(t, st, f.ingest(), newMapDS())
 	req := handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL}
 	if err := r.Handoff(ctx, f.pub, req); !errors.Is(err, handoff.ErrFrozenIndexer) {
 		t.Fatalf("first handoff: %v", err)
@@ -361,7 +361,9 @@ func TestHandoffAnnounceFails(t *testing.T) {
 	st := memory.New()
 	defer st.Close()
 	var logs logBuffer
-	r := newReceiver(t, st, &fakeIngest{err: errors.New("queue closed")}, newMapDS(), handoff.WithLogger(logs.logger()))
+	ing := f.ingest()
+	ing.err = errors.New("queue closed")
+	r := newReceiver(t, st, ing, newMapDS(), handoff.WithLogger(logs.logger()))
 	if err := r.Handoff(ctx, f.pub, handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL}); err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +394,7 @@ func TestHandoffStreamsUnrelatedRecords(t *testing.T) {
 	defer srv.Close()
 	st := memory.New()
 	defer st.Close()
-	ing := &fakeIngest{}
+	ing := f.ingest()
 	r := newReceiver(t, st, ing, newMapDS())
 	url := strings.TrimPrefix(srv.URL, "http://") + "/indexer-1/"
 	if err := r.Handoff(ctx, f.pub, handoff.Request{FrozenID: f.frozenID, FrozenURL: url}); err != nil {
@@ -423,7 +425,7 @@ func TestHandoffConcurrent(t *testing.T) {
 	defer gate.Close()
 	st := memory.New()
 	defer st.Close()
-	r := newReceiver(t, st, &fakeIngest{}, newMapDS())
+	r := newReceiver(t, st, f.ingest(), newMapDS())
 	req := handoff.Request{FrozenID: f.frozenID, FrozenURL: gate.URL}
 	first := make(chan error)
 	go func() { first <- r.Handoff(ctx, f.pub, req) }()
@@ -479,11 +481,11 @@ func TestHandoffScatterGolden(t *testing.T) {
 	ctx := context.Background()
 	st := memory.New()
 	defer st.Close()
-	ing := &fakeIngest{}
-	r := newReceiver(t, st, ing, newMapDS())
 	pub, _ := peer.Decode("12D3KooWPRXeNcj4Actyumz9X8sfYu37GJJknrRptJ57XdMFZTtW")
 	prov, _ := peer.Decode("12D3KooWPbG5TQ3LgDP41D6mB2b6AG5mq5psePiK2GDpmK99rTbe")
 	frozenAt, _ := cid.Decode("baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a")
+	ing := &fakeIngest{ads: map[cid.Cid]peer.ID{frozenAt: prov}}
+	r := newReceiver(t, st, ing, newMapDS())
 	if err := r.Handoff(ctx, pub, handoff.Request{FrozenID: peerID(t, "frozen"), FrozenURL: srv.URL}); err != nil {
 		t.Fatal(err)
 	}

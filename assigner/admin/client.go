@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -185,14 +186,108 @@ func (c *Client) Sync(ctx context.Context, publisher peer.ID, req SyncRequest) e
 	return c.call(ctx, opSync, http.MethodPost, q, body, nil, "ingest", "sync", publisher.String())
 }
 
-// IngestStatus calls GET /ingest/status (an indexkit route; a reference
-// node answers 404, returned as [ErrNotSupported]).
+// IngestStatus calls GET /ingest/status page by page
+// ([MaxIngestStatusLimit] publishers per page, each request after the
+// last publisher of the one before, see [Client.IngestStatusPage]) and
+// returns every publisher, sorted by its string form. A node that does
+// not paginate (an older indexkit node) answers everything at once, which
+// is taken as the only page. A reference node answers 404, returned as
+// [ErrNotSupported]. Bound the whole walk with ctx.
 func (c *Client) IngestStatus(ctx context.Context) ([]PublisherStatus, error) {
-	var list []PublisherStatus
-	if err := c.call(ctx, opIngestStatus, http.MethodGet, nil, nil, &list, "ingest", "status"); err != nil {
-		return nil, err
+	var all []PublisherStatus
+	var after peer.ID
+	for {
+		list, next, err := c.IngestStatusPage(ctx, after, MaxIngestStatusLimit)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, list...)
+		if next == "" {
+			return all, nil
+		}
+		after = next
 	}
-	return list, nil
+}
+
+// IngestStatusPage calls GET /ingest/status?limit=&after=: at most limit
+// publishers (1 to [MaxIngestStatusLimit]; 0 for the node's default,
+// [DefaultIngestStatusLimit]) that sort after the publisher after (""
+// for the first page), in order. next is the cursor of the next page, the
+// after of the next call, or "" when this page is the last; it comes from
+// the answer's Link header (rel="next"). An empty page (204) has no next.
+// A next that sorts before an entry of the page, or not after after, is
+// a decoding error: following it would skip entries or page forever.
+func (c *Client) IngestStatusPage(ctx context.Context, after peer.ID, limit int) (list []PublisherStatus, next peer.ID, err error) {
+	if limit < 0 || limit > MaxIngestStatusLimit {
+		return nil, "", fmt.Errorf("admin: ingest status: limit %d: want 0 to %d", limit, MaxIngestStatusLimit)
+	}
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if after != "" {
+		q.Set("after", after.String())
+	}
+	hdr, err := c.callHeader(ctx, opIngestStatus, http.MethodGet, q, nil, &list, "ingest", "status")
+	if err != nil {
+		return nil, "", err
+	}
+	next, err = nextCursor(hdr)
+	if err != nil {
+		return nil, "", c.decodeError(http.MethodGet, "ingest/status", err)
+	}
+	if next == "" {
+		return list, "", nil
+	}
+	// The handler's next is the last publisher of the page: the walk
+	// advances, and no entry is skipped.
+	ns := next.String()
+	advance := len(list) > 0 && (after == "" || ns > after.String())
+	for _, ps := range list {
+		advance = advance && ps.Publisher.String() <= ns
+	}
+	if !advance {
+		return nil, "", c.decodeError(http.MethodGet, "ingest/status",
+			fmt.Errorf("next page after %s: does not follow the %d entries of the page after %q", next, len(list), after))
+	}
+	return list, next, nil
+}
+
+// nextCursor reads the after parameter of the rel="next" target of the
+// Link header, "" when there is none.
+func nextCursor(hdr http.Header) (peer.ID, error) {
+	for _, v := range hdr.Values("Link") {
+		for link := range strings.SplitSeq(v, ",") {
+			target, params, ok := strings.Cut(strings.TrimSpace(link), ";")
+			if !ok || !strings.HasPrefix(target, "<") || !strings.HasSuffix(target, ">") {
+				continue
+			}
+			isNext := false
+			for p := range strings.SplitSeq(params, ";") {
+				k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.EqualFold(k, "rel") && slices.Contains(strings.Fields(strings.Trim(v, `"`)), "next") {
+					isNext = true
+				}
+			}
+			if !isNext {
+				continue
+			}
+			u, err := url.Parse(target[1 : len(target)-1])
+			if err != nil {
+				return "", fmt.Errorf("bad Link %q: %w", clip(link), err)
+			}
+			s := u.Query().Get("after")
+			if s == "" {
+				return "", fmt.Errorf("bad Link %q: no after parameter", clip(link))
+			}
+			id, err := peer.Decode(s)
+			if err != nil {
+				return "", fmt.Errorf("bad Link %q: after: %w", clip(link), err)
+			}
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // op names a call, for mapping a status without ErrorHeader.
@@ -263,6 +358,12 @@ const maxErrorMessage = 512
 // call makes one request and decodes a 200 JSON answer into out (when out
 // is not nil). Any 2xx is success; 204 leaves out untouched.
 func (c *Client) call(ctx context.Context, o op, method string, q url.Values, body []byte, out any, elem ...string) error {
+	_, err := c.callHeader(ctx, o, method, q, body, out, elem...)
+	return err
+}
+
+// callHeader is call that also returns the headers of a 2xx answer.
+func (c *Client) callHeader(ctx context.Context, o op, method string, q url.Values, body []byte, out any, elem ...string) (http.Header, error) {
 	u := c.base.JoinPath(elem...)
 	if len(q) > 0 {
 		u.RawQuery = q.Encode()
@@ -273,7 +374,7 @@ func (c *Client) call(ctx context.Context, o op, method string, q url.Values, bo
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return fmt.Errorf("admin: %s %s: %w", method, u.Redacted(), err)
+		return nil, fmt.Errorf("admin: %s %s: %w", method, u.Redacted(), err)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -286,7 +387,7 @@ func (c *Client) call(ctx context.Context, o op, method string, q url.Values, bo
 	}
 	resp, err := c.cfg.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin: %s %s: %w", method, u.Redacted(), err)
+		return nil, fmt.Errorf("admin: %s %s: %w", method, u.Redacted(), err)
 	}
 	defer resp.Body.Close()
 
@@ -296,7 +397,7 @@ func (c *Client) call(ctx context.Context, o op, method string, q url.Values, bo
 		if sentinel == nil && resp.Header.Get(ErrorHeader) == "" {
 			sentinel = fallback(o, resp.StatusCode)
 		}
-		return &StatusError{
+		return nil, &StatusError{
 			Method:     method,
 			URL:        u.Redacted(),
 			StatusCode: resp.StatusCode,
@@ -305,19 +406,19 @@ func (c *Client) call(ctx context.Context, o op, method string, q url.Values, bo
 		}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
+		return resp.Header, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxBody+1))
 	if err != nil {
-		return fmt.Errorf("admin: %s %s: reading response: %w", method, u.Redacted(), err)
+		return nil, fmt.Errorf("admin: %s %s: reading response: %w", method, u.Redacted(), err)
 	}
 	if int64(len(data)) > c.cfg.maxBody {
-		return fmt.Errorf("admin: %s %s: response body larger than %d bytes", method, u.Redacted(), c.cfg.maxBody)
+		return nil, fmt.Errorf("admin: %s %s: response body larger than %d bytes", method, u.Redacted(), c.cfg.maxBody)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("admin: %s %s: decoding response: %w", method, u.Redacted(), err)
+		return nil, fmt.Errorf("admin: %s %s: decoding response: %w", method, u.Redacted(), err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 func (c *Client) decodeError(method, path string, err error) error {

@@ -133,6 +133,8 @@ func TestClientSentinels(t *testing.T) {
 		{"Handoff", admin.ErrAlreadyAssigned, 400, "/ingest/handoff/"},
 		{"Handoff", admin.ErrUnknownPublisher, 404, "/ingest/handoff/"},
 		{"Handoff", admin.ErrFrozen, 500, "/ingest/handoff/"},
+		{"Handoff", admin.ErrUnknownIndexer, 403, "/ingest/handoff/"},
+		{"Handoff", admin.ErrBadFrozenAt, 422, "/ingest/handoff/"},
 		{"Freeze", admin.ErrDisabled, 400, "/freeze"},
 		{"Sync", admin.ErrSyncing, 409, "/ingest/sync/"},
 		{"Assigned", admin.ErrUnavailable, 503, "/ingest/assigned"},

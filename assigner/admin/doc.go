@@ -22,12 +22,15 @@
 //	                            any Content-Type or none (the reference assigner sends none)
 //	                            200 empty; 400 missing or bad body, ErrAlreadyAssigned
 //	                            403; 503; 500 ErrFrozen (2); 404 ErrUnknownPublisher (3)
+//	                            403 ErrUnknownIndexer, 422 ErrBadFrozenAt (4)
 //	GET  /status                200 {"Frozen":false,"ID":"12D3…","Usage":42.5} (Usage −1: unknown)
 //	PUT  /freeze                200 (also when already frozen); 400 ErrDisabled "freezing disabled"
 //	POST /ingest/sync/{id}?depth=&resync=
 //	                            optional body: a JSON string holding a multiaddr
 //	                            202 (the sync runs in the background); 409 ErrSyncing
-//	GET  /ingest/status         200 [PublisherStatus…]; 204 when none (indexkit's, not the reference's)
+//	GET  /ingest/status?limit=N&after=ID
+//	                            200 [PublisherStatus…] sorted by publisher, one page (5);
+//	                            204 when none (indexkit's, not the reference's)
 //
 // Common to every route: 400 naming a bad or missing peer ID in the path
 // or a bad query or body ([ErrBadRequest]); 413 for a request body over
@@ -52,6 +55,23 @@
 //     orphaned. indexkit answers 404 "frozen indexer has no provider for
 //     publisher", code "unknown-publisher", so the assigner tries again or
 //     assigns the publisher afresh.
+//  4. Handoff checks the reference does not make: the FrozenURL must be
+//     one of the frozen indexers the node accepts handoffs from (403
+//     "unknown-indexer"), and each FrozenAt the frozen indexer reports
+//     must be an advertisement the publisher serves, signed by the
+//     publisher or its provider, of a provider the frozen indexer lists
+//     (422 "bad-frozen-at"). A publisher that cannot be reached for that
+//     check fails the handoff with 500 and the error's text.
+//  5. GET /ingest/status is paginated. The answer is a JSON array as
+//     before, sorted by the publisher's peer ID string, of at most limit
+//     entries (default [DefaultIngestStatusLimit], at most
+//     [MaxIngestStatusLimit]) that sort after the publisher after (which
+//     need not be known to the node). When entries follow, the answer
+//     has the header `Link: <?after=ID&limit=N>; rel="next"`, ID being
+//     the last publisher of the page: a query-only reference to the same
+//     path (RFC 3986, 5.2), valid wherever the handler is mounted. A client that ignores it gets the
+//     first page, as an array it already decodes; [Client.IngestStatus]
+//     follows the links. A bad limit or after is 400 naming it.
 //
 // The reference routes not listed (GET /ingest/sync/, /importproviders,
 // /ingest/allow, /ingest/block, /markadprocessed, /reloadconfig, /config,
@@ -76,6 +96,8 @@
 //	ErrDisabled           400     disabled           freezing disabled
 //	ErrSyncing            409     syncing            publisher already has a sync in progress
 //	ErrUnknownPublisher   404     unknown-publisher  frozen indexer has no provider for publisher
+//	ErrUnknownIndexer     403     unknown-indexer    frozen indexer not among those accepted
+//	ErrBadFrozenAt        422     bad-frozen-at      FrozenAt is not an advertisement of the publisher
 //	ErrNotSupported       501     not-supported      not supported by this indexer
 //	ErrUnauthorized       401     unauthorized       missing or wrong bearer token
 //	ErrBadRequest         400/413 bad-request        (what was wrong)
@@ -106,8 +128,13 @@
 // The reference has no authentication and assumes a private network. An
 // indexer binary should serve this handler on loopback
 // ([DefaultListenAddr], 127.0.0.1:3002) unless configured otherwise, and
-// set [WithToken] (with [WithClientToken] on the assigner) when it listens
-// elsewhere; the token is compared in constant time. Request bodies are
+// must set [WithToken] (with [WithClientToken] on the assigner) when it
+// listens elsewhere: examples/indexer refuses to start otherwise. The
+// token is compared in constant time (both sides hashed with SHA-256,
+// then crypto/subtle), so neither its content nor its length leaks
+// through timing. The token authenticates the assigner only; which
+// frozen indexers a handoff may name is the node's own configuration
+// (handoff.WithFrozenIndexers). Request bodies are
 // bounded ([WithMaxRequestBody]), response bodies read by the Client too
 // ([WithMaxResponseBody]).
 //

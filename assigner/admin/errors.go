@@ -51,6 +51,18 @@ var (
 	// publisher orphaned.
 	ErrUnknownPublisher = errors.New("admin: frozen indexer has no provider for publisher")
 
+	// ErrUnknownIndexer: a handoff naming a FrozenURL that is not one of
+	// the frozen indexers the node accepts handoffs from. 403, code
+	// "unknown-indexer"; nothing was fetched. (The reference accepts any.)
+	ErrUnknownIndexer = errors.New("admin: frozen indexer not among those accepted")
+
+	// ErrBadFrozenAt: a handoff whose frozen indexer reports a FrozenAt
+	// that is not an advertisement of the publisher (the publisher does
+	// not serve it, or its signature or provider do not check out). 422,
+	// code "bad-frozen-at"; nothing changed. (The reference does not
+	// check.)
+	ErrBadFrozenAt = errors.New("admin: FrozenAt is not an advertisement of the publisher")
+
 	// ErrNotSupported: the route's optional capability ([Freezer],
 	// [Syncer], [IngestReporter]) is not implemented by the node. 501.
 	ErrNotSupported = errors.New("admin: not supported by this indexer")
@@ -92,6 +104,8 @@ var wireErrors = []wireError{
 	{ErrDisabled, http.StatusBadRequest, "disabled", "freezing disabled"},
 	{ErrSyncing, http.StatusConflict, "syncing", "publisher already has a sync in progress"},
 	{ErrUnknownPublisher, http.StatusNotFound, "unknown-publisher", "frozen indexer has no provider for publisher"},
+	{ErrUnknownIndexer, http.StatusForbidden, "unknown-indexer", "frozen indexer not among those accepted"},
+	{ErrBadFrozenAt, http.StatusUnprocessableEntity, "bad-frozen-at", "FrozenAt is not an advertisement of the publisher"},
 	{ErrNotSupported, http.StatusNotImplemented, "not-supported", "not supported by this indexer"},
 	{ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"},
 	{ErrBadRequest, http.StatusBadRequest, "bad-request", "bad request"},

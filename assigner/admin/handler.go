@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -360,12 +361,87 @@ func (h *handler) ingestStatus(w http.ResponseWriter, r *http.Request, _ peer.ID
 		h.writeError(w, r, fmt.Errorf("ingest status: %w", ErrNotSupported), "")
 		return
 	}
+	pg, err := parsePageQuery(r.URL.Query())
+	if err != nil {
+		h.badRequest(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
 	list, err := rep.IngestStatus(r.Context())
 	if err != nil {
 		h.writeError(w, r, err, "")
 		return
 	}
+	list, more := pg.cut(list)
+	if more {
+		w.Header().Set("Link", nextLink(list[len(list)-1].Publisher, pg.limit))
+	}
 	h.writeList(w, r, len(list), list)
+}
+
+// page is the query of a paginated list: the entries after a publisher,
+// at most limit of them.
+type page struct {
+	after peer.ID // "": from the first
+	limit int
+}
+
+// parsePageQuery reads ?limit=N&after=<publisher>: limit from 1 to
+// [MaxIngestStatusLimit], default [DefaultIngestStatusLimit]; after a
+// peer ID.
+func parsePageQuery(q url.Values) (page, error) {
+	pg := page{limit: DefaultIngestStatusLimit}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxIngestStatusLimit {
+			return pg, fmt.Errorf("bad limit %q: want an integer from 1 to %d", clip(s), MaxIngestStatusLimit)
+		}
+		pg.limit = n
+	}
+	if s := q.Get("after"); s != "" {
+		id, err := peer.Decode(s)
+		if err != nil {
+			return pg, fmt.Errorf("bad after %q: want the publisher peer ID of the last entry of the previous page: %v", clip(s), err)
+		}
+		pg.after = id
+	}
+	return pg, nil
+}
+
+// cut sorts list by publisher (its string form, the cursor's order) and
+// returns the page pg asks for, and whether entries follow it. The
+// publisher named by after need not be in list any more.
+func (pg page) cut(list []PublisherStatus) ([]PublisherStatus, bool) {
+	type keyed struct {
+		key string
+		ps  PublisherStatus
+	}
+	ks := make([]keyed, len(list))
+	for i, ps := range list {
+		ks[i] = keyed{ps.Publisher.String(), ps}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	start := 0
+	if pg.after != "" {
+		after := pg.after.String()
+		start, _ = slices.BinarySearchFunc(ks, after, func(k keyed, s string) int { return strings.Compare(k.key, s) })
+		for start < len(ks) && ks[start].key <= after {
+			start++
+		}
+	}
+	end := min(start+pg.limit, len(ks))
+	out := make([]PublisherStatus, 0, end-start)
+	for _, k := range ks[start:end] {
+		out = append(out, k.ps)
+	}
+	return out, end < len(ks)
+}
+
+// nextLink is the Link header of a page that has a next one: a
+// query-only reference (RFC 3986 5.2: same path), so that it holds
+// wherever the handler is mounted.
+func nextLink(last peer.ID, limit int) string {
+	q := url.Values{"after": {last.String()}, "limit": {strconv.Itoa(limit)}}
+	return "<?" + q.Encode() + `>; rel="next"`
 }
 
 // ----- responses -----

@@ -75,7 +75,8 @@ type Syncer interface {
 // IngestReporter is the optional capability behind GET /ingest/status.
 type IngestReporter interface {
 	// IngestStatus reports the walk progress of every publisher the node
-	// knows. An empty list is answered 204.
+	// knows, in any order: the handler sorts it by publisher and answers
+	// the page the request asks for. An empty page is answered 204.
 	IngestStatus(ctx context.Context) ([]PublisherStatus, error)
 }
 

@@ -18,6 +18,11 @@ const (
 	// DefaultMaxResponseBody bounds response bodies the Client reads (a
 	// list of 16 MiB holds about 150,000 assignments).
 	DefaultMaxResponseBody = 16 << 20
+	// DefaultIngestStatusLimit is the page size of GET /ingest/status
+	// without ?limit=, and MaxIngestStatusLimit the largest ?limit= the
+	// handler takes: a page of 1000 publishers is about 500 KB of JSON.
+	DefaultIngestStatusLimit = 100
+	MaxIngestStatusLimit     = 1000
 )
 
 type handlerConfig struct {

@@ -73,7 +73,9 @@
 //	-state-listen ADDR        state API (127.0.0.1:3010)
 //	-metrics ADDR             Prometheus /metrics (127.0.0.1:3011; "" disables)
 //	-p2p MADDR                libp2p listen address for gossip ("none", the default, disables it)
-//	-admin-token TOKEN        bearer token of the indexers' admin APIs
+//	-admin-token TOKEN        bearer token of the indexers' admin APIs (shows in ps)
+//	-admin-token-file FILE    file whose first line is that token; without either flag,
+//	                          $INDEXKIT_ADMIN_TOKEN (giving both flags is an error)
 //	-allow-private-addrs      fetch unknown publishers' heads from loopback and private
 //	                          addresses too (a private pool; logged as a WARN at start)
 //	-log-level LEVEL          debug, info, warn, error (info)

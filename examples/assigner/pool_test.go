@@ -372,7 +372,8 @@ func TestAssignerOffline(t *testing.T) {
 // ingested by n1, which fetches only the new ads: none of the blocks of
 // the chain up to n0's FrozenAt (all of which n0 fetched) is fetched again
 // from the publisher after the freeze, so P is not re-ingested from
-// genesis.
+// genesis; but FrozenAt itself, once, which n1 checks against the
+// publisher before it resumes there.
 func TestRemoveFrozenIndexer(t *testing.T) {
 	p := newPublisher(t, 61, 6)
 	n0, n1 := startIndexerDir(t, t.TempDir()), startIndexerDir(t, t.TempDir())
@@ -430,10 +431,15 @@ func TestRemoveFrozenIndexer(t *testing.T) {
 	after := p.fetches()[len(before):]
 	fetched := map[cid.Cid]bool{}
 	for _, c := range after {
-		if old[c] {
+		switch {
+		case c.Equals(frozenAt) && !fetched[c]: // the handoff's check of FrozenAt
+		case old[c]:
 			t.Errorf("block %s of the chain up to FrozenAt fetched again after the freeze", c)
 		}
 		fetched[c] = true
+	}
+	if !fetched[frozenAt] {
+		t.Errorf("FrozenAt %s not fetched: n1 resumed there without checking it against the publisher", frozenAt)
 	}
 	for _, c := range p.chain.Ads[len(p.chain.Ads)-3:] {
 		if !fetched[c] {

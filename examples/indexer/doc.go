@@ -13,9 +13,10 @@
 //
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
-// Admin, AdminToken, P2P, Topic, FreezeAt, DiskBudget, UnfreezeOnStart, Metrics,
-// UseAssigner, AllowPrivateAddrs, LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP,
-// AnnounceRate, AnnounceRateExempt, GossipPeerRate; durations as "30s");
+// Admin, AdminToken, AdminTokenFile, HandoffFrom, HandoffFromFile, P2P, Topic,
+// FreezeAt, DiskBudget, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
+// LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP, AnnounceRate,
+// AnnounceRateExempt, GossipPeerRate; durations as "30s");
 // unknown keys are an error.
 //
 //	flag                default                   meaning
@@ -25,7 +26,10 @@
 //	-find               127.0.0.1:3000            find API listener
 //	-ingest             127.0.0.1:3001            ingest API listener (announces)
 //	-admin              127.0.0.1:3002            admin API listener
-//	-admin-token        ""                        bearer token the admin API requires
+//	-admin-token        ""                        bearer token the admin API requires (shows in ps)
+//	-admin-token-file   ""                        file whose first line is that token
+//	-handoff-from       ""                        comma-separated find URLs a handoff may name ("": any)
+//	-handoff-from-file  ""                        file of such URLs, one per line, read at every handoff
 //	-p2p                /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
 //	-topic              /indexer/ingest/mainnet   gossip topic of announces
 //	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
@@ -69,9 +73,17 @@
 // (storetheindex listens on 0.0.0.0 for find and ingest). To expose the
 // node, give the public address explicitly, e.g. -find 0.0.0.0:3000
 // -ingest 0.0.0.0:3001 -p2p /ip4/0.0.0.0/tcp/3003. Keep -admin private (it
-// can freeze the node and assign publishers); if it must listen elsewhere,
-// set -admin-token and give the assigner the same token. A port of 0 picks
-// a free port; the node logs every bound address at start as
+// can freeze the node, assign publishers and hand them off). If it listens
+// on anything but loopback (0.0.0.0, ::, another address, a host name other
+// than localhost), the node refuses to start without a bearer token, which
+// it then requires on every admin request (401 otherwise, compared in
+// constant time). The token comes from -admin-token, or the first line of
+// -admin-token-file (a file readable by group or others is used with a
+// WARN), or, without either flag, $INDEXKIT_ADMIN_TOKEN; giving both flags
+// is an error. Prefer the file or the environment: a flag shows in ps.
+// Give the assigner the same token (its -admin-token-file or the same
+// variable). A port of 0 picks a free port; the node logs every bound
+// address at start as
 //
 //	level=INFO msg=listening name=find addr=127.0.0.1:3000
 //
@@ -92,7 +104,9 @@
 // PUT /ingest/unassign/{id}, GET /ingest/assigned, GET /ingest/preferred,
 // POST /ingest/handoff/{id}, GET /status, PUT /freeze, POST
 // /ingest/sync/{id} (queues a walk to the publisher's head; depth and
-// resync are ignored), GET /ingest/status (per-publisher progress).
+// resync are ignored), GET /ingest/status?limit=&after= (per-publisher
+// progress, sorted by publisher, 100 per page by default and at most 1000,
+// with a Link rel="next" header when more follow).
 // Assignment routes answer 503 "not configured to work with assigner
 // service" without -use-assigner, as the reference does; a frozen node
 // refuses assignments and handoffs (500, code "frozen").
@@ -141,9 +155,18 @@
 // and the ads walked while frozen are ingested again, with entries.
 //
 // A handoff (POST /ingest/handoff/{id} with {"FrozenID","FrozenURL"})
-// reads the frozen node's GET {FrozenURL}/providers, registers the
+// reads the frozen node's GET {FrozenURL}/providers, checks each FrozenAt
+// against the publisher (it must be an advertisement the publisher serves,
+// signed by it or its provider, of a provider the frozen node lists: 422
+// "bad-frozen-at" otherwise, and nothing changes), registers the
 // publisher's providers, resumes the walk right after their FrozenAt and
-// records the assignment with Continued = FrozenID (package handoff).
+// records the assignment with Continued = FrozenID (package handoff). The
+// publisher must be reachable for that check. With -handoff-from (or
+// -handoff-from-file, re-read at each handoff so that an indexer joining
+// the pool is added without a restart) only those find URLs may be named
+// as FrozenURL (403 "unknown-indexer" otherwise, before anything is
+// fetched); without either, any is accepted and the node says so at start
+// with a WARN in assigner mode.
 //
 // # Data directory
 //

@@ -16,7 +16,8 @@
 // pieceCID] Curio writes), and the piece sampler walks their chains.
 //
 // It prints the URLs to curl (the find API, the assigner's state API,
-// each indexer's admin API, the piece API, and a ready GET
+// each indexer's admin API with the pool's bearer token, read from
+// <dir>/admin-token, the piece API, and a ready GET
 // /sample/{provider}/{piece}?seed=demo for a real piece of publisher-0,
 // one named in a ContextID), then every --refresh a plain
 // view of the pool: per indexer its state (active, FROZEN, down),

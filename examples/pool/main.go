@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			log.Error("stopping the pool", "err", cerr)
 		}
 	}()
-	printURLs(stdout, p.URLs(), o.freezeBudget)
+	printURLs(stdout, p.URLs(), filepath.Join(p.Config().Dir, pool.AdminTokenFile), o.freezeBudget)
 	var pc publishernode.Piece
 	havePiece := false
 	// repick picks the piece to sample, printing its curl when it changes:
@@ -169,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func printURLs(w io.Writer, u pool.URLs, budget int64) {
+func printURLs(w io.Writer, u pool.URLs, tokenFile string, budget int64) {
 	fmt.Fprintln(w, "the pool is up; try:")
 	fmt.Fprintf(w, "  curl %s/providers                      # find API (scatter front end): providers\n", u.Find)
 	if len(u.Publishers) > 0 {
@@ -178,7 +179,8 @@ func printURLs(w io.Writer, u pool.URLs, budget int64) {
 	fmt.Fprintf(w, "  curl %s/multihash/<multihash>            # find API: who provides it\n", u.Find)
 	fmt.Fprintf(w, "  curl %s/assignments                    # assigner: publishers, indexers, handoffs\n", u.AssignerState)
 	for _, ix := range u.Indexers {
-		fmt.Fprintf(w, "  curl %s/status                         # %s admin API (also /ingest/assigned, /ingest/status)\n", ix.Admin, ix.Name)
+		fmt.Fprintf(w, "  curl -H \"Authorization: Bearer $(cat %s)\" %s/status   # %s admin API (also /ingest/assigned, /ingest/status)\n",
+			tokenFile, ix.Admin, ix.Name)
 	}
 	fmt.Fprintf(w, "  curl %s/ingestion-status/<provider>   # piece sampler API\n", u.Piece)
 	if budget > 0 {

@@ -12,4 +12,9 @@
 // It holds only what the binaries do identically; their flags, defaults,
 // validation and listeners stay in each binary. It imports the standard
 // library, golang.org/x/sync/errgroup and internal/netlimit only.
+//
+// The indexer and the assigner find the admin API's bearer token the same
+// way ([ResolveAdminToken]: -admin-token, -admin-token-file or
+// $INDEXKIT_ADMIN_TOKEN), and the indexer refuses a non-loopback admin
+// listener without one ([IsLoopback]).
 package cli

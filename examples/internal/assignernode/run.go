@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -31,7 +32,14 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tok, err := cli.ResolveAdminToken(cfg.AdminToken, cfg.AdminTokenFile, os.Getenv)
+	if err != nil {
+		return err
+	}
 	log := cli.NewLogger(stderr, cfg.level())
+	if tok.Warning != "" {
+		log.Warn("admin token: " + tok.Warning)
+	}
 	sc, err := cfg.serviceConfig()
 	if err != nil {
 		return err
@@ -47,8 +55,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		assigner.WithDialPolicy(policy),
 	}
 	opts = append(opts, cfg.announceOptions()...)
-	if cfg.AdminToken != "" {
-		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
+	if tok.Value != "" {
+		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(tok.Value)))
+		log.Info("calling the indexers' admin APIs with a bearer token", "source", tok.Source)
 	}
 	var h host.Host
 	if cfg.P2P != "" {

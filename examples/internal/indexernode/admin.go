@@ -36,6 +36,8 @@ func adminErr(err error) error {
 		{handoff.ErrNotAssigned, admin.ErrNotAssigned},
 		{handoff.ErrNotAllowed, admin.ErrNotAllowed},
 		{handoff.ErrUnknownPublisher, admin.ErrUnknownPublisher},
+		{handoff.ErrUnknownIndexer, admin.ErrUnknownIndexer},
+		{handoff.ErrBadFrozenAt, admin.ErrBadFrozenAt},
 		{handoff.ErrFrozen, admin.ErrFrozen},
 		{handoff.ErrInvalidRequest, admin.ErrBadRequest},
 		{freeze.ErrDisabled, admin.ErrDisabled},

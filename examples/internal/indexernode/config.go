@@ -28,6 +28,15 @@ type Config struct {
 	Find, Ingest, Admin, Metrics string
 	// AdminToken, when set, is the bearer token the admin API requires.
 	AdminToken string
+	// AdminTokenFile is a file whose first line is the admin token (not
+	// with AdminToken; without either, $INDEXKIT_ADMIN_TOKEN). An admin
+	// listener off loopback requires a token.
+	AdminTokenFile string
+	// HandoffFrom lists, comma-separated, the find URLs of the indexers a
+	// handoff may name as FrozenURL; HandoffFromFile is a file of them,
+	// one per line, read at every handoff. Neither: any.
+	HandoffFrom     string
+	HandoffFromFile string
 	// P2P is the libp2p listen multiaddr; "" or "none" disables libp2p
 	// (gossip announces and libp2p publishers).
 	P2P string
@@ -138,8 +147,11 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.Store, "store", c.Store, "index `backend`: pebble, leveldb or memory")
 	fs.StringVar(&c.Find, "find", c.Find, "find API listen `address`")
 	fs.StringVar(&c.Ingest, "ingest", c.Ingest, "ingest API (announce) listen `address`")
-	fs.StringVar(&c.Admin, "admin", c.Admin, "admin API listen `address` (keep it private, or set -admin-token)")
-	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` required by the admin API (\"\": none)")
+	fs.StringVar(&c.Admin, "admin", c.Admin, "admin API listen `address` (off loopback it requires a token: -admin-token-file)")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` required by the admin API (\"\": none); shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken)
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the admin API's bearer token")
+	fs.StringVar(&c.HandoffFrom, "handoff-from", c.HandoffFrom, "comma-separated find `URLs` of the indexers a handoff may name as FrozenURL (\"\": any)")
+	fs.StringVar(&c.HandoffFromFile, "handoff-from-file", c.HandoffFromFile, "`file` of the find URLs a handoff may name, one per line, read at every handoff")
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` (\"\" or \"none\" disables libp2p and gossip)")
 	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
 	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
@@ -218,7 +230,7 @@ func (c *Config) validate() error {
 	if _, err := cli.ParsePrefixes(c.AnnounceRateExempt); err != nil {
 		return fmt.Errorf("-announce-rate-exempt %q: %w", c.AnnounceRateExempt, err)
 	}
-	return nil
+	return c.validateHandoffFrom()
 }
 
 // level returns the log level (validated).

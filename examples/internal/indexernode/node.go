@@ -155,7 +155,8 @@ func (n *node) open(ctx context.Context) (err error) {
 		return err
 	}
 	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
-		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy))
+		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy),
+		handoffOption(cfg.HandoffFrom, cfg.HandoffFromFile)) // nil: any FrozenURL
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package indexernode
 import (
 	"context"
 	"io"
+	"os"
 
 	"golang.org/x/sync/errgroup"
 
@@ -21,7 +22,13 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tok, err := cfg.adminToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cfg.AdminToken, cfg.AdminTokenFile = tok.Value, ""
 	log := cli.NewLogger(stderr, cfg.level())
+	logSecurity(log, cfg, tok)
 	met := newMetrics()
 	n, err := openNode(ctx, cfg, log, met)
 	if err != nil {

@@ -11,9 +11,11 @@
 //
 //	indexer-<i>    examples/internal/indexernode  -use-assigner, -allow-private-addrs, -store Config.Store,
 //	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
-//	               for the others) with -freeze-at 90, data in Dir/indexer-<i>
+//	               for the others) with -freeze-at 90, data in Dir/indexer-<i>,
+//	               -admin-token-file Dir/admin-token, -handoff-from-file Dir/handoff-from
 //	assigner       examples/internal/assignernode every indexer, -replication,
-//	               -poll-interval Config.PollInterval, -allow-private-addrs
+//	               -poll-interval Config.PollInterval, -allow-private-addrs,
+//	               -admin-token-file Dir/admin-token
 //	scatter        examples/internal/scatternode  -backends: every indexer's find API
 //	publishers     examples/internal/publishernode Config.Publishers honest publishers
 //	               (-seed Config.Seed; -remove-every, -update-every
@@ -42,6 +44,19 @@
 // the roles that dial addresses others name (indexers, the assigner, the
 // piece sampler) run with -allow-private-addrs, without which they refuse
 // loopback and private addresses; the pool logs this at start.
+//
+// # Admin token and handoff sources
+//
+// [Start] writes a new random token to Dir/[AdminTokenFile] (mode 0600):
+// every indexer requires it on its admin API and the assigner sends it,
+// both reading the file, so the token is on no command line; the pool's
+// own admin calls ([Pool.Snapshot]) send it too, and [Pool.AdminToken]
+// gives it to a test or a demo (admin.WithClientToken). Dir/[HandoffFromFile]
+// lists the find URLs of the pool's indexers, the only frozen indexers a
+// handoff may name; the pool rewrites it before it starts an indexer, and
+// the indexers read it at each handoff, so an indexer added by
+// [Pool.AddIndexer] can hand its publishers off once it freezes without
+// restarting the others.
 //
 // # Processes mode
 //

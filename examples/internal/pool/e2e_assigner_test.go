@@ -112,7 +112,7 @@ func TestE2EAssignerKilledMidHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ac, err := admin.NewClient(p.URLs().Indexers[0].Admin)
+	ac, err := admin.NewClient(p.URLs().Indexers[0].Admin, admin.WithClientToken(p.AdminToken()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,7 @@ func TestE2EAnnounceAttacks(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, ix := range urls.Indexers {
-			cl, err := admin.NewClient(ix.Admin)
+			cl, err := admin.NewClient(ix.Admin, admin.WithClientToken(p.AdminToken()))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -66,7 +66,7 @@ func TestE2EMaliciousPublishers(t *testing.T) {
 				owner = ix
 			}
 		}
-		st := waitWalkError(t, ctx, owner.Admin, ps.ID)
+		st := waitWalkError(t, ctx, owner.Admin, p.AdminToken(), ps.ID)
 		if !strings.Contains(st.LastError, wantErr[f]) || st.EntriesIndexed != 0 {
 			t.Errorf("%s on %s: status %+v, want an error naming %q and nothing indexed", f, owner.Name, st, wantErr[f])
 		} else {
@@ -116,9 +116,9 @@ func nothing(es []publishernode.Entry, n int) []publishernode.Entry {
 
 // waitWalkError waits until the indexer at adminURL reports a failed walk
 // of publisher and returns its status.
-func waitWalkError(t *testing.T, ctx context.Context, adminURL, publisher string) admin.PublisherStatus {
+func waitWalkError(t *testing.T, ctx context.Context, adminURL, token, publisher string) admin.PublisherStatus {
 	t.Helper()
-	c, err := admin.NewClient(adminURL)
+	c, err := admin.NewClient(adminURL, admin.WithClientToken(token))
 	if err != nil {
 		t.Fatal(err)
 	}

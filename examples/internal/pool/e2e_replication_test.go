@@ -133,7 +133,7 @@ func syncAll(t *testing.T, p *pool.Pool, name string, ids []string) {
 			adminURL = ix.Admin
 		}
 	}
-	c, err := admin.NewClient(adminURL)
+	c, err := admin.NewClient(adminURL, admin.WithClientToken(p.AdminToken()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,7 @@ type Pool struct {
 
 	heads headLog // publisher heads seen, for the lag
 	hc    *http.Client
+	token string // the indexers' admin token (AdminTokenFile)
 }
 
 // Start starts a pool as cfg says, in this order: the indexers, the
@@ -107,6 +108,9 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4 * checkConcurrency
 	p := &Pool{cfg: cfg, roles: map[string]*role{}, hc: &http.Client{Timeout: 10 * time.Second, Transport: tr}}
+	if p.token, err = newAdminToken(cfg.Dir); err != nil {
+		return nil, err
+	}
 	for i := range cfg.Indexers {
 		p.addRole(IndexerName(i), KindIndexer, i, "find", "ingest", "admin")
 	}
@@ -218,12 +222,15 @@ func (p *Pool) args(r *role) []string {
 		return []string{"-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
 			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
 			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info",
+			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
+			"-handoff-from-file", filepath.Join(c.Dir, HandoffFromFile),
 			// Every role of this pool announces from loopback: not limited.
 			"-announce-rate-exempt", loopbackPrefixes}
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
 			"-replication", strconv.Itoa(c.Replication), allowPrivate, "-log-level", "info",
+			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
 			// The pool's publishers announce from loopback: not limited.
 			"-announce-rate-exempt", loopbackPrefixes}
 		for _, name := range p.indexers {
@@ -290,7 +297,14 @@ func (p *Pool) startRole(ctx context.Context, r *role) error {
 		}
 		p.mu.Lock()
 		args := p.args(r)
+		var err error
+		if r.kind == KindIndexer { // with its own find URL, now that its ports are known
+			err = p.writeHandoffFromLocked()
+		}
 		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		cur, err := startRun(&p.cfg, r.kind, args, r.log)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", r.name, err)
@@ -701,6 +715,11 @@ func (p *Pool) URLs() URLs {
 	}
 	return u
 }
+
+// AdminToken returns the bearer token the pool's indexers require on
+// their admin API (also in Config.Dir/[AdminTokenFile]), for
+// admin.WithClientToken.
+func (p *Pool) AdminToken() string { return p.token }
 
 // Dir returns the data directory of a role: Config.Dir/<name>.
 func (p *Pool) Dir(name string) string { return filepath.Join(p.cfg.Dir, name) }

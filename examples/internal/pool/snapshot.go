@@ -289,7 +289,7 @@ func (p *Pool) indexerState(ctx context.Context, ix IndexerURLs, st *IndexerStat
 		st.Budget = p.cfg.FreezeBudget
 	}
 	st.DiskBytes = dirSize(p.Dir(ix.Name))
-	c, err := admin.NewClient(ix.Admin, admin.WithHTTPClient(p.hc))
+	c, err := admin.NewClient(ix.Admin, admin.WithHTTPClient(p.hc), admin.WithClientToken(p.token))
 	if err != nil {
 		st.Err = err.Error()
 		return nil
