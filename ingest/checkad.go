@@ -71,10 +71,9 @@ func (i *Ingester) CheckAd(ctx context.Context, publisher peer.ID, addrs []multi
 	return got, nil
 }
 
-// checkSigner is the signature policy of a walk: the signer must be the
-// provider or the publisher; unsigned only when allowUnsigned. It is a copy
-// of Walker.verify (walker.go), kept apart while walker.go is being
-// rewritten; the two should become one.
+// checkSigner is the signature policy of a walk (Walker.verify) and of
+// CheckAd: the signer must be the provider or the publisher; unsigned only
+// when allowUnsigned.
 func checkSigner(ad *schema.Advertisement, provider, publisher peer.ID, allowUnsigned bool) (peer.ID, error) {
 	signer, err := ad.VerifySignature()
 	switch {

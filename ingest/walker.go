@@ -568,16 +568,7 @@ func abandoned(err error) bool {
 // verify checks ad's signature against the signature policy: the signer
 // must be the provider or the publisher.
 func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, error) {
-	signer, err := ad.VerifySignature()
-	switch {
-	case errors.Is(err, schema.ErrNoSignature) && w.cfg.allowUnsigned:
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrSignature, err)
-	case signer != provider && signer != w.publisher:
-		return "", fmt.Errorf("%w: signed by %s, which is neither the provider nor the publisher %s", ErrSignature, signer, w.publisher)
-	}
-	return signer, nil
+	return checkSigner(ad, provider, w.publisher, w.cfg.allowUnsigned)
 }
 
 // apply applies the collected advertisements, oldest first, checkpointing
