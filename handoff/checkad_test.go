@@ -70,7 +70,7 @@ func tcpHTTPAddr(t *testing.T, a net.Addr) multiaddr.Multiaddr {
 // httpSyncer is a node's SyncerFunc: an ipnisync client from the
 // addresses (CheckAd closes it).
 func httpSyncer(p peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
-	return ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs})
+	return ipnisync.New(peer.AddrInfo{ID: p, Addrs: addrs}, ipnisync.WithDialPolicy(privatePool))
 }
 
 // TestHandoffChecksFrozenAt runs the receiver over a real ingest.Ingester

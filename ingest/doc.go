@@ -84,7 +84,9 @@
 // addresses; the [Syncer] verifies it against the publisher's key (an
 // ingest/ipnisync client does). If it does not verify, the announce is
 // ignored with a logged reason and the walk uses the addresses verified
-// before; a publisher that never verified is forgotten, with nothing of
+// before; a publisher that never verified is held in memory only (its
+// status shows the error, its backoff spares the publisher repeated
+// requests) until it expires or makes room for another, with nothing of
 // it persisted. The walk always goes to the verified head: an announced
 // CID that is an older advertisement of the chain is covered by it, and
 // one that is not in the chain is ignored (logged).

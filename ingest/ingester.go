@@ -230,7 +230,9 @@ func (i *Ingester) persistBackoff(ctx context.Context, publisher peer.ID, failur
 // fetching the publisher's signed head from addrs and verifying it against
 // the publisher's key. Until then nothing is written and the addresses
 // stored for the publisher stay; if it does not verify, the announce is
-// ignored (logged) and, for a publisher never verified, forgotten. The
+// ignored (logged); a publisher that never verified is held in memory only,
+// with its error and backoff, until it expires or makes room for another.
+// The
 // walk goes to the verified head, which covers an announced head that is
 // an older advertisement of the chain; an announced head that is not in
 // the chain is ignored.
@@ -250,6 +252,7 @@ func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head
 	now := time.Now()
 	if i.pubs[publisher] == nil && i.unverified >= i.cfg.maxUnverified {
 		i.expireLocked(now)
+		i.evictFailedLocked()
 		if i.unverified >= i.cfg.maxUnverified {
 			return fmt.Errorf("%w: %d publishers that never verified are pending; %s is not taken", ErrTooManyPublishers, i.unverified, publisher)
 		}
@@ -278,14 +281,42 @@ func (i *Ingester) queueLocked(p *publisher) {
 	}
 }
 
-// expireLocked forgets the publishers that never verified, are queued and
-// were announced longer ago than the unverified TTL.
+// expireLocked forgets the publishers that never verified and either wait
+// for a walk since longer than the unverified TTL or failed to verify
+// longer ago than that.
 func (i *Ingester) expireLocked(now time.Time) {
+	if i.unverified == 0 {
+		return
+	}
 	for _, p := range i.pubs {
-		if !p.verified && p.queued && !p.walking && now.Sub(p.announced) > i.cfg.unverifiedTTL {
-			i.log.Info("forgetting a publisher that never verified", "publisher", p.id.String(), "announced", p.announced)
+		if p.verified || p.walking {
+			continue
+		}
+		waited := p.queued && now.Sub(p.announced) > i.cfg.unverifiedTTL
+		failed := !p.queued && p.lastErr != nil && now.Sub(p.errTime) > i.cfg.unverifiedTTL
+		if waited || failed {
+			i.log.Info("forgetting a publisher that never verified", "publisher", p.id.String(), "announced", p.announced, "err", p.lastErr)
 			i.forgetLocked(p)
 		}
+	}
+}
+
+// evictFailedLocked forgets the publisher that never verified whose
+// verification failed first, to make room for a new one: a publisher
+// still waiting for its walk is never evicted, so a flood of announces
+// cannot push out the publishers it arrived after.
+func (i *Ingester) evictFailedLocked() {
+	var oldest *publisher
+	for _, p := range i.pubs {
+		if p.verified || p.walking || p.queued || p.lastErr == nil {
+			continue
+		}
+		if oldest == nil || p.errTime.Before(oldest.errTime) {
+			oldest = p
+		}
+	}
+	if oldest != nil {
+		i.forgetLocked(oldest)
 	}
 }
 
@@ -321,9 +352,6 @@ func (i *Ingester) Sync(ctx context.Context, publisher peer.ID, addrs []multiadd
 	_, err = i.walk(ctx, p, head, false, nil)
 	i.mu.Lock()
 	failures, retryAt, persist := i.recordLocked(p, err)
-	if !p.verified && !p.queued && !p.walking {
-		i.forgetLocked(p)
-	}
 	i.mu.Unlock()
 	if persist {
 		i.persistBackoff(context.WithoutCancel(ctx), p.id, failures, retryAt)
@@ -650,10 +678,6 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 				}
 				if err != nil && ctx.Err() == nil && p.verified {
 					i.queueLocked(p) // retry after the backoff
-				}
-				if !p.verified && !p.queued {
-					i.log.Info("forgetting a publisher whose head did not verify", "publisher", p.id.String(), "err", err)
-					i.forgetLocked(p)
 				}
 			}
 			i.mu.Unlock()

@@ -61,7 +61,8 @@ const (
 	DefaultMinRateGrace    = 10 * time.Second
 	// DefaultUnverifiedLimit is the most publishers that never verified
 	// the Ingester holds at once; DefaultUnverifiedTTL is how long one
-	// waits for its walk before it is forgotten.
+	// waits for its walk, or is held after it failed to verify, before it
+	// is forgotten. One that failed makes room for a new one at once.
 	DefaultUnverifiedLimit = 1024
 	DefaultUnverifiedTTL   = 10 * time.Minute
 )
@@ -361,10 +362,12 @@ func WithReservedWorkers(n int) Option {
 }
 
 // WithUnverifiedLimit bounds the publishers that never verified (announced,
-// their signed head not fetched yet): at most n are held at once (default
-// [DefaultUnverifiedLimit]), each for at most ttl waiting for its walk
-// (default [DefaultUnverifiedTTL]). Announces of new publishers beyond n
-// fail with [ErrTooManyPublishers].
+// their signed head not fetched and verified yet): at most n are held at
+// once (default [DefaultUnverifiedLimit]), each for at most ttl waiting for
+// its walk or after its head failed to verify (default
+// [DefaultUnverifiedTTL]); one that failed makes room for a new one.
+// Announces of new publishers while n wait for their walk fail with
+// [ErrTooManyPublishers].
 func WithUnverifiedLimit(n int, ttl time.Duration) Option {
 	return func(c *config) error {
 		if n < 1 || ttl <= 0 {

@@ -176,9 +176,9 @@ func TestAnnounceIsAHint(t *testing.T) {
 	equalModel(t, chain.Model(), st)
 }
 
-// An announce of a publisher whose head does not verify writes nothing and
-// is forgotten; too many pending unverified publishers are refused, and
-// they expire.
+// An announce of a publisher whose head does not verify writes nothing; the
+// publisher is held in memory with its error until a new one needs the
+// room; too many waiting unverified publishers are refused, and they expire.
 func TestUnverifiedPublishersBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -216,19 +216,34 @@ func TestUnverifiedPublishersBounded(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ing.Run(ctx) }()
-	waitFor(t, "every fake publisher forgotten", func() bool { return len(ing.Statuses()) == 0 })
+	waitFor(t, "every fake publisher to fail", func() bool {
+		for _, st := range ing.Statuses() {
+			if st.LastError == nil || st.Walking || st.Announced.Defined() {
+				return false
+			}
+		}
+		return true
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	for _, st := range ing.Statuses() {
+		if !errors.Is(st.LastError, ingest.ErrUnverified) || st.Verified || len(st.Addrs) != 0 {
+			t.Errorf("fake publisher's status %+v: want an ErrUnverified error, unverified, no address", st)
+		}
 	}
 	for _, id := range fakes {
 		if ks := keysOf(t, ds, id); len(ks) != 0 {
 			t.Errorf("datastore keeps %v of a publisher that never verified", ks)
 		}
 	}
-	// Room again.
+	// Those that failed make room for new ones; still at most 8 held.
 	if err := ing.Announce(peerID(t, "one too many"), []multiaddr.Multiaddr{wrongKey}, cid.Undef); err != nil {
 		t.Fatal(err)
+	}
+	if n := len(ing.Statuses()); n != 8 {
+		t.Fatalf("%d publishers held, want 8", n)
 	}
 
 	// Expiry: with a short TTL, publishers waiting for a walk (Run is not

@@ -49,7 +49,8 @@ type Status struct {
 	// Verified is true once a head signed by the publisher was fetched
 	// from Addrs (by this Ingester or an earlier one on the datastore).
 	// A publisher that never verified is only announced: nothing of it is
-	// persisted, and it is forgotten if its head does not verify.
+	// persisted, and if its head does not verify it is held in memory with
+	// its error until it expires ([WithUnverifiedLimit]).
 	Verified bool
 	// AdsWalked, AdsApplied and EntriesIndexed count, since the Ingester
 	// was made, the advertisements collected, those applied, and the

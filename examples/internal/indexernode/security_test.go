@@ -235,7 +235,7 @@ func TestHandoffFrom(t *testing.T) {
 			mu.Lock()
 			asked = nil
 			mu.Unlock()
-			n := runIndexer(t, append([]string{"-use-assigner"}, c.args...)...)
+			n := runIndexer(t, append([]string{"-use-assigner", "-allow-private-addrs"}, c.args...)...) // the frozen indexers are on loopback
 			if err := handoffTo(n, stranger.URL); !errors.Is(err, admin.ErrUnknownIndexer) {
 				t.Fatalf("handoff from an indexer not listed: %v, want ErrUnknownIndexer", err)
 			}
