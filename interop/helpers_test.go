@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/ipfs/go-cid"
 	"github.com/ipld/go-ipld-prime"
@@ -257,3 +258,14 @@ func key(t testing.TB, kt keyType, n int) testKey {
 	keyCache[name] = k
 	return k
 }
+
+// loopback is the dial policy of these tests' clients: the reference
+// publishers they fetch from listen on 127.0.0.1, which the default policy
+// refuses.
+var loopback = func() *netpolicy.Policy {
+	p, err := netpolicy.New(netpolicy.AllowPrivate())
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()

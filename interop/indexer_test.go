@@ -34,8 +34,8 @@ import (
 const indexerWait = proctest.DefaultTimeout
 
 // startIndexer runs the indexer binary with a fresh data directory, the
-// memory store and every listener (libp2p included) on 127.0.0.1 with a
-// port picked by the system, and waits for its msg=starting line. The
+// memory store, every listener (libp2p included) on 127.0.0.1 with a
+// port picked by the system and loopback publishers allowed, and waits for its msg=starting line. The
 // process is stopped by PID when the test ends: SIGTERM, then SIGKILL if
 // it has not exited within indexerWait.
 func startIndexer(t *testing.T, bin string) *proctest.Proc {
@@ -45,6 +45,8 @@ func startIndexer(t *testing.T, bin string) *proctest.Proc {
 		"-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
 		"-metrics", "127.0.0.1:0", "-p2p", "/ip4/127.0.0.1/tcp/0",
 		"-log-level", "debug", "-progress", "1s",
+		// The reference publishers of these tests are on loopback too.
+		"-allow-private-addrs",
 	}
 	p := proctest.Start(t, bin, args...)
 	p.WaitMsg("starting")

@@ -205,7 +205,7 @@ func TestIngesterSyncsReferencePublisher(t *testing.T) {
 		}
 	})
 	newSyncer := func(p peer.ID, as []multiaddr.Multiaddr) (ingest.Syncer, error) {
-		cl, err := ipnisync.New(peer.AddrInfo{ID: p, Addrs: as}, ipnisync.WithTimeout(5*time.Second))
+		cl, err := ipnisync.New(peer.AddrInfo{ID: p, Addrs: as}, ipnisync.WithTimeout(5*time.Second), ipnisync.WithDialPolicy(loopback))
 		if err == nil {
 			clients = append(clients, cl)
 		}

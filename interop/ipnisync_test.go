@@ -269,7 +269,7 @@ func TestOurClientSyncsReferencePublisher(t *testing.T) {
 			t.Fatalf("go-libipni publisher listens on %s, not 127.0.0.1", a)
 		}
 	}
-	cl, err := ipnisync.New(peer.AddrInfo{ID: pub.ID(), Addrs: addrs}, ipnisync.WithTimeout(5*time.Second))
+	cl, err := ipnisync.New(peer.AddrInfo{ID: pub.ID(), Addrs: addrs}, ipnisync.WithTimeout(5*time.Second), ipnisync.WithDialPolicy(loopback))
 	if err != nil {
 		t.Fatal(err)
 	}
