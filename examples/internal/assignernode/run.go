@@ -17,7 +17,6 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
-	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
@@ -45,7 +44,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	met := newMetrics()
-	policy, err := dialPolicy(cfg.AllowPrivateAddrs, log)
+	policy, err := cli.DialPolicy(cfg.AllowPrivateAddrs, log, "unknown publishers' heads")
 	if err != nil {
 		return err
 	}
@@ -129,17 +128,4 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// dialPolicy is the policy of the publisher heads the service fetches:
-// public addresses only, or a private pool's with -allow-private-addrs,
-// which it logs as a WARN.
-func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
-	if !allowPrivate {
-		return netpolicy.New()
-	}
-	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
-		"note", "unknown publishers' heads on loopback, private, link-local and CGNAT addresses will be fetched; "+
-			"announces name those addresses, so use it only in a private pool (cloud metadata stays refused)")
-	return netpolicy.New(netpolicy.AllowPrivate())
 }

@@ -106,7 +106,7 @@ func (n *node) open(ctx context.Context) (err error) {
 	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
 		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
-	if n.policy, err = dialPolicy(cfg, log); err != nil {
+	if n.policy, err = cli.DialPolicy(cfg.AllowPrivateAddrs, log, "publishers and frozen indexers"); err != nil {
 		return err
 	}
 	if cfg.P2P != "" {
@@ -211,18 +211,6 @@ func (n *node) Close() error {
 		errs = append(errs, n.ds.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// dialPolicy is the node's dial policy: public addresses only, or a
-// private pool's with -allow-private-addrs, which it logs as a WARN.
-func dialPolicy(cfg Config, log *slog.Logger) (*netpolicy.Policy, error) {
-	if !cfg.AllowPrivateAddrs {
-		return netpolicy.New()
-	}
-	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
-		"note", "publishers and frozen indexers on loopback, private, link-local and CGNAT addresses will be dialled; "+
-			"announces and admin requests name those addresses, so use it only in a private pool (cloud metadata stays refused)")
-	return netpolicy.New(netpolicy.AllowPrivate())
 }
 
 // loadOrCreateKey reads the node's libp2p key from path, creating an

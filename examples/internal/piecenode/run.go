@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
@@ -179,7 +177,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			pubs = append(pubs, p)
 		}
 	}
-	policy, err := dialPolicy(o.allowPrivateAddrs, log)
+	policy, err := cli.DialPolicy(o.allowPrivateAddrs, log, "publishers")
 	if err != nil {
 		return err
 	}
@@ -227,17 +225,4 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// dialPolicy is the tracker's dial policy for publishers: public
-// addresses only, or a private pool's with -allow-private-addrs, which it
-// logs as a WARN.
-func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
-	if !allowPrivate {
-		return netpolicy.New()
-	}
-	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
-		"note", "publishers on loopback, private, link-local and CGNAT addresses will be dialled; "+
-			"/providers records and announces name those addresses, so use it only in a private pool (cloud metadata stays refused)")
-	return netpolicy.New(netpolicy.AllowPrivate())
 }
