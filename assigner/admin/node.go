@@ -124,7 +124,9 @@ type SyncRequest struct {
 // one publisher. CIDs are dag-json links ({"/":"bafy…"}) or null.
 type PublisherStatus struct {
 	Publisher peer.ID
-	// Addrs are the addresses the publisher last announced.
+	// Addrs are the publisher's verified addresses: those its signed head
+	// was last fetched from (an announce of others that do not verify
+	// changes nothing).
 	Addrs []multiaddr.Multiaddr `json:",omitempty"`
 	// Announced is the newest head announced and not yet taken by a walk.
 	Announced cid.Cid
