@@ -186,7 +186,7 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
 	}
-	t.recv, err = announce.NewReceiver(announce.WithLogger(cfg.logger))
+	t.recv, err = announce.NewReceiver(append([]announce.Option{announce.WithLogger(cfg.logger)}, cfg.announceOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
@@ -61,6 +62,7 @@ type trackerConfig struct {
 	policy         *netpolicy.Policy // publishers
 	sampleSize     int
 	unsigned       bool
+	announceOpts   []announce.Option
 }
 
 func newTrackerConfig(opts []TrackerOption) (*trackerConfig, error) {
@@ -225,6 +227,17 @@ func WithHTTPClient(hc *http.Client) TrackerOption {
 // status says why.
 func WithDialPolicy(p *netpolicy.Policy) TrackerOption {
 	return func(c *trackerConfig) error { c.policy = p; return nil }
+}
+
+// WithAnnounceOptions configures the Tracker's announce receiver
+// (PUT /announce), for example announce.WithSourceRate to limit the
+// announces of each source: anyone can announce, and each announce of a
+// new publisher costs a head request. The default is the receiver's.
+func WithAnnounceOptions(opts ...announce.Option) TrackerOption {
+	return func(c *trackerConfig) error {
+		c.announceOpts = append(c.announceOpts, opts...)
+		return nil
+	}
 }
 
 // WithSampleSize sets how many payloads of each advertisement are offered

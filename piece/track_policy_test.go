@@ -2,6 +2,7 @@ package piece_test
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
@@ -110,5 +112,33 @@ func TestTrackerErrorBodyNotServed(t *testing.T) {
 	}
 	if strings.Contains(string(body), "MARKER") {
 		t.Fatalf("GET /ingestion-status serves the publisher's error body: %s", body)
+	}
+}
+
+// WithAnnounceOptions reaches the announce receiver: over its source rate,
+// an announce gets 429 and is not taken.
+func TestTrackerAnnounceRate(t *testing.T) {
+	tr, err := piece.NewTracker(newMemory(t), newDatastore(), testOptions(
+		piece.WithAnnounceOptions(announce.WithSourceRate(0.001, 1)),
+	)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	srv := httptest.NewServer(tr.AnnounceHandler())
+	defer srv.Close()
+	pub := servePublisher(t, chaingen.Config{Seed: 303, Ads: 2, MhsPerAd: 2}, false)
+	sender, err := announce.NewHTTPSender([]string{srv.URL}, pub.chain.Publisher, announce.WithHTTPClient(&http.Client{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close()
+	msg := announce.Message{Cid: pub.chain.Head(), Addrs: []multiaddr.Multiaddr{pub.addr}}
+	if err := sender.Send(t.Context(), msg); err != nil {
+		t.Fatalf("first announce: %v", err)
+	}
+	err = sender.Send(t.Context(), msg)
+	if !errors.Is(err, announce.ErrRejected) || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("second announce at once: %v, want a 429 rejection", err)
 	}
 }

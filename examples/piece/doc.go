@@ -32,6 +32,8 @@
 //	--log-level       debug | info | warn | error
 //	--max-conns       open connections of the listener; more wait (default 1024; 0: no cap)
 //	--max-conns-per-ip open connections from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
+//	--announce-rate   PUT /announce a second per source IP, twice that at once; more get 429 (default 10; 0: no limit)
+//	--announce-rate-exempt CIDRs --announce-rate does not limit (default none)
 //
 // The server cuts a request whose header takes over 10s or whose body over
 // 30s, and an answer that takes over 60s to write. Announces are not

@@ -19,6 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
@@ -47,6 +48,10 @@ type options struct {
 	// allowPrivateAddrs lets the tracker dial publishers on loopback,
 	// private, link-local and CGNAT addresses (-allow-private-addrs).
 	allowPrivateAddrs bool
+	// announceRate and announceRateExempt limit PUT /announce per source
+	// IP, as the indexer's flags of the same names do.
+	announceRate       float64
+	announceRateExempt string
 }
 
 // defaultDir is the state directory when --dir is not given: piece under
@@ -83,6 +88,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take at shutdown")
 	o.maxConns, o.maxConnsPerIP = cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
 	cli.ConnLimitFlags(fs, &o.maxConns, &o.maxConnsPerIP)
+	fs.Float64Var(&o.announceRate, "announce-rate", cli.DefaultAnnounceRate, "announces a second one source IP may send to PUT /announce, twice that at once; more get 429 (0: no limit)")
+	fs.StringVar(&o.announceRateExempt, "announce-rate-exempt", cli.DefaultAnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit")
 	fs.BoolVar(&o.allowPrivateAddrs, "allow-private-addrs", false, "dial publishers on loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since /providers records and announces name them)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -95,6 +102,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
 		return nil, err
+	}
+	if err := cli.CheckRate("-announce-rate", o.announceRate); err != nil {
+		return nil, err
+	}
+	if _, err := cli.ParsePrefixes(o.announceRateExempt); err != nil {
+		return nil, fmt.Errorf("-announce-rate-exempt %q: %w", o.announceRateExempt, err)
 	}
 	if o.dir == "" {
 		o.dir = defaultDir()
@@ -177,6 +190,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			pubs = append(pubs, p)
 		}
 	}
+	exempt, _ := cli.ParsePrefixes(o.announceRateExempt) // checked by parseFlags
 	policy, err := cli.DialPolicy(o.allowPrivateAddrs, log, "publishers")
 	if err != nil {
 		return err
@@ -189,6 +203,8 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		piece.WithRequestTimeout(o.requestTimeout),
 		piece.WithRequestRate(o.requestRate, max(1, int(o.requestRate))),
 		piece.WithTrackerLogger(log),
+		piece.WithAnnounceOptions(announce.WithSourceRate(o.announceRate, cli.RateBurst(o.announceRate)),
+			announce.WithSourceRateExempt(exempt...)),
 	}
 	if len(pubs) > 0 {
 		topts = append(topts, piece.WithPublishers(pubs...))

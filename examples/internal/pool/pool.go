@@ -265,7 +265,8 @@ func (p *Pool) args(r *role) []string {
 		return a
 	case KindPiece:
 		return []string{"-listen", r.addr("api"), "-providers-url", p.roles[RoleScatter].url("find") + "/providers",
-			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", allowPrivate, "-log-level", "info"}
+			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", allowPrivate, "-log-level", "info",
+			"-announce-rate-exempt", loopbackPrefixes}
 	}
 	panic("pool: unknown kind " + r.kind)
 }
