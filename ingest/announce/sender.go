@@ -62,6 +62,7 @@ type HTTPSender struct {
 	publisher peer.ID
 	p2p       multiaddr.Multiaddr // /p2p/<publisher>
 	client    *http.Client
+	ownTr     *http.Transport // the default client's; nil with WithHTTPClient
 	userAgent string
 	json      bool
 
@@ -80,7 +81,10 @@ func NewHTTPSender(urls []string, publisher peer.ID, opts ...HTTPSenderOption) (
 	if err := publisher.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: publisher: %v", ErrInvalidOption, err)
 	}
-	s := &HTTPSender{publisher: publisher, client: &http.Client{}, userAgent: "indexkit"}
+	// A transport of its own, so that Close releases this sender's
+	// connections and nobody else's (http.DefaultTransport is shared).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	s := &HTTPSender{publisher: publisher, client: &http.Client{Transport: tr}, ownTr: tr, userAgent: "indexkit"}
 	seen := map[string]bool{}
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
@@ -190,6 +194,8 @@ func (s *HTTPSender) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.client.CloseIdleConnections()
+	if s.ownTr != nil && s.client.Transport == s.ownTr {
+		s.ownTr.CloseIdleConnections() // a caller's client is the caller's to close
+	}
 	return nil
 }
