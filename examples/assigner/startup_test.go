@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
@@ -41,26 +39,7 @@ func TestStartupAndShutdown(t *testing.T) {
 	t.Run("SIGTERM with a slow body", func(t *testing.T) {
 		p := proctest.Start(t, bin, args("-shutdown-timeout", "500ms")...)
 		p.WaitMsg("starting")
-		c, err := net.Dial("tcp", p.Addr("announce"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprint(c, "PUT /announce HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				if _, err := io.WriteString(c, "1\r\nx\r\n"); err != nil {
-					return
-				}
-			}
-		}()
+		proctest.SlowBody(t, p.Addr("announce"), "/announce")
 		time.Sleep(200 * time.Millisecond) // the body is being read
 		if code := p.Stop(); code != 0 {
 			t.Fatalf("exit status %d after SIGTERM, want 0; output:\n%s", code, p.Output())

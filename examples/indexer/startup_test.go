@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -76,26 +74,7 @@ func TestStartupAndShutdown(t *testing.T) {
 	})
 	t.Run("SIGTERM with a slow body", func(t *testing.T) {
 		n := startNode(t, bin, t.TempDir(), "-shutdown-timeout", "500ms")
-		c, err := net.Dial("tcp", n.Addr("ingest"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprint(c, "PUT /announce HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			for {
-				select {
-				case <-done:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-				if _, err := io.WriteString(c, "1\r\nx\r\n"); err != nil {
-					return
-				}
-			}
-		}()
+		proctest.SlowBody(t, n.Addr("ingest"), "/announce")
 		time.Sleep(200 * time.Millisecond) // the body is being read
 		begin := time.Now()
 		n.stop() // exit status 0

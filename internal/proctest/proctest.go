@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -333,3 +335,32 @@ func (p *Proc) Addr(name string) string {
 // Fields parses the key=value pairs of a slog text line, unquoting quoted
 // values (internal/logfields).
 func Fields(line string) map[string]string { return logfields.Parse(line) }
+
+// SlowBody opens a connection to addr and PUTs path with a chunked body
+// that never ends, one byte every 20 ms, until the test ends: a slow
+// client, for tests that a server's deadlines and shutdown do not wait on
+// it.
+func SlowBody(t testing.TB, addr, path string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); c.Close() })
+	if _, err := fmt.Fprintf(c, "PUT %s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", path); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := io.WriteString(c, "1\r\nx\r\n"); err != nil {
+				return
+			}
+		}
+	}()
+}
