@@ -58,7 +58,9 @@
 // publisher's head, the walker stops at the first applied advertisement it
 // meets, which is the newest FrozenAt in the chain, whichever record it
 // came from. Advertisements up to it are neither fetched nor indexed here:
-// the frozen indexer holds them.
+// the frozen indexer holds them. [ResumePoints] computes those resets and
+// [Resume] makes them; an indexer unfreezing itself resumes its own
+// publishers the same way, from its own records.
 //
 // Records without FrozenAt (the frozen indexer had not frozen them) leave
 // the walk as it is: the next walk ingests the whole chain, as the

@@ -213,10 +213,8 @@ func (r *Receiver) Handoff(ctx context.Context, publisher peer.ID, req Request) 
 			return err
 		}
 	}
-	for _, c := range resets {
-		if err := r.ing.Reset(ctx, publisher, c); err != nil {
-			return fmt.Errorf("handoff: %s: reset walk to %s: %w", publisher, c, err)
-		}
+	if err := Resume(ctx, r.ing, publisher, resets); err != nil {
+		return err
 	}
 	switch {
 	case !chosen.frozenAt.Defined():
@@ -283,31 +281,18 @@ func (r *Receiver) register(ctx context.Context, from store.ProviderInfo) error 
 	return nil
 }
 
-// resumePoints returns the distinct FrozenAt of recs to reset the walk to,
-// the chosen one last, and the record chosen: the newest by FrozenAtTime,
-// the first listed among equals (records without FrozenAt are never
-// chosen over one with it). See "Where ingestion resumes".
+// resumePoints is [ResumePoints] over the frozen indexer's records, with
+// the record chosen (the first when none has a FrozenAt).
 func resumePoints(recs []frozenRecord) (resets []cid.Cid, chosen frozenRecord) {
-	best := -1
+	infos := make([]store.ProviderInfo, len(recs))
 	for i, rec := range recs {
-		if !rec.frozenAt.Defined() {
-			continue
-		}
-		if best < 0 || rec.frozenAtTime.After(recs[best].frozenAtTime) {
-			best = i
-		}
+		infos[i] = store.ProviderInfo{FrozenAt: rec.frozenAt, FrozenAtTime: rec.frozenAtTime}
 	}
+	resets, best := ResumePoints(infos)
 	if best < 0 {
 		return nil, recs[0]
 	}
-	chosen = recs[best]
-	for _, rec := range recs {
-		c := rec.frozenAt
-		if c.Defined() && !c.Equals(chosen.frozenAt) && !slices.ContainsFunc(resets, c.Equals) {
-			resets = append(resets, c)
-		}
-	}
-	return append(resets, chosen.frozenAt), chosen
+	return resets, recs[best]
 }
 
 // publisherAddrs returns the publisher addresses to announce: those of the

@@ -441,16 +441,12 @@ func (n *node) onFreeze(ctx context.Context, at time.Time) error {
 	return errors.New("freeze snapshot: provider records keep changing")
 }
 
-// onUnfreeze resets each publisher's walker to its providers' FrozenAt
-// (each distinct one, the newest by FrozenAtTime last), so that the ads
-// walked while frozen are applied again with their entries; it clears
+// onUnfreeze resets each publisher's walker to its providers' FrozenAt as
+// a handoff does ([handoff.ResumePoints], [handoff.Resume]), so that the
+// ads walked while frozen are applied again with their entries; it clears
 // FrozenAt and queues a walk of each publisher.
 func (n *node) onUnfreeze(ctx context.Context, _ time.Time) error {
-	type point struct {
-		c  cid.Cid
-		at time.Time
-	}
-	points := make(map[peer.ID][]point)
+	byPub := make(map[peer.ID][]store.ProviderInfo)
 	addrs := make(map[peer.ID][]multiaddr.Multiaddr)
 	var records []store.ProviderInfo
 	for info, err := range n.st.Providers(ctx) {
@@ -465,25 +461,18 @@ func (n *node) onUnfreeze(ctx context.Context, _ time.Time) error {
 		if pub == "" {
 			continue
 		}
-		if !slices.ContainsFunc(points[pub], func(p point) bool { return p.c.Equals(info.FrozenAt) }) {
-			points[pub] = append(points[pub], point{info.FrozenAt, info.FrozenAtTime})
-		}
+		byPub[pub] = append(byPub[pub], info)
 		if len(info.Publisher.Addrs) > 0 {
 			addrs[pub] = info.Publisher.Addrs
 		}
 	}
-	for pub, ps := range points {
-		slices.SortStableFunc(ps, func(a, b point) int { return a.at.Compare(b.at) })
-		w, err := n.ing.Walker(pub)
-		if err != nil {
-			return fmt.Errorf("unfreeze %s: %w", pub, err)
+	ing := handoff.FromIngester(n.ing)
+	for pub, recs := range byPub {
+		points, _ := handoff.ResumePoints(recs)
+		if err := handoff.Resume(ctx, ing, pub, points); err != nil {
+			return fmt.Errorf("unfreeze: %w", err)
 		}
-		for _, p := range ps {
-			if err := w.Reset(ctx, p.c); err != nil {
-				return fmt.Errorf("unfreeze: %w", err)
-			}
-		}
-		n.log.Info("unfreeze: publisher resumes from its frozen point", "publisher", pub.String(), "cid", ps[len(ps)-1].c.String())
+		n.log.Info("unfreeze: publisher resumes from its frozen point", "publisher", pub.String(), "cid", points[len(points)-1].String())
 	}
 	for _, info := range records {
 		info.LastAdvertisement = info.FrozenAt
@@ -492,7 +481,7 @@ func (n *node) onUnfreeze(ctx context.Context, _ time.Time) error {
 			return fmt.Errorf("unfreeze: %w", err)
 		}
 	}
-	for pub := range points {
+	for pub := range byPub {
 		if err := n.ing.Announce(pub, addrs[pub], cid.Undef); err != nil {
 			n.log.Warn("unfreeze: cannot queue a walk", "publisher", pub.String(), "err", err)
 		}
