@@ -98,6 +98,10 @@ var (
 	// ErrInvalidOption is wrapped by constructors given an argument or an
 	// option they cannot honour; the message names it.
 	ErrInvalidOption = errors.New("handoff: invalid option")
+
+	// ErrSnapshotUnsettled is returned by [Snapshot] when provider records
+	// keep changing over every pass.
+	ErrSnapshotUnsettled = errors.New("handoff: freeze snapshot: provider records keep changing")
 )
 
 // StatusError is the error of a [Client] request answered with a status

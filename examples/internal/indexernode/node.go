@@ -410,35 +410,14 @@ func (n *node) resync(ctx context.Context) error {
 	return nil
 }
 
-// snapshotPasses bounds the passes of onFreeze over the provider records.
-const snapshotPasses = 5
-
-// onFreeze snapshots every provider record: FrozenAt = LastAdvertisement,
-// FrozenAtTime = at; a record that has a FrozenAt keeps it. Walks go on
-// meanwhile and may write a record between our read and write, so it
-// passes again until a pass changes nothing.
+// onFreeze snapshots every provider record at the freeze
+// ([handoff.Snapshot]): FrozenAt = LastAdvertisement, FrozenAtTime = at.
 func (n *node) onFreeze(ctx context.Context, at time.Time) error {
-	for range snapshotPasses {
-		changed := 0
-		for info, err := range n.st.Providers(ctx) {
-			if err != nil {
-				return fmt.Errorf("freeze snapshot: %w", err)
-			}
-			if info.FrozenAt.Defined() || !info.LastAdvertisement.Defined() {
-				continue
-			}
-			info.FrozenAt, info.FrozenAtTime = info.LastAdvertisement, at
-			if err := n.st.PutProvider(ctx, info); err != nil {
-				return fmt.Errorf("freeze snapshot of %s: %w", info.AddrInfo.ID, err)
-			}
-			changed++
-		}
-		if changed == 0 {
-			n.log.Info("freeze snapshot done", "frozen_at", at)
-			return nil
-		}
+	if err := handoff.Snapshot(ctx, n.st, at); err != nil {
+		return err
 	}
-	return errors.New("freeze snapshot: provider records keep changing")
+	n.log.Info("freeze snapshot done", "frozen_at", at)
+	return nil
 }
 
 // onUnfreeze resets each publisher's walker to its providers' FrozenAt as
