@@ -233,7 +233,9 @@ func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
 // head is already applied, walks from head back to the last head (or the
 // start of the chain) and applies the advertisements collected, oldest
 // first, through a. With head cid.Undef it asks src for the head. A head
-// announced while Walk runs is for the next Walk.
+// announced while Walk runs is for the next Walk. Walk trusts head: it is
+// the [Ingester] that verifies a publisher's signed head before it walks
+// (see "Announces are hints" in the package documentation).
 //
 // Walk persists its position as it collects (in batches of a few hundred
 // writes or a quarter of a second, so that a walk of small advertisements
@@ -241,11 +243,13 @@ func (w *Walker) discard(ctx context.Context, b datastore.Write) error {
 // applying, so that it can be stopped at any point,
 // by ctx or by killing the process, and resumed by the next Walk. It
 // returns nil once every advertisement up to head is applied; an
-// [*AdError] when an advertisement cannot be collected or applied (the walk
-// stalls there, and the next Walk retries it); an error wrapping
-// [ErrDepthLimit] when the chain down to the last head is longer than the
-// depth limit (the walk is then abandoned, nothing of it applied); or
-// ctx.Err().
+// [*AdError] wrapping [ErrSignature], [ErrInvalidBlock] or [ErrCycle] when
+// an advertisement collected does not verify (the walk is then abandoned,
+// nothing of it kept, the last head as it was); an error wrapping
+// [ErrDepthLimit] or [ErrSpillLimit] when the chain down to the last head
+// is over a limit (abandoned too); an [*AdError] when an advertisement
+// cannot be fetched, or its entries fetched, verified or applied (the walk
+// stalls there, and the next Walk retries it); or ctx.Err().
 func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) error {
 	if _, ok := src.(*limitedSyncer); !ok {
 		src = newLimitedSyncer(src, w.cfg)
