@@ -3,46 +3,49 @@ package handoff
 import (
 	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/assigner/admin"
 	"net/http"
 )
 
-// The sentinels of the package. The admin API (assigner/admin) answers
-// the ones a [Receiver] returns as its wire contract says; the status is
-// given with each, and the package documentation maps them to the
-// assigner/admin sentinels.
+// The sentinels of the package. Those a [Receiver] returns for a refused
+// assignment or handoff are the admin contract's own (ErrAlreadyAssigned
+// is admin.ErrAlreadyAssigned, ErrInvalidRequest is admin.ErrBadRequest,
+// and so on): the admin API (assigner/admin) answers each as its wire
+// contract says, with the status given here, and its Client returns the
+// same value, so errors.Is holds end to end with no translation.
 var (
 	// ErrInvalidRequest is wrapped when a handoff [Request] is missing or
 	// malformed: no body, bad JSON, an invalid FrozenID or FrozenURL. The
 	// admin API answers it with 400, as the reference does for a missing
 	// body.
-	ErrInvalidRequest = errors.New("handoff: invalid request")
+	ErrInvalidRequest = admin.ErrBadRequest
 
 	// ErrAlreadyAssigned is returned by [Receiver.Handoff] and
 	// [Registry.Assign] for a publisher assigned to this indexer already
 	// (or whose handoff is in progress here). 400, as the reference.
-	ErrAlreadyAssigned = errors.New("handoff: publisher already assigned to this indexer")
+	ErrAlreadyAssigned = admin.ErrAlreadyAssigned
 
 	// ErrNotAssigned is returned by [Registry.Unassign] for a publisher
 	// that is not assigned. 404 "peer was not assigned", as the reference.
-	ErrNotAssigned = errors.New("handoff: peer was not assigned")
+	ErrNotAssigned = admin.ErrNotAssigned
 
 	// ErrFrozen is returned when this indexer is frozen ([WithFrozen]): a
 	// frozen indexer takes no new publisher, by assignment or by handoff.
 	// The reference refuses such an assignment with an empty 500 and does
 	// not check a handoff at all; the admin API answers both with 500 and
 	// a body naming the problem.
-	ErrFrozen = errors.New("handoff: indexer is frozen")
+	ErrFrozen = admin.ErrFrozen
 
 	// ErrNotAllowed is returned for a publisher the receiver's policy
 	// ([WithAllowed]) rejects. 403.
-	ErrNotAllowed = errors.New("handoff: publisher not allowed")
+	ErrNotAllowed = admin.ErrNotAllowed
 
 	// ErrUnknownPublisher is returned by [Receiver.Handoff] when the frozen
 	// indexer lists no provider record published by the publisher: there
 	// is nothing to continue. The reference answers 200 without assigning
 	// anything, which orphans the publisher; here nothing is assigned and
 	// the caller learns why. 404.
-	ErrUnknownPublisher = errors.New("handoff: publisher unknown to frozen indexer")
+	ErrUnknownPublisher = admin.ErrUnknownPublisher
 
 	// ErrFrozenIndexer is wrapped when the frozen indexer's GET /providers
 	// fails: a network error, an address the dial policy refuses
@@ -67,7 +70,7 @@ var (
 	// request's FrozenURL is not one of the frozen indexers the receiver
 	// accepts handoffs from ([WithFrozenIndexers]). Nothing is fetched
 	// and nothing changes. The admin API answers 403.
-	ErrUnknownIndexer = errors.New("handoff: frozen indexer not among those accepted")
+	ErrUnknownIndexer = admin.ErrUnknownIndexer
 
 	// ErrBadFrozenAt is wrapped by [Receiver.Handoff] when a FrozenAt of
 	// the frozen indexer's records does not check out against the
@@ -77,7 +80,7 @@ var (
 	// or its provider is none of those the frozen indexer listed for the
 	// publisher. Resetting the walk there could skip advertisements, so
 	// nothing changes. The admin API answers 422.
-	ErrBadFrozenAt = errors.New("handoff: FrozenAt is not an advertisement of the publisher")
+	ErrBadFrozenAt = admin.ErrBadFrozenAt
 
 	// ErrPublisherUnreachable is wrapped by [Receiver.Handoff] when a
 	// FrozenAt cannot be checked because the publisher cannot be reached

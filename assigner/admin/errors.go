@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/freeze"
 	"net/http"
 	"strings"
 )
@@ -39,8 +40,9 @@ var (
 	ErrFrozen = errors.New("admin: indexer is frozen")
 
 	// ErrDisabled: PUT /freeze on a node whose freezing is disabled. 400
-	// "freezing disabled", as the reference.
-	ErrDisabled = errors.New("admin: freezing disabled")
+	// "freezing disabled", as the reference. It is freeze.ErrDisabled, so
+	// a node returns its freezer's error as it is.
+	ErrDisabled = freeze.ErrDisabled
 
 	// ErrSyncing: POST /ingest/sync/{id} while a sync of that publisher is
 	// still running. 409, as the reference.

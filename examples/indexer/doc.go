@@ -12,7 +12,7 @@
 //	indexer [-config FILE] [flags]
 //
 // Flags override the JSON config file, whose keys are the fields of
-// Config in examples/internal/indexernode (Dir, Store, Find, Ingest,
+// Config in examples/indexernode (Dir, Store, Find, Ingest,
 // Admin, AdminToken, AdminTokenFile, HandoffFrom, HandoffFromFile, P2P, Topic,
 // FreezeAt, DiskBudget, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
 // LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP, AnnounceRate,
@@ -188,7 +188,7 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/indexernode; this command
+// The program itself is Run in examples/indexernode; this command
 // only calls it under a context that SIGINT and SIGTERM cancel, so a
 // whole pool can run the same role in goroutines (examples/pool).
 package main

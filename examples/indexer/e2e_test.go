@@ -15,7 +15,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/store"

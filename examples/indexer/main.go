@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("indexer", indexernode.Run) }
+func main() { cli.Main("indexer", indexernode.Main) }

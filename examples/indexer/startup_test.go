@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/internal/proctest"
 )
 

@@ -2,7 +2,7 @@
 // the writer an in-process pool passes as a role's stderr, where a
 // process pool would read the process's standard error.
 //
-// Every role (examples/internal/indexernode, assignernode, scatternode,
+// Every role (examples/indexernode, assignernode, scatternode,
 // publishernode) logs slog text lines, and one line
 // msg=listening name=<x> addr=<host:port> per listener it has bound,
 // before msg=starting. A [Tap] passes every byte on to the next writer

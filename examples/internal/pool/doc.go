@@ -9,7 +9,7 @@
 // Each role is the program of one example binary, run with that binary's
 // flags (their documentation is the manual of each):
 //
-//	indexer-<i>    examples/internal/indexernode  -use-assigner, -allow-private-addrs, -store Config.Store,
+//	indexer-<i>    examples/indexernode  -use-assigner, -allow-private-addrs, -store Config.Store,
 //	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
 //	               for the others) with -freeze-at 90, data in Dir/indexer-<i>,
 //	               -admin-token-file Dir/admin-token, -handoff-from-file Dir/handoff-from

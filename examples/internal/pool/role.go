@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/assignernode"
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/internal/piecenode"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
@@ -37,7 +37,7 @@ const (
 )
 
 var programs = map[string]cli.RunFunc{
-	KindIndexer:   indexernode.Run,
+	KindIndexer:   indexernode.Main,
 	KindAssigner:  assignernode.Run,
 	KindScatter:   scatternode.Run,
 	KindPublisher: publishernode.Run,

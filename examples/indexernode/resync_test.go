@@ -13,7 +13,7 @@ import (
 
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
@@ -103,7 +103,7 @@ func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string
 		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
 			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none",
 			"-allow-private-addrs"} // the test's publishers are on loopback
-		done <- indexernode.Run(rctx, append(args, extra...), tap)
+		done <- indexernode.Main(rctx, append(args, extra...), tap)
 		tap.Close()
 	}()
 	stop := func() {

@@ -65,6 +65,11 @@ func newMetrics() *metrics {
 	return m
 }
 
+// hooks are the node's hooks that feed m.
+func (m *metrics) hooks() Hooks {
+	return Hooks{Ingest: m.ingestHooks(), DiskCheck: m.diskCheck, FreezeState: m.freezeState, Find: m.find}
+}
+
 func (m *metrics) ingestHooks() ingest.Hooks {
 	return ingest.Hooks{
 		AdWalked: func(peer.ID, cid.Cid) { m.adsWalked.Inc() },
@@ -94,10 +99,10 @@ func (m *metrics) freezeState(s freeze.State, _ time.Time) {
 }
 
 // announceStats exports the receiver's counters, read at scrape time.
-func (m *metrics) announceStats(r *announce.Receiver) {
+func (m *metrics) announceStats(stats func() announce.Stats) {
 	counter := func(name, help string, f func(announce.Stats) uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + name, Help: help},
-			func() float64 { return float64(f(r.Stats())) })
+			func() float64 { return float64(f(stats())) })
 	}
 	m.reg.MustRegister(
 		counter("announces_accepted_total", "Announces accepted, from HTTP and gossip.", func(s announce.Stats) uint64 { return s.Accepted }),

@@ -13,10 +13,13 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// Config is the node's configuration: the JSON config file (-config), with
-// the flags given on the command line on top. Field names are the JSON
-// keys; durations are strings such as "30s".
-type Config struct {
+// fileConfig is the configuration of the indexer program ([Main]): the
+// JSON config file (-config), with the flags given on the command line on
+// top. Field names are the JSON keys; durations are strings such as
+// "30s". [fileConfig.node] turns it into a [Config]; the listen addresses,
+// the token file, the log level and the connection caps are the
+// program's.
+type fileConfig struct {
 	// Dir is the data directory (identity key, index, datastore, freeze
 	// state).
 	Dir string
@@ -107,34 +110,35 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DefaultConfig is the configuration without file or flags: every listener
-// on loopback.
-func DefaultConfig() Config {
-	return Config{
-		Dir:             "./indexer-data",
-		Store:           "pebble",
+// defaultFileConfig is the configuration without file or flags: every
+// listener on loopback, and DefaultConfig's settings.
+func defaultFileConfig() fileConfig {
+	d := DefaultConfig()
+	return fileConfig{
+		Dir:             d.Dir,
+		Store:           d.Store,
 		Find:            "127.0.0.1:3000",
 		Ingest:          "127.0.0.1:3001",
 		Admin:           "127.0.0.1:3002",
 		Metrics:         "127.0.0.1:3004",
-		P2P:             "/ip4/127.0.0.1/tcp/3003",
-		Topic:           "/indexer/ingest/mainnet",
-		FreezeAt:        90,
+		P2P:             d.P2P,
+		Topic:           d.Topic,
+		FreezeAt:        d.FreezeAt,
 		LogLevel:        "info",
-		Progress:        duration(30 * time.Second),
-		Poll:            duration(time.Hour),
-		ShutdownTimeout: duration(10 * time.Second),
+		Progress:        duration(d.Progress),
+		Poll:            duration(d.Poll),
+		ShutdownTimeout: duration(d.ShutdownTimeout),
 
 		MaxConns:           cli.DefaultMaxConns,
 		MaxConnsPerIP:      cli.DefaultMaxConnsPerIP,
-		AnnounceRate:       cli.DefaultAnnounceRate,
+		AnnounceRate:       d.AnnounceRate,
 		AnnounceRateExempt: cli.DefaultAnnounceRateExempt,
-		GossipPeerRate:     cli.DefaultGossipPeerRate,
+		GossipPeerRate:     d.GossipPeerRate,
 	}
 }
 
 // flagSet binds every flag to a field of c, with c's values as defaults.
-func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
+func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("indexer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -142,7 +146,7 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 		fmt.Fprintln(fs.Output(), "Runs an IPNI indexer node (see go doc for the listeners and the data directory). Flags override the config file:")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as in Config: Dir, Store, Find, ...); flags given explicitly override it")
+	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as the flags' names: Dir, Store, Find, ...); flags given explicitly override it")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "data `directory`")
 	fs.StringVar(&c.Store, "store", c.Store, "index `backend`: pebble, leveldb or memory")
 	fs.StringVar(&c.Find, "find", c.Find, "find API listen `address`")
@@ -186,15 +190,15 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 // loadConfig returns the configuration args (without the program name)
 // make: the defaults, then the -config file, then the flags given. -h
 // returns flag.ErrHelp.
-func loadConfig(args []string, stderr io.Writer) (Config, error) {
-	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSON)
+func loadConfig(args []string, stderr io.Writer) (fileConfig, error) {
+	c, err := cli.LoadConfig(args, stderr, defaultFileConfig, flagSet, cli.DecodeJSON)
 	if err != nil {
 		return c, err
 	}
 	return c, c.validate()
 }
 
-func (c *Config) validate() error {
+func (c *fileConfig) validate() error {
 	if strings.EqualFold(c.P2P, "none") {
 		c.P2P = ""
 	}
@@ -234,7 +238,40 @@ func (c *Config) validate() error {
 }
 
 // level returns the log level (validated).
-func (c Config) level() slog.Level {
+func (c fileConfig) level() slog.Level {
 	l, _ := cli.ParseLevel(c.LogLevel)
 	return l
 }
+
+// node returns the node's [Config] of c (validated), with the admin token
+// resolved and the program's logger.
+func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
+	exempt, err := cli.ParsePrefixes(c.AnnounceRateExempt)
+	if err != nil {
+		return Config{}, fmt.Errorf("-announce-rate-exempt: %w", err)
+	}
+	return Config{
+		Dir:                c.Dir,
+		Store:              c.Store,
+		AdminToken:         token,
+		HandoffFrom:        handoffFromList(c.HandoffFrom),
+		HandoffFromFile:    c.HandoffFromFile,
+		P2P:                c.P2P,
+		Topic:              c.Topic,
+		FreezeAt:           c.FreezeAt,
+		DiskBudget:         c.DiskBudget,
+		UnfreezeOnStart:    c.UnfreezeOnStart,
+		UseAssigner:        c.UseAssigner,
+		AllowPrivateAddrs:  c.AllowPrivateAddrs,
+		Progress:           c.Progress.d(),
+		Poll:               c.Poll.d(),
+		ShutdownTimeout:    c.ShutdownTimeout.d(),
+		AnnounceRate:       c.AnnounceRate,
+		AnnounceRateExempt: exempt,
+		GossipPeerRate:     c.GossipPeerRate,
+		Logger:             log,
+	}, nil
+}
+
+// d returns the duration.
+func (d duration) d() time.Duration { return time.Duration(d) }

@@ -15,7 +15,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
@@ -51,7 +51,7 @@ func TestDialPolicy(t *testing.T) {
 		go func() {
 			args := []string{"-dir", t.TempDir(), "-store", "memory", "-find", "127.0.0.1:0",
 				"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}
-			done <- indexernode.Run(rctx, append(args, extra...), tap)
+			done <- indexernode.Main(rctx, append(args, extra...), tap)
 			tap.Close()
 		}()
 		defer func() {

@@ -16,7 +16,7 @@ import (
 
 // logSecurity logs how the admin API is protected and whose handoffs it
 // takes; at WARN what leaves it open.
-func logSecurity(log *slog.Logger, cfg Config, tok cli.Token) {
+func logSecurity(log *slog.Logger, cfg fileConfig, tok cli.Token) {
 	if tok.Warning != "" {
 		log.Warn("admin token: " + tok.Warning)
 	}
@@ -35,7 +35,7 @@ func logSecurity(log *slog.Logger, cfg Config, tok cli.Token) {
 // line of -admin-token-file, or $INDEXKIT_ADMIN_TOKEN read through
 // getenv; see cli.ResolveAdminToken) and refuses an admin listener off
 // loopback without one ([ErrAdminNeedsToken]).
-func (c Config) adminToken(getenv func(string) string) (cli.Token, error) {
+func (c fileConfig) adminToken(getenv func(string) string) (cli.Token, error) {
 	tok, err := cli.ResolveAdminToken(c.AdminToken, c.AdminTokenFile, getenv)
 	if err != nil {
 		return tok, err
@@ -50,7 +50,7 @@ func (c Config) adminToken(getenv func(string) string) (cli.Token, error) {
 
 // validateHandoffFrom checks -handoff-from and -handoff-from-file: at
 // most one, URLs a handoff could name, a file that reads.
-func (c Config) validateHandoffFrom() error {
+func (c fileConfig) validateHandoffFrom() error {
 	switch {
 	case c.HandoffFrom != "" && c.HandoffFromFile != "":
 		return errors.New("give -handoff-from or -handoff-from-file, not both")
@@ -64,29 +64,23 @@ func (c Config) validateHandoffFrom() error {
 	return nil
 }
 
-// handoffOption is the receiver's option for -handoff-from (list) or
-// -handoff-from-file (path), nil for neither: any FrozenURL is accepted.
-func handoffOption(list, path string) handoff.Option {
-	var opt handoff.Option
+// handoffOption is the receiver's option for a list of frozen indexers'
+// find URLs or a file of them (path), nil for neither: any FrozenURL is
+// accepted.
+func handoffOption(list []string, path string) handoff.Option {
 	switch {
-	case list != "":
-		var urls []string
-		for u := range strings.SplitSeq(list, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				urls = append(urls, u)
-			}
-		}
-		opt = handoff.WithFrozenIndexers(urls...)
+	case len(list) > 0:
+		return handoff.WithFrozenIndexers(list...) // the handoff package checks the URLs
 	case path != "":
-		opt = handoff.WithFrozenIndexersFunc(func(context.Context) ([]string, error) {
+		return handoff.WithFrozenIndexersFunc(func(context.Context) ([]string, error) {
 			urls, err := readURLFile(path)
 			if err != nil {
-				return nil, fmt.Errorf("-handoff-from-file: %w", err)
+				return nil, fmt.Errorf("handoff-from file: %w", err)
 			}
 			return urls, nil
 		})
 	}
-	return opt // the handoff package checks the URLs when the receiver is made
+	return nil
 }
 
 // maxURLFile bounds a -handoff-from-file.

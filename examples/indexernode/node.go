@@ -7,15 +7,17 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	dsleveldb "github.com/ipfs/go-ds-leveldb"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -23,6 +25,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
@@ -30,6 +33,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -40,6 +44,13 @@ import (
 // libp2p private key, protobuf-encoded, mode 0600, created on first start.
 const KeyFile = "identity.key"
 
+// Polls of a node with a disk budget (Config.DiskBudget): its usage moves
+// with what it ingests, so it is read often.
+const (
+	budgetMinInterval = time.Second
+	budgetMaxInterval = 5 * time.Second
+)
+
 // Other paths inside the data directory.
 const (
 	indexDir     = "index"       // the index store (pebble or leveldb)
@@ -47,14 +58,54 @@ const (
 	freezeFile   = "freeze.json" // freeze state (freeze.FileStore)
 )
 
-// node is an indexer node's parts, opened and connected; [node.run] runs
-// them and [node.Close] releases them.
-type node struct {
+// Listeners are the HTTP listeners a [Node] serves on; the caller binds
+// them (a test passes net.Listen("tcp", "127.0.0.1:0")) and the node
+// closes them. A nil listener: that API is not served.
+type Listeners struct {
+	// Find serves the IPNI find API (GET /multihash, /cid, /providers).
+	Find net.Listener
+	// Ingest serves announces (PUT /announce, /ingest/announce) and
+	// GET /health.
+	Ingest net.Listener
+	// Admin serves the admin API the assigner calls (assigner/admin).
+	Admin net.Listener
+}
+
+// Addrs is where a [Node] listens.
+type Addrs struct {
+	// ID is the node's peer ID.
+	ID peer.ID
+	// Find, Ingest and Admin are "host:port", "" for an API not served.
+	Find, Ingest, Admin string
+	// P2P are the libp2p listen addresses, each ending in /p2p/<ID>;
+	// none without libp2p.
+	P2P []multiaddr.Multiaddr
+}
+
+// FindURL, IngestURL and AdminURL are the base URLs of the APIs
+// ("http://host:port"), "" for an API not served.
+func (a Addrs) FindURL() string   { return httpURL(a.Find) }
+func (a Addrs) IngestURL() string { return httpURL(a.Ingest) }
+func (a Addrs) AdminURL() string  { return httpURL(a.Admin) }
+
+func httpURL(hostport string) string {
+	if hostport == "" {
+		return ""
+	}
+	return "http://" + hostport
+}
+
+// Node is an indexer node: the index store, ingestion of the publishers
+// announced to it or assigned to it, the freezer, handoffs, and the find,
+// ingest and admin APIs. [New] makes it, [Node.Run] runs it,
+// [Node.Close] releases it.
+type Node struct {
 	cfg  Config
 	log  *slog.Logger
 	key  crypto.PrivKey
 	id   peer.ID
 	st   store.Store
+	ownS bool // st was opened by the node, which closes it
 	ds   *dsleveldb.Datastore
 	host host.Host // nil without libp2p
 	hc   *http.Client
@@ -68,18 +119,46 @@ type node struct {
 	mon    *freeze.Monitor
 	fr     *freeze.Freezer
 	hand   *handoff.Receiver
-	met    *metrics
+	adm    *handoff.Node
+	srv    []served
+
+	running   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// openNode opens the data directory and makes every part of the node. It
-// starts nothing but the libp2p host's listener. On error it has closed
-// what it opened, and the error names the part that failed (a data
-// directory another process holds, a bad key file, a busy p2p port).
-func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (*node, error) {
-	n := &node{cfg: cfg, log: log, met: met}
-	if err := n.open(ctx); err != nil {
+// served is one HTTP listener with its server.
+type served struct {
+	name string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// New opens the data directory and makes every part of the node over the
+// listeners lns. It starts nothing but the libp2p host's listener. On
+// error it has closed what it opened, the listeners included, and the
+// error names the part that failed (a bad Config field, a data directory
+// another process holds, a bad key file, a busy p2p port).
+func New(ctx context.Context, cfg Config, lns Listeners) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FreezeAt == 0 {
+		cfg.FreezeAt = DefaultConfig().FreezeAt
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger}
+	err := cfg.validate()
+	if err == nil {
+		err = n.open(ctx, lns)
+	}
+	if err != nil {
+		for _, ln := range []net.Listener{lns.Find, lns.Ingest, lns.Admin} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
 		if cerr := n.Close(); cerr != nil {
-			log.Warn("closing after a failed start", "err", cerr)
+			n.log.Warn("closing after a failed start", "err", cerr)
 		}
 		return nil, err
 	}
@@ -87,9 +166,9 @@ func openNode(ctx context.Context, cfg Config, log *slog.Logger, met *metrics) (
 }
 
 // open makes every part of n. If it fails, the parts made so far are set
-// in n: the caller closes n (openNode does).
-func (n *node) open(ctx context.Context) (err error) {
-	cfg, log, met := n.cfg, n.log, n.met
+// in n: the caller closes n (New does).
+func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
+	cfg, log := n.cfg, n.log
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -99,8 +178,13 @@ func (n *node) open(ctx context.Context) (err error) {
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
 		return err
 	}
-	if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
-		return lockHint(err)
+	if cfg.Index != nil {
+		n.st = cfg.Index
+	} else {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
+			return lockHint(err)
+		}
+		n.ownS = true
 	}
 	ds := filepath.Join(cfg.Dir, datastoreDir)
 	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
@@ -127,19 +211,15 @@ func (n *node) open(ctx context.Context) (err error) {
 
 	n.ing, err = ingest.New(n.st, n.ds, n.syncer,
 		ingest.WithLogger(log),
-		ingest.WithHooks(met.ingestHooks()),
+		ingest.WithHooks(cfg.Hooks.Ingest),
 		ingest.WithFrozen(n.ingestFrozen),
 	)
 	if err != nil {
 		return err
 	}
-	exempt, err := cli.ParsePrefixes(cfg.AnnounceRateExempt)
-	if err != nil {
-		return fmt.Errorf("-announce-rate-exempt: %w", err)
-	}
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
 		announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
-		announce.WithSourceRateExempt(exempt...))
+		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
 	}
@@ -162,55 +242,143 @@ func (n *node) open(ctx context.Context) (err error) {
 	}
 	// Watch every directory the node writes; the memory store has none.
 	watched := []string{cfg.Dir, filepath.Join(cfg.Dir, datastoreDir)}
-	if cfg.Store != "memory" {
+	if n.ownS && cfg.Store != "memory" {
 		watched = append(watched, filepath.Join(cfg.Dir, indexDir))
 	}
 	monOpts := []freeze.MonitorOption{
 		freeze.WithFreezeAtPercent(cfg.FreezeAt),
 		freeze.WithLogger(log),
-		freeze.WithOnCheck(met.diskCheck),
+	}
+	if cfg.Hooks.DiskCheck != nil {
+		monOpts = append(monOpts, freeze.WithOnCheck(cfg.Hooks.DiskCheck))
 	}
 	if cfg.DiskBudget > 0 {
-		monOpts = append(monOpts, freeze.WithDiskReader(budgetReader{dir: cfg.Dir, budget: uint64(cfg.DiskBudget)}),
+		monOpts = append(monOpts, freeze.WithDiskReader(freeze.Budget(cfg.Dir, uint64(cfg.DiskBudget))),
 			freeze.WithPollIntervals(budgetMinInterval, budgetMaxInterval), freeze.WithRetryInterval(budgetMinInterval))
 	}
 	n.mon, err = freeze.NewMonitor(watched, monOpts...)
 	if err != nil {
 		return err
 	}
-	n.fr, err = freeze.Open(ctx, freeze.FileStore(filepath.Join(cfg.Dir, freezeFile)), n.mon,
+	frOpts := []freeze.Option{
 		freeze.WithOnFreeze(n.onFreeze),
 		freeze.WithOnUnfreeze(n.onUnfreeze),
-		freeze.WithOnStateChange(met.freezeState),
 		freeze.WithUnfreezeOnStart(cfg.UnfreezeOnStart),
-	)
+	}
+	if cfg.Hooks.FreezeState != nil {
+		frOpts = append(frOpts, freeze.WithOnStateChange(cfg.Hooks.FreezeState))
+	}
+	n.fr, err = freeze.Open(ctx, freeze.FileStore(filepath.Join(cfg.Dir, freezeFile)), n.mon, frOpts...)
 	if err != nil {
 		return err
 	}
-	met.freezeState(n.fr.State(), n.fr.FrozenAt())
+	if cfg.Hooks.FreezeState != nil {
+		cfg.Hooks.FreezeState(n.fr.State(), n.fr.FrozenAt())
+	}
+	if n.adm, err = handoff.NewNode(handoff.NodeConfig{
+		ID: n.id, Store: n.st, Ingester: n.ing, Receiver: n.hand, Freezer: n.fr, Usage: n.mon.Usage,
+		UseAssigner: cfg.UseAssigner,
+	}); err != nil {
+		return err
+	}
+	n.serve(lns)
 	return nil
 }
 
-// Close releases what openNode opened, in reverse order. Call it after run
-// has returned.
-func (n *node) Close() error {
-	var errs []error
-	if n.recv != nil {
-		errs = append(errs, n.recv.Close())
+// serve makes the HTTP server of each listener given.
+func (n *Node) serve(lns Listeners) {
+	ingestMux := http.NewServeMux()
+	ingestMux.Handle("/", n.recv) // PUT /announce, PUT /ingest/announce
+	ingestMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
+	var find http.Handler = scatter.NewHandler(scatter.NewStoreBackend(n.st), scatter.WithHandlerLogger(n.log))
+	if n.cfg.Hooks.Find != nil {
+		find = n.cfg.Hooks.Find(find)
+	}
+	adm := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
+	for _, s := range []served{{"find", lns.Find, nil}, {"ingest", lns.Ingest, nil}, {"admin", lns.Admin, nil}} {
+		if s.ln == nil {
+			continue
+		}
+		switch s.name {
+		case "find":
+			s.srv = cli.NewHTTPServer(find, n.log)
+		case "ingest":
+			s.srv = cli.NewHTTPServer(ingestMux, n.log)
+		default:
+			s.srv = cli.NewHTTPServer(adm, n.log)
+		}
+		n.srv = append(n.srv, s)
+	}
+}
+
+// ID returns the node's peer ID.
+func (n *Node) ID() peer.ID { return n.id }
+
+// Addrs reports where the node listens.
+func (n *Node) Addrs() Addrs {
+	a := Addrs{ID: n.id}
+	for _, s := range n.srv {
+		addr := s.ln.Addr().String()
+		switch s.name {
+		case "find":
+			a.Find = addr
+		case "ingest":
+			a.Ingest = addr
+		case "admin":
+			a.Admin = addr
+		}
 	}
 	if n.host != nil {
-		errs = append(errs, n.host.Close())
+		suffix, _ := multiaddr.NewComponent("p2p", n.id.String())
+		for _, m := range n.host.Addrs() {
+			a.P2P = append(a.P2P, m.Encapsulate(suffix))
+		}
 	}
-	if n.hc != nil {
-		n.hc.CloseIdleConnections()
-	}
-	if n.st != nil {
-		errs = append(errs, n.st.Close())
-	}
-	if n.ds != nil {
-		errs = append(errs, n.ds.Close())
-	}
-	return errors.Join(errs...)
+	return a
+}
+
+// Store returns the node's index store.
+func (n *Node) Store() store.Store { return n.st }
+
+// Ingester returns the node's ingester (its per-publisher status, a walk
+// to queue).
+func (n *Node) Ingester() *ingest.Ingester { return n.ing }
+
+// AnnounceStats returns the announce receiver's counters.
+func (n *Node) AnnounceStats() announce.Stats { return n.recv.Stats() }
+
+// Frozen reports whether the node is frozen: it takes no new publishers.
+func (n *Node) Frozen() bool { return n.fr != nil && n.fr.Frozen() }
+
+// Close releases what New opened, in reverse order, and the listeners if
+// Run did not serve them. Call it after Run has returned; it is
+// idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		var errs []error
+		if !n.running.Load() {
+			for _, s := range n.srv {
+				s.ln.Close()
+			}
+		}
+		if n.recv != nil {
+			errs = append(errs, n.recv.Close())
+		}
+		if n.host != nil {
+			errs = append(errs, n.host.Close())
+		}
+		if n.hc != nil {
+			n.hc.CloseIdleConnections()
+		}
+		if n.st != nil && n.ownS {
+			errs = append(errs, n.st.Close())
+		}
+		if n.ds != nil {
+			errs = append(errs, n.ds.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
 }
 
 // loadOrCreateKey reads the node's libp2p key from path, creating an
@@ -281,7 +449,7 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has
 // an HTTP address, libp2p otherwise.
-func (n *node) syncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
+func (n *Node) syncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
 	ai := peer.AddrInfo{ID: publisher, Addrs: addrs}
 	opts := []ipnisync.Option{ipnisync.WithLogger(n.log), ipnisync.WithTopic(n.cfg.Topic)}
 	if slices.ContainsFunc(addrs, isHTTP) {
@@ -302,15 +470,14 @@ func isHTTP(a multiaddr.Multiaddr) bool {
 	return false
 }
 
-// frozen reports whether the node is frozen: it takes no new publishers.
-func (n *node) frozen() bool { return n.fr != nil && n.fr.Frozen() }
+func (n *Node) frozen() bool { return n.Frozen() }
 
 // ingestFrozen reports whether ingestion must store no new multihashes:
 // once the freeze snapshot is done (Frozen), and while unfreezing. While
 // the snapshot runs (Freezing) ads are still applied in full, so that no
 // ad applied metadata-only can end up at or before a FrozenAt: at worst a
 // handoff receiver ingests again an ad the frozen node indexed.
-func (n *node) ingestFrozen() bool {
+func (n *Node) ingestFrozen() bool {
 	if n.fr == nil {
 		return false
 	}
@@ -318,101 +485,19 @@ func (n *node) ingestFrozen() bool {
 	return s == freeze.Frozen || s == freeze.Unfreezing
 }
 
-// allowed is the announce policy: every publisher, or in assigner mode the
-// assigned ones.
-func (n *node) allowed(publisher peer.ID) bool {
-	if !n.cfg.UseAssigner {
-		return true
-	}
-	_, ok, err := n.hand.Registry().Assigned(context.Background(), publisher)
+// allowed is the announce receiver's policy: every publisher, or in
+// assigner mode the assigned ones.
+func (n *Node) allowed(publisher peer.ID) bool {
+	ok, err := n.accepts(context.Background(), publisher)
 	if err != nil {
 		n.log.Warn("reading assignment", "publisher", publisher.String(), "err", err)
 	}
 	return ok
 }
 
-// feedAnnounces hands every accepted announce to the ingester until ctx
-// ends.
-func (n *node) feedAnnounces(ctx context.Context) error {
-	for {
-		a, err := n.recv.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("announces: %w", err)
-		}
-		if !n.allowed(a.Publisher) { // unassigned since it was received
-			continue
-		}
-		if err := n.ing.Announce(a.Publisher, a.Addrs, a.Cid); err != nil {
-			n.log.Warn("announce refused", "publisher", a.Publisher.String(), "cid", a.Cid.String(), "err", err)
-			n.recv.Forget(a.Publisher, a.Cid)
-			continue
-		}
-		n.log.Debug("announce", "publisher", a.Publisher.String(), "cid", a.Cid.String(), "source", a.Source.String())
-	}
-}
-
-// poll runs resync every interval until ctx is done. A failed resync is
-// logged and tried again at the next tick.
-func (n *node) poll(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if err := n.resync(ctx); err != nil && ctx.Err() == nil {
-				n.log.Warn("poll: resync failed", "err", err)
-			}
-		}
-	}
-}
-
-// resync queues a walk of every publisher the node follows, each asked for
-// its head (at the addresses the ingester persisted): announces sent while
-// the node was down are lost, and a publisher that has stopped announcing
-// would otherwise stay behind until its next announce. In assigner mode
-// the node follows its assignments (frozen or not: a frozen node still
-// applies removals and metadata updates), otherwise the publishers of its
-// provider records. A publisher whose head has not moved costs one head
-// request.
-func (n *node) resync(ctx context.Context) error {
-	var pubs []peer.ID
-	if n.cfg.UseAssigner {
-		as, err := n.hand.Registry().Assignments(ctx)
-		if err != nil {
-			return fmt.Errorf("resync: %w", err)
-		}
-		for _, a := range as {
-			pubs = append(pubs, a.Publisher)
-		}
-	} else {
-		for info, err := range n.st.Providers(ctx) {
-			if err != nil {
-				return fmt.Errorf("resync: %w", err)
-			}
-			if id := info.Publisher.ID; id != "" && !slices.Contains(pubs, id) {
-				pubs = append(pubs, id)
-			}
-		}
-	}
-	for _, pub := range pubs {
-		if err := n.ing.Announce(pub, nil, cid.Undef); err != nil {
-			n.log.Warn("resync: cannot queue a walk", "publisher", pub.String(), "err", err)
-		}
-	}
-	if len(pubs) > 0 {
-		n.log.Info("resync: asking every publisher followed for its head", "publishers", len(pubs))
-	}
-	return nil
-}
-
 // onFreeze snapshots every provider record at the freeze
 // ([handoff.Snapshot]): FrozenAt = LastAdvertisement, FrozenAtTime = at.
-func (n *node) onFreeze(ctx context.Context, at time.Time) error {
+func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
 	if err := handoff.Snapshot(ctx, n.st, at); err != nil {
 		return err
 	}
@@ -420,81 +505,13 @@ func (n *node) onFreeze(ctx context.Context, at time.Time) error {
 	return nil
 }
 
-// onUnfreeze resets each publisher's walker to its providers' FrozenAt as
-// a handoff does ([handoff.ResumePoints], [handoff.Resume]), so that the
-// ads walked while frozen are applied again with their entries; it clears
-// FrozenAt and queues a walk of each publisher.
-func (n *node) onUnfreeze(ctx context.Context, _ time.Time) error {
-	byPub := make(map[peer.ID][]store.ProviderInfo)
-	addrs := make(map[peer.ID][]multiaddr.Multiaddr)
-	var records []store.ProviderInfo
-	for info, err := range n.st.Providers(ctx) {
-		if err != nil {
-			return fmt.Errorf("unfreeze: %w", err)
-		}
-		if !info.FrozenAt.Defined() {
-			continue
-		}
-		records = append(records, info)
-		pub := info.Publisher.ID
-		if pub == "" {
-			continue
-		}
-		byPub[pub] = append(byPub[pub], info)
-		if len(info.Publisher.Addrs) > 0 {
-			addrs[pub] = info.Publisher.Addrs
-		}
-	}
-	ing := handoff.FromIngester(n.ing)
-	for pub, recs := range byPub {
-		points, _ := handoff.ResumePoints(recs)
-		if err := handoff.Resume(ctx, ing, pub, points); err != nil {
-			return fmt.Errorf("unfreeze: %w", err)
-		}
-		n.log.Info("unfreeze: publisher resumes from its frozen point", "publisher", pub.String(), "cid", points[len(points)-1].String())
-	}
-	for _, info := range records {
-		info.LastAdvertisement = info.FrozenAt
-		info.FrozenAt, info.FrozenAtTime = cid.Undef, time.Time{}
-		if err := n.st.PutProvider(ctx, info); err != nil {
-			return fmt.Errorf("unfreeze: %w", err)
-		}
-	}
-	for pub := range byPub {
-		if err := n.ing.Announce(pub, addrs[pub], cid.Undef); err != nil {
-			n.log.Warn("unfreeze: cannot queue a walk", "publisher", pub.String(), "err", err)
-		}
-	}
-	return nil
+// onUnfreeze resumes each publisher from its providers' FrozenAt
+// ([handoff.Unfreeze]).
+func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
+	return handoff.Unfreeze(ctx, n.st, n.ing, n.log)
 }
 
-// logProgress logs, every interval, the progress of each publisher whose
-// figures changed.
-func (n *node) logProgress(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	last := make(map[peer.ID]ingest.Status)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		for _, s := range n.ing.Statuses() {
-			p := last[s.Publisher]
-			if p.AdsWalked == s.AdsWalked && p.AdsApplied == s.AdsApplied && p.EntriesIndexed == s.EntriesIndexed && p.Failures == s.Failures {
-				continue
-			}
-			last[s.Publisher] = s
-			attrs := []any{"publisher", s.Publisher.String(), "ads_walked", s.AdsWalked, "ads_applied", s.AdsApplied,
-				"multihashes_indexed", s.EntriesIndexed, "pending", s.Pending, "walking", s.Walking, "frozen", n.ingestFrozen()}
-			if s.LastHead.Defined() {
-				attrs = append(attrs, "cid", s.LastHead.String())
-			}
-			if s.LastError != nil {
-				attrs = append(attrs, "failures", s.Failures, "last_error", s.LastError.Error())
-			}
-			n.log.Info("progress", attrs...)
-		}
-	}
+// accepts is [handoff.Node.Accepts].
+func (n *Node) accepts(ctx context.Context, publisher peer.ID) (bool, error) {
+	return n.adm.Accepts(ctx, publisher)
 }

@@ -17,13 +17,13 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := DefaultConfig()
+	want := defaultFileConfig()
 	want.Dir, want.Store, want.Find, want.FreezeAt, want.P2P, want.Progress, want.UseAssigner, want.AllowPrivateAddrs =
 		"/data", "memory", "0.0.0.0:3000", 80, "", duration(5*time.Second), true, true
 	if c != want {
 		t.Fatalf("got %+v\nwant %+v", c, want)
 	}
-	if c, err := loadConfig(nil, io.Discard); err != nil || c != DefaultConfig() {
+	if c, err := loadConfig(nil, io.Discard); err != nil || c != defaultFileConfig() {
 		t.Fatalf("no flags: %+v, %v", c, err)
 	}
 	for _, args := range [][]string{

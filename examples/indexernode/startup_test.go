@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/indexernode"
+	"github.com/indexkit/indexkit/examples/indexernode"
 )
 
 // runFails runs the indexer program in this process with args, expects it
@@ -27,7 +27,7 @@ func runFails(t *testing.T, args ...string) (error, string) {
 				t.Fatalf("Run panicked: %v\n%s", p, stderr.String())
 			}
 		}()
-		return indexernode.Run(ctx, args, &stderr)
+		return indexernode.Main(ctx, args, &stderr)
 	}()
 	if err == nil {
 		t.Fatalf("Run(%q) = nil, want a start-up error\n%s", args, stderr.String())

@@ -1,0 +1,114 @@
+package indexernode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+// Main is the indexer program: it parses args as examples/indexer's flags
+// (see that command's documentation), binds the listeners, opens the node
+// on its data directory ([New]) and runs it ([Node.Run]) until ctx is
+// done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
+// then closes it. It logs to stderr, including one msg=listening
+// name=<x> addr=<host:port> line per listener, and serves Prometheus
+// metrics on -metrics. It returns nil after a clean shutdown and
+// flag.ErrHelp for -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	fc, err := loadConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	tok, err := fc.adminToken(os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(stderr, fc.level())
+	logSecurity(log, fc, tok)
+	cfg, err := fc.node(tok.Value, log)
+	if err != nil {
+		return err
+	}
+	met := newMetrics()
+	cfg.Hooks = met.hooks()
+
+	var lns Listeners
+	var metricsLn net.Listener
+	listen := func(name, addr string, dst *net.Listener) error {
+		ln, err := cli.Listen(addr, fc.MaxConns, fc.MaxConnsPerIP)
+		if err != nil {
+			return fmt.Errorf("-%s %s: %w", name, addr, err)
+		}
+		*dst = ln
+		return nil
+	}
+	err = errors.Join(
+		listen("find", fc.Find, &lns.Find),
+		listen("ingest", fc.Ingest, &lns.Ingest),
+		listen("admin", fc.Admin, &lns.Admin),
+	)
+	if err == nil && fc.Metrics != "" {
+		err = listen("metrics", fc.Metrics, &metricsLn)
+	}
+	if err != nil {
+		for _, ln := range []net.Listener{lns.Find, lns.Ingest, lns.Admin, metricsLn} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+		return err
+	}
+	n, err := New(ctx, cfg, lns)
+	if err != nil {
+		if metricsLn != nil {
+			metricsLn.Close()
+		}
+		return err
+	}
+	defer func() {
+		if cerr := n.Close(); cerr != nil {
+			log.Error("close", "err", cerr)
+		}
+	}()
+	met.announceStats(n.AnnounceStats)
+	a := n.Addrs()
+	cli.LogListening(log, "find", a.Find)
+	cli.LogListening(log, "ingest", a.Ingest)
+	cli.LogListening(log, "admin", a.Admin)
+	if metricsLn != nil {
+		cli.LogListening(log, "metrics", metricsLn.Addr().String())
+	}
+	for _, m := range a.P2P {
+		cli.LogListening(log, "p2p", m.String())
+	}
+
+	eg, ctx := errgroup.WithContext(ctx)
+	if metricsLn != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		}))
+		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), metricsLn, cfg.ShutdownTimeout)
+	}
+	eg.Go(func() error {
+		err := n.Run(ctx)
+		if err != nil {
+			return err
+		}
+		return context.Canceled // stop the metrics server when the node stops
+	})
+	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}

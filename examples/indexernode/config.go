@@ -1,0 +1,165 @@
+package indexernode
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/indexkit/indexkit/freeze"
+	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/store"
+)
+
+// Config is an indexer node's configuration. [DefaultConfig] gives the
+// defaults of examples/indexer; the zero value of a field is not always
+// its default, so start from DefaultConfig.
+type Config struct {
+	// Dir is the data directory: the identity key ([KeyFile]), the index
+	// (unless Index is given), the datastore (walker state, assignments)
+	// and the freeze state. Created if missing. Required.
+	Dir string
+	// Store names the index backend opened under Dir: "pebble", "leveldb"
+	// or "memory" (whose index is lost when the node stops while its
+	// walker state is kept). Leave it empty when Index is set.
+	Store string
+	// Index, when set, is an index store of the caller's (any
+	// [store.Store], such as one of the caller's backend): the node uses
+	// it and does not close it.
+	Index store.Store
+
+	// AdminToken, when set, is the bearer token the admin API requires.
+	AdminToken string
+	// HandoffFrom are the find URLs of the frozen indexers a handoff may
+	// name as FrozenURL; HandoffFromFile is a file of them, one per line,
+	// read at every handoff (not with HandoffFrom). Neither: any.
+	HandoffFrom     []string
+	HandoffFromFile string
+
+	// P2P is the libp2p listen multiaddr (gossip announces and libp2p
+	// publishers); "" disables libp2p.
+	P2P string
+	// Topic is the gossip topic of announces, /indexer/ingest/<network>.
+	Topic string
+
+	// FreezeAt is the disk usage, in percent, at which the node freezes;
+	// negative disables freezing (0: 90).
+	FreezeAt float64
+	// DiskBudget, when positive, is the disk the node may use, in bytes:
+	// usage is then the size of the files under Dir out of DiskBudget
+	// ([freeze.Budget]), read every 1 to 5 s. 0: the filesystem's usage.
+	DiskBudget int64
+	// UnfreezeOnStart unfreezes a frozen node at start when usage is
+	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
+	UnfreezeOnStart bool
+	// UseAssigner makes the node ingest only the publishers assigned to
+	// it through the admin API (assigner mode).
+	UseAssigner bool
+	// AllowPrivateAddrs lets the node dial loopback, private, link-local
+	// and CGNAT addresses (publishers over HTTP and libp2p, the frozen
+	// indexers of handoffs). Off by default, since announces and admin
+	// requests name those addresses. Cloud metadata addresses stay
+	// refused.
+	AllowPrivateAddrs bool
+
+	// Progress is the interval of the per-publisher progress log lines.
+	Progress time.Duration
+	// Poll is how often the node asks every publisher it follows for its
+	// head, as it does at start; 0 disables polling after start.
+	Poll time.Duration
+	// ShutdownTimeout bounds the wait for requests in flight when Run's
+	// context ends.
+	ShutdownTimeout time.Duration
+
+	// AnnounceRate is how many HTTP announces a second one source IP may
+	// send (twice that at once); more are answered 429. 0: no limit.
+	AnnounceRate float64
+	// AnnounceRateExempt are the sources AnnounceRate does not limit (an
+	// assigner's address).
+	AnnounceRateExempt []netip.Prefix
+	// GossipPeerRate is how many gossip announces a second are taken from
+	// one propagating peer (twice that at once). 0: no limit.
+	GossipPeerRate float64
+
+	// Logger receives the node's log (nil: discard).
+	Logger *slog.Logger
+	// Hooks observe the node, for metrics.
+	Hooks Hooks
+}
+
+// Hooks observe a node; each nil field is skipped. They are called from
+// the node's goroutines and must not block.
+type Hooks struct {
+	// Ingest are the ingester's hooks ([ingest.WithHooks]).
+	Ingest ingest.Hooks
+	// DiskCheck is called after each disk usage read
+	// ([freeze.WithOnCheck]).
+	DiskCheck func(usage float64, err error)
+	// FreezeState is called on each change of the freeze state, and once
+	// by [New] with the state at start ([freeze.WithOnStateChange]).
+	FreezeState func(s freeze.State, frozenAt time.Time)
+	// Find wraps the find API's handler (to count and time requests).
+	Find func(http.Handler) http.Handler
+}
+
+// DefaultConfig returns the configuration of examples/indexer without
+// flags: Pebble under ./indexer-data, libp2p on 127.0.0.1:3003, mainnet's
+// gossip topic, a freeze at 90%, a poll every hour.
+func DefaultConfig() Config {
+	return Config{
+		Dir:             "./indexer-data",
+		Store:           "pebble",
+		P2P:             "/ip4/127.0.0.1/tcp/3003",
+		Topic:           "/indexer/ingest/mainnet",
+		FreezeAt:        90,
+		Progress:        30 * time.Second,
+		Poll:            time.Hour,
+		ShutdownTimeout: 10 * time.Second,
+		AnnounceRate:    cli.DefaultAnnounceRate,
+		GossipPeerRate:  cli.DefaultGossipPeerRate,
+	}
+}
+
+// validate checks c; the errors name the field.
+func (c *Config) validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("Config.Dir must not be empty")
+	case c.Index != nil && c.Store != "":
+		return fmt.Errorf("Config.Store %q with Config.Index: leave Store empty when giving an index store", c.Store)
+	case c.Index == nil && c.Store != "pebble" && c.Store != "leveldb" && c.Store != "memory":
+		return fmt.Errorf("Config.Store %q: want pebble, leveldb or memory (or set Config.Index)", c.Store)
+	case c.DiskBudget < 0:
+		return fmt.Errorf("Config.DiskBudget %d: want 0 or more bytes", c.DiskBudget)
+	case c.FreezeAt > 100:
+		return fmt.Errorf("Config.FreezeAt %v: want at most 100", c.FreezeAt)
+	case !strings.HasPrefix(c.Topic, "/indexer/ingest/") || len(c.Topic) == len("/indexer/ingest/"):
+		return fmt.Errorf("Config.Topic %q: want /indexer/ingest/<network>", c.Topic)
+	case c.Progress <= 0:
+		return fmt.Errorf("Config.Progress %v must be positive", c.Progress)
+	case c.Poll < 0:
+		return fmt.Errorf("Config.Poll %v must not be negative", c.Poll)
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("Config.ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.AnnounceRate < 0 || c.GossipPeerRate < 0:
+		return fmt.Errorf("Config.AnnounceRate %v, GossipPeerRate %v: want 0 or more", c.AnnounceRate, c.GossipPeerRate)
+	case len(c.HandoffFrom) > 0 && c.HandoffFromFile != "":
+		return errors.New("Config.HandoffFrom and HandoffFromFile: give one, not both")
+	}
+	return nil
+}
+
+// handoffFromList splits a comma-separated list of URLs.
+func handoffFromList(s string) []string {
+	var urls []string
+	for u := range strings.SplitSeq(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
