@@ -273,10 +273,14 @@ func TestServiceHungIndexer(t *testing.T) {
 	if d := time.Since(start); d > timeout/2 {
 		t.Errorf("b and c assigned after %s; the hung a (timeout %s) delayed them", d, timeout)
 	}
-	a.node.mu.Lock()
-	n := len(a.node.assigns)
-	a.node.mu.Unlock()
-	if n != 1 {
+	// a's request may reach its handler after b's and c's are answered.
+	assigns := func() int {
+		a.node.mu.Lock()
+		defer a.node.mu.Unlock()
+		return len(a.node.assigns)
+	}
+	waitFor(t, "a's hung assign request", func() bool { return assigns() > 0 })
+	if n := assigns(); n != 1 {
 		t.Errorf("a got %d assign requests, want 1 (hung)", n)
 	}
 	// Shutting down does not wait for a's timeout either.
