@@ -287,6 +287,17 @@ func (p *Pool) startRole(ctx context.Context, r *role) error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return fmt.Errorf("start %s: %w", r.name, err)
 	}
+	if !p.cfg.Processes && inProcess(r.kind) {
+		cur, err := p.startInProcess(ctx, r)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", r.name, err)
+		}
+		p.mu.Lock()
+		r.cur, r.started = cur, true
+		p.mu.Unlock()
+		p.cfg.Logger.Info("role started", "role", r.name, "ports", r.ports)
+		return nil
+	}
 	for attempt := 1; ; attempt++ {
 		if !r.started {
 			p.mu.Lock()

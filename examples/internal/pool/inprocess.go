@@ -1,0 +1,127 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/logtap"
+)
+
+// service is a role made through its package's typed API: New has bound
+// its listeners and opened what it needs; Run serves until its context
+// ends; Close releases it.
+type service interface {
+	Run(ctx context.Context) error
+	Close() error
+}
+
+// loopback are the announce-rate exempt sources of the pool's roles.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// inProcess reports whether r starts through its package's typed API in
+// goroutine mode: its listeners are bound on 127.0.0.1 by the pool (port
+// 0 at its first start, its ports since then after that), its ports come
+// from the listeners and it is ready when New returns. No argv, no log
+// scraping, no port retry.
+func inProcess(kind string) bool { return kind == KindIndexer }
+
+// startInProcess starts r in a goroutine through its package's typed
+// API. Its log (slog text lines at info and above) goes to a tap that
+// forwards to the role's log, so LogLines and WatchLog work as in the
+// other modes.
+func (p *Pool) startInProcess(ctx context.Context, r *role) (*run, error) {
+	tap := logtap.New(r.log)
+	logger := slog.New(slog.NewTextHandler(tap, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var lns []net.Listener
+	listen := func(name string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(r.ports[name])) // 0 at the first start
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", name, err)
+		}
+		lns = append(lns, ln)
+		return ln, nil
+	}
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		tap.Close()
+	}
+	var svc service
+	var err error
+	switch r.kind {
+	case KindIndexer:
+		svc, err = p.newIndexer(ctx, r, logger, listen)
+	default:
+		err = fmt.Errorf("kind %s has no typed start", r.kind)
+	}
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	p.mu.Lock()
+	for i, name := range r.listeners {
+		r.ports[name] = lns[i].Addr().(*net.TCPAddr).Port
+	}
+	var werr error
+	if r.kind == KindIndexer { // with its own find URL, now that its ports are known
+		werr = p.writeHandoffFromLocked()
+	}
+	p.mu.Unlock()
+	if werr != nil {
+		svc.Close()
+		tap.Close()
+		return nil, werr
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	cur := &run{tap: tap, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		err := svc.Run(rctx)
+		if cerr := svc.Close(); err == nil {
+			err = cerr
+		}
+		cur.err = err
+		tap.Close()
+		close(cur.done)
+	}()
+	return cur, nil
+}
+
+// newIndexer makes indexer r: its listeners in the order of r.listeners
+// (find, ingest, admin).
+func (p *Pool) newIndexer(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	c := &p.cfg
+	cfg := indexernode.DefaultConfig()
+	cfg.Dir, cfg.Store, cfg.P2P = r.dir, c.Store, ""
+	cfg.UseAssigner, cfg.AllowPrivateAddrs = true, true
+	cfg.DiskBudget = c.DiskBudget
+	if r.index == 0 && c.FreezeBudget > 0 {
+		cfg.DiskBudget = c.FreezeBudget
+	}
+	cfg.FreezeAt, cfg.Progress = 90, 10*time.Second
+	cfg.AdminToken = p.token
+	cfg.HandoffFromFile = filepath.Join(c.Dir, HandoffFromFile)
+	cfg.AnnounceRateExempt = loopback // every role of this pool announces from loopback
+	cfg.Logger = log
+	var lns indexernode.Listeners
+	var err error
+	if lns.Find, err = listen("find"); err != nil {
+		return nil, err
+	}
+	if lns.Ingest, err = listen("ingest"); err != nil {
+		return nil, err
+	}
+	if lns.Admin, err = listen("admin"); err != nil {
+		return nil, err
+	}
+	// The HandoffFromFile must exist and list a URL when the node reads
+	// it; the pool writes it with this indexer's own find URL just after.
+	return indexernode.New(ctx, cfg, lns)
+}
