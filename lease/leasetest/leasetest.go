@@ -577,7 +577,7 @@ func testDrain(t *testing.T, s *suite) {
 	e := s.open(t)
 	e.put(lease.Item{ID: "a"})
 	ref := e.grant("a", "n1")
-	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithClock(e.clk), lease.WithSafetyMargin(marginU*s.u))
+	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithHolderClock(e.clk), lease.WithHolderSafetyMargin(marginU*s.u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -821,8 +821,8 @@ func testDoneBeforeRegrant(t *testing.T, s *suite) {
 	e.put(lease.Item{ID: "a"})
 	ref := e.grant("a", "n1")
 	var lost atomic.Int32
-	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithClock(e.clk), lease.WithSafetyMargin(marginU*s.u),
-		lease.WithHooks(lease.Hooks{LeaseLost: func(lease.Ref, error) { lost.Add(1) }}))
+	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithHolderClock(e.clk), lease.WithHolderSafetyMargin(marginU*s.u),
+		lease.WithHolderHooks(lease.Hooks{LeaseLost: func(lease.Ref, error) { lost.Add(1) }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -866,7 +866,7 @@ func testDoneOnRefusal(t *testing.T, s *suite) {
 	e := s.open(t)
 	e.put(lease.Item{ID: "a"})
 	ref := e.grant("a", "n1")
-	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithClock(e.clk), lease.WithSafetyMargin(marginU*s.u))
+	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithHolderClock(e.clk), lease.WithHolderSafetyMargin(marginU*s.u))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,7 +884,7 @@ func testDoneOnRefusal(t *testing.T, s *suite) {
 		t.Fatalf("Renew after release: %v", err)
 	}
 	waitDone(t, l)
-	if _, err := lease.Acquire(e.ctx, e.s, ref, lease.WithClock(e.clk)); !errors.Is(err, lease.ErrNotHeld) {
+	if _, err := lease.Acquire(e.ctx, e.s, ref, lease.WithHolderClock(e.clk)); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("Acquire of a released lease: %v", err)
 	}
 }
