@@ -7,8 +7,8 @@ import (
 
 // Clock tells the time. Backends whose clock runs in the process (memory)
 // read it for every expiry and window; a backend with a server-side clock
-// (Redis) ignores it. A [Lease] reads it to decide, by the holder's own
-// clock, when it has lost its lease.
+// (Redis) ignores it. A [Lease] reads it ([WithHolderClock]) to decide, by
+// the holder's own clock, when it has lost its lease.
 type Clock interface {
 	Now() time.Time
 }
@@ -51,15 +51,17 @@ type Hooks struct {
 	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidRejected func(item, node string, reason error)
 
-	// The lease hooks are called by a [Lease], on the holder's side;
+	// The lease hooks are called by a [Lease] ([WithHolderHooks]), on the
+	// holder's side, never by a store;
 	// LeaseLost runs before the lease's Done channel closes, also when the
 	// holder released the lease: then reason wraps [ErrReleased].
 	LeaseRenewed func(ref Ref)
 	LeaseLost    func(ref Ref, reason error)
 }
 
-// Config holds the settings shared by every backend and by [Lease]. Build it
-// with [NewConfig]; backends take the same Options.
+// Config holds the settings shared by every backend. Build it with
+// [NewConfig]; backends take the same Options. A [Lease] does not read it:
+// [Acquire] takes [HolderOption]s.
 type Config struct {
 	TTL time.Duration // lease time to live (default 30s)
 	// AuctionWindow is the hard backstop: an auction closes at most this long
@@ -84,8 +86,9 @@ type Config struct {
 	// StarveAfter is the Unleased count from which an item is reported
 	// starved (default 5).
 	StarveAfter int
-	// SafetyMargin: a Lease considers itself lost this long before its
-	// lease expires by the holder's clock (default TTL/10).
+	// SafetyMargin is the holder's margin that goes with TTL (default
+	// TTL/10), validated against it: a node agent (lease/agent) hands it
+	// to its leases with [WithHolderSafetyMargin]. Stores do not read it.
 	SafetyMargin time.Duration
 	// LossGuard makes a store that can lose its data without notice (a
 	// Redis server without durable writes) hold every grant for one TTL
@@ -128,7 +131,8 @@ func WithMinBidFactor(f float64) Option { return func(c *Config) { c.MinBidFacto
 // WithStarveAfter sets the Unleased count that marks an item starved.
 func WithStarveAfter(n int) Option { return func(c *Config) { c.StarveAfter = n } }
 
-// WithSafetyMargin sets how early a Lease gives itself up.
+// WithSafetyMargin sets [Config.SafetyMargin], the holder margin that goes
+// with the TTL; stores do not read it.
 func WithSafetyMargin(d time.Duration) Option { return func(c *Config) { c.SafetyMargin = d } }
 
 // WithLossGuard turns [Config.LossGuard] on.
