@@ -28,8 +28,10 @@ var ErrCheckTimeout = errors.New("leasetest: linearizability check timed out")
 // reports.
 var ErrFenceViolation = errors.New("leasetest: fence violation")
 
-// LinearOption configures [RunLinearizable] and [RecordHistory].
-type LinearOption func(*linearConfig)
+// LinearOption configures [RunLinearizable] and [RecordHistory]; an
+// invalid value (a non-positive unit or timeout, a negative margin) fails
+// the test. Counts below 1 are raised to 1.
+type LinearOption func(*linearConfig) error
 
 type linearConfig struct {
 	rounds  int
@@ -53,30 +55,60 @@ func defaultLinear() linearConfig {
 
 // WithRounds sets how many histories [RunLinearizable] records and checks,
 // each on a fresh store with its own seed (default 4).
-func WithRounds(n int) LinearOption { return func(c *linearConfig) { c.rounds = max(1, n) } }
+func WithRounds(n int) LinearOption {
+	return func(c *linearConfig) error { c.rounds = max(1, n); return nil }
+}
 
 // WithClients sets how many concurrent clients (nodes) a history has
 // (default 8).
-func WithClients(n int) LinearOption { return func(c *linearConfig) { c.clients = max(1, n) } }
+func WithClients(n int) LinearOption {
+	return func(c *linearConfig) error { c.clients = max(1, n); return nil }
+}
 
 // WithOpsPerClient sets how many store calls each client makes in a
 // history (default 150).
-func WithOpsPerClient(n int) LinearOption { return func(c *linearConfig) { c.ops = max(1, n) } }
+func WithOpsPerClient(n int) LinearOption {
+	return func(c *linearConfig) error { c.ops = max(1, n); return nil }
+}
 
 // WithUnit sets the time unit of a history (default 5ms): the store's TTL is
 // 8 units, its auction window 4, its pending grace 1, and clients pause up
 // to a unit between calls.
-func WithUnit(d time.Duration) LinearOption { return func(c *linearConfig) { c.unit = d } }
+func WithUnit(d time.Duration) LinearOption {
+	return func(c *linearConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("leasetest: unit %v: %w", d, lease.ErrInvalid)
+		}
+		c.unit = d
+		return nil
+	}
+}
 
 // WithClockMargin sets how far the store's clock may be from the test's
 // (default 5ms). The model treats an expiry, deadline or marker within the
 // margin of an operation as possibly passed or not; a backend whose time
 // has coarser steps (Redis's key expiry is in milliseconds) needs a margin
 // above them.
-func WithClockMargin(d time.Duration) LinearOption { return func(c *linearConfig) { c.margin = d } }
+func WithClockMargin(d time.Duration) LinearOption {
+	return func(c *linearConfig) error {
+		if d < 0 {
+			return fmt.Errorf("leasetest: clock margin %v: %w", d, lease.ErrInvalid)
+		}
+		c.margin = d
+		return nil
+	}
+}
 
 // WithCheckTimeout bounds porcupine's search per history (default 1m).
-func WithCheckTimeout(d time.Duration) LinearOption { return func(c *linearConfig) { c.timeout = d } }
+func WithCheckTimeout(d time.Duration) LinearOption {
+	return func(c *linearConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("leasetest: check timeout %v: %w", d, lease.ErrInvalid)
+		}
+		c.timeout = d
+		return nil
+	}
+}
 
 // RunLinearizable records concurrent histories against fresh stores from
 // newStore, on real time, and checks each: that it is linearizable with
@@ -98,7 +130,9 @@ func WithCheckTimeout(d time.Duration) LinearOption { return func(c *linearConfi
 func RunLinearizable(t *testing.T, newStore Factory, opts ...LinearOption) {
 	cfg := defaultLinear()
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var total HistoryStats
 	for r := range cfg.rounds {
@@ -215,7 +249,9 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	t.Helper()
 	cfg := defaultLinear()
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	u := cfg.unit
 	ttl, window, grace := 8*u, 4*u, u
