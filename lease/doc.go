@@ -66,9 +66,9 @@
 // 1..N-1 ([ReplicaID], e.g. "repo-1#1"). Slots are auctioned, leased and
 // indexed like any item; lease/agent's Manager, with its WithReplication
 // option, never bids on, or holds, two slots of one item, and its Indexer
-// maps a slot back to its item with [SplitReplicaID]. A reader takes the rows of [Replicas]
-// and reads from [Serving]: the primary if it is ready, else the first
-// ready replica. When a node is lost, its slots lapse at their TTL and are
+// maps a slot back to its item with [SplitReplicaID]. A reader takes the
+// rows of [Replicas] and reads from [Serving]: the primary if it is
+// ready, else the first ready replica. When a node is lost, its slots lapse at their TTL and are
 // won again by nodes that hold no other slot of the item, while the
 // remaining copies serve.
 //
@@ -89,10 +89,14 @@
 //
 // # Lifecycle, concurrency, errors
 //
-// Backends' constructors take the [Option]s of this package (validated
-// by [NewConfig]; a backend documents the settings it has no use for,
-// such as lease/redis and the Clock) and start nothing; Close is idempotent, after which every method returns an error
-// wrapping [ErrClosed]. Every method is safe for concurrent use. Failures
-// wrap the sentinels of errors.go, to be tested with errors.Is. [Hooks]
-// receive auction, bid and lease events for metrics.
+// Backends' constructors take the [Option]s of this package, validated by
+// [NewConfig] (a backend documents the settings it has no use for, as
+// lease/redis does the Clock), and start nothing; Close is idempotent,
+// after which every method returns an error wrapping [ErrClosed]. Every
+// method of a store, and of a [Lease], is safe for concurrent use.
+// Failures wrap the sentinels of errors.go, to be tested with errors.Is:
+// an invalid argument or option wraps [ErrInvalid], an owner operation
+// refused wraps [ErrNotHeld] or [ErrStaleFence], a refused bid names its
+// reason ([ErrBidPending], [ErrBidTooLow], [ErrLeased],
+// [ErrAuctionClosed]).
 package lease
