@@ -7,8 +7,8 @@ import (
 
 // Clock tells the time. Backends whose clock runs in the process (memory)
 // read it for every expiry and window; a backend with a server-side clock
-// (Redis) ignores it. A [Lease] reads it to decide, by the holder's own
-// clock, when it has lost its lease.
+// (Redis) ignores it. A [Lease] reads it ([WithHolderClock]) to decide, by
+// the holder's own clock, when it has lost its lease.
 type Clock interface {
 	Now() time.Time
 }
@@ -51,15 +51,17 @@ type Hooks struct {
 	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidRejected func(item, node string, reason error)
 
-	// The lease hooks are called by a [Lease], on the holder's side;
+	// The lease hooks are called by a [Lease] ([WithHolderHooks]), on the
+	// holder's side, never by a store;
 	// LeaseLost runs before the lease's Done channel closes, also when the
 	// holder released the lease: then reason wraps [ErrReleased].
 	LeaseRenewed func(ref Ref)
 	LeaseLost    func(ref Ref, reason error)
 }
 
-// Config holds the settings shared by every backend and by [Lease]. Build it
-// with [NewConfig]; backends take the same Options.
+// Config holds the settings shared by every backend. Build it with
+// [NewConfig]; backends take the same Options. A [Lease] does not read it:
+// [Acquire] takes [HolderOption]s.
 type Config struct {
 	TTL time.Duration // lease time to live (default 30s)
 	// AuctionWindow is the hard backstop: an auction closes at most this long
@@ -84,8 +86,9 @@ type Config struct {
 	// StarveAfter is the Unleased count from which an item is reported
 	// starved (default 5).
 	StarveAfter int
-	// SafetyMargin: a Lease considers itself lost this long before its
-	// lease expires by the holder's clock (default TTL/10).
+	// SafetyMargin is the holder's margin that goes with TTL (default
+	// TTL/10), validated against it: a node agent (lease/agent) hands it
+	// to its leases with [WithHolderSafetyMargin]. Stores do not read it.
 	SafetyMargin time.Duration
 	// LossGuard makes a store that can lose its data without notice (a
 	// Redis server without durable writes) hold every grant for one TTL
@@ -98,47 +101,60 @@ type Config struct {
 	Hooks     Hooks
 }
 
-// Option changes a Config.
-type Option func(*Config)
+// Option changes a Config. [NewConfig] applies the options in order, fails
+// with the first error one returns, and validates the result: every
+// setting is checked, with an error wrapping [ErrInvalid].
+type Option func(*Config) error
 
 // WithTTL sets the lease time to live.
-func WithTTL(d time.Duration) Option { return func(c *Config) { c.TTL = d } }
+func WithTTL(d time.Duration) Option { return func(c *Config) error { c.TTL = d; return nil } }
 
 // WithAuctionWindow sets the auction window, the backstop.
-func WithAuctionWindow(d time.Duration) Option { return func(c *Config) { c.AuctionWindow = d } }
+func WithAuctionWindow(d time.Duration) Option {
+	return func(c *Config) error { c.AuctionWindow = d; return nil }
+}
 
 // WithPendingGrace sets how long past the window a pending-bid marker lasts.
-func WithPendingGrace(d time.Duration) Option { return func(c *Config) { c.PendingGrace = d } }
+func WithPendingGrace(d time.Duration) Option {
+	return func(c *Config) error { c.PendingGrace = d; return nil }
+}
 
 // WithMaxBids sets the static short-circuit threshold (0: none).
-func WithMaxBids(n int) Option { return func(c *Config) { c.MaxBids = n } }
+func WithMaxBids(n int) Option { return func(c *Config) error { c.MaxBids = n; return nil } }
 
 // WithDynamicMaxBids takes the threshold from the count of nodes that
 // heartbeated within liveness.
 func WithDynamicMaxBids(liveness time.Duration) Option {
-	return func(c *Config) { c.DynamicMaxBids, c.LivenessWindow = true, liveness }
+	return func(c *Config) error { c.DynamicMaxBids, c.LivenessWindow = true, liveness; return nil }
 }
 
 // WithLiveBiddersOnly makes evaluations skip bidders that are not live.
-func WithLiveBiddersOnly() Option { return func(c *Config) { c.LiveBiddersOnly = true } }
+func WithLiveBiddersOnly() Option {
+	return func(c *Config) error { c.LiveBiddersOnly = true; return nil }
+}
 
 // WithMinBidFactor sets the factor from reported size to minimum bid.
-func WithMinBidFactor(f float64) Option { return func(c *Config) { c.MinBidFactor = f } }
+func WithMinBidFactor(f float64) Option {
+	return func(c *Config) error { c.MinBidFactor = f; return nil }
+}
 
 // WithStarveAfter sets the Unleased count that marks an item starved.
-func WithStarveAfter(n int) Option { return func(c *Config) { c.StarveAfter = n } }
+func WithStarveAfter(n int) Option { return func(c *Config) error { c.StarveAfter = n; return nil } }
 
-// WithSafetyMargin sets how early a Lease gives itself up.
-func WithSafetyMargin(d time.Duration) Option { return func(c *Config) { c.SafetyMargin = d } }
+// WithSafetyMargin sets [Config.SafetyMargin], the holder margin that goes
+// with the TTL; stores do not read it.
+func WithSafetyMargin(d time.Duration) Option {
+	return func(c *Config) error { c.SafetyMargin = d; return nil }
+}
 
 // WithLossGuard turns [Config.LossGuard] on.
-func WithLossGuard() Option { return func(c *Config) { c.LossGuard = true } }
+func WithLossGuard() Option { return func(c *Config) error { c.LossGuard = true; return nil } }
 
 // WithClock sets the clock (default [SystemClock]).
-func WithClock(clk Clock) Option { return func(c *Config) { c.Clock = clk } }
+func WithClock(clk Clock) Option { return func(c *Config) error { c.Clock = clk; return nil } }
 
 // WithHooks sets the hooks.
-func WithHooks(h Hooks) Option { return func(c *Config) { c.Hooks = h } }
+func WithHooks(h Hooks) Option { return func(c *Config) error { c.Hooks = h; return nil } }
 
 // NewConfig applies opts to the defaults and validates the result.
 func NewConfig(opts ...Option) (Config, error) {
@@ -152,7 +168,9 @@ func NewConfig(opts ...Option) (Config, error) {
 		Clock:          SystemClock{},
 	}
 	for _, o := range opts {
-		o(&c)
+		if err := o(&c); err != nil {
+			return c, err
+		}
 	}
 	if c.SafetyMargin == 0 {
 		c.SafetyMargin = c.TTL / 10

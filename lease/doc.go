@@ -45,40 +45,17 @@
 // or its local deadline, SafetyMargin before expiry by the holder's own
 // clock. Because the store grants the item again only by an auction
 // evaluated after expiry on the store's clock, Done closes before anyone
-// else can win the item. [Lease] describes the margin.
+// else can win the item. [Lease] describes the margin; [RenewAll] renews
+// many leases in one call. Acquire takes [HolderOption]s only (the
+// holder's clock, hooks and margin): the TTL is the store's.
 //
-// # The node manager
+// # The node agent
 //
-// A [Manager] is a node's agent over a Store. [NewManager] takes the node's
-// name, an [Indexer] (WithIndexer), a memory budget (WithBudget) and
-// options, and starts nothing; [Manager.Run] does the work until its
-// context is done:
-//
-//   - it heartbeats the node into the live set (WithHeartbeatInterval);
-//   - it renews every held lease in one batched call ([RenewAll]) every
-//     WithRenewInterval (a third of the TTL by default); a refused or lapsed
-//     lease closes its Done, and the manager drops the item;
-//   - it scans the items (the store's [Lister], or WithItemSource) on a
-//     jittered interval, closes due auctions, joins open auctions first,
-//     and bids its free memory (budget minus used) on an item that fits;
-//     a rejected or lost bid backs that item off with full jitter,
-//     exponentially (WithBidBackoff);
-//   - on a win it acquires the [Lease], indexes the item with at most
-//     WithIndexConcurrency Index calls at once, and marks the row Ready
-//     with its size under the lease's fence;
-//   - over budget it evicts ready items in the order of the
-//     [EvictionPolicy] ([EvictLRU] by last [Manager.Touch], or
-//     [EvictSizeTraffic]), releasing and dropping each; [Manager.Pin]ned
-//     items are never evicted;
-//   - when its context is done it stops bidding and heartbeating, drains
-//     every held lease (Draining, in-flight indexing given up to
-//     WithDrainTimeout, release) and returns once all its goroutines have
-//     exited. A negative drain timeout abandons the leases instead, as a
-//     crash would.
-//
-// Lease events reach the [Hooks] set with WithLeaseOptions (the manager
-// also reports its own bids there); wins, indexing, evictions and the
-// held-lease and live-node gauges reach [ManagerHooks].
+// The agent that runs on each node (heartbeats, bidding under a memory
+// budget, holding and renewing the leases it wins, indexing, eviction,
+// draining on shutdown) is package lease/agent, built on this package's
+// Store and Lease the way etcd's concurrency package is built on clientv3.
+// This package does not import it.
 //
 // # Replication
 //
@@ -87,24 +64,21 @@
 // reindex. Each copy is a replica slot, a catalog item of its own:
 // [PutReplicated] puts slot 0 (the item's own ID, the primary) and slots
 // 1..N-1 ([ReplicaID], e.g. "repo-1#1"). Slots are auctioned, leased and
-// indexed like any item; a [Manager] with [WithReplication] never bids on,
-// or holds, two slots of one item, and its [Indexer] maps a slot back to
-// its item with [SplitReplicaID]. A reader takes the rows of [Replicas]
-// and reads from [Serving]: the primary if it is ready, else the first
-// ready replica. When a node is lost, its slots lapse at their TTL and are
+// indexed like any item; lease/agent's Manager, with its WithReplication
+// option, never bids on, or holds, two slots of one item, and its Indexer
+// maps a slot back to its item with [SplitReplicaID]. A reader takes the
+// rows of [Replicas] and reads from [Serving]: the primary if it is
+// ready, else the first ready replica. When a node is lost, its slots lapse at their TTL and are
 // won again by nodes that hold no other slot of the item, while the
 // remaining copies serve.
 //
-// # Metrics
+// # Hooks
 //
-// [Hooks] and [ManagerHooks] report every event; [Metrics] is a ready-made
-// set of atomic counters and gauges fed by them (auctions started, won,
-// without winner, short-circuited, timed out; bids placed and rejected by
-// reason; the effective max-bids, [AuctionResult].Threshold; live nodes;
-// leases held, won, renewed, lost, released; evictions), read with
-// [Metrics.Snapshot]. A lease that ends because its holder released it
-// reports an error wrapping [ErrReleased], so losses and releases are
-// told apart.
+// [Hooks] report every auction, bid and lease event: a store calls the
+// auction and bid hooks, a [Lease] its LeaseRenewed and LeaseLost. A lease
+// that ends because its holder released it reports an error wrapping
+// [ErrReleased], so losses and releases are told apart. lease/agent's
+// Metrics is a ready-made set of counters fed by them.
 //
 // # Backends
 //
@@ -115,9 +89,14 @@
 //
 // # Lifecycle, concurrency, errors
 //
-// Backends' constructors take the [Option]s of this package and start
-// nothing; Close is idempotent, after which every method returns an error
-// wrapping [ErrClosed]. Every method is safe for concurrent use. Failures
-// wrap the sentinels of errors.go, to be tested with errors.Is. [Hooks]
-// receive auction, bid and lease events for metrics.
+// Backends' constructors take the [Option]s of this package, validated by
+// [NewConfig] (a backend documents the settings it has no use for, as
+// lease/redis does the Clock), and start nothing; Close is idempotent,
+// after which every method returns an error wrapping [ErrClosed]. Every
+// method of a store, and of a [Lease], is safe for concurrent use.
+// Failures wrap the sentinels of errors.go, to be tested with errors.Is:
+// an invalid argument or option wraps [ErrInvalid], an owner operation
+// refused wraps [ErrNotHeld] or [ErrStaleFence], a refused bid names its
+// reason ([ErrBidPending], [ErrBidTooLow], [ErrLeased],
+// [ErrAuctionClosed]).
 package lease

@@ -23,7 +23,8 @@ import (
 //	t0 + TTL − SafetyMargin
 //
 // and the store grants the item to anyone else only by an auction
-// evaluated after the expiry on its own clock. The margin (default TTL/10)
+// evaluated after the expiry on its own clock. The margin (default TTL/10,
+// see [WithHolderSafetyMargin])
 // absorbs clock-rate drift and the time between the holder checking Done
 // and its last write landing. A fence-aware resource (see [CheckFence])
 // protects against the rest: pauses longer than the margin.
@@ -36,7 +37,7 @@ type Lease struct {
 	s      Store
 	clk    Clock
 	hooks  Hooks
-	margin time.Duration
+	margin time.Duration // 0: a tenth of each renewal's TTL
 
 	mu       sync.Mutex
 	ref      Ref
@@ -52,19 +53,67 @@ type Lease struct {
 // and fails with ErrNotHeld or ErrStaleFence if the lease is not current.
 // Acquire grants nothing: auctions are the only way to obtain a lease.
 //
-// The options that matter here are WithClock, WithHooks and
-// WithSafetyMargin; the TTL comes from the store.
-func Acquire(ctx context.Context, s Store, ref Ref, opts ...Option) (*Lease, error) {
-	c, err := NewConfig(opts...)
-	if err != nil {
-		return nil, err
+// The lease's TTL comes from the store, with each renewal; opts set the
+// holder's clock, hooks and safety margin, and nothing else. An invalid
+// option fails Acquire with an error wrapping [ErrInvalid] before the
+// store is called.
+func Acquire(ctx context.Context, s Store, ref Ref, opts ...HolderOption) (*Lease, error) {
+	c := holderConfig{clock: SystemClock{}}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
 	}
-	l := &Lease{s: s, clk: c.Clock, hooks: c.Hooks, margin: c.SafetyMargin, ref: ref, done: make(chan struct{})}
+	l := &Lease{s: s, clk: c.clock, hooks: c.hooks, margin: c.margin, ref: ref, done: make(chan struct{})}
 	if err := l.Renew(ctx); err != nil {
 		l.lose(err)
 		return nil, err
 	}
 	return l, nil
+}
+
+// HolderOption configures the [Lease] that [Acquire] returns.
+type HolderOption func(*holderConfig) error
+
+type holderConfig struct {
+	clock  Clock
+	hooks  Hooks
+	margin time.Duration // 0: a tenth of the TTL of each renewal
+}
+
+// WithHolderClock sets the holder's clock, by which the lease's local
+// deadline is kept (default [SystemClock]). With a [TimerClock], Done
+// closes at the deadline without being asked.
+func WithHolderClock(clk Clock) HolderOption {
+	return func(c *holderConfig) error {
+		if clk == nil {
+			return fmt.Errorf("lease: nil holder clock: %w", ErrInvalid)
+		}
+		c.clock = clk
+		return nil
+	}
+}
+
+// WithHolderHooks sets the hooks the lease calls: [Hooks].LeaseRenewed
+// and [Hooks].LeaseLost. Its other fields are the store's, which a Lease
+// never calls.
+func WithHolderHooks(h Hooks) HolderOption {
+	return func(c *holderConfig) error { c.hooks = h; return nil }
+}
+
+// WithHolderSafetyMargin sets how long before its expiry by the holder's
+// clock the lease counts itself lost (default: a tenth of the TTL the
+// store reports with each renewal; 0 also means the default). A margin
+// at or above the store's TTL makes every renewal fail with
+// [ErrInvalid].
+func WithHolderSafetyMargin(d time.Duration) HolderOption {
+	return func(c *holderConfig) error {
+		if d < 0 {
+			return fmt.Errorf("lease: safety margin %v: %w", d, ErrInvalid)
+		}
+		c.margin = d
+		return nil
+	}
 }
 
 // Ref returns the grant the lease is for.
@@ -165,12 +214,16 @@ func (l *Lease) apply(t0 time.Time, r Renewal) error {
 		l.lose(err)
 		return err
 	}
-	if r.TTL <= l.margin {
-		err := fmt.Errorf("lease: TTL %v within safety margin %v: %w", r.TTL, l.margin, ErrInvalid)
+	margin := l.margin
+	if margin == 0 {
+		margin = r.TTL / 10
+	}
+	if r.TTL <= margin {
+		err := fmt.Errorf("lease: TTL %v within safety margin %v: %w", r.TTL, margin, ErrInvalid)
 		l.lose(err)
 		return err
 	}
-	d := t0.Add(r.TTL - l.margin)
+	d := t0.Add(r.TTL - margin)
 	l.mu.Lock()
 	if l.err != nil {
 		err := l.err

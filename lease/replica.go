@@ -18,8 +18,9 @@ const ReplicaSep = "#"
 // k, e.g. "repo-1#1". A slot below 0 reads as 0.
 //
 // Replication is N catalog items per item: each slot is leased, auctioned
-// and indexed on its own, and a [Manager] with [WithReplication] never
-// holds two slots of one item, so the N copies live on N different nodes.
+// and indexed on its own, and lease/agent's Manager with WithReplication
+// never holds two slots of one item, so the N copies live on N different
+// nodes.
 func ReplicaID(item string, slot int) string {
 	if slot <= 0 {
 		return item

@@ -31,12 +31,12 @@
 // # The node
 //
 // A node (fleet node -name N -redis ADDR -prefix P -listen 127.0.0.1:0
-// -budget 256MiB) runs a lease.Manager over lease/redis. The Manager
+// -budget 256MiB) runs an agent.Manager (lease/agent) over lease/redis. The Manager
 // heartbeats, bids its free memory (budget minus used) on claimable items,
 // holds and renews the leases it wins, evicts over budget and, on SIGINT
 // or SIGTERM, drains: marks its items draining, lets indexing finish (at
 // most -drain-timeout) and releases them, so other nodes can win them at
-// once. The node's lease.Indexer fetches the row's commit with git fetch
+// once. The node's agent.Indexer fetches the row's commit with git fetch
 // --depth 1 over the clone URL the catalog keeps, checks that the checked-
 // out commit is Row.Commit, indexes the tree and deletes the clone; its
 // size (the Index's accounted bytes) is what the Manager charges to the
@@ -77,7 +77,7 @@
 //
 // With -replicas N (default 1) each repo is N catalog items, the primary
 // and N-1 replica slots (lease.PutReplicated), which the Managers
-// (lease.WithReplication) place on N different nodes, each indexing its
+// (agent.WithReplication) place on N different nodes, each indexing its
 // copy proactively. A query is answered by any copy the node holds, else
 // routed to the ready copies in slot order, the primary first, falling
 // back to the next while an owner does not answer: reads survive the loss

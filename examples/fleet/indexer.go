@@ -23,7 +23,7 @@ type repoIndex struct {
 	Took   time.Duration
 }
 
-// repoIndexer is the node's lease.Indexer: it shallow-clones a repo at the
+// repoIndexer is the node's agent.Indexer: it shallow-clones a repo at the
 // catalog's commit into a temporary directory, indexes its files in
 // memory, deletes the clone, and keeps the index until Drop.
 type repoIndexer struct {
@@ -38,7 +38,7 @@ func newRepoIndexer(workDir string, url func(context.Context, string) (string, e
 	return &repoIndexer{workDir: workDir, url: url, indexes: make(map[string]*repoIndex)}
 }
 
-// Index implements lease.Indexer.
+// Index implements agent.Indexer.
 func (x *repoIndexer) Index(ctx context.Context, row lease.Row) (int64, error) {
 	start := time.Now()
 	if row.Commit == "" {
@@ -87,7 +87,7 @@ func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit strin
 	return indexDir(dir)
 }
 
-// Drop implements lease.Indexer.
+// Drop implements agent.Indexer.
 func (x *repoIndexer) Drop(item string) {
 	x.mu.Lock()
 	delete(x.indexes, item)

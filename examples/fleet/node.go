@@ -20,6 +20,7 @@ import (
 
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
@@ -212,7 +213,7 @@ type node struct {
 	log    *slog.Logger
 	rdb    *goredis.Client
 	store  *leaseredis.Store
-	mgr    *lease.Manager
+	mgr    *agent.Manager
 	idx    *repoIndexer
 	addr   string
 	client *http.Client
@@ -224,7 +225,7 @@ type node struct {
 // lost are what demo and sim read from their nodes. The store reports the
 // auctions this node closed; the bid and lease events come from the
 // manager and its leases only, so that each is counted once.
-func (n *node) hooks() (store, holder lease.Hooks, mgr lease.ManagerHooks) {
+func (n *node) hooks() (store, holder lease.Hooks, mgr agent.Hooks) {
 	store = lease.Hooks{
 		AuctionShortCircuited: func(lease.AuctionResult) { n.c.AuctionsShortCircuited.Add(1) },
 		AuctionTimedOut:       func(lease.AuctionResult) { n.c.AuctionsTimedOut.Add(1) },
@@ -247,7 +248,7 @@ func (n *node) hooks() (store, holder lease.Hooks, mgr lease.ManagerHooks) {
 			n.log.Info("lost", "item", ref.Item, "fence", uint64(ref.Fence), "reason", reason.Error())
 		},
 	}
-	mgr = lease.ManagerHooks{
+	mgr = agent.Hooks{
 		Won: func(ref lease.Ref) {
 			n.c.Won.Add(1)
 			n.log.Info("won", "item", ref.Item, "fence", uint64(ref.Fence))
@@ -303,22 +304,23 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer n.store.Close()
-	mopts := []lease.ManagerOption{
-		lease.WithIndexer(n.idx),
-		lease.WithBudget(int64(cfg.Budget)),
-		lease.WithIndexConcurrency(cfg.IndexConcurrency),
-		lease.WithHeartbeatInterval(cfg.Heartbeat),
-		lease.WithScanInterval(cfg.Scan),
-		lease.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
-		lease.WithDrainTimeout(cfg.DrainTimeout),
-		lease.WithLeaseOptions(lease.WithTTL(cfg.TTL), lease.WithHooks(lh)),
-		lease.WithManagerHooks(mh),
-		lease.WithLogger(log),
+	mopts := []agent.Option{
+		agent.WithIndexer(n.idx),
+		agent.WithBudget(int64(cfg.Budget)),
+		agent.WithIndexConcurrency(cfg.IndexConcurrency),
+		agent.WithHeartbeatInterval(cfg.Heartbeat),
+		agent.WithScanInterval(cfg.Scan),
+		agent.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
+		agent.WithDrainTimeout(cfg.DrainTimeout),
+		agent.WithTTL(cfg.TTL),
+		agent.WithLeaseHooks(lh),
+		agent.WithHooks(mh),
+		agent.WithLogger(log),
 	}
 	if cfg.Replicas > 1 {
-		mopts = append(mopts, lease.WithReplication())
+		mopts = append(mopts, agent.WithReplication())
 	}
-	n.mgr, err = lease.NewManager(n.store, cfg.Name, mopts...)
+	n.mgr, err = agent.NewManager(n.store, cfg.Name, mopts...)
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,8 @@ var rules = []rule{
 		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
 	{pkg: "lease/leasetest", allow: []string{"lease"},
 		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
+	{pkg: "lease/agent", allow: []string{"lease"},
+		why: "lease/agent, the node agent, imports only lease: it runs over any backend it is given"},
 	{pkg: "ingest/schema", why: "ingest/schema is a leaf: it imports no other package of the module"},
 	{pkg: "ingest/metadata", why: "ingest/metadata is a leaf: it imports no other package of the module"},
 	{pkg: "ingest/netpolicy", why: "ingest/netpolicy, the outbound dial policy, is a leaf: it imports no other package of the module (stdlib only)"},

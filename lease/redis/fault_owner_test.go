@@ -276,8 +276,8 @@ func (o *owner) acquire(ctx context.Context, ref lease.Ref) *lease.Lease {
 	granted := row.Expiry.Add(-o.cfg.TTL)
 	o.lostAt.Store(0)
 	hooks := lease.Hooks{LeaseLost: func(lease.Ref, error) { o.lostAt.Store(time.Now().UnixMicro()) }}
-	l, err := lease.Acquire(octx, o.s, ref, lease.WithTTL(o.cfg.TTL), lease.WithSafetyMargin(o.cfg.Margin),
-		lease.WithHooks(hooks))
+	l, err := lease.Acquire(octx, o.s, ref, lease.WithHolderSafetyMargin(o.cfg.Margin),
+		lease.WithHolderHooks(hooks))
 	if err != nil {
 		o.log.Info("error", "op", "acquire", "fence", uint64(ref.Fence), "err", err)
 		return nil

@@ -98,7 +98,7 @@ func TestLossGuard(t *testing.T) {
 			} else if !guarded && waited > ttl/2 {
 				t.Fatalf("an unguarded store took %v to grant a one-bid auction", waited)
 			}
-			holder, err := lease.Acquire(ctx, s, old.Ref, lease.WithTTL(ttl))
+			holder, err := lease.Acquire(ctx, s, old.Ref)
 			if err != nil {
 				t.Fatal(err)
 			}

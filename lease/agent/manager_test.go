@@ -6,7 +6,7 @@
 
 //go:build !race
 
-package lease_test
+package agent_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 	"github.com/indexkit/indexkit/lease/memory"
 )
 
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// indexer is a fake lease.Indexer: it "indexes" an item in delay and
+// indexer is a fake agent.Indexer: it "indexes" an item in delay and
 // reports its row's Size (or an override), recording concurrency.
 type indexer struct {
 	delay time.Duration
@@ -129,20 +130,20 @@ func putItems(t *testing.T, s lease.Store, n int, size int64) []string {
 
 // node is a running manager.
 type node struct {
-	m      *lease.Manager
+	m      *agent.Manager
 	idx    *indexer
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func start(t *testing.T, s lease.Store, name string, idx *indexer, opts ...lease.ManagerOption) *node {
+func start(t *testing.T, s lease.Store, name string, idx *indexer, opts ...agent.Option) *node {
 	t.Helper()
-	opts = append([]lease.ManagerOption{
-		lease.WithIndexer(idx),
-		lease.WithHeartbeatInterval(5 * time.Second),
-		lease.WithLeaseOptions(lease.WithTTL(ttl)),
+	opts = append([]agent.Option{
+		agent.WithIndexer(idx),
+		agent.WithHeartbeatInterval(5 * time.Second),
+		agent.WithTTL(ttl),
 	}, opts...)
-	m, err := lease.NewManager(s, name, opts...)
+	m, err := agent.NewManager(s, name, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestManagerCompete(t *testing.T) {
 		const budget = 500
 		nodes := map[string]*node{}
 		for _, name := range []string{"a", "b", "c"} {
-			nodes[name] = start(t, s, name, newIndexer(2*time.Second), lease.WithBudget(budget))
+			nodes[name] = start(t, s, name, newIndexer(2*time.Second), agent.WithBudget(budget))
 		}
 		time.Sleep(5 * time.Minute)
 		checkOwned(t, s, ids, budget, nodes)
@@ -234,7 +235,7 @@ func TestManagerIndexConcurrency(t *testing.T) {
 		s := newStore(t, lease.Hooks{})
 		ids := putItems(t, s, 8, 10)
 		idx := newIndexer(20 * time.Second)
-		n := start(t, s, "a", idx, lease.WithIndexConcurrency(2), lease.WithScanInterval(100*time.Millisecond))
+		n := start(t, s, "a", idx, agent.WithIndexConcurrency(2), agent.WithScanInterval(100*time.Millisecond))
 		time.Sleep(3 * time.Minute)
 		checkOwned(t, s, ids, 1<<30, map[string]*node{"a": n})
 		if _, peak := idx.stats(); peak != 2 {
@@ -293,7 +294,7 @@ func TestManagerDrainWaitsForIndexing(t *testing.T) {
 				s := newStore(t, lease.Hooks{})
 				ids := putItems(t, s, 1, 100)
 				idx := newIndexer(tc.delay)
-				n := start(t, s, "a", idx, lease.WithDrainTimeout(tc.limit))
+				n := start(t, s, "a", idx, agent.WithDrainTimeout(tc.limit))
 				time.Sleep(5 * time.Second)
 				if cur, _ := idx.stats(); len(n.m.Held()) != 1 || cur != 1 {
 					t.Fatalf("want one item indexing; held %v, indexing %d", n.m.Held(), cur)
@@ -338,12 +339,12 @@ func TestManagerCrashTakeover(t *testing.T) {
 			}
 		}})
 		ids := putItems(t, s, 3, 100)
-		a := start(t, s, "a", newIndexer(0), lease.WithDrainTimeout(-1),
-			lease.WithLeaseOptions(lease.WithHooks(lease.Hooks{LeaseLost: func(ref lease.Ref, _ error) {
+		a := start(t, s, "a", newIndexer(0), agent.WithDrainTimeout(-1),
+			agent.WithLeaseHooks(lease.Hooks{LeaseLost: func(ref lease.Ref, _ error) {
 				mu.Lock()
 				defer mu.Unlock()
 				lost[ref.Item] = time.Now()
-			}})))
+			}}))
 		time.Sleep(time.Minute)
 		checkOwned(t, s, ids, 1<<30, map[string]*node{"a": a})
 		b := start(t, s, "b", newIndexer(0))
@@ -385,7 +386,7 @@ func TestManagerEvictLRU(t *testing.T) {
 		idx.sizes = map[string]int64{"big": 100} // catalog says 0
 		var mu sync.Mutex
 		var evicted []string
-		n := start(t, s, "a", idx, lease.WithBudget(350), lease.WithManagerHooks(lease.ManagerHooks{
+		n := start(t, s, "a", idx, agent.WithBudget(350), agent.WithHooks(agent.Hooks{
 			Evicted: func(ref lease.Ref, size int64) {
 				mu.Lock()
 				evicted = append(evicted, ref.Item)
@@ -422,12 +423,12 @@ func TestManagerEvictLRU(t *testing.T) {
 
 func TestEvictSizeTraffic(t *testing.T) {
 	now := time.Now()
-	small := lease.Resident{Item: "small", Size: 10, Touches: 5, LastTouch: now}
-	big := lease.Resident{Item: "big", Size: 1000, Touches: 5, LastTouch: now.Add(-time.Hour)}
-	if !lease.EvictSizeTraffic(small, big) || lease.EvictSizeTraffic(big, small) {
+	small := agent.Resident{Item: "small", Size: 10, Touches: 5, LastTouch: now}
+	big := agent.Resident{Item: "big", Size: 1000, Touches: 5, LastTouch: now.Add(-time.Hour)}
+	if !agent.EvictSizeTraffic(small, big) || agent.EvictSizeTraffic(big, small) {
 		t.Error("size × traffic should evict the small item first")
 	}
-	if !lease.EvictLRU(big, small) {
+	if !agent.EvictLRU(big, small) {
 		t.Error("LRU should evict the older item first")
 	}
 }
@@ -441,15 +442,15 @@ func TestNewManagerInvalid(t *testing.T) {
 	idx := newIndexer(0)
 	for name, c := range map[string]struct {
 		node string
-		opts []lease.ManagerOption
+		opts []agent.Option
 	}{
 		"no indexer":  {"a", nil},
-		"empty node":  {"", []lease.ManagerOption{lease.WithIndexer(idx)}},
-		"zero budget": {"a", []lease.ManagerOption{lease.WithIndexer(idx), lease.WithBudget(0)}},
-		"bad backoff": {"a", []lease.ManagerOption{lease.WithIndexer(idx), lease.WithBidBackoff(time.Second, time.Millisecond)}},
-		"bad lease":   {"a", []lease.ManagerOption{lease.WithIndexer(idx), lease.WithLeaseOptions(lease.WithTTL(-1))}},
+		"empty node":  {"", []agent.Option{agent.WithIndexer(idx)}},
+		"zero budget": {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBudget(0)}},
+		"bad backoff": {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBidBackoff(time.Second, time.Millisecond)}},
+		"bad lease":   {"a", []agent.Option{agent.WithIndexer(idx), agent.WithTTL(-1)}},
 	} {
-		if _, err := lease.NewManager(s, c.node, c.opts...); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := agent.NewManager(s, c.node, c.opts...); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("%s: err %v, want ErrInvalid", name, err)
 		}
 	}
@@ -462,10 +463,10 @@ func TestManagerItemSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newStore(t, lease.Hooks{})
 		ids := putItems(t, s, 3, 10)
-		if _, err := lease.NewManager(noLister{s}, "a", lease.WithIndexer(newIndexer(0))); !errors.Is(err, lease.ErrInvalid) {
+		if _, err := agent.NewManager(noLister{s}, "a", agent.WithIndexer(newIndexer(0))); !errors.Is(err, lease.ErrInvalid) {
 			t.Fatalf("no Lister, no source: err %v, want ErrInvalid", err)
 		}
-		n := start(t, noLister{s}, "a", newIndexer(0), lease.WithItemSource(s))
+		n := start(t, noLister{s}, "a", newIndexer(0), agent.WithItemSource(s))
 		time.Sleep(time.Minute)
 		checkOwned(t, s, ids, 1<<30, map[string]*node{"a": n})
 		n.stop(t)

@@ -1,4 +1,4 @@
-package lease_test
+package agent_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	"github.com/indexkit/indexkit/lease/memory"
 )
@@ -15,9 +16,9 @@ import (
 // and by exactly as much: driven on a memory store with a fake clock.
 func TestMetricsStoreAndLease(t *testing.T) {
 	ctx := context.Background()
-	var met lease.Metrics
+	var met agent.Metrics
 	clk := leasetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s, err := memory.New(lease.WithClock(clk), lease.WithHooks(met.Hooks()), lease.WithTTL(10*time.Second),
+	s, err := memory.New(lease.WithClock(clk), lease.WithHooks(met.StoreHooks()), lease.WithTTL(10*time.Second),
 		lease.WithAuctionWindow(5*time.Second), lease.WithMaxBids(2), lease.WithStarveAfter(1))
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestMetricsStoreAndLease(t *testing.T) {
 	}
 
 	// n2 renews its lease on a and releases it.
-	opts := []lease.Option{lease.WithClock(clk), lease.WithHooks(met.LeaseHooks())}
+	opts := []lease.HolderOption{lease.WithHolderClock(clk), lease.WithHolderHooks(met.LeaseHooks())}
 	la, err := lease.Acquire(ctx, s, res.Result.Grant.Ref, opts...) // renewal 1
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestMetricsStoreAndLease(t *testing.T) {
 		t.Fatal("d still valid past its TTL")
 	}
 
-	want := lease.MetricsSnapshot{
+	want := agent.MetricsSnapshot{
 		AuctionsStarted: 3, AuctionsWon: 2, AuctionsNoWinner: 1,
 		AuctionsShortCircuited: 1, AuctionsTimedOut: 2, ItemsStarved: 1,
 		BidsPlaced: 4, BidsRejectedPending: 1, BidsRejectedTooLow: 1, BidsRejectedLeased: 1, BidsRejectedClosed: 1,

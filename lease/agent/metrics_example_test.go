@@ -1,10 +1,11 @@
-package lease_test
+package agent_test
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 	"github.com/indexkit/indexkit/lease/memory"
 )
 
@@ -12,8 +13,8 @@ import (
 // struct, ready to be served as JSON.
 func ExampleMetrics() {
 	ctx := context.Background()
-	var met lease.Metrics
-	s, err := memory.New(lease.WithMaxBids(2), lease.WithHooks(met.Hooks()))
+	var met agent.Metrics
+	s, err := memory.New(lease.WithMaxBids(2), lease.WithHooks(met.StoreHooks()))
 	if err != nil {
 		panic(err)
 	}

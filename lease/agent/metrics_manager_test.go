@@ -3,7 +3,7 @@
 
 //go:build !race
 
-package lease_test
+package agent_test
 
 import (
 	"testing"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 )
 
 // A Metrics connected to a store and a manager sees the manager's wins,
@@ -18,13 +19,13 @@ import (
 // gauges, and the losses of a crashed node.
 func TestMetricsManager(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var met, crashed lease.Metrics
-		s := newStore(t, met.Hooks())
+		var met, crashed agent.Metrics
+		s := newStore(t, met.StoreHooks())
 		ids := putItems(t, s, 3, 100)
 		idx := newIndexer(0)
 		idx.sizes = map[string]int64{"big": 100} // the catalog says 0
-		n := start(t, s, "a", idx, lease.WithBudget(350),
-			lease.WithLeaseOptions(lease.WithHooks(met.LeaseHooks())), lease.WithManagerHooks(met.ManagerHooks()))
+		n := start(t, s, "a", idx, agent.WithBudget(350),
+			agent.WithLeaseHooks(met.LeaseHooks()), agent.WithHooks(met.Hooks()))
 		time.Sleep(time.Minute)
 		checkOwned(t, s, ids, 350, map[string]*node{"a": n})
 		got := met.Snapshot()
@@ -49,8 +50,8 @@ func TestMetricsManager(t *testing.T) {
 		}
 
 		// A node that crashes loses its leases at their deadline.
-		c := start(t, s, "c", newIndexer(0), lease.WithDrainTimeout(-1),
-			lease.WithLeaseOptions(lease.WithHooks(crashed.LeaseHooks())), lease.WithManagerHooks(crashed.ManagerHooks()))
+		c := start(t, s, "c", newIndexer(0), agent.WithDrainTimeout(-1),
+			agent.WithLeaseHooks(crashed.LeaseHooks()), agent.WithHooks(crashed.Hooks()))
 		time.Sleep(time.Minute)
 		held := len(c.m.Held())
 		if held == 0 || crashed.Snapshot().LeasesHeld != held {

@@ -1,24 +1,26 @@
-package lease
+package agent
 
 import (
 	"errors"
 	"sync/atomic"
+
+	"github.com/indexkit/indexkit/lease"
 )
 
-// Metrics is a ready-made set of counters and gauges fed by [Hooks] and
-// [ManagerHooks], for a binary that exports them (as JSON, Prometheus, …)
+// Metrics is a ready-made set of counters and gauges fed by [lease.Hooks]
+// and [Hooks], for a binary that exports them (as JSON, Prometheus, …)
 // without writing the hooks itself. The zero value is ready; a Metrics
 // must not be copied once its hooks are in use. It is safe for concurrent
 // use, and its hooks never block.
 //
 // Connect it where the events happen, so that each is counted once:
 //
-//	var met lease.Metrics
-//	s, err := redis.New(rdb, "fleet:", lease.WithHooks(met.Hooks())) // auctions and bids
-//	mgr, err := lease.NewManager(s, node,
-//		lease.WithIndexer(idx),
-//		lease.WithLeaseOptions(lease.WithHooks(met.LeaseHooks())), // renewals and losses
-//		lease.WithManagerHooks(met.ManagerHooks()))                // wins, indexing, evictions, gauges
+//	var met agent.Metrics
+//	s, err := redis.New(rdb, "fleet:", lease.WithHooks(met.StoreHooks())) // auctions and bids
+//	mgr, err := agent.NewManager(s, node,
+//		agent.WithIndexer(idx),
+//		agent.WithLeaseHooks(met.LeaseHooks()), // renewals and losses
+//		agent.WithHooks(met.Hooks()))           // wins, indexing, evictions, gauges
 //	...
 //	json.NewEncoder(w).Encode(met.Snapshot())
 //
@@ -26,7 +28,7 @@ import (
 // with lease/redis, those of this node's calls; with a lease/memory store
 // shared by several managers, the whole fleet's. A manager also reports
 // its own bids to its lease hooks, which is why it gets LeaseHooks (no bid
-// hooks) when the store has Hooks.
+// hooks) when the store has StoreHooks.
 type Metrics struct {
 	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
 	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64
@@ -52,12 +54,12 @@ type MetricsSnapshot struct {
 	ItemsStarved           uint64 // closes without a winner at or past StarveAfter
 
 	BidsPlaced          uint64
-	BidsRejectedPending uint64 // ErrBidPending: the node had a bid pending
-	BidsRejectedTooLow  uint64 // ErrBidTooLow: below the item's MinBid
-	BidsRejectedLeased  uint64 // ErrLeased: the item is leased
-	BidsRejectedClosed  uint64 // ErrAuctionClosed: after the window
+	BidsRejectedPending uint64 // lease.ErrBidPending: the node had a bid pending
+	BidsRejectedTooLow  uint64 // lease.ErrBidTooLow: below the item's MinBid
+	BidsRejectedLeased  uint64 // lease.ErrLeased: the item is leased
+	BidsRejectedClosed  uint64 // lease.ErrAuctionClosed: after the window
 
-	// EffectiveMaxBids is the threshold (AuctionResult.Threshold) of the
+	// EffectiveMaxBids is the threshold (lease.AuctionResult.Threshold) of the
 	// last auction closed: the override, live count or static MaxBids in
 	// force; 0 is no short circuit.
 	EffectiveMaxBids int
@@ -76,32 +78,33 @@ type MetricsSnapshot struct {
 	EvictedBytes   uint64 // their sizes, summed
 }
 
-// Hooks returns hooks that count every [Hooks] event: auctions, bids and,
-// if the Hooks reach a [Lease], renewals and losses.
-func (m *Metrics) Hooks() Hooks {
+// StoreHooks returns hooks that count every [lease.Hooks] event, for a
+// store (lease.WithHooks): auctions, bids and, if the hooks reach a
+// [lease.Lease], renewals and losses.
+func (m *Metrics) StoreHooks() lease.Hooks {
 	h := m.LeaseHooks()
 	h.AuctionStarted = func(string, uint64) { m.auctionsStarted.Add(1) }
-	h.AuctionWon = func(r AuctionResult) {
+	h.AuctionWon = func(r lease.AuctionResult) {
 		m.auctionsWon.Add(1)
 		m.maxBids.Store(int64(r.Threshold))
 	}
-	h.AuctionNoWinner = func(r AuctionResult) {
+	h.AuctionNoWinner = func(r lease.AuctionResult) {
 		m.auctionsNoWinner.Add(1)
 		m.maxBids.Store(int64(r.Threshold))
 	}
-	h.AuctionShortCircuited = func(AuctionResult) { m.auctionsShort.Add(1) }
-	h.AuctionTimedOut = func(AuctionResult) { m.auctionsTimedOut.Add(1) }
+	h.AuctionShortCircuited = func(lease.AuctionResult) { m.auctionsShort.Add(1) }
+	h.AuctionTimedOut = func(lease.AuctionResult) { m.auctionsTimedOut.Add(1) }
 	h.ItemStarved = func(string, int) { m.itemsStarved.Add(1) }
 	h.BidPlaced = func(string, string, int64) { m.bidsPlaced.Add(1) }
 	h.BidRejected = func(_, _ string, reason error) {
 		switch {
-		case errors.Is(reason, ErrBidPending):
+		case errors.Is(reason, lease.ErrBidPending):
 			m.rejPending.Add(1)
-		case errors.Is(reason, ErrBidTooLow):
+		case errors.Is(reason, lease.ErrBidTooLow):
 			m.rejTooLow.Add(1)
-		case errors.Is(reason, ErrLeased):
+		case errors.Is(reason, lease.ErrLeased):
 			m.rejLeased.Add(1)
-		case errors.Is(reason, ErrAuctionClosed):
+		case errors.Is(reason, lease.ErrAuctionClosed):
 			m.rejClosed.Add(1)
 		}
 	}
@@ -109,14 +112,14 @@ func (m *Metrics) Hooks() Hooks {
 }
 
 // LeaseHooks returns hooks that count only lease renewals and losses, for
-// a [Manager]'s leases (WithLeaseOptions(WithHooks(...))) when the store
-// already has [Metrics.Hooks]: the manager would count its bids twice
+// a [Manager]'s leases ([WithLeaseHooks]) when the store already has
+// [Metrics.StoreHooks]: the manager would count its bids twice
 // otherwise.
-func (m *Metrics) LeaseHooks() Hooks {
-	return Hooks{
-		LeaseRenewed: func(Ref) { m.renewed.Add(1) },
-		LeaseLost: func(_ Ref, reason error) {
-			if errors.Is(reason, ErrReleased) {
+func (m *Metrics) LeaseHooks() lease.Hooks {
+	return lease.Hooks{
+		LeaseRenewed: func(lease.Ref) { m.renewed.Add(1) },
+		LeaseLost: func(_ lease.Ref, reason error) {
+			if errors.Is(reason, lease.ErrReleased) {
 				m.released.Add(1)
 			} else {
 				m.lost.Add(1)
@@ -125,19 +128,19 @@ func (m *Metrics) LeaseHooks() Hooks {
 	}
 }
 
-// ManagerHooks returns hooks that count a [Manager]'s wins, indexing and
-// evictions and keep its held-lease and live-node gauges.
-func (m *Metrics) ManagerHooks() ManagerHooks {
-	return ManagerHooks{
-		Won: func(Ref) { m.won.Add(1) },
-		Indexed: func(_ Ref, _ int64, err error) {
+// Hooks returns hooks that count a [Manager]'s wins, indexing and
+// evictions and keep its held-lease and live-node gauges ([WithHooks]).
+func (m *Metrics) Hooks() Hooks {
+	return Hooks{
+		Won: func(lease.Ref) { m.won.Add(1) },
+		Indexed: func(_ lease.Ref, _ int64, err error) {
 			if err != nil {
 				m.indexFailed.Add(1)
 			} else {
 				m.indexed.Add(1)
 			}
 		},
-		Evicted: func(_ Ref, size int64) {
+		Evicted: func(_ lease.Ref, size int64) {
 			m.evictions.Add(1)
 			m.evictedBytes.Add(uint64(max(size, 0)))
 		},

@@ -3,7 +3,7 @@
 
 //go:build !race
 
-package lease_test
+package agent_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 )
 
 // checkReplicated checks that every item has all its slots held, ready and
@@ -74,11 +75,11 @@ func TestManagerReplication(t *testing.T) {
 			}
 		}()
 		for _, name := range []string{"a", "b", "c"} {
-			var opts []lease.ManagerOption
+			var opts []agent.Option
 			if name == "a" {
-				opts = append(opts, lease.WithDrainTimeout(-1))
+				opts = append(opts, agent.WithDrainTimeout(-1))
 			}
-			nodes[name] = start(t, s, name, newIndexer(2*time.Second), append(opts, lease.WithReplication())...)
+			nodes[name] = start(t, s, name, newIndexer(2*time.Second), append(opts, agent.WithReplication())...)
 		}
 		time.Sleep(3 * time.Minute)
 		checkReplicated(t, s, items, copies, nodes)
@@ -152,7 +153,7 @@ func TestManagerReplicationRefusesSecondSlot(t *testing.T) {
 		if err := s.Put(ctx, lease.Item{ID: "repo", Size: 10}); err != nil {
 			t.Fatal(err)
 		}
-		n := start(t, s, "a", newIndexer(0), lease.WithReplication())
+		n := start(t, s, "a", newIndexer(0), agent.WithReplication())
 		defer n.stop(t)
 		time.Sleep(time.Minute)
 		if held := n.m.Held(); len(held) != 1 || held[0].Item != "repo" {

@@ -1,4 +1,4 @@
-package memory_test
+package agent_test
 
 import (
 	"context"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
 	"github.com/indexkit/indexkit/lease/memory"
 )
 
-// BenchmarkGrantMetrics is BenchmarkGrant's store cycle (a bid that
-// short-circuits into a grant, then a release) with a lease.Metrics on the
+// BenchmarkGrantMetrics is lease/memory's BenchmarkGrant store cycle (a
+// bid that short-circuits into a grant, then a release) with a Metrics on the
 // store's hooks, beside the same cycle with no-op hooks (the cost of
 // calling hooks at all) and without hooks, the baseline.
 func BenchmarkGrantMetrics(b *testing.B) {
@@ -21,7 +22,7 @@ func BenchmarkGrantMetrics(b *testing.B) {
 		name string
 		opts []lease.Option
 	}{
-		{"metrics", []lease.Option{lease.WithHooks(new(lease.Metrics).Hooks())}},
+		{"metrics", []lease.Option{lease.WithHooks(new(agent.Metrics).StoreHooks())}},
 		{"noop", []lease.Option{lease.WithHooks(noopHooks())}},
 		{"nohooks", nil},
 	} {
@@ -69,4 +70,18 @@ func noopHooks() lease.Hooks {
 		LeaseRenewed:          func(lease.Ref) {},
 		LeaseLost:             func(lease.Ref, error) {},
 	}
+}
+
+const benchItems = 1024
+
+func itemNames() []string {
+	names := make([]string, benchItems)
+	for i := range names {
+		names[i] = fmt.Sprintf("item-%04d", i)
+	}
+	return names
+}
+
+func report(b *testing.B, start time.Time) {
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
 }

@@ -1,0 +1,192 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// to under WithReplication, else item itself.
+func (m *Manager) group(item string) string {
+	if !m.c.replication {
+		return item
+	}
+	g, _ := lease.SplitReplicaID(item)
+	return g
+}
+
+// occupied returns the groups the node holds a slot of, or bids on. The
+// caller holds m.mu.
+func (m *Manager) occupied() map[string]bool {
+	if !m.c.replication {
+		return nil
+	}
+	out := make(map[string]bool, len(m.held)+1)
+	for item := range m.held {
+		out[m.group(item)] = true
+	}
+	if m.pending != "" {
+		out[m.group(m.pending)] = true
+	}
+	return out
+}
+
+func (m *Manager) free() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.c.budget - m.used
+}
+
+// scan evaluates the auction it bid in and due auctions, picks up grants
+// it has not acquired, and bids on one claimable item.
+func (m *Manager) scan(ctx context.Context) {
+	now := m.lc.Clock.Now()
+	m.mu.Lock()
+	pend := m.pending
+	m.mu.Unlock()
+	if pend != "" {
+		m.evaluate(ctx, pend)
+	}
+
+	var open, idle []lease.Row
+	for r, err := range m.c.source.Rows(ctx) {
+		if err != nil {
+			if ctx.Err() == nil {
+				m.c.log.Warn("lease: list items", "node", m.node, "err", err)
+			}
+			return
+		}
+		m.mu.Lock()
+		_, mine := m.held[r.ID]
+		bo := m.backoff[r.ID]
+		m.mu.Unlock()
+		switch {
+		case mine:
+		case r.Owner == m.node:
+			m.won(ctx, lease.Ref{Item: r.ID, Holder: m.node, Fence: r.Fence}, r)
+		case r.Owner != "":
+		case r.Bids > 0 && !r.AuctionDeadline.IsZero() && !now.Before(r.AuctionDeadline):
+			m.evaluate(ctx, r.ID) // a due auction nobody closed
+		case now.Before(bo.until):
+		case r.Bids > 0:
+			open = append(open, r)
+		default:
+			idle = append(idle, r)
+		}
+	}
+	m.mu.Lock()
+	pend = m.pending
+	busy := m.occupied()
+	m.mu.Unlock()
+	if pend != "" || ctx.Err() != nil {
+		return
+	}
+	free := m.free()
+	fits := func(rs []lease.Row) []lease.Row {
+		out := rs[:0]
+		for _, r := range rs {
+			if free >= r.Size && free >= r.MinBid && free > 0 && !busy[m.group(r.ID)] {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	cands := fits(open) // join open auctions first, so they short-circuit
+	if len(cands) == 0 {
+		cands = fits(idle)
+	}
+	if len(cands) == 0 {
+		return
+	}
+	r := cands[rand.IntN(len(cands))]
+	m.bid(ctx, r, free)
+}
+
+func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
+	res, err := m.s.Bid(ctx, r.ID, m.node, free)
+	hooks := m.lc.Hooks
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		for _, reason := range []error{lease.ErrBidPending, lease.ErrBidTooLow, lease.ErrLeased, lease.ErrAuctionClosed} {
+			if errors.Is(err, reason) {
+				if hooks.BidRejected != nil {
+					hooks.BidRejected(r.ID, m.node, reason)
+				}
+				break
+			}
+		}
+		m.c.log.Debug("lease: bid rejected", "node", m.node, "item", r.ID, "err", err)
+		m.backOff(r.ID)
+		return
+	}
+	if hooks.BidPlaced != nil {
+		hooks.BidPlaced(r.ID, m.node, free)
+	}
+	// A bid that reached the threshold closed the auction, unless the
+	// store holds grants (LossGuard): then the bid stays pending.
+	if res.Result != nil && res.Result.Outcome != lease.NotDue {
+		m.settle(ctx, *res.Result)
+		return
+	}
+	m.mu.Lock()
+	m.pending = r.ID
+	m.mu.Unlock()
+}
+
+func (m *Manager) evaluate(ctx context.Context, item string) {
+	res, err := m.s.Evaluate(ctx, item)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.c.log.Warn("lease: evaluate", "node", m.node, "item", item, "err", err)
+		}
+		if errors.Is(err, lease.ErrNotFound) {
+			m.clearPending(item)
+		}
+		return
+	}
+	switch res.Outcome {
+	case lease.NotDue:
+	case lease.Granted, lease.NoWinner:
+		m.settle(ctx, res)
+	case lease.NoAuction:
+		// Closed by someone else (or our own bid's short circuit): the
+		// row tells whether we won; the scan acquires it if so.
+		m.clearPending(item)
+	}
+}
+
+func (m *Manager) clearPending(item string) {
+	m.mu.Lock()
+	if m.pending == item {
+		m.pending = ""
+	}
+	m.mu.Unlock()
+}
+
+// settle acts on a closed auction.
+func (m *Manager) settle(ctx context.Context, res lease.AuctionResult) {
+	m.clearPending(res.Item)
+	if res.Outcome == lease.Granted && res.Grant.Holder == m.node {
+		m.won(ctx, res.Grant.Ref, lease.Row{})
+		return
+	}
+	m.backOff(res.Item)
+}
+
+func (m *Manager) backOff(item string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.backoff[item]
+	d := m.c.backoffBase << min(b.attempts, 30)
+	if d <= 0 || d > m.c.backoffMax {
+		d = m.c.backoffMax
+	}
+	b.attempts++
+	b.until = m.lc.Clock.Now().Add(time.Duration(rand.Int64N(int64(d)) + 1))
+	m.backoff[item] = b
+}

@@ -1,0 +1,67 @@
+// Package agent is the node side of package lease: a [Manager] that runs
+// on each node of a fleet and, over any lease.Store, wins items at
+// auction, holds their leases, indexes them within a memory budget, evicts
+// over it and drains on shutdown. Package lease holds the model (the
+// catalog, the auctions, fences, the Store interface and the
+// lease.Lease handle); this package is built on it as etcd's concurrency
+// package is built on clientv3, and no backend imports it.
+//
+// # Model
+//
+// A node is a name, an [Indexer] that builds and drops its in-memory
+// indexes, and a memory budget. [NewManager] takes the store, the node's
+// name and [Option]s ([WithIndexer] is required, [WithBudget] defaults to
+// 1 GiB); [Manager.Run] does the work until its context is done:
+//
+//   - it heartbeats the node into the live set ([WithHeartbeatInterval]);
+//   - it renews every held lease in one batched call (lease.RenewAll)
+//     every [WithRenewInterval] (a third of [WithTTL] by default); a
+//     refused or lapsed lease closes its Done, and the manager drops the
+//     item;
+//   - it scans the items (the store's lease.Lister, or [WithItemSource])
+//     on a jittered interval ([WithScanInterval]), closes due auctions,
+//     joins open auctions first, and bids its free memory (budget minus
+//     used) on an item that fits; a rejected or lost bid backs that item
+//     off with full jitter, exponentially ([WithBidBackoff]);
+//   - on a win it acquires the lease.Lease, indexes the item with at most
+//     [WithIndexConcurrency] Index calls at once, and marks the row Ready
+//     with its size under the lease's fence;
+//   - over budget it evicts ready items in the order of the
+//     [EvictionPolicy] ([EvictLRU] by last [Manager.Touch], or
+//     [EvictSizeTraffic]), releasing and dropping each; [Manager.Pin]ned
+//     items are never evicted;
+//   - with [WithReplication] it treats the replica slots of an item (see
+//     lease.ReplicaID) as one item for placement and never holds two.
+//
+// # Lifecycle
+//
+// NewManager validates its options and starts nothing. Run may be called
+// once. When its context is done it stops bidding and heartbeating,
+// drains every held lease (marks it Draining, gives in-flight indexing up
+// to [WithDrainTimeout], releases it), drops every index and returns once
+// all its goroutines have exited. A negative drain timeout abandons the
+// leases instead, as a crash would: they lapse at their TTL.
+//
+// The manager keeps its leases' local deadlines by [WithClock] with the
+// margin of [WithSafetyMargin]; [WithTTL] tells it the store's TTL (it
+// does not set it: the store's own options do).
+//
+// # Concurrency
+//
+// A Manager's methods are safe for concurrent use; Touch, Pin, Held and
+// Used may be called while Run runs. The Indexer is called from the
+// manager's goroutines and must be safe for concurrent use. Hooks ([Hooks]
+// with [WithHooks], lease.Hooks with [WithLeaseHooks]) are called
+// synchronously and must not block. [Metrics] is a ready-made, lock-free
+// set of counters and gauges fed by both and by the store's hooks.
+//
+// # Errors
+//
+// NewManager fails with an error wrapping lease.ErrInvalid for a nil
+// store, an empty node name, a missing indexer, a store that is no Lister
+// without an item source, or an option with an invalid value; a second
+// Run fails the same way. Run itself returns nil after a shutdown by its
+// context: failures of the store while it runs (a heartbeat, a renewal,
+// a bid, an indexing) are logged ([WithLogger]) and retried on the next
+// round, and refused leases close their Done, never Run.
+package agent

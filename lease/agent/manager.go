@@ -1,0 +1,271 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// Manager is a node's agent: it heartbeats, bids on claimable items, holds
+// and renews the leases it wins, indexes their items within a memory
+// budget, evicts over budget, and drains on shutdown. Create it with
+// [NewManager] and call [Manager.Run] once. Its methods are safe for
+// concurrent use.
+type Manager struct {
+	s    lease.Store
+	node string
+	c    config
+	lc   lease.Config
+
+	sem chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	held    map[string]*held
+	pins    map[string]bool
+	used    int64 // bytes of held items: Index's size, or Row.Size until indexed
+	backoff map[string]backoff
+	pending string // item of our unaccepted bid, "" if none
+	wg      sync.WaitGroup
+	heldRep sync.Mutex      // serializes Hooks.Held calls
+	work    context.Context // cancelled when Run ends
+}
+
+type held struct {
+	l         *lease.Lease
+	row       lease.Row
+	size      int64
+	ready     bool
+	lastTouch time.Time
+	touches   uint64
+	indexed   chan struct{} // closed when Index has returned
+	gone      bool          // removed from held by the manager itself
+}
+
+type backoff struct {
+	attempts int
+	until    time.Time
+}
+
+// NewManager returns the manager of node on store s. It starts nothing.
+func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
+	c := config{
+		budget:       1 << 30,
+		concurrency:  2,
+		heartbeat:    10 * time.Second,
+		scan:         time.Second,
+		backoffBase:  time.Second,
+		backoffMax:   time.Minute,
+		drainTimeout: 30 * time.Second,
+		policy:       EvictLRU,
+	}
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, fmt.Errorf("agent: manager %s: %w", node, err)
+		}
+	}
+	lc, err := lease.NewConfig(c.leaseOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: manager %s: %w", node, err)
+	}
+	if c.renew == 0 {
+		c.renew = lc.TTL / 3
+	}
+	if c.source == nil {
+		c.source, _ = s.(lease.Lister)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("agent: manager: nil store: %w", lease.ErrInvalid)
+	case node == "":
+		return nil, fmt.Errorf("agent: manager: empty node: %w", lease.ErrInvalid)
+	case c.idx == nil:
+		return nil, fmt.Errorf("agent: manager %s: no indexer: %w", node, lease.ErrInvalid)
+	case c.source == nil:
+		return nil, fmt.Errorf("agent: manager %s: store is no Lister and no item source: %w", node, lease.ErrInvalid)
+	case c.budget <= 0 || c.concurrency < 1 || c.heartbeat <= 0 || c.renew <= 0 || c.scan <= 0:
+		return nil, fmt.Errorf("agent: manager %s: budget, concurrency or interval not positive: %w", node, lease.ErrInvalid)
+	case c.backoffBase <= 0 || c.backoffMax < c.backoffBase:
+		return nil, fmt.Errorf("agent: manager %s: backoff %v..%v: %w", node, c.backoffBase, c.backoffMax, lease.ErrInvalid)
+	case c.policy == nil:
+		return nil, fmt.Errorf("agent: manager %s: nil eviction policy: %w", node, lease.ErrInvalid)
+	}
+	return &Manager{
+		s: s, node: node, c: c, lc: lc,
+		sem:     make(chan struct{}, c.concurrency),
+		held:    make(map[string]*held),
+		pins:    make(map[string]bool),
+		backoff: make(map[string]backoff),
+	}, nil
+}
+
+// Touch records a query of item, for eviction.
+func (m *Manager) Touch(item string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.held[item]; h != nil {
+		h.lastTouch = m.lc.Clock.Now()
+		h.touches++
+	}
+}
+
+// Pin makes item exempt from eviction, whether or not the node holds it.
+func (m *Manager) Pin(item string) {
+	m.mu.Lock()
+	m.pins[item] = true
+	m.mu.Unlock()
+}
+
+// Unpin undoes Pin.
+func (m *Manager) Unpin(item string) {
+	m.mu.Lock()
+	delete(m.pins, item)
+	m.mu.Unlock()
+}
+
+// Held returns the refs of the leases the node holds, sorted by item.
+func (m *Manager) Held() []lease.Ref {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]lease.Ref, 0, len(m.held))
+	for _, h := range m.held {
+		out = append(out, h.l.Ref())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Item < out[j].Item })
+	return out
+}
+
+// Used returns the bytes the node's held items take (or are expected to
+// take, while they are being indexed).
+func (m *Manager) Used() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.used
+}
+
+// Run heartbeats, renews, bids, indexes and evicts until ctx is done, then
+// stops bidding and drains every held lease: marks it draining, waits for
+// its indexing (at most the drain timeout) and releases it. It returns
+// only after every goroutine it started has exited, with nil after a
+// shutdown by ctx. Run may be called once.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return fmt.Errorf("agent: manager %s: Run called twice: %w", m.node, lease.ErrInvalid)
+	}
+	m.started = true
+	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	m.work = work
+	m.mu.Unlock()
+	keep, stopKeep := context.WithCancel(context.WithoutCancel(ctx))
+
+	var bidding, renewing sync.WaitGroup
+	bidding.Go(func() { m.every(ctx, m.c.heartbeat, 0, m.heartbeat) })
+	bidding.Go(func() { m.every(ctx, m.c.scan, m.c.scan/2, m.scan) })
+	renewing.Go(func() { m.every(keep, m.c.renew, 0, m.renew) })
+
+	<-ctx.Done()
+	bidding.Wait() // no lease is won after this
+	if m.c.drainTimeout >= 0 {
+		m.drainAll(ctx)
+	}
+	stopKeep()
+	stopWork()
+	renewing.Wait()
+	m.wg.Wait()
+	m.mu.Lock()
+	rest := m.held
+	m.held, m.used = make(map[string]*held), 0
+	for _, h := range rest {
+		h.gone = true
+	}
+	m.mu.Unlock()
+	if len(rest) > 0 {
+		m.reportHeld()
+	}
+	for item := range rest {
+		m.c.idx.Drop(item)
+	}
+	return nil
+}
+
+// every calls f at once and then every d, jittered by ±jitter, until ctx
+// is done.
+func (m *Manager) every(ctx context.Context, d, jitter time.Duration, f func(context.Context)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f(ctx)
+		next := d
+		if jitter > 0 {
+			next += time.Duration(rand.Int64N(int64(2*jitter))) - jitter
+		}
+		t.Reset(next)
+	}
+}
+
+func (m *Manager) heartbeat(ctx context.Context) {
+	if err := m.s.Heartbeat(ctx, m.node); err != nil {
+		if ctx.Err() == nil {
+			m.c.log.Warn("lease: heartbeat failed", "node", m.node, "err", err)
+		}
+		return
+	}
+	lc, ok := m.s.(lease.LiveCounter)
+	if f := m.c.hooks.LiveNodes; f != nil && ok {
+		n, err := lc.LiveNodes(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				m.c.log.Warn("lease: count live nodes", "node", m.node, "err", err)
+			}
+			return
+		}
+		f(n)
+	}
+}
+
+// reportHeld calls Hooks.Held with the current count. The count is
+// read under heldRep, so the last call reports the count after the last
+// change.
+func (m *Manager) reportHeld() {
+	f := m.c.hooks.Held
+	if f == nil {
+		return
+	}
+	m.heldRep.Lock()
+	defer m.heldRep.Unlock()
+	m.mu.Lock()
+	n := len(m.held)
+	m.mu.Unlock()
+	f(n)
+}
+
+// group is the placement group of item: the item a replica slot belongs
+
+func (m *Manager) renew(ctx context.Context) {
+	m.mu.Lock()
+	ls := make([]*lease.Lease, 0, len(m.held))
+	for _, h := range m.held {
+		ls = append(ls, h.l)
+	}
+	m.mu.Unlock()
+	if err := lease.RenewAll(ctx, m.s, ls...); err != nil && ctx.Err() == nil {
+		// Refused leases closed their Done; their holders clean up.
+		m.c.log.Warn("lease: renew", "node", m.node, "err", err)
+	}
+}

@@ -1,0 +1,192 @@
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// Option configures a [Manager]. An option given an invalid value makes
+// [NewManager] fail with an error wrapping [lease.ErrInvalid].
+type Option func(*config) error
+
+type config struct {
+	idx          Indexer
+	budget       int64
+	concurrency  int
+	heartbeat    time.Duration
+	renew        time.Duration
+	scan         time.Duration
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+	drainTimeout time.Duration
+	policy       EvictionPolicy
+	source       lease.Lister
+	leaseOpts    []lease.Option // TTL, clock, lease hooks, safety margin
+	hooks        Hooks
+	log          *slog.Logger
+	replication  bool
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, lease.ErrInvalid)...)
+}
+
+// WithIndexer sets the indexer (required).
+func WithIndexer(idx Indexer) Option {
+	return func(c *config) error {
+		if idx == nil {
+			return invalid("nil indexer")
+		}
+		c.idx = idx
+		return nil
+	}
+}
+
+// WithBudget sets the node's memory budget in bytes (default 1 GiB).
+func WithBudget(b int64) Option {
+	return func(c *config) error {
+		if b <= 0 {
+			return invalid("budget %d", b)
+		}
+		c.budget = b
+		return nil
+	}
+}
+
+// WithIndexConcurrency bounds concurrent Index calls (default 2).
+func WithIndexConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return invalid("index concurrency %d", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// WithHeartbeatInterval sets how often the node heartbeats (default 10s).
+func WithHeartbeatInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("heartbeat interval %v", d)
+		}
+		c.heartbeat = d
+		return nil
+	}
+}
+
+// WithRenewInterval sets how often held leases are renewed, in one batch
+// (default a third of the TTL set with [WithTTL]). It must be well below
+// the store's TTL minus the safety margin.
+func WithRenewInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("renew interval %v", d)
+		}
+		c.renew = d
+		return nil
+	}
+}
+
+// WithScanInterval sets the mean interval between scans for claimable
+// items; each wait is jittered uniformly in [d/2, 3d/2) (default 1s).
+func WithScanInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("scan interval %v", d)
+		}
+		c.scan = d
+		return nil
+	}
+}
+
+// WithBidBackoff sets the per-item backoff after a rejected or lost bid:
+// full jitter over base × 2^attempts, capped at max (default 1s, 1m).
+func WithBidBackoff(base, max time.Duration) Option {
+	return func(c *config) error {
+		if base <= 0 || max < base {
+			return invalid("backoff %v..%v", base, max)
+		}
+		c.backoffBase, c.backoffMax = base, max
+		return nil
+	}
+}
+
+// WithDrainTimeout bounds how long shutdown waits for in-flight indexing
+// before releasing (default 30s). A negative timeout abandons held leases
+// on shutdown, as a crash would: they are neither drained nor released
+// and lapse at their TTL.
+func WithDrainTimeout(d time.Duration) Option {
+	return func(c *config) error { c.drainTimeout = d; return nil }
+}
+
+// WithEviction sets the eviction policy (default [EvictLRU]).
+func WithEviction(p EvictionPolicy) Option {
+	return func(c *config) error {
+		if p == nil {
+			return invalid("nil eviction policy")
+		}
+		c.policy = p
+		return nil
+	}
+}
+
+// WithItemSource sets where the manager finds items to bid on; by default
+// (or when src is nil) the store, which must then implement
+// [lease.Lister].
+func WithItemSource(src lease.Lister) Option {
+	return func(c *config) error { c.source = src; return nil }
+}
+
+// WithTTL tells the manager the store's lease TTL (default 30s, the
+// stores' default): the default renewal interval is a third of it, and
+// shutdown gives each release up to the drain timeout plus the TTL. It
+// does not change the store's TTL, which the store's own options set.
+func WithTTL(d time.Duration) Option {
+	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithTTL(d)); return nil }
+}
+
+// WithClock sets the clock by which the manager keeps its leases' local
+// deadlines, backoffs and touch times (default [lease.SystemClock]).
+func WithClock(clk lease.Clock) Option {
+	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithClock(clk)); return nil }
+}
+
+// WithSafetyMargin sets how long before expiry, by the manager's clock,
+// each of its leases counts itself lost (default a tenth of the TTL; see
+// [lease.Lease]). It must be below the TTL.
+func WithSafetyMargin(d time.Duration) Option {
+	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithSafetyMargin(d)); return nil }
+}
+
+// WithLeaseHooks sets the hooks of the manager's leases (LeaseRenewed,
+// LeaseLost); the manager also reports its own bids to their BidPlaced
+// and BidRejected. The auction hooks are the store's and are not called.
+func WithLeaseHooks(h lease.Hooks) Option {
+	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithHooks(h)); return nil }
+}
+
+// WithReplication makes the manager treat the replica slots of an item
+// (see [lease.ReplicaID]) as one item for placement: it never bids on, or
+// holds, two slots of the same item, since a replica on the primary's
+// node is worthless. Each slot is otherwise an item like any other: the
+// manager bids on it, wins it, indexes it proactively and serves it.
+// [Indexer] calls get the slot's ID (Row.ID, Drop's item); map it to the
+// item with [lease.SplitReplicaID]. Off by default: without it, IDs are
+// not interpreted.
+func WithReplication() Option {
+	return func(c *config) error { c.replication = true; return nil }
+}
+
+// WithHooks sets the manager's hooks.
+func WithHooks(h Hooks) Option {
+	return func(c *config) error { c.hooks = h; return nil }
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error { c.log = l; return nil }
+}
