@@ -15,6 +15,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // DefaultBackendTimeout is how long a [Gather] waits for each backend
@@ -91,7 +93,7 @@ func WithRing(r *Ring) GatherOption {
 
 // WithBackendNames names the backends, one name per backend, in errors and
 // [GatherStats]. By default a backend is named by its String method when it
-// has one (a [fmt.Stringer]), else by its URL method (as an [HTTPBackend]
+// has one (a [fmt.Stringer]), else by its URL method (as a [find.Client]
 // has), else by its position, "#0", "#1"...
 func WithBackendNames(names ...string) GatherOption {
 	return func(c *gatherConfig) error {
@@ -124,12 +126,12 @@ type GatherHooks struct {
 	OnDisagreement func(mh multihash.Multihash, provider peer.ID, contextID []byte, backend int)
 }
 
-// Gather is a [Backend] that fans each request out to many backends
+// Gather is a [find.Backend] that fans each request out to many backends
 // concurrently and merges their answers; see the package documentation.
 // It is safe for concurrent use, starts no goroutine outside a call, and
 // needs no closing.
 type Gather struct {
-	backends []Backend
+	backends []find.Backend
 	names    []string
 	breakers []*breaker // nil when disabled
 	counters []backendCounters
@@ -147,10 +149,10 @@ type backendCounters struct {
 	requests, failures, timeouts, skipped atomic.Uint64
 }
 
-var _ Backend = (*Gather)(nil)
+var _ find.Backend = (*Gather)(nil)
 
 // NewGather returns a Gather over backends (at least one).
-func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
+func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 	def, _ := BreakerConfig{}.withDefaults()
 	c := &gatherConfig{timeout: DefaultBackendTimeout, breaker: def}
 	for _, o := range opts {
@@ -224,7 +226,7 @@ func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
 //
 // When every backend asked answered, Find ends without an error; when none
 // had results, that is "not found". Otherwise it ends by yielding a
-// [*PartialError]: Answered of Total backends answered, TimedOut ran out of
+// [*find.PartialError]: Answered of Total backends answered, TimedOut ran out of
 // time, and Err joins the errors of the others (in backend order), wrapping
 // [ErrBreakerOpen] for a backend skipped because its breaker was open. The
 // results yielded before it are real.
@@ -233,8 +235,8 @@ func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
 // returns only after every goroutine it started has exited. Yielded results
 // may be shared with the cache and with the backends and must not be
 // modified.
-func (g *Gather) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
-	return func(yield func(ProviderResult, error) bool) {
+func (g *Gather) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		g.queries.Add(1)
 		if g.cache != nil {
 			if rs, ok := g.cache.get(mh, time.Now()); ok {
@@ -261,7 +263,7 @@ type fanMsg struct {
 	backend  int
 	done     bool
 	timedOut bool
-	res      ProviderResult
+	res      find.ProviderResult
 	err      error
 }
 
@@ -300,7 +302,7 @@ func (f *fanIn) take(spare []fanMsg) []fanMsg {
 	}
 }
 
-func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(ProviderResult, error) bool) {
+func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(find.ProviderResult, error) bool) {
 	var tbuf [16]int
 	targets := tbuf[:0]
 	if g.ring != nil {
@@ -356,7 +358,7 @@ func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(Pr
 	}
 	if err := pe.err(len(targets)); err != nil {
 		g.partial.Add(1)
-		yield(ProviderResult{}, err)
+		yield(find.ProviderResult{}, err)
 		return
 	}
 	if g.cache != nil {
@@ -457,7 +459,7 @@ func (p *partial) add(backend int, err error, timedOut bool) {
 }
 
 // err returns nil if every one of total backends answered, else a
-// *PartialError.
+// *find.PartialError.
 func (p *partial) err(total int) error {
 	if len(p.errs) == 0 {
 		return nil
@@ -467,7 +469,7 @@ func (p *partial) err(total int) error {
 	for i, e := range p.errs {
 		errs[i] = e.err
 	}
-	return &PartialError{Answered: total - len(p.errs), Total: total, TimedOut: p.timedOut, Err: errors.Join(errs...)}
+	return &find.PartialError{Answered: total - len(p.errs), Total: total, TimedOut: p.timedOut, Err: errors.Join(errs...)}
 }
 
 // merger de-duplicates the results of one Find.
@@ -476,7 +478,7 @@ type merger struct {
 	mh      multihash.Multihash
 	seen    map[resultKey][]byte // metadata of the first result of each key
 	collect bool
-	results []ProviderResult // what was yielded, when collect
+	results []find.ProviderResult // what was yielded, when collect
 }
 
 type resultKey struct {
@@ -485,7 +487,7 @@ type resultKey struct {
 }
 
 // add reports whether r is the first result for its (provider, context).
-func (m *merger) add(r ProviderResult, backend int) bool {
+func (m *merger) add(r find.ProviderResult, backend int) bool {
 	var id peer.ID
 	if r.Provider != nil {
 		id = r.Provider.ID
@@ -511,7 +513,7 @@ func (m *merger) add(r ProviderResult, backend int) bool {
 }
 
 // each runs fn for every backend whose breaker lets it, concurrently, each
-// under the backend timeout, and returns a *PartialError unless all
+// under the backend timeout, and returns a *find.PartialError unless all
 // answered. fn returns nil when the backend answered.
 func (g *Gather) each(ctx context.Context, fn func(ctx context.Context, backend int) error) error {
 	qctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -546,10 +548,10 @@ func (g *Gather) each(ctx context.Context, fn func(ctx context.Context, backend 
 // order providers are first seen (backend order, then each backend's).
 //
 // When some backends did not answer, Providers returns the merged records
-// of those that did together with a [*PartialError]; the records are valid
+// of those that did together with a [*find.PartialError]; the records are valid
 // but the list may be incomplete.
-func (g *Gather) Providers(ctx context.Context) ([]ProviderInfo, error) {
-	lists := make([][]ProviderInfo, len(g.backends))
+func (g *Gather) Providers(ctx context.Context) ([]find.ProviderInfo, error) {
+	lists := make([][]find.ProviderInfo, len(g.backends))
 	err := g.each(ctx, func(ctx context.Context, i int) error {
 		l, err := g.backends[i].Providers(ctx)
 		if err == nil {
@@ -568,7 +570,7 @@ func (g *Gather) Providers(ctx context.Context) ([]ProviderInfo, error) {
 			byID[id] = append(byID[id], providerRecord{info, i})
 		}
 	}
-	out := make([]ProviderInfo, 0, len(order))
+	out := make([]find.ProviderInfo, 0, len(order))
 	for _, id := range order {
 		out = append(out, mergeProvider(byID[id]))
 	}
@@ -585,17 +587,17 @@ func (g *Gather) Providers(ctx context.Context) ([]ProviderInfo, error) {
 // are).
 //
 // If no backend has the record, Provider returns an error wrapping
-// [ErrNotFound] when every backend answered, and otherwise a
-// [*PartialError], which does not wrap ErrNotFound. A record found while
+// [find.ErrNotFound] when every backend answered, and otherwise a
+// [*find.PartialError], which does not wrap ErrNotFound. A record found while
 // some backends failed is returned without an error.
-func (g *Gather) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
-	found := make([]*ProviderInfo, len(g.backends))
+func (g *Gather) Provider(ctx context.Context, id peer.ID) (find.ProviderInfo, error) {
+	found := make([]*find.ProviderInfo, len(g.backends))
 	err := g.each(ctx, func(ctx context.Context, i int) error {
 		info, err := g.backends[i].Provider(ctx, id)
 		switch {
 		case err == nil:
 			found[i] = &info
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, find.ErrNotFound):
 			return nil
 		}
 		return err
@@ -610,19 +612,19 @@ func (g *Gather) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error)
 		return mergeProvider(recs), nil
 	}
 	if err != nil {
-		return ProviderInfo{}, err
+		return find.ProviderInfo{}, err
 	}
-	return ProviderInfo{}, fmt.Errorf("scatter: provider %s: %w", id, ErrNotFound)
+	return find.ProviderInfo{}, fmt.Errorf("scatter: provider %s: %w", id, find.ErrNotFound)
 }
 
 type providerRecord struct {
-	info    ProviderInfo
+	info    find.ProviderInfo
 	backend int
 }
 
 // mergeProvider picks one record out of recs (one provider's, in backend
 // order), as Provider documents.
-func mergeProvider(recs []providerRecord) ProviderInfo {
+func mergeProvider(recs []providerRecord) find.ProviderInfo {
 	best, bestT := -1, time.Time{}
 	frozen, frozenT := -1, time.Time{}
 	for i, r := range recs {

@@ -17,6 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 	"go.uber.org/goleak"
+
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 var errGatherBoom = errors.New("boom")
@@ -24,24 +26,24 @@ var errGatherBoom = errors.New("boom")
 // gatherFake is an in-memory Backend for the gather tests. Its fields are
 // set before a call and not changed while one runs.
 type gatherFake struct {
-	results []ProviderResult
+	results []find.ProviderResult
 	err     error         // yielded after the results
 	delay   time.Duration // before answering, unless ctx is done first
 	wait    chan struct{} // when non-nil, closed before answering
 	// canceled, when non-nil, is closed when a call sees its ctx done.
 	canceled chan struct{}
 
-	providers []ProviderInfo
+	providers []find.ProviderInfo
 	provErr   error
 
 	calls atomic.Int32
 }
 
-func (f *gatherFake) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
-	return func(yield func(ProviderResult, error) bool) {
+func (f *gatherFake) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		f.calls.Add(1)
 		if err := f.pause(ctx); err != nil {
-			yield(ProviderResult{}, err)
+			yield(find.ProviderResult{}, err)
 			return
 		}
 		for _, r := range f.results {
@@ -50,7 +52,7 @@ func (f *gatherFake) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2
 			}
 		}
 		if f.err != nil {
-			yield(ProviderResult{}, f.err)
+			yield(find.ProviderResult{}, f.err)
 		}
 	}
 }
@@ -76,7 +78,7 @@ func (f *gatherFake) pause(ctx context.Context) error {
 	return nil
 }
 
-func (f *gatherFake) Providers(ctx context.Context) ([]ProviderInfo, error) {
+func (f *gatherFake) Providers(ctx context.Context) ([]find.ProviderInfo, error) {
 	f.calls.Add(1)
 	if err := f.pause(ctx); err != nil {
 		return nil, err
@@ -84,29 +86,29 @@ func (f *gatherFake) Providers(ctx context.Context) ([]ProviderInfo, error) {
 	return f.providers, f.provErr
 }
 
-func (f *gatherFake) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
+func (f *gatherFake) Provider(ctx context.Context, id peer.ID) (find.ProviderInfo, error) {
 	f.calls.Add(1)
 	if err := f.pause(ctx); err != nil {
-		return ProviderInfo{}, err
+		return find.ProviderInfo{}, err
 	}
 	if f.provErr != nil {
-		return ProviderInfo{}, f.provErr
+		return find.ProviderInfo{}, f.provErr
 	}
 	for _, p := range f.providers {
 		if p.AddrInfo.ID == id {
 			return p, nil
 		}
 	}
-	return ProviderInfo{}, fmt.Errorf("fake: %s: %w", id, ErrNotFound)
+	return find.ProviderInfo{}, fmt.Errorf("fake: %s: %w", id, find.ErrNotFound)
 }
 
 // gres is a result of provider p for context c with metadata md.
-func gres(p, c, md string) ProviderResult {
-	return ProviderResult{ContextID: []byte(c), Metadata: []byte(md), Provider: &peer.AddrInfo{ID: peer.ID(p)}}
+func gres(p, c, md string) find.ProviderResult {
+	return find.ProviderResult{ContextID: []byte(c), Metadata: []byte(md), Provider: &peer.AddrInfo{ID: peer.ID(p)}}
 }
 
 // prString is "provider/context=metadata".
-func prString(r ProviderResult) string {
+func prString(r find.ProviderResult) string {
 	return fmt.Sprintf("%s/%s=%s", string(r.Provider.ID), r.ContextID, r.Metadata)
 }
 
@@ -118,8 +120,8 @@ var gatherMH = func() multihash.Multihash {
 	return mh
 }()
 
-func gatherBackends(fs ...*gatherFake) []Backend {
-	bs := make([]Backend, len(fs))
+func gatherBackends(fs ...*gatherFake) []find.Backend {
+	bs := make([]find.Backend, len(fs))
 	for i, f := range fs {
 		bs[i] = f
 	}
@@ -128,7 +130,7 @@ func gatherBackends(fs ...*gatherFake) []Backend {
 
 // gatherCollect reads a whole Find, returning its results as prString and its
 // error.
-func gatherCollect(t *testing.T, seq iter.Seq2[ProviderResult, error]) ([]string, error) {
+func gatherCollect(t *testing.T, seq iter.Seq2[find.ProviderResult, error]) ([]string, error) {
 	t.Helper()
 	var got []string
 	var last error
@@ -151,36 +153,36 @@ func TestGatherMerge(t *testing.T) {
 		backends []*gatherFake
 		timeout  time.Duration
 		want     []string // in any order
-		wantErr  *PartialError
+		wantErr  *find.PartialError
 		errIs    error
 	}{
 		{
 			name:     "first duplicate keeps the rest",
-			backends: []*gatherFake{{results: []ProviderResult{gres("A", "c", "m")}}, {results: []ProviderResult{gres("A", "c", "m"), gres("B", "c", "m")}}},
+			backends: []*gatherFake{{results: []find.ProviderResult{gres("A", "c", "m")}}, {results: []find.ProviderResult{gres("A", "c", "m"), gres("B", "c", "m")}}},
 			want:     []string{"A/c=m", "B/c=m"},
 		},
 		{
 			name: "union of overlapping lists",
 			backends: []*gatherFake{
-				{results: []ProviderResult{gres("A", "1", "m"), gres("B", "1", "m"), gres("C", "1", "m")}},
-				{results: []ProviderResult{gres("C", "1", "m"), gres("A", "2", "m"), gres("B", "1", "m"), gres("D", "1", "m")}},
-				{results: []ProviderResult{gres("D", "1", "m"), gres("A", "1", "m"), gres("E", "9", "m")}},
+				{results: []find.ProviderResult{gres("A", "1", "m"), gres("B", "1", "m"), gres("C", "1", "m")}},
+				{results: []find.ProviderResult{gres("C", "1", "m"), gres("A", "2", "m"), gres("B", "1", "m"), gres("D", "1", "m")}},
+				{results: []find.ProviderResult{gres("D", "1", "m"), gres("A", "1", "m"), gres("E", "9", "m")}},
 			},
 			want: []string{"A/1=m", "B/1=m", "C/1=m", "A/2=m", "D/1=m", "E/9=m"},
 		},
 		{
 			name:     "same provider other context is another result",
-			backends: []*gatherFake{{results: []ProviderResult{gres("A", "1", "m")}}, {results: []ProviderResult{gres("A", "2", "m")}}},
+			backends: []*gatherFake{{results: []find.ProviderResult{gres("A", "1", "m")}}, {results: []find.ProviderResult{gres("A", "2", "m")}}},
 			want:     []string{"A/1=m", "A/2=m"},
 		},
 		{
 			name:     "duplicates within one backend",
-			backends: []*gatherFake{{results: []ProviderResult{gres("A", "1", "m"), gres("A", "1", "m"), gres("B", "1", "m")}}},
+			backends: []*gatherFake{{results: []find.ProviderResult{gres("A", "1", "m"), gres("A", "1", "m"), gres("B", "1", "m")}}},
 			want:     []string{"A/1=m", "B/1=m"},
 		},
 		{
 			name:     "empty and results",
-			backends: []*gatherFake{{}, {results: []ProviderResult{gres("A", "c", "m")}}, {}},
+			backends: []*gatherFake{{}, {results: []find.ProviderResult{gres("A", "c", "m")}}, {}},
 			want:     []string{"A/c=m"},
 		},
 		{
@@ -190,32 +192,32 @@ func TestGatherMerge(t *testing.T) {
 		{
 			name:     "all fail",
 			backends: []*gatherFake{{err: errGatherBoom}, {err: errGatherBoom}, {err: errGatherBoom}},
-			wantErr:  &PartialError{Answered: 0, Total: 3},
+			wantErr:  &find.PartialError{Answered: 0, Total: 3},
 			errIs:    errGatherBoom,
 		},
 		{
 			name:     "all time out",
 			backends: []*gatherFake{{delay: time.Hour}, {delay: time.Hour}},
 			timeout:  100 * time.Millisecond,
-			wantErr:  &PartialError{Answered: 0, Total: 2, TimedOut: 2},
+			wantErr:  &find.PartialError{Answered: 0, Total: 2, TimedOut: 2},
 			errIs:    context.DeadlineExceeded,
 		},
 		{
 			name: "some fail, with results",
 			backends: []*gatherFake{
-				{results: []ProviderResult{gres("A", "c", "m")}},
-				{results: []ProviderResult{gres("B", "c", "m")}, err: errGatherBoom},
+				{results: []find.ProviderResult{gres("A", "c", "m")}},
+				{results: []find.ProviderResult{gres("B", "c", "m")}, err: errGatherBoom},
 				{delay: time.Hour},
 			},
 			timeout: time.Second,
 			want:    []string{"A/c=m", "B/c=m"},
-			wantErr: &PartialError{Answered: 1, Total: 3, TimedOut: 1},
+			wantErr: &find.PartialError{Answered: 1, Total: 3, TimedOut: 1},
 			errIs:   errGatherBoom,
 		},
 		{
 			name:     "some fail, none found",
 			backends: []*gatherFake{{}, {err: errGatherBoom}},
-			wantErr:  &PartialError{Answered: 1, Total: 2},
+			wantErr:  &find.PartialError{Answered: 1, Total: 2},
 			errIs:    errGatherBoom,
 		},
 	}
@@ -246,7 +248,7 @@ func TestGatherMerge(t *testing.T) {
 	}
 }
 
-func checkPartialErr(t *testing.T, err error, want *PartialError, is error) {
+func checkPartialErr(t *testing.T, err error, want *find.PartialError, is error) {
 	t.Helper()
 	if want == nil {
 		if err != nil {
@@ -254,9 +256,9 @@ func checkPartialErr(t *testing.T, err error, want *PartialError, is error) {
 		}
 		return
 	}
-	var pe *PartialError
+	var pe *find.PartialError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v, want a *PartialError", err)
+		t.Fatalf("error %v, want a *find.PartialError", err)
 	}
 	if pe.Answered != want.Answered || pe.Total != want.Total || pe.TimedOut != want.TimedOut {
 		t.Errorf("PartialError %d/%d answered, %d timed out; want %d/%d, %d", pe.Answered, pe.Total, pe.TimedOut, want.Answered, want.Total, want.TimedOut)
@@ -264,16 +266,16 @@ func checkPartialErr(t *testing.T, err error, want *PartialError, is error) {
 	if is != nil && !errors.Is(err, is) {
 		t.Errorf("error %v does not wrap %v", err, is)
 	}
-	if errors.Is(err, ErrNotFound) {
-		t.Errorf("error %v wraps ErrNotFound", err)
+	if errors.Is(err, find.ErrNotFound) {
+		t.Errorf("error %v wraps find.ErrNotFound", err)
 	}
 }
 
 // When backends disagree on metadata, the result seen first is kept and the
 // disagreement reported.
 func TestGatherMetadataDisagreement(t *testing.T) {
-	first := &gatherFake{results: []ProviderResult{gres("A", "c", "first")}}
-	second := &gatherFake{results: []ProviderResult{gres("A", "c", "second"), gres("B", "c", "m")}, wait: make(chan struct{})}
+	first := &gatherFake{results: []find.ProviderResult{gres("A", "c", "first")}}
+	second := &gatherFake{results: []find.ProviderResult{gres("A", "c", "second"), gres("B", "c", "m")}, wait: make(chan struct{})}
 	var hooked atomic.Int32
 	g, err := NewGather(gatherBackends(first, second), WithGatherHooks(GatherHooks{
 		OnDisagreement: func(mh multihash.Multihash, p peer.ID, c []byte, backend int) {
@@ -306,8 +308,8 @@ func TestGatherMetadataDisagreement(t *testing.T) {
 
 // The first result reaches the caller while another backend still blocks.
 func TestGatherStreamsFirstResult(t *testing.T) {
-	fast := &gatherFake{results: []ProviderResult{gres("A", "c", "m")}}
-	slow := &gatherFake{results: []ProviderResult{gres("B", "c", "m")}, wait: make(chan struct{})}
+	fast := &gatherFake{results: []find.ProviderResult{gres("A", "c", "m")}}
+	slow := &gatherFake{results: []find.ProviderResult{gres("B", "c", "m")}, wait: make(chan struct{})}
 	g, err := NewGather(gatherBackends(slow, fast))
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +354,7 @@ func TestGatherStreamsFirstResult(t *testing.T) {
 // Stopping early cancels the backends still working; nothing they started
 // outlives Find, and they are not blamed for it.
 func TestGatherEarlyBreak(t *testing.T) {
-	fast := &gatherFake{results: []ProviderResult{gres("A", "c", "m"), gres("B", "c", "m")}}
+	fast := &gatherFake{results: []find.ProviderResult{gres("A", "c", "m"), gres("B", "c", "m")}}
 	blocked := &gatherFake{wait: make(chan struct{}), canceled: make(chan struct{})}
 	g, err := NewGather(gatherBackends(fast, blocked))
 	if err != nil {
@@ -386,7 +388,7 @@ func TestGatherEarlyBreak(t *testing.T) {
 // does not count against the backends.
 func TestGatherCallerCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fast := &gatherFake{results: []ProviderResult{gres("A", "c", "m")}}
+		fast := &gatherFake{results: []find.ProviderResult{gres("A", "c", "m")}}
 		blocked := &gatherFake{wait: make(chan struct{})}
 		g, err := NewGather(gatherBackends(fast, blocked))
 		if err != nil {
@@ -407,7 +409,7 @@ func TestGatherCallerCancel(t *testing.T) {
 		if !slices.Equal(got, []string{"A/c=m"}) {
 			t.Errorf("results %q", got)
 		}
-		checkPartialErr(t, last, &PartialError{Answered: 1, Total: 2}, context.Canceled)
+		checkPartialErr(t, last, &find.PartialError{Answered: 1, Total: 2}, context.Canceled)
 		if s := g.Stats().Backends[1]; s.Failures != 0 || s.Requests != 1 {
 			t.Errorf("blocked backend: %+v", s)
 		}
@@ -419,8 +421,8 @@ func TestGatherCallerCancel(t *testing.T) {
 // once it is fast again.
 func TestGatherBreakerSlowBackend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fast := &gatherFake{results: []ProviderResult{gres("A", "c", "m")}}
-		slow := &gatherFake{results: []ProviderResult{gres("B", "c", "m")}, delay: time.Hour}
+		fast := &gatherFake{results: []find.ProviderResult{gres("A", "c", "m")}}
+		slow := &gatherFake{results: []find.ProviderResult{gres("B", "c", "m")}, delay: time.Hour}
 		var mu sync.Mutex
 		var changes []string
 		g, err := NewGather(gatherBackends(fast, slow),
@@ -435,7 +437,7 @@ func TestGatherBreakerSlowBackend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		find := func(wantRes []string, want *PartialError, is error) {
+		lookup := func(wantRes []string, want *find.PartialError, is error) {
 			t.Helper()
 			got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
 			slices.Sort(got)
@@ -444,34 +446,34 @@ func TestGatherBreakerSlowBackend(t *testing.T) {
 			}
 			checkPartialErr(t, err, want, is)
 		}
-		timedOut := &PartialError{Answered: 1, Total: 2, TimedOut: 1}
-		skipped := &PartialError{Answered: 1, Total: 2}
+		timedOut := &find.PartialError{Answered: 1, Total: 2, TimedOut: 1}
+		skipped := &find.PartialError{Answered: 1, Total: 2}
 		for range 3 {
-			find([]string{"A/c=m"}, timedOut, context.DeadlineExceeded)
+			lookup([]string{"A/c=m"}, timedOut, context.DeadlineExceeded)
 		}
 		if s := g.Stats().Backends[1]; s.State != BreakerOpen || s.TimedOut != 3 || s.Failures != 3 {
 			t.Fatalf("slow backend after 3 timeouts: %+v", s)
 		}
 		// Open: skipped, without waiting for it.
 		start := time.Now()
-		find([]string{"A/c=m"}, skipped, ErrBreakerOpen)
+		lookup([]string{"A/c=m"}, skipped, ErrBreakerOpen)
 		if time.Since(start) != 0 || slow.calls.Load() != 3 {
 			t.Errorf("open breaker: Find took %v, slow backend called %d times", time.Since(start), slow.calls.Load())
 		}
 		// After the backoff, one probe, which times out: open for twice as
 		// long.
 		time.Sleep(time.Second)
-		find([]string{"A/c=m"}, timedOut, context.DeadlineExceeded)
+		lookup([]string{"A/c=m"}, timedOut, context.DeadlineExceeded)
 		time.Sleep(time.Second)
-		find([]string{"A/c=m"}, skipped, ErrBreakerOpen)
+		lookup([]string{"A/c=m"}, skipped, ErrBreakerOpen)
 		time.Sleep(time.Second)
 		// The backend recovers: two probes close the breaker.
 		slow.delay = 0
-		find([]string{"A/c=m", "B/c=m"}, nil, nil)
+		lookup([]string{"A/c=m", "B/c=m"}, nil, nil)
 		if s := g.Stats().Backends[1]; s.State != BreakerHalfOpen {
 			t.Errorf("after one probe success the breaker is %v", s.State)
 		}
-		find([]string{"A/c=m", "B/c=m"}, nil, nil)
+		lookup([]string{"A/c=m", "B/c=m"}, nil, nil)
 		want := []string{"1:closed>open", "1:open>half-open", "1:half-open>open", "1:open>half-open", "1:half-open>closed"}
 		mu.Lock()
 		defer mu.Unlock()
@@ -494,7 +496,7 @@ func TestGatherHalfOpenProbeLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = gatherCollect(t, g.Find(t.Context(), gatherMH))
-		checkPartialErr(t, err, &PartialError{Total: 1}, errGatherBoom)
+		checkPartialErr(t, err, &find.PartialError{Total: 1}, errGatherBoom)
 		time.Sleep(time.Second)
 		b.err, b.wait = nil, make(chan struct{})
 		done := make(chan error)
@@ -504,7 +506,7 @@ func TestGatherHalfOpenProbeLimit(t *testing.T) {
 		}()
 		synctest.Wait() // the probe is in flight
 		_, err = gatherCollect(t, g.Find(t.Context(), gatherMH))
-		checkPartialErr(t, err, &PartialError{Total: 1}, ErrBreakerOpen)
+		checkPartialErr(t, err, &find.PartialError{Total: 1}, ErrBreakerOpen)
 		close(b.wait)
 		if err := <-done; err != nil {
 			t.Errorf("probe: %v", err)
@@ -522,7 +524,7 @@ func TestGatherRing(t *testing.T) {
 	fakes := make([]*gatherFake, 6)
 	names := make([]string, len(fakes))
 	for i := range fakes {
-		fakes[i] = &gatherFake{results: []ProviderResult{gres(fmt.Sprint("P", i), "c", "m")}}
+		fakes[i] = &gatherFake{results: []find.ProviderResult{gres(fmt.Sprint("P", i), "c", "m")}}
 		names[i] = fmt.Sprintf("indexer-%d", i)
 	}
 	ring, err := NewRing(names, 64, 2)
@@ -555,7 +557,7 @@ func TestGatherRing(t *testing.T) {
 
 	fakes[owners[0]].err = errGatherBoom
 	_, err = gatherCollect(t, g.Find(t.Context(), gatherMH))
-	checkPartialErr(t, err, &PartialError{Answered: 1, Total: 2}, errGatherBoom)
+	checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
 	if !strings.Contains(err.Error(), names[owners[0]]) {
 		t.Errorf("error %q does not name the backend", err)
 	}
@@ -568,11 +570,11 @@ func TestGatherRing(t *testing.T) {
 func TestNewGatherInvalid(t *testing.T) {
 	one := gatherBackends(&gatherFake{})
 	for name, tc := range map[string]struct {
-		bs   []Backend
+		bs   []find.Backend
 		opts []GatherOption
 	}{
 		"no backends":     {nil, nil},
-		"nil backend":     {[]Backend{nil}, nil},
+		"nil backend":     {[]find.Backend{nil}, nil},
 		"timeout":         {one, []GatherOption{WithBackendTimeout(0)}},
 		"cache":           {one, []GatherOption{WithCache(0, time.Second, 0)}},
 		"breaker backoff": {one, []GatherOption{WithBreaker(BreakerConfig{BackoffMin: time.Minute, BackoffMax: time.Second})}},
@@ -592,7 +594,7 @@ func TestGatherCache(t *testing.T) {
 			m, _ := multihash.Sum([]byte(s), multihash.SHA2_256, -1)
 			return m
 		}
-		found := &gatherFake{results: []ProviderResult{gres("A", "c", "m")}}
+		found := &gatherFake{results: []find.ProviderResult{gres("A", "c", "m")}}
 		g, err := NewGather(gatherBackends(found), WithCache(2, 10*time.Second, time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -624,7 +626,7 @@ func TestGatherCache(t *testing.T) {
 		ask("y", 4)
 
 		// Least recently used is evicted: x was used after y.
-		found.results = []ProviderResult{gres("A", "c", "m")}
+		found.results = []find.ProviderResult{gres("A", "c", "m")}
 		ask("x", 4, "A/c=m")
 		ask("z", 5, "A/c=m")
 		ask("x", 5, "A/c=m")
@@ -662,7 +664,7 @@ func TestGatherCacheNoPartialNotFound(t *testing.T) {
 		}
 		for range 2 {
 			_, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
-			checkPartialErr(t, err, &PartialError{Answered: 1, Total: 2}, errGatherBoom)
+			checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
 		}
 		if empty.calls.Load() != 2 || g.Stats().CacheEntries != 0 {
 			t.Errorf("partial answer cached: %d calls, %d entries", empty.calls.Load(), g.Stats().CacheEntries)
@@ -679,12 +681,12 @@ func TestGatherProviders(t *testing.T) {
 	frozenAt := gatherCid("frozen-at")
 	// Indexer 0 froze holding P1; indexer 1 continues it after a handoff
 	// and has processed newer advertisements.
-	frozen := &gatherFake{providers: []ProviderInfo{
+	frozen := &gatherFake{providers: []find.ProviderInfo{
 		{AddrInfo: peer.AddrInfo{ID: "P1"}, LastAdvertisement: frozenAt, LastAdvertisementTime: "2025-01-01T00:00:00Z", FrozenAt: frozenAt, FrozenAtTime: "2025-01-01T00:00:05Z", IndexCount: 1},
 		{AddrInfo: peer.AddrInfo{ID: "P2"}, LastAdvertisementTime: "2025-01-02T00:00:00Z", IndexCount: 2},
 		{AddrInfo: peer.AddrInfo{ID: "P4"}, LastAdvertisementTime: "2025-01-01T00:00:00Z", IndexCount: 40},
 	}}
-	continuing := &gatherFake{providers: []ProviderInfo{
+	continuing := &gatherFake{providers: []find.ProviderInfo{
 		{AddrInfo: peer.AddrInfo{ID: "P3"}, LastAdvertisementTime: "bad time", IndexCount: 3},
 		{AddrInfo: peer.AddrInfo{ID: "P1"}, LastAdvertisement: gatherCid("newer"), LastAdvertisementTime: "2025-03-01T00:00:00+01:00", IndexCount: 10},
 		{AddrInfo: peer.AddrInfo{ID: "P2"}, LastAdvertisementTime: "2025-01-01T23:00:00Z", IndexCount: 20},
@@ -719,8 +721,8 @@ func TestGatherProviders(t *testing.T) {
 	if err != nil || p1.IndexCount != 10 || !p1.FrozenAt.Equals(frozenAt) {
 		t.Errorf("Provider(P1) = %+v, %v", p1, err)
 	}
-	if _, err := g.Provider(t.Context(), "P9"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("Provider(P9): %v, want ErrNotFound", err)
+	if _, err := g.Provider(t.Context(), "P9"); !errors.Is(err, find.ErrNotFound) {
+		t.Errorf("Provider(P9): %v, want find.ErrNotFound", err)
 	}
 
 	// One backend failing: what was found is returned; what was not found
@@ -731,9 +733,9 @@ func TestGatherProviders(t *testing.T) {
 		t.Errorf("Provider(P2) with a backend down = %+v, %v", p2, err)
 	}
 	_, err = g.Provider(t.Context(), "P3")
-	checkPartialErr(t, err, &PartialError{Answered: 1, Total: 2}, errGatherBoom)
+	checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
 	list, err := g.Providers(t.Context())
-	checkPartialErr(t, err, &PartialError{Answered: 1, Total: 2}, errGatherBoom)
+	checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
 	if len(list) != 3 {
 		t.Errorf("Providers with a backend down: %d records, want the 3 of the other", len(list))
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/internal/cli"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // d returns the duration.
@@ -38,7 +38,15 @@ func (n *node) listen() (*servers, error) {
 	ingestMux := http.NewServeMux()
 	ingestMux.Handle("/", n.recv) // PUT /announce, PUT /ingest/announce
 	ingestMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
-	find := n.met.find(scatter.NewHandler(scatter.NewStoreBackend(n.st), scatter.WithHandlerLogger(n.log)))
+	findBackend, err := find.NewStoreBackend(n.st)
+	if err != nil {
+		return nil, err
+	}
+	findHandler, err := find.NewHandler(findBackend, find.WithLogger(n.log))
+	if err != nil {
+		return nil, err
+	}
+	findAPI := n.met.find(findHandler)
 	adm := admin.NewHandler(adminNode{n}, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
 	n.met.announceStats(n.recv)
 
@@ -52,8 +60,8 @@ func (n *node) listen() (*servers, error) {
 		s.srvs = append(s.srvs, cli.NewHTTPServer(h, n.log))
 		return nil
 	}
-	err := errors.Join(
-		add("find", n.cfg.Find, find),
+	err = errors.Join(
+		add("find", n.cfg.Find, findAPI),
 		add("ingest", n.cfg.Ingest, ingestMux),
 		add("admin", n.cfg.Admin, adm),
 	)

@@ -1,4 +1,4 @@
-package scatter
+package find
 
 import (
 	"context"
@@ -39,58 +39,70 @@ const (
 	mediaNDJSON = "application/x-ndjson"
 )
 
-// HandlerOption configures a [Handler].
-type HandlerOption func(*findHandlerConfig)
+// HandlerOption configures a [Handler] ([NewHandler]). An option given an
+// invalid value makes NewHandler fail with an error wrapping
+// [ErrInvalidOption].
+type HandlerOption func(*handlerConfig) error
 
-type findHandlerConfig struct {
+type handlerConfig struct {
 	log                *slog.Logger
 	batchLimit         int
 	bodyLimit          int64
 	streamWriteTimeout time.Duration
 }
 
-// WithHandlerLogger sets the logger of backend errors the handler could not
+// WithLogger sets the logger of backend errors the handler could not
 // report to the client (errors after an NDJSON stream started, and 500s).
 // The default discards.
-func WithHandlerLogger(l *slog.Logger) HandlerOption {
-	return func(c *findHandlerConfig) {
-		if l != nil {
-			c.log = l
+func WithLogger(l *slog.Logger) HandlerOption {
+	return func(c *handlerConfig) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
 		}
+		c.log = l
+		return nil
 	}
 }
 
-// WithBatchLimit sets how many multihashes one POST /multihash may ask for;
-// a larger request gets 413. Values below 1 keep [DefaultBatchLimit].
+// WithBatchLimit sets how many multihashes one POST /multihash may ask for
+// (default [DefaultBatchLimit]); a larger request gets 413. n must be at
+// least 1.
 func WithBatchLimit(n int) HandlerOption {
-	return func(c *findHandlerConfig) {
-		if n > 0 {
-			c.batchLimit = n
+	return func(c *handlerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: batch limit %d, want at least 1", ErrInvalidOption, n)
 		}
+		c.batchLimit = n
+		return nil
 	}
 }
 
-// WithBodyLimit sets the largest POST /multihash body in bytes; a larger one
-// gets 413. Values below 1 keep [DefaultBodyLimit].
+// WithBodyLimit sets the largest POST /multihash body in bytes (default
+// [DefaultBodyLimit]); a larger one gets 413. n must be at least 1.
 func WithBodyLimit(n int64) HandlerOption {
-	return func(c *findHandlerConfig) {
-		if n > 0 {
-			c.bodyLimit = n
+	return func(c *handlerConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: body limit %d, want at least 1", ErrInvalidOption, n)
 		}
+		c.bodyLimit = n
+		return nil
 	}
 }
 
-// WithStreamWriteTimeout sets the write deadline of an NDJSON answer, which
-// the handler moves to d from now before its first line and after each
-// line it flushes: a stream lasts as long as the backend yields results,
-// whatever the server's WriteTimeout, and a client that stops reading for
-// d is cut. Values below 1 keep [DefaultStreamWriteTimeout]. Servers whose
-// ResponseWriter cannot set deadlines (httptest's recorder) ignore it.
+// WithStreamWriteTimeout sets the write deadline of an NDJSON answer
+// (default [DefaultStreamWriteTimeout]), which the handler moves to d from
+// now before its first line and after each line it flushes: a stream lasts
+// as long as the backend yields results, whatever the server's
+// WriteTimeout, and a client that stops reading for d is cut. d must be
+// positive. Servers whose ResponseWriter cannot set deadlines (httptest's
+// recorder) do without it.
 func WithStreamWriteTimeout(d time.Duration) HandlerOption {
-	return func(c *findHandlerConfig) {
-		if d > 0 {
-			c.streamWriteTimeout = d
+	return func(c *handlerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: stream write timeout %v, want a positive duration", ErrInvalidOption, d)
 		}
+		c.streamWriteTimeout = d
+		return nil
 	}
 }
 
@@ -99,25 +111,35 @@ func WithStreamWriteTimeout(d time.Duration) HandlerOption {
 // concurrent use.
 type Handler struct {
 	b     Backend
-	cfg   findHandlerConfig
+	cfg   handlerConfig
 	addrs addrJSONCache
 }
 
 var _ http.Handler = (*Handler)(nil)
 
 // NewHandler returns a find API handler answering from b. It serves the
-// routes at the root; mount it elsewhere with [http.StripPrefix].
-func NewHandler(b Backend, opts ...HandlerOption) *Handler {
-	cfg := findHandlerConfig{
+// routes at the root; mount it elsewhere with [http.StripPrefix]. It fails
+// with an error wrapping [ErrInvalidOption] when b is nil or an option is
+// invalid.
+func NewHandler(b Backend, opts ...HandlerOption) (*Handler, error) {
+	if b == nil {
+		return nil, fmt.Errorf("find: handler: %w: nil backend", ErrInvalidOption)
+	}
+	cfg := handlerConfig{
 		log:                slog.New(slog.DiscardHandler),
 		batchLimit:         DefaultBatchLimit,
 		bodyLimit:          DefaultBodyLimit,
 		streamWriteTimeout: DefaultStreamWriteTimeout,
 	}
 	for _, o := range opts {
-		o(&cfg)
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("find: handler: %w", err)
+		}
 	}
-	return &Handler{b: b, cfg: cfg}
+	return &Handler{b: b, cfg: cfg}, nil
 }
 
 // Methods allowed per route, for Allow and CORS preflight answers.
