@@ -168,20 +168,17 @@ func httpWithCtxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// httpStatusError describes an unexpected answer, quoting the start of its body.
-func httpStatusError(op, u string, resp *http.Response) error {
+// httpStatusError describes an unexpected answer to a GET of u, quoting
+// the start of its body.
+func httpStatusError(u string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
-	msg := strings.TrimSpace(string(body))
-	if msg != "" {
-		msg = ": " + msg
-	}
-	return fmt.Errorf("find: %s %s: status %s%s", op, u, resp.Status, msg)
+	return &StatusError{Client: "find", Method: http.MethodGet, URL: u, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 }
 
 // Find asks for NDJSON (and accepts JSON) and yields the results as they
 // arrive: line by line for an NDJSON answer, all at once for a JSON one
 // (only the MultihashResults for mh are used). 404 means no results; any
-// other status but 200 is an error naming the URL and status. Errors wrap
+// other status but 200 is a [*StatusError] naming the URL and status. Errors wrap
 // the context's error when the context ended.
 func (b *Client) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
 	return func(yield func(ProviderResult, error) bool) {
@@ -197,7 +194,7 @@ func (b *Client) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[Pro
 			io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
 			return
 		default:
-			yield(ProviderResult{}, httpStatusError("find", u, resp))
+			yield(ProviderResult{}, httpStatusError(u, resp))
 			return
 		}
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -312,7 +309,7 @@ func (b *Client) getJSON(ctx context.Context, op string, v any, elem ...string) 
 		io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
 		return fmt.Errorf("find: %s %s: %w", op, u, ErrNotFound)
 	default:
-		return httpStatusError(op, u, resp)
+		return httpStatusError(u, resp)
 	}
 	data, err := httpReadLimited(resp.Body, b.limit)
 	if err != nil {

@@ -3,6 +3,8 @@ package find
 import (
 	"errors"
 	"fmt"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 var (
@@ -37,3 +39,10 @@ func (e *PartialError) Unwrap() error { return e.Err }
 // many backends answered, as "answered/total", whenever a fan-out is behind
 // it. A response with fewer answered than total is marked not cacheable.
 const HeaderBackends = "X-IPNI-Backends"
+
+// StatusError is the error of a [Client] request answered with a status
+// other than 200 and 404: the one status error type of every indexkit HTTP
+// client (admin.StatusError, handoff.StatusError and ipnisync.StatusError
+// are the same type). Its Client is "find", Body the start of the answer's
+// body; it wraps no sentinel.
+type StatusError = httperr.StatusError
