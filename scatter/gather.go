@@ -102,8 +102,8 @@ func WithBackendNames(names ...string) GatherOption {
 	}
 }
 
-// WithGatherHooks installs metric hooks; see [GatherHooks].
-func WithGatherHooks(h GatherHooks) GatherOption {
+// WithHooks installs metric hooks; see [GatherHooks].
+func WithHooks(h GatherHooks) GatherOption {
 	return func(c *gatherConfig) error { c.hooks = h; return nil }
 }
 

@@ -277,7 +277,7 @@ func TestGatherMetadataDisagreement(t *testing.T) {
 	first := &gatherFake{results: []find.ProviderResult{gres("A", "c", "first")}}
 	second := &gatherFake{results: []find.ProviderResult{gres("A", "c", "second"), gres("B", "c", "m")}, wait: make(chan struct{})}
 	var hooked atomic.Int32
-	g, err := NewGather(gatherBackends(first, second), WithGatherHooks(GatherHooks{
+	g, err := NewGather(gatherBackends(first, second), WithHooks(GatherHooks{
 		OnDisagreement: func(mh multihash.Multihash, p peer.ID, c []byte, backend int) {
 			if p != "A" || string(c) != "c" || backend != 1 || !slices.Equal(mh, gatherMH) {
 				t.Errorf("OnDisagreement(%v, %s, %q, %d)", mh, p, c, backend)
@@ -428,7 +428,7 @@ func TestGatherBreakerSlowBackend(t *testing.T) {
 		g, err := NewGather(gatherBackends(fast, slow),
 			WithBackendTimeout(100*time.Millisecond),
 			WithBreaker(BreakerConfig{Failures: 3, Window: time.Second, BackoffMin: time.Second, BackoffMax: 2 * time.Second, Probes: 1, Successes: 2}),
-			WithGatherHooks(GatherHooks{OnStateChange: func(b int, from, to BreakerState) {
+			WithHooks(GatherHooks{OnStateChange: func(b int, from, to BreakerState) {
 				mu.Lock()
 				defer mu.Unlock()
 				changes = append(changes, fmt.Sprintf("%d:%v>%v", b, from, to))

@@ -49,7 +49,7 @@ func (s *server) build(cfg config) (*generation, error) {
 	opts := []scatter.GatherOption{
 		scatter.WithBackendTimeout(cfg.Timeout),
 		scatter.WithBackendNames(cfg.Backends...),
-		scatter.WithGatherHooks(s.metrics.hooks(cfg.Backends, s.log)),
+		scatter.WithHooks(s.metrics.hooks(cfg.Backends, s.log)),
 	}
 	if s.opts.cacheEntries > 0 {
 		opts = append(opts, scatter.WithCache(s.opts.cacheEntries, s.opts.cacheTTL, s.opts.cacheNegTTL))
