@@ -33,7 +33,7 @@ import (
 // sockets: each query waits simRoundTrip (the round trip, which costs the
 // client no CPU) and then decodes a JSON FindResponse of two results (one
 // its own, one shared by every backend), the parsing an HTTP backend does. transport=http
-// backends are HTTPBackends talking to store-backed find handlers on
+// backends are find.Clients talking to store-backed find handlers on
 // 127.0.0.1, client and servers sharing the machine.
 func BenchmarkGather(b *testing.B) {
 	mh, _ := multihash.Sum([]byte("bench"), multihash.SHA2_256, -1)

@@ -20,10 +20,10 @@ import (
 	"github.com/indexkit/indexkit/scatter/find"
 )
 
-// TestHTTPBackendRoundTrip serves a store through the handler and reads it
-// back through an HTTPBackend, as NDJSON and as JSON: every result and
+// TestClientRoundTrip serves a store through the handler and reads it
+// back through a Client, as NDJSON and as JSON: every result and
 // provider record must come back as the store backend gives them.
-func TestHTTPBackendRoundTrip(t *testing.T) {
+func TestClientRoundTrip(t *testing.T) {
 	fx := newFindExtendedFixture(t)
 	ctx := context.Background()
 	full := findFullProvider(t)
@@ -92,9 +92,9 @@ func TestHTTPBackendRoundTrip(t *testing.T) {
 	}
 }
 
-// TestHTTPBackendErrors checks that failures are errors naming the URL and
+// TestClientErrors checks that failures are errors naming the URL and
 // status, and that an ended context shows through errors.Is.
-func TestHTTPBackendErrors(t *testing.T) {
+func TestClientErrors(t *testing.T) {
 	mh := findMH(t, 1)
 	partial := &findFake{errs: map[string]error{string(mh): &find.PartialError{Answered: 0, Total: 2, TimedOut: 2}}}
 	srv := httptest.NewServer(newHandler(t, partial))
@@ -122,7 +122,7 @@ func TestHTTPBackendErrors(t *testing.T) {
 	}
 	for _, u := range []string{"ftp://x", "http://", "::"} {
 		if _, err := find.NewClient(u); err == nil {
-			t.Errorf("NewHTTPBackend(%q) accepted", u)
+			t.Errorf("NewClient(%q) accepted", u)
 		}
 	}
 }
@@ -138,12 +138,12 @@ func (f *findSleepy) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2
 	return f.findFake.Find(ctx, mh)
 }
 
-// TestHTTPBackendWithinPerSourceCap checks that NewHTTPClient's client
+// TestClientWithinPerSourceCap checks that NewHTTPClient's client
 // keeps to the per-source connection cap of the servers indexkit's roles
 // run (64, internal/netlimit): 200 finds at once to one backend all
 // succeed, queueing in the client, instead of losing connections the
 // server closes at once.
-func TestHTTPBackendWithinPerSourceCap(t *testing.T) {
+func TestClientWithinPerSourceCap(t *testing.T) {
 	mh := findMH(t, 1)
 	r1 := find.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
 	f := &findSleepy{findFake: findFake{results: map[string][]find.ProviderResult{string(mh): {r1}}}, pause: 20 * time.Millisecond}
