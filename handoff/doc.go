@@ -10,7 +10,8 @@
 // FrozenAt (the last advertisement processed before it froze) and
 // FrozenAtTime, served by its find API's GET /providers. The assigner,
 // seeing it frozen, picks an active indexer for each of its publishers and
-// calls [Client.Handoff], a POST {admin}/ingest/handoff/{publisher} with
+// sends it a POST {admin}/ingest/handoff/{publisher} (assigner/admin's
+// Client.Handoff) with
 // the JSON [Request] {"FrozenID","FrozenURL"}. The active indexer's admin
 // handler decodes it ([DecodeRequest], whatever the Content-Type: the
 // reference assigner sends none) and calls [Receiver.Handoff], which:
@@ -137,14 +138,15 @@
 // its body, which the admin API would echo to its caller.
 //
 // The reference assigner treats every status but 200 as a failure and
-// tries the next indexer, so the departures change nothing for it. The
-// [Client] turns an answer back into these sentinels ([StatusError] keeps
-// the status and body); the assigner itself may use assigner/admin's
-// client, which speaks the same contract.
+// tries the next indexer, so the departures change nothing for it.
+// assigner/admin's client turns an answer back into its sentinels. The
+// frozen indexer's GET /providers is read in scatter/find's model
+// (find.ProviderInfo, find.ProviderRecords); a status other than 200 and
+// 204 there is a [*StatusError] under [ErrFrozenIndexer].
 //
 // # Lifecycle and concurrency
 //
-// [NewRegistry], [NewReceiver] and [NewClient] start nothing and hold no
+// [NewRegistry] and [NewReceiver] start nothing and hold no
 // resources of their own; the datastore and store belong to the node.
 // Every method is safe for concurrent use. Handoffs of different
 // publishers run concurrently; of one publisher, one runs and the others

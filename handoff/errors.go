@@ -2,9 +2,9 @@ package handoff
 
 import (
 	"errors"
-	"fmt"
+
 	"github.com/indexkit/indexkit/assigner/admin"
-	"net/http"
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // The sentinels of the package. Those a [Receiver] returns for a refused
@@ -88,16 +88,6 @@ var (
 	// assigner tries again later. 500 with the error's text.
 	ErrPublisherUnreachable = errors.New("handoff: publisher unreachable to check FrozenAt")
 
-	// ErrUnavailable is returned by a [Client] for a 503: the indexer does
-	// not take assignments (it does not run in assigner mode) or cannot
-	// answer now. A [Receiver] never returns it.
-	ErrUnavailable = errors.New("handoff: indexer does not take assignments")
-
-	// ErrServer is wrapped by a [Client] for an answer that says nothing
-	// more precise (a 500 without a known code or text, an unexpected
-	// status).
-	ErrServer = errors.New("handoff: indexer failed the request")
-
 	// ErrInvalidOption is wrapped by constructors given an argument or an
 	// option they cannot honour; the message names it.
 	ErrInvalidOption = errors.New("handoff: invalid option")
@@ -107,23 +97,10 @@ var (
 	ErrSnapshotUnsettled = errors.New("handoff: freeze snapshot: provider records keep changing")
 )
 
-// StatusError is the error of a [Client] request answered with a status
-// other than 200. It unwraps to the sentinel the answer stands for (see
-// [Client.Handoff]), never to nil.
-type StatusError struct {
-	URL  string // the request URL
-	Code int    // the HTTP status code
-	Body string // the start of the answer's body, trimmed
-	err  error  // the sentinel
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("handoff: POST %s: %d %s", e.URL, e.Code, http.StatusText(e.Code))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
-}
-
-// Unwrap returns the sentinel the answer stands for.
-func (e *StatusError) Unwrap() error { return e.err }
+// StatusError is the error of the frozen indexer's GET /providers
+// answered with a status other than 200 and 204, wrapped under
+// [ErrFrozenIndexer]: the one status error type of every indexkit HTTP
+// client (admin.StatusError, ipnisync.StatusError and find.StatusError
+// are the same type). It does not carry the answer's body, which goes to
+// the debug log only.
+type StatusError = httperr.StatusError

@@ -42,10 +42,11 @@ func (printIngest) Announce(_ peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid
 	return nil
 }
 
-// An assigner hands a publisher off from a frozen indexer to an active
-// one: the Client POSTs to the active indexer's admin API, whose Receiver
-// reads the frozen indexer's /providers and resumes ingestion after
-// FrozenAt.
+// A publisher moves from a frozen indexer to an active one: the active
+// indexer's Receiver (which its admin API calls for POST
+// /ingest/handoff/{publisher}, see assigner/admin) reads the frozen
+// indexer's /providers, checks FrozenAt with the publisher, registers the
+// providers and resumes ingestion right after FrozenAt.
 func Example() {
 	id := func(seed byte) peer.ID {
 		priv, _ := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(make32(seed)))
@@ -65,47 +66,25 @@ func Example() {
 	defer frozen.Close()
 
 	// The active indexer: store, registry in its datastore (go-ds-leveldb
-	// on disk), receiver behind its admin API, taking handoffs only from
-	// the frozen indexers of its pool.
+	// on disk), receiver taking handoffs only from the frozen indexers of
+	// its pool.
 	st := memory.New()
 	defer st.Close()
 	reg, _ := handoff.NewRegistry(dssync.MutexWrap(datastore.NewMapDatastore()))
 	// The frozen indexer of this example listens on 127.0.0.1: only a
 	// private pool's dial policy lets the receiver reach it.
 	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
-	recv, _ := handoff.NewReceiver(st, printIngest{provider}, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /ingest/handoff/{id}", func(w http.ResponseWriter, r *http.Request) {
-		// In a node, assigner/admin's handler does this and answers
-		// errors by its wire contract.
-		pub, err := peer.Decode(r.PathValue("id"))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		req, err := handoff.DecodeRequest(r.Body) // whatever the Content-Type
-		if err == nil {
-			err = recv.Handoff(r.Context(), pub, req)
-		}
-		switch {
-		case errors.Is(err, handoff.ErrAlreadyAssigned):
-			w.Header().Set("Indexkit-Error", "already-assigned")
-			http.Error(w, "publisher already assigned to this indexer", http.StatusBadRequest)
-		case errors.Is(err, handoff.ErrUnknownPublisher):
-			w.Header().Set("Indexkit-Error", "unknown-publisher")
-			http.Error(w, "frozen indexer has no provider for publisher", http.StatusNotFound)
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		}
-	})
-	admin := httptest.NewServer(mux)
-	defer admin.Close()
+	recv, err := handoff.NewReceiver(st, printIngest{provider}, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	// The assigner's side.
-	client, _ := handoff.NewClient()
+	// What the admin API does with POST /ingest/handoff/{publisher}: the
+	// body decoded by handoff.DecodeRequest, then the handoff.
 	ctx := context.Background()
 	req := handoff.Request{FrozenID: frozenID, FrozenURL: frozen.URL}
-	if err := client.Handoff(ctx, admin.URL, publisher, req); err != nil {
+	if err := recv.Handoff(ctx, publisher, req); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -114,9 +93,9 @@ func Example() {
 	as, _ := recv.Assignments(ctx)
 	fmt.Println("assignments:", len(as), "continued from the frozen indexer:", as[0].Continued == frozenID)
 
-	err := client.Handoff(ctx, admin.URL, publisher, req)
+	err = recv.Handoff(ctx, publisher, req)
 	fmt.Println("again:", errors.Is(err, handoff.ErrAlreadyAssigned))
-	err = client.Handoff(ctx, admin.URL, id(4), req)
+	err = recv.Handoff(ctx, id(4), req)
 	fmt.Println("unknown publisher:", errors.Is(err, handoff.ErrUnknownPublisher))
 	// Output:
 	// check baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a with the publisher at [/ip4/10.0.0.3/tcp/3002/http]

@@ -17,11 +17,9 @@ const (
 	// DefaultMaxBodySize bounds the frozen indexer's GET /providers answer
 	// a [Receiver] reads: about 30,000 provider records of a kilobyte.
 	DefaultMaxBodySize = 32 << 20
-	// DefaultTimeout bounds each HTTP request of the default clients of a
-	// [Receiver] (GET /providers) and a [Client] (POST
-	// /ingest/handoff/{id}), so that a hung peer does not hang a caller
-	// whose context has no deadline. [WithHTTPClient] and
-	// [WithClientHTTP] replace it.
+	// DefaultTimeout bounds each HTTP request of the default client of a
+	// [Receiver] (GET /providers), so that a hung peer does not hang a
+	// caller whose context has no deadline. [WithHTTPClient] replaces it.
 	DefaultTimeout = time.Minute
 )
 

@@ -14,34 +14,9 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 )
-
-// providerJSON is one element of the reference's GET /providers answer
-// (go-libipni find/model ProviderInfo), reduced to what a handoff reads.
-// CIDs are {"/": "..."} or null, times RFC 3339 strings, byte fields
-// base64. Unknown fields are ignored.
-type providerJSON struct {
-	AddrInfo          peer.AddrInfo
-	Publisher         *peer.AddrInfo
-	LastAdvertisement cid.Cid
-	FrozenAt          cid.Cid
-	FrozenAtTime      string
-	ExtendedProviders *extendedJSON
-}
-
-type extendedJSON struct {
-	Providers  []peer.AddrInfo
-	Contextual []contextualJSON
-	Metadatas  [][]byte
-}
-
-type contextualJSON struct {
-	Override  bool
-	ContextID string // the context ID's bytes as a string, as the reference writes it
-	Providers []peer.AddrInfo
-	Metadatas [][]byte
-}
 
 // frozenRecord is one provider record of the frozen indexer for the
 // publisher being handed off.
@@ -77,7 +52,7 @@ func fetchProviders(ctx context.Context, hc *http.Client, log *slog.Logger, url 
 			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			log.Debug("frozen indexer's /providers failed", "url", url, "status", resp.StatusCode, "body", strings.TrimSpace(string(msg)))
 		}
-		return nil, fmt.Errorf("%w: GET %s: %d %s", ErrFrozenIndexer, url, resp.StatusCode, http.StatusText(resp.StatusCode))
+		return nil, fmt.Errorf("%w: %w", ErrFrozenIndexer, &StatusError{Method: http.MethodGet, URL: url, Code: resp.StatusCode})
 	}
 	body := &limitReader{r: resp.Body, n: limit}
 	recs, err := decodeProviders(body, publisher)
@@ -97,56 +72,42 @@ func fetchProviders(ctx context.Context, hc *http.Client, log *slog.Logger, url 
 // errRead marks a failure of the body's reader (not of its content).
 var errRead = errors.New("read failed")
 
-// decodeProviders decodes a JSON array of provider records (or null) and
-// keeps those published by publisher.
+// decodeProviders reads a GET /providers answer (find's model, through
+// find.ProviderRecords) and keeps the records published by publisher.
 func decodeProviders(r io.Reader, publisher peer.ID) ([]frozenRecord, error) {
 	rr := &readErrReader{r: r}
-	dec := json.NewDecoder(rr)
 	wrap := func(err error) error {
 		if rr.err != nil {
 			return rr.err
 		}
 		return err
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, wrap(fmt.Errorf("decoding answer: %w", err))
-	}
-	if tok == nil { // null: nothing listed
-		return nil, nil
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '[' {
-		return nil, fmt.Errorf("decoding answer: want a JSON array of provider records, got %v", tok)
-	}
 	want := publisher.String()
 	var recs []frozenRecord
-	for i := 0; dec.More(); i++ {
+	i := 0
+	for raw, err := range find.ProviderRecords(rr) {
+		if err != nil {
+			return nil, wrap(err)
+		}
 		// A record is decoded in full only if it names the publisher, so a
 		// record of another publisher that this package cannot decode (an
 		// odd address, say) does not fail the handoff.
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, wrap(fmt.Errorf("decoding provider record %d: %w", i, err))
-		}
 		var peek struct{ Publisher *struct{ ID string } }
 		if err := json.Unmarshal(raw, &peek); err != nil {
 			return nil, fmt.Errorf("decoding provider record %d: %w", i, err)
 		}
-		if peek.Publisher == nil || !samePeer(peek.Publisher.ID, want, publisher) {
-			continue
+		if peek.Publisher != nil && samePeer(peek.Publisher.ID, want, publisher) {
+			var pi find.ProviderInfo
+			if err := json.Unmarshal(raw, &pi); err != nil {
+				return nil, fmt.Errorf("decoding provider record %d: %w", i, err)
+			}
+			rec, err := frozenRecordOf(&pi)
+			if err != nil {
+				return nil, fmt.Errorf("provider record %d: %w", i, err)
+			}
+			recs = append(recs, rec)
 		}
-		var pj providerJSON
-		if err := json.Unmarshal(raw, &pj); err != nil {
-			return nil, fmt.Errorf("decoding provider record %d: %w", i, err)
-		}
-		rec, err := pj.record()
-		if err != nil {
-			return nil, fmt.Errorf("provider record %d: %w", i, err)
-		}
-		recs = append(recs, rec)
-	}
-	if _, err := dec.Token(); err != nil { // the closing ]
-		return nil, wrap(fmt.Errorf("decoding answer: %w", err))
+		i++
 	}
 	return recs, nil
 }
@@ -162,12 +123,13 @@ func samePeer(s, b58 string, id peer.ID) bool {
 	return err == nil && got == id
 }
 
-// record converts pj to what the receiver registers: AddrInfo, Publisher
-// and ExtendedProviders; not LastAdvertisement, LastError nor the frozen
-// fields, which describe the frozen indexer's ingestion, not this one's.
-func (pj *providerJSON) record() (frozenRecord, error) {
-	info := store.ProviderInfo{AddrInfo: pj.AddrInfo, Publisher: *pj.Publisher}
-	if x := pj.ExtendedProviders; x != nil {
+// frozenRecordOf converts pi to what the receiver registers: AddrInfo,
+// Publisher and ExtendedProviders; not LastAdvertisement, LastError nor
+// the frozen fields, which describe the frozen indexer's ingestion, not
+// this one's. pi.Publisher is not nil.
+func frozenRecordOf(pi *find.ProviderInfo) (frozenRecord, error) {
+	info := store.ProviderInfo{AddrInfo: pi.AddrInfo, Publisher: *pi.Publisher}
+	if x := pi.ExtendedProviders; x != nil {
 		ep := &store.ExtendedProviders{Providers: x.Providers, Metadatas: x.Metadatas}
 		for _, c := range x.Contextual {
 			ep.Contextual = append(ep.Contextual, store.ContextualExtendedProviders{
@@ -182,9 +144,9 @@ func (pj *providerJSON) record() (frozenRecord, error) {
 	if err := info.Validate(); err != nil {
 		return frozenRecord{}, err
 	}
-	rec := frozenRecord{info: info, frozenAt: pj.FrozenAt}
-	if pj.FrozenAtTime != "" {
-		rec.frozenAtTime, _ = time.Parse(time.RFC3339Nano, pj.FrozenAtTime) // unparsable: zero, the oldest
+	rec := frozenRecord{info: info, frozenAt: pi.FrozenAt}
+	if pi.FrozenAtTime != "" {
+		rec.frozenAtTime, _ = time.Parse(time.RFC3339Nano, pi.FrozenAtTime) // unparsable: zero, the oldest
 	}
 	return rec, nil
 }

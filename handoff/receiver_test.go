@@ -470,7 +470,7 @@ func TestHandoffTimeout(t *testing.T) {
 // TestHandoffScatterGolden decodes the record our own find API serves
 // (scatter's golden file, a record in the reference's shape).
 func TestHandoffScatterGolden(t *testing.T) {
-	golden, err := readFile("../scatter/testdata/provider_info_full.json")
+	golden, err := readFile("../scatter/find/testdata/provider_info_full.json")
 	if err != nil {
 		t.Fatalf("scatter golden file: %v", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // Tracker keeps a [Store] up to date with the pieces of every provider it
@@ -354,14 +355,6 @@ func (t *Tracker) identify(ctx context.Context, base string) (peer.ID, error) {
 	return id, nil
 }
 
-// providerInfo is what the Tracker reads of one element of GET /providers
-// (the reference's model.ProviderInfo; other fields are ignored).
-type providerInfo struct {
-	AddrInfo          peer.AddrInfo
-	LastAdvertisement cid.Cid
-	Publisher         *peer.AddrInfo
-}
-
 // Poll reads the /providers endpoint once and queues a walk of every HTTP
 // publisher whose head changed; it returns how many providers it read.
 // Elements that do not decode are skipped and logged. [Tracker.Run] calls
@@ -385,25 +378,30 @@ func (t *Tracker) Poll(ctx context.Context) (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("piece: poll: GET %s: status %d", t.cfg.providersURL, resp.StatusCode)
 	}
+	// The whole answer is read before any record is tracked: one that
+	// breaks off tracks nothing.
 	var raw []json.RawMessage
-	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxProvidersBody)).Decode(&raw); err != nil {
-		return 0, fmt.Errorf("piece: poll: GET %s: %w", t.cfg.providersURL, err)
+	for r, err := range find.ProviderRecords(io.LimitReader(resp.Body, MaxProvidersBody)) {
+		if err != nil {
+			return 0, fmt.Errorf("piece: poll: GET %s: %w", t.cfg.providersURL, err)
+		}
+		raw = append(raw, r)
 	}
 	n := 0
 	for _, r := range raw {
-		var pi providerInfo
+		var pi find.ProviderInfo
 		if err := json.Unmarshal(r, &pi); err != nil || pi.AddrInfo.ID == "" {
 			t.log.Debug("skipping a provider that does not decode", "error", err)
 			continue
 		}
 		n++
-		t.track(ctx, pi)
+		t.track(ctx, &pi)
 	}
 	return n, nil
 }
 
 // track handles one /providers element.
-func (t *Tracker) track(ctx context.Context, pi providerInfo) {
+func (t *Tracker) track(ctx context.Context, pi *find.ProviderInfo) {
 	prov := pi.AddrInfo.ID
 	pub := pi.AddrInfo
 	if pi.Publisher != nil && pi.Publisher.ID != "" {

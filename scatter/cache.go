@@ -4,6 +4,8 @@ import (
 	"container/list"
 	"sync"
 	"time"
+
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // resultCache is a size-bounded LRU of complete find answers with a TTL;
@@ -22,7 +24,7 @@ type resultCache struct {
 
 type cacheEntry struct {
 	key     string
-	results []ProviderResult
+	results []find.ProviderResult
 	expires time.Time
 }
 
@@ -31,7 +33,7 @@ func newResultCache(entries int, ttl, negTTL time.Duration) *resultCache {
 }
 
 // get returns the cached answer for key, counting a hit or a miss.
-func (c *resultCache) get(key []byte, now time.Time) ([]ProviderResult, bool) {
+func (c *resultCache) get(key []byte, now time.Time) ([]find.ProviderResult, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.m[string(key)]
@@ -51,7 +53,7 @@ func (c *resultCache) get(key []byte, now time.Time) ([]ProviderResult, bool) {
 
 // put caches a complete answer for key; the cache keeps results, which must
 // not be modified afterwards.
-func (c *resultCache) put(key []byte, results []ProviderResult, now time.Time) {
+func (c *resultCache) put(key []byte, results []find.ProviderResult, now time.Time) {
 	ttl := c.ttl
 	if len(results) == 0 {
 		ttl = c.negTTL

@@ -1,14 +1,8 @@
 package scatter
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 var (
-	// ErrNotFound is wrapped by Provider errors for an unknown provider.
-	ErrNotFound = errors.New("scatter: not found")
-
 	// ErrInvalidOption is wrapped by constructor errors for an invalid
 	// argument or option.
 	ErrInvalidOption = errors.New("scatter: invalid option")
@@ -18,26 +12,3 @@ var (
 	// probe slot taken).
 	ErrBreakerOpen = errors.New("scatter: circuit breaker open")
 )
-
-// PartialError is what a Gather's Find yields last when not every backend
-// answered: some failed or ran out of time. The results yielded before it
-// are real, but may not be all there is, so a handler must not let a cache
-// keep a "not found" built on them.
-type PartialError struct {
-	// Answered is how many backends answered (with results or "not
-	// found"), out of Total asked; TimedOut of the others ran out of time.
-	Answered, Total, TimedOut int
-	// Err joins the errors of the backends that did not answer.
-	Err error
-}
-
-func (e *PartialError) Error() string {
-	return fmt.Sprintf("scatter: %d of %d backends answered (%d timed out): %v", e.Answered, e.Total, e.TimedOut, e.Err)
-}
-
-func (e *PartialError) Unwrap() error { return e.Err }
-
-// HeaderBackends is the response header in which the find handler says how
-// many backends answered, as "answered/total", whenever a Gather is behind
-// it. A response with fewer answered than total is marked not cacheable.
-const HeaderBackends = "X-IPNI-Backends"

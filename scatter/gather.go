@@ -15,121 +15,16 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
-// DefaultBackendTimeout is how long a [Gather] waits for each backend
-// (indexstar's ResultMaxWait).
-const DefaultBackendTimeout = 5 * time.Second
-
-// GatherOption configures a [Gather]; see [NewGather].
-type GatherOption func(*gatherConfig) error
-
-type gatherConfig struct {
-	timeout      time.Duration
-	breaker      BreakerConfig
-	cacheEntries int
-	cacheTTL     time.Duration
-	cacheNegTTL  time.Duration
-	ring         *Ring
-	names        []string
-	hooks        GatherHooks
-}
-
-// WithBackendTimeout sets how long each backend may take to answer one
-// request (default [DefaultBackendTimeout]); the caller's context bounds it
-// too. A backend that runs out of time counts as failed, for its breaker as
-// well.
-func WithBackendTimeout(d time.Duration) GatherOption {
-	return func(c *gatherConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: backend timeout %v must be positive", ErrInvalidOption, d)
-		}
-		c.timeout = d
-		return nil
-	}
-}
-
-// WithBreaker configures the per-backend circuit breakers (default: a
-// zero [BreakerConfig], that is every default).
-func WithBreaker(cfg BreakerConfig) GatherOption {
-	return func(c *gatherConfig) error {
-		cfg, err := cfg.withDefaults()
-		c.breaker = cfg
-		return err
-	}
-}
-
-// WithCache puts a result cache in front of Find: up to entries answers,
-// least recently used evicted first, each kept for ttl, or for negativeTTL
-// when it is "not found" (0: not cached). Only complete answers are cached
-// — every backend asked answered and the caller read to the end — never a
-// partial one or an error. The default is no cache.
-func WithCache(entries int, ttl, negativeTTL time.Duration) GatherOption {
-	return func(c *gatherConfig) error {
-		if entries < 1 || ttl <= 0 || negativeTTL < 0 {
-			return fmt.Errorf("%w: cache of %d entries, ttl %v, negative ttl %v", ErrInvalidOption, entries, ttl, negativeTTL)
-		}
-		c.cacheEntries, c.cacheTTL, c.cacheNegTTL = entries, ttl, negativeTTL
-		return nil
-	}
-}
-
-// WithRing makes Find ask only the backends that own the multihash on r
-// instead of all of them; backend i of the Gather is backend i of the ring,
-// so r.Len() must equal the number of backends. The ring's names name the
-// backends unless [WithBackendNames] is given. Providers and Provider still
-// ask every backend.
-func WithRing(r *Ring) GatherOption {
-	return func(c *gatherConfig) error {
-		if r == nil {
-			return fmt.Errorf("%w: nil ring", ErrInvalidOption)
-		}
-		c.ring = r
-		return nil
-	}
-}
-
-// WithBackendNames names the backends, one name per backend, in errors and
-// [GatherStats]. By default a backend is named by its String method when it
-// has one (a [fmt.Stringer]), else by its URL method (as an [HTTPBackend]
-// has), else by its position, "#0", "#1"...
-func WithBackendNames(names ...string) GatherOption {
-	return func(c *gatherConfig) error {
-		c.names = slices.Clone(names)
-		return nil
-	}
-}
-
-// WithGatherHooks installs metric hooks; see [GatherHooks].
-func WithGatherHooks(h GatherHooks) GatherOption {
-	return func(c *gatherConfig) error { c.hooks = h; return nil }
-}
-
-// GatherHooks are called as a [Gather] works, to feed metrics. Each may be
-// nil, and each may be called from several goroutines at once; a hook must
-// not block. Backends are identified by their index in the slice given to
-// [NewGather].
-type GatherHooks struct {
-	// OnStateChange is called when a backend's circuit breaker changes
-	// state.
-	OnStateChange func(backend int, from, to BreakerState)
-	// OnBackendDone is called when a backend has finished its part of a
-	// Find, Providers or Provider call: d is how long it took, err is nil
-	// if it answered (results or "not found"). It is not called for a
-	// backend skipped because its breaker is open.
-	OnBackendDone func(backend int, d time.Duration, err error)
-	// OnDisagreement is called when backend yields a result for a
-	// (provider, context) already yielded by another backend for mh, with
-	// other metadata. The first result is kept.
-	OnDisagreement func(mh multihash.Multihash, provider peer.ID, contextID []byte, backend int)
-}
-
-// Gather is a [Backend] that fans each request out to many backends
+// Gather is a [find.Backend] that fans each request out to many backends
 // concurrently and merges their answers; see the package documentation.
 // It is safe for concurrent use, starts no goroutine outside a call, and
 // needs no closing.
 type Gather struct {
-	backends []Backend
+	backends []find.Backend
 	names    []string
 	breakers []*breaker // nil when disabled
 	counters []backendCounters
@@ -147,10 +42,10 @@ type backendCounters struct {
 	requests, failures, timeouts, skipped atomic.Uint64
 }
 
-var _ Backend = (*Gather)(nil)
+var _ find.Backend = (*Gather)(nil)
 
 // NewGather returns a Gather over backends (at least one).
-func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
+func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 	def, _ := BreakerConfig{}.withDefaults()
 	c := &gatherConfig{timeout: DefaultBackendTimeout, breaker: def}
 	for _, o := range opts {
@@ -224,7 +119,7 @@ func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
 //
 // When every backend asked answered, Find ends without an error; when none
 // had results, that is "not found". Otherwise it ends by yielding a
-// [*PartialError]: Answered of Total backends answered, TimedOut ran out of
+// [*find.PartialError]: Answered of Total backends answered, TimedOut ran out of
 // time, and Err joins the errors of the others (in backend order), wrapping
 // [ErrBreakerOpen] for a backend skipped because its breaker was open. The
 // results yielded before it are real.
@@ -233,8 +128,8 @@ func NewGather(backends []Backend, opts ...GatherOption) (*Gather, error) {
 // returns only after every goroutine it started has exited. Yielded results
 // may be shared with the cache and with the backends and must not be
 // modified.
-func (g *Gather) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
-	return func(yield func(ProviderResult, error) bool) {
+func (g *Gather) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		g.queries.Add(1)
 		if g.cache != nil {
 			if rs, ok := g.cache.get(mh, time.Now()); ok {
@@ -261,7 +156,7 @@ type fanMsg struct {
 	backend  int
 	done     bool
 	timedOut bool
-	res      ProviderResult
+	res      find.ProviderResult
 	err      error
 }
 
@@ -300,7 +195,7 @@ func (f *fanIn) take(spare []fanMsg) []fanMsg {
 	}
 }
 
-func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(ProviderResult, error) bool) {
+func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(find.ProviderResult, error) bool) {
 	var tbuf [16]int
 	targets := tbuf[:0]
 	if g.ring != nil {
@@ -356,7 +251,7 @@ func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(Pr
 	}
 	if err := pe.err(len(targets)); err != nil {
 		g.partial.Add(1)
-		yield(ProviderResult{}, err)
+		yield(find.ProviderResult{}, err)
 		return
 	}
 	if g.cache != nil {
@@ -457,7 +352,7 @@ func (p *partial) add(backend int, err error, timedOut bool) {
 }
 
 // err returns nil if every one of total backends answered, else a
-// *PartialError.
+// *find.PartialError.
 func (p *partial) err(total int) error {
 	if len(p.errs) == 0 {
 		return nil
@@ -467,7 +362,7 @@ func (p *partial) err(total int) error {
 	for i, e := range p.errs {
 		errs[i] = e.err
 	}
-	return &PartialError{Answered: total - len(p.errs), Total: total, TimedOut: p.timedOut, Err: errors.Join(errs...)}
+	return &find.PartialError{Answered: total - len(p.errs), Total: total, TimedOut: p.timedOut, Err: errors.Join(errs...)}
 }
 
 // merger de-duplicates the results of one Find.
@@ -476,7 +371,7 @@ type merger struct {
 	mh      multihash.Multihash
 	seen    map[resultKey][]byte // metadata of the first result of each key
 	collect bool
-	results []ProviderResult // what was yielded, when collect
+	results []find.ProviderResult // what was yielded, when collect
 }
 
 type resultKey struct {
@@ -485,7 +380,7 @@ type resultKey struct {
 }
 
 // add reports whether r is the first result for its (provider, context).
-func (m *merger) add(r ProviderResult, backend int) bool {
+func (m *merger) add(r find.ProviderResult, backend int) bool {
 	var id peer.ID
 	if r.Provider != nil {
 		id = r.Provider.ID
@@ -511,7 +406,7 @@ func (m *merger) add(r ProviderResult, backend int) bool {
 }
 
 // each runs fn for every backend whose breaker lets it, concurrently, each
-// under the backend timeout, and returns a *PartialError unless all
+// under the backend timeout, and returns a *find.PartialError unless all
 // answered. fn returns nil when the backend answered.
 func (g *Gather) each(ctx context.Context, fn func(ctx context.Context, backend int) error) error {
 	qctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -539,170 +434,4 @@ func (g *Gather) each(ctx context.Context, fn func(ctx context.Context, backend 
 		}
 	}
 	return pe.err(len(g.backends))
-}
-
-// Providers asks every backend for its provider records and merges them:
-// one record per provider, chosen as [Gather.Provider] describes, in the
-// order providers are first seen (backend order, then each backend's).
-//
-// When some backends did not answer, Providers returns the merged records
-// of those that did together with a [*PartialError]; the records are valid
-// but the list may be incomplete.
-func (g *Gather) Providers(ctx context.Context) ([]ProviderInfo, error) {
-	lists := make([][]ProviderInfo, len(g.backends))
-	err := g.each(ctx, func(ctx context.Context, i int) error {
-		l, err := g.backends[i].Providers(ctx)
-		if err == nil {
-			lists[i] = l
-		}
-		return err
-	})
-	var order []peer.ID
-	byID := make(map[peer.ID][]providerRecord)
-	for i, l := range lists {
-		for _, info := range l {
-			id := info.AddrInfo.ID
-			if _, ok := byID[id]; !ok {
-				order = append(order, id)
-			}
-			byID[id] = append(byID[id], providerRecord{info, i})
-		}
-	}
-	out := make([]ProviderInfo, 0, len(order))
-	for _, id := range order {
-		out = append(out, mergeProvider(byID[id]))
-	}
-	return out, err
-}
-
-// Provider asks every backend for the record of id and merges the ones
-// found: the record with the newest LastAdvertisementTime wins (RFC 3339;
-// a missing or unparsable time is older than any; ties go to the backend
-// listed first). If that record is not frozen but another backend's is —
-// a frozen indexer whose provider another indexer continues after a
-// handoff — the newest record is returned with the FrozenAt and
-// FrozenAtTime of the frozen one (of the newest FrozenAtTime if several
-// are).
-//
-// If no backend has the record, Provider returns an error wrapping
-// [ErrNotFound] when every backend answered, and otherwise a
-// [*PartialError], which does not wrap ErrNotFound. A record found while
-// some backends failed is returned without an error.
-func (g *Gather) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
-	found := make([]*ProviderInfo, len(g.backends))
-	err := g.each(ctx, func(ctx context.Context, i int) error {
-		info, err := g.backends[i].Provider(ctx, id)
-		switch {
-		case err == nil:
-			found[i] = &info
-		case errors.Is(err, ErrNotFound):
-			return nil
-		}
-		return err
-	})
-	var recs []providerRecord
-	for i, f := range found {
-		if f != nil {
-			recs = append(recs, providerRecord{*f, i})
-		}
-	}
-	if len(recs) > 0 {
-		return mergeProvider(recs), nil
-	}
-	if err != nil {
-		return ProviderInfo{}, err
-	}
-	return ProviderInfo{}, fmt.Errorf("scatter: provider %s: %w", id, ErrNotFound)
-}
-
-type providerRecord struct {
-	info    ProviderInfo
-	backend int
-}
-
-// mergeProvider picks one record out of recs (one provider's, in backend
-// order), as Provider documents.
-func mergeProvider(recs []providerRecord) ProviderInfo {
-	best, bestT := -1, time.Time{}
-	frozen, frozenT := -1, time.Time{}
-	for i, r := range recs {
-		t := parseTime(r.info.LastAdvertisementTime)
-		if best < 0 || t.After(bestT) {
-			best, bestT = i, t
-		}
-		if r.info.FrozenAt.Defined() {
-			ft := parseTime(r.info.FrozenAtTime)
-			if frozen < 0 || ft.After(frozenT) {
-				frozen, frozenT = i, ft
-			}
-		}
-	}
-	out := recs[best].info
-	if !out.FrozenAt.Defined() && frozen >= 0 {
-		out.FrozenAt = recs[frozen].info.FrozenAt
-		out.FrozenAtTime = recs[frozen].info.FrozenAtTime
-	}
-	return out
-}
-
-// parseTime parses an RFC 3339 time; anything else is the zero time.
-func parseTime(s string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}
-	}
-	return t
-}
-
-// GatherStats is a snapshot of a Gather's counters, from [Gather.Stats].
-type GatherStats struct {
-	// Queries counts Find calls; Partial those that ended in a
-	// *PartialError; Disagreements the results dropped as duplicates of
-	// one with other metadata.
-	Queries, Partial, Disagreements uint64
-	// CacheHits and CacheMisses count Find calls answered from the cache
-	// or not; CacheEntries is its size (all zero without a cache).
-	CacheHits, CacheMisses uint64
-	CacheEntries           int
-	// Backends holds one entry per backend, in order.
-	Backends []BackendStats
-}
-
-// BackendStats are one backend's counters in [GatherStats].
-type BackendStats struct {
-	Name  string
-	State BreakerState
-	// Requests counts the requests sent to the backend, Failures those
-	// that failed (TimedOut of them by running out of time), and Skipped
-	// the requests not sent because its breaker was open. Requests the
-	// caller abandoned are in Requests only.
-	Requests, Failures, TimedOut, Skipped uint64
-}
-
-// Stats returns a snapshot of the Gather's counters.
-func (g *Gather) Stats() GatherStats {
-	s := GatherStats{
-		Queries:       g.queries.Load(),
-		Partial:       g.partial.Load(),
-		Disagreements: g.disagreements.Load(),
-		Backends:      make([]BackendStats, len(g.backends)),
-	}
-	if g.cache != nil {
-		s.CacheHits, s.CacheMisses, s.CacheEntries = g.cache.stats()
-	}
-	for i := range g.backends {
-		c := &g.counters[i]
-		b := BackendStats{
-			Name:     g.names[i],
-			Requests: c.requests.Load(),
-			Failures: c.failures.Load(),
-			TimedOut: c.timeouts.Load(),
-			Skipped:  c.skipped.Load(),
-		}
-		if g.breakers != nil {
-			b.State = g.breakers[i].current()
-		}
-		s.Backends[i] = b
-	}
-	return s
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // BenchmarkGather measures what a Gather adds over its slowest backend.
@@ -32,13 +33,13 @@ import (
 // sockets: each query waits simRoundTrip (the round trip, which costs the
 // client no CPU) and then decodes a JSON FindResponse of two results (one
 // its own, one shared by every backend), the parsing an HTTP backend does. transport=http
-// backends are HTTPBackends talking to store-backed find handlers on
+// backends are find.Clients talking to store-backed find handlers on
 // 127.0.0.1, client and servers sharing the machine.
 func BenchmarkGather(b *testing.B) {
 	mh, _ := multihash.Sum([]byte("bench"), multihash.SHA2_256, -1)
 	for _, transport := range []string{"sim", "http"} {
 		for _, n := range []int{1, 4, 16} {
-			var backends []scatter.Backend
+			var backends []find.Backend
 			switch transport {
 			case "sim":
 				for i := range n {
@@ -47,7 +48,7 @@ func BenchmarkGather(b *testing.B) {
 			case "http":
 				backends = newGatherPool(b, n, mh).backends(b)
 			}
-			timed := make([]scatter.Backend, n)
+			timed := make([]find.Backend, n)
 			for i, be := range backends {
 				timed[i] = timedBackend{be, i}
 			}
@@ -64,7 +65,7 @@ func BenchmarkGather(b *testing.B) {
 	}
 }
 
-func runGatherBench(b *testing.B, be scatter.Backend, n, inflight int, mh multihash.Multihash) {
+func runGatherBench(b *testing.B, be find.Backend, n, inflight int, mh multihash.Multihash) {
 	// Warm up connections and caches.
 	for range 10 * inflight {
 		for range be.Find(b.Context(), mh) {
@@ -126,12 +127,12 @@ type benchTimes struct{ d []time.Duration }
 // timedBackend records how long its backend took for each Find in the
 // query's benchTimes.
 type timedBackend struct {
-	scatter.Backend
+	find.Backend
 	slot int
 }
 
-func (t timedBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (t timedBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		start := time.Now()
 		defer func() {
 			if bt, ok := ctx.Value(benchTimesKey{}).(*benchTimes); ok {
@@ -156,9 +157,9 @@ type simBackend struct{ body []byte }
 
 func newSimBackend(tb testing.TB, i int, mh multihash.Multihash) *simBackend {
 	own, shared := gatherPeer(tb, i), gatherPeer(tb, 1000)
-	body, err := json.Marshal(scatter.FindResponse{MultihashResults: []scatter.MultihashResult{{
+	body, err := json.Marshal(find.FindResponse{MultihashResults: []find.MultihashResult{{
 		Multihash: mh,
-		ProviderResults: []scatter.ProviderResult{
+		ProviderResults: []find.ProviderResult{
 			{ContextID: []byte("ctx"), Metadata: []byte{0x80, 0x12, 0}, Provider: &own},
 			{ContextID: []byte("ctx"), Metadata: []byte{0x80, 0x12, 0}, Provider: &shared},
 		},
@@ -169,21 +170,21 @@ func newSimBackend(tb testing.TB, i int, mh multihash.Multihash) *simBackend {
 	return &simBackend{body: body}
 }
 
-func (s *simBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (s *simBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		select {
 		case <-time.After(simRoundTrip):
 		case <-ctx.Done():
-			yield(scatter.ProviderResult{}, ctx.Err())
+			yield(find.ProviderResult{}, ctx.Err())
 			return
 		}
-		var fr scatter.FindResponse
+		var fr find.FindResponse
 		if err := json.Unmarshal(s.body, &fr); err != nil {
-			yield(scatter.ProviderResult{}, err)
+			yield(find.ProviderResult{}, err)
 			return
 		}
 		if err := ctx.Err(); err != nil {
-			yield(scatter.ProviderResult{}, err)
+			yield(find.ProviderResult{}, err)
 			return
 		}
 		for _, r := range fr.MultihashResults[0].ProviderResults {
@@ -194,8 +195,8 @@ func (s *simBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2
 	}
 }
 
-func (s *simBackend) Providers(context.Context) ([]scatter.ProviderInfo, error) { return nil, nil }
+func (s *simBackend) Providers(context.Context) ([]find.ProviderInfo, error) { return nil, nil }
 
-func (s *simBackend) Provider(_ context.Context, id peer.ID) (scatter.ProviderInfo, error) {
-	return scatter.ProviderInfo{}, scatter.ErrNotFound
+func (s *simBackend) Provider(_ context.Context, id peer.ID) (find.ProviderInfo, error) {
+	return find.ProviderInfo{}, find.ErrNotFound
 }

@@ -11,14 +11,15 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // memIndexer is a tiny in-memory Backend: every multihash has the same
 // results.
-type memIndexer struct{ results []scatter.ProviderResult }
+type memIndexer struct{ results []find.ProviderResult }
 
-func (m memIndexer) Find(ctx context.Context, _ multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (m memIndexer) Find(ctx context.Context, _ multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		for _, r := range m.results {
 			if !yield(r, nil) {
 				return
@@ -27,20 +28,20 @@ func (m memIndexer) Find(ctx context.Context, _ multihash.Multihash) iter.Seq2[s
 	}
 }
 
-func (m memIndexer) Providers(context.Context) ([]scatter.ProviderInfo, error) { return nil, nil }
+func (m memIndexer) Providers(context.Context) ([]find.ProviderInfo, error) { return nil, nil }
 
-func (m memIndexer) Provider(_ context.Context, id peer.ID) (scatter.ProviderInfo, error) {
-	return scatter.ProviderInfo{}, scatter.ErrNotFound
+func (m memIndexer) Provider(_ context.Context, id peer.ID) (find.ProviderInfo, error) {
+	return find.ProviderInfo{}, find.ErrNotFound
 }
 
 func ExampleNewGather() {
-	result := func(provider, contextID string) scatter.ProviderResult {
-		return scatter.ProviderResult{ContextID: []byte(contextID), Provider: &peer.AddrInfo{ID: peer.ID(provider)}}
+	result := func(provider, contextID string) find.ProviderResult {
+		return find.ProviderResult{ContextID: []byte(contextID), Provider: &peer.AddrInfo{ID: peer.ID(provider)}}
 	}
 	// Two indexers with overlapping answers: A/ctx is on both.
-	a := memIndexer{[]scatter.ProviderResult{result("A", "ctx")}}
-	b := memIndexer{[]scatter.ProviderResult{result("A", "ctx"), result("B", "ctx")}}
-	g, err := scatter.NewGather([]scatter.Backend{a, b})
+	a := memIndexer{[]find.ProviderResult{result("A", "ctx")}}
+	b := memIndexer{[]find.ProviderResult{result("A", "ctx"), result("B", "ctx")}}
+	g, err := scatter.NewGather([]find.Backend{a, b})
 	if err != nil {
 		panic(err)
 	}
@@ -48,7 +49,7 @@ func ExampleNewGather() {
 	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
 	var got []string
 	for r, err := range g.Find(context.Background(), mh) {
-		if pe, ok := errors.AsType[*scatter.PartialError](err); ok {
+		if pe, ok := errors.AsType[*find.PartialError](err); ok {
 			fmt.Printf("only %d of %d indexers answered\n", pe.Answered, pe.Total)
 			break
 		}

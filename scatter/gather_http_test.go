@@ -18,6 +18,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -56,7 +57,7 @@ type gatherPool struct {
 func newGatherPool(tb testing.TB, n int, mh multihash.Multihash) *gatherPool {
 	tb.Helper()
 	ctx := tb.Context()
-	p := &gatherPool{client: scatter.NewHTTPClient(), mh: mh, peers: map[peer.ID]int{}}
+	p := &gatherPool{client: find.NewHTTPClient(), mh: mh, peers: map[peer.ID]int{}}
 	tb.Cleanup(p.client.CloseIdleConnections)
 	seen := map[string]bool{}
 	for i := range n {
@@ -80,7 +81,7 @@ func newGatherPool(tb testing.TB, n int, mh multihash.Multihash) *gatherPool {
 		put(i+1, "c")
 		put(n+1, "c")
 		put(n+2, fmt.Sprint("c-", i))
-		srv := httptest.NewServer(scatter.NewHandler(scatter.NewStoreBackend(s)))
+		srv := httptest.NewServer(findHandler(tb, findStoreBackend(tb, s)))
 		tb.Cleanup(srv.Close)
 		p.servers = append(p.servers, srv)
 	}
@@ -88,11 +89,11 @@ func newGatherPool(tb testing.TB, n int, mh multihash.Multihash) *gatherPool {
 	return p
 }
 
-func (p *gatherPool) backends(tb testing.TB) []scatter.Backend {
+func (p *gatherPool) backends(tb testing.TB) []find.Backend {
 	tb.Helper()
-	bs := make([]scatter.Backend, len(p.servers))
+	bs := make([]find.Backend, len(p.servers))
 	for i, srv := range p.servers {
-		b, err := scatter.NewHTTPBackend(srv.URL, scatter.WithHTTPClient(p.client))
+		b, err := find.NewClient(srv.URL, find.WithHTTPClient(p.client))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestGatherHTTPPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(scatter.NewHandler(g))
+	front := httptest.NewServer(findHandler(t, g))
 	defer front.Close()
 
 	get := func(accept string) (*http.Response, []string) {
@@ -123,18 +124,18 @@ func TestGatherHTTPPool(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var results []scatter.ProviderResult
+		var results []find.ProviderResult
 		if accept == "application/x-ndjson" {
 			sc := bufio.NewScanner(resp.Body)
 			for sc.Scan() {
-				var r scatter.ProviderResult
+				var r find.ProviderResult
 				if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 					t.Fatalf("line %q: %v", sc.Text(), err)
 				}
 				results = append(results, r)
 			}
 		} else {
-			var fr scatter.FindResponse
+			var fr find.FindResponse
 			if err := json.NewDecoder(resp.Body).Decode(&fr); err != nil {
 				t.Fatal(err)
 			}
@@ -155,8 +156,8 @@ func TestGatherHTTPPool(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !slices.Equal(got, pool.want) {
 			t.Errorf("%s: %s, results %q, want %q", accept, resp.Status, got, pool.want)
 		}
-		if h := resp.Header.Get(scatter.HeaderBackends); h != "" && h != "4/4" {
-			t.Errorf("%s: %s %q", accept, scatter.HeaderBackends, h)
+		if h := resp.Header.Get(find.HeaderBackends); h != "" && h != "4/4" {
+			t.Errorf("%s: %s %q", accept, find.HeaderBackends, h)
 		}
 	}
 
@@ -168,16 +169,36 @@ func TestGatherHTTPPool(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !slices.Equal(got, want) {
 		t.Errorf("one down: %s, results %q, want %q", resp.Status, got, want)
 	}
-	if h := resp.Header.Get(scatter.HeaderBackends); h != "3/4" {
-		t.Errorf("one down: %s %q, want 3/4", scatter.HeaderBackends, h)
+	if h := resp.Header.Get(find.HeaderBackends); h != "3/4" {
+		t.Errorf("one down: %s %q, want 3/4", find.HeaderBackends, h)
 	}
 
 	// Providers are merged: one record each, 6 providers.
 	list, err := g.Providers(t.Context())
-	if _, partial := err.(*scatter.PartialError); !partial {
+	if _, partial := err.(*find.PartialError); !partial {
 		t.Errorf("Providers with one indexer down: %v", err)
 	}
 	if len(list) != 6 {
 		t.Errorf("%d providers, want 6", len(list))
 	}
+}
+
+// findHandler returns find.NewHandler(b), failing tb on error.
+func findHandler(tb testing.TB, b find.Backend) *find.Handler {
+	tb.Helper()
+	h, err := find.NewHandler(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// findStoreBackend returns find.NewStoreBackend(s), failing tb on error.
+func findStoreBackend(tb testing.TB, s store.Store) *find.StoreBackend {
+	tb.Helper()
+	b, err := find.NewStoreBackend(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }

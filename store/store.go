@@ -21,6 +21,12 @@ type Index interface {
 	// A large Put may be committed in several engine batches; if it fails
 	// part-way, the multihashes that were written stay, and repeating the Put
 	// completes it.
+	//
+	// Put does not need a provider record of v.ProviderID: the find API
+	// (scatter/find's store backend) answers a value whose provider has
+	// no record with the provider's ID and no addresses. Call PutProvider
+	// as well so that find answers carry the provider's addresses and
+	// extended providers.
 	Put(ctx context.Context, v Value, mhs ...multihash.Multihash) error
 
 	// Get returns the values of mh, or an empty slice and nil when there are

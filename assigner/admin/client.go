@@ -398,11 +398,12 @@ func (c *Client) callHeader(ctx context.Context, o op, method string, q url.Valu
 			sentinel = fallback(o, resp.StatusCode)
 		}
 		return nil, &StatusError{
-			Method:     method,
-			URL:        u.Redacted(),
-			StatusCode: resp.StatusCode,
-			Message:    strings.TrimSpace(strings.ToValidUTF8(string(msg), string(utf8.RuneError))),
-			Err:        sentinel,
+			Client: "admin",
+			Method: method,
+			URL:    u.Redacted(),
+			Code:   resp.StatusCode,
+			Body:   strings.TrimSpace(strings.ToValidUTF8(string(msg), string(utf8.RuneError))),
+			Err:    sentinel,
 		}
 	}
 	if out == nil || resp.StatusCode == http.StatusNoContent {

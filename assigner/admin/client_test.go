@@ -155,7 +155,7 @@ func TestClientSentinels(t *testing.T) {
 				t.Fatalf("err %v, want errors.Is %v", err, want)
 			}
 			var se *admin.StatusError
-			if !errors.As(err, &se) || se.StatusCode != c.status || !strings.Contains(se.URL, c.path) {
+			if !errors.As(err, &se) || se.Code != c.status || !strings.Contains(se.URL, c.path) {
 				t.Fatalf("err %#v, want a StatusError %d on %s", err, c.status, c.path)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "http://127.0.0.1:") || !strings.Contains(msg, fmt.Sprint(c.status)) {
@@ -178,7 +178,7 @@ func TestClientSentinels(t *testing.T) {
 		_, cl := serve(t, f, nil)
 		err := cl.Assign(ctx, pub)
 		var se *admin.StatusError
-		if !errors.As(err, &se) || se.Err != nil || se.StatusCode != 500 || se.Message != "disk on fire" {
+		if !errors.As(err, &se) || se.Err != nil || se.Code != 500 || se.Body != "disk on fire" {
 			t.Errorf("err %#v", err)
 		}
 	})
@@ -219,7 +219,7 @@ func TestClientReferenceFallback(t *testing.T) {
 			}
 			err = c.call(cl)
 			var se *admin.StatusError
-			if !errors.As(err, &se) || se.StatusCode != c.status || se.Err != c.want {
+			if !errors.As(err, &se) || se.Code != c.status || se.Err != c.want {
 				t.Errorf("err %v (sentinel %v), want %v", err, se.Err, c.want)
 			}
 		})

@@ -3,10 +3,11 @@ package admin
 import (
 	"context"
 	"errors"
-	"fmt"
-	"github.com/indexkit/indexkit/freeze"
 	"net/http"
-	"strings"
+
+	"github.com/indexkit/indexkit/freeze"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // The sentinels of the admin contract. A [Node] returns them (wrapped or
@@ -141,25 +142,9 @@ func sentinelForCode(code string) error {
 }
 
 // StatusError is the error of a [Client] call the node answered with an
-// unexpected status. It wraps the sentinel the answer stands for, if any,
+// unexpected status: the one status error type of every indexkit HTTP
+// client (handoff.StatusError, ipnisync.StatusError and find.StatusError
+// are the same type). Its Client is "admin", Body the start of the
+// answer's body, and it wraps the sentinel the answer stands for, if any,
 // so callers test it with errors.Is; errors.As gives the details.
-type StatusError struct {
-	Method     string
-	URL        string // the request URL, userinfo redacted
-	StatusCode int
-	Message    string // the start of the response body, trimmed
-	Err        error  // the sentinel, or nil
-}
-
-func (e *StatusError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "admin: %s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	return b.String()
-}
-
-// Unwrap returns the sentinel the answer stands for, or nil.
-func (e *StatusError) Unwrap() error { return e.Err }
+type StatusError = httperr.StatusError

@@ -99,7 +99,7 @@ func Example() {
 	err = client.Assign(ctx, publisher)
 	var se *admin.StatusError
 	errors.As(err, &se)
-	fmt.Println("again:", errors.Is(err, admin.ErrAlreadyAssigned), se.StatusCode, se.Message)
+	fmt.Println("again:", errors.Is(err, admin.ErrAlreadyAssigned), se.Code, se.Body)
 
 	err = client.Freeze(ctx) // memNode is no admin.Freezer
 	fmt.Println("freeze:", errors.Is(err, admin.ErrNotSupported))

@@ -94,7 +94,7 @@
 //
 // find: the IPNI find API (GET /multihash/{mh}, GET /cid/{cid}, JSON or
 // NDJSON, GET /providers, GET /providers/{id} with FrozenAt and
-// FrozenAtTime), as scatter.NewHandler serves it over the local store.
+// FrozenAtTime), as find.NewHandler serves it over the local store.
 //
 // ingest: PUT /announce and PUT /ingest/announce (CBOR by default, JSON
 // when Content-Type is application/json; 204), and GET /health. In

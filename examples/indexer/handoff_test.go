@@ -15,6 +15,7 @@ import (
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/scatter"
+	findapi "github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -110,9 +111,9 @@ func TestFreezeHandoffResume(t *testing.T) {
 	}
 
 	// A gather over both nodes answers every multihash as the model says.
-	var backends []scatter.Backend
+	var backends []findapi.Backend
 	for _, n := range []*proc{n1, n2} {
-		be, err := scatter.NewHTTPBackend(n.url("find"))
+		be, err := findapi.NewClient(n.url("find"))
 		if err != nil {
 			t.Fatal(err)
 		}

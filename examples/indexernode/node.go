@@ -33,7 +33,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -281,18 +281,24 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	}); err != nil {
 		return err
 	}
-	n.serve(lns)
-	return nil
+	return n.serve(lns)
 }
 
 // serve makes the HTTP server of each listener given.
-func (n *Node) serve(lns Listeners) {
+func (n *Node) serve(lns Listeners) error {
 	ingestMux := http.NewServeMux()
 	ingestMux.Handle("/", n.recv) // PUT /announce, PUT /ingest/announce
 	ingestMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
-	var find http.Handler = scatter.NewHandler(scatter.NewStoreBackend(n.st), scatter.WithHandlerLogger(n.log))
+	backend, err := find.NewStoreBackend(n.st)
+	if err != nil {
+		return err
+	}
+	var findAPI http.Handler
+	if findAPI, err = find.NewHandler(backend, find.WithLogger(n.log)); err != nil {
+		return err
+	}
 	if n.cfg.Hooks.Find != nil {
-		find = n.cfg.Hooks.Find(find)
+		findAPI = n.cfg.Hooks.Find(findAPI)
 	}
 	adm := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
 	for _, s := range []served{{"find", lns.Find, nil}, {"ingest", lns.Ingest, nil}, {"admin", lns.Admin, nil}} {
@@ -301,7 +307,7 @@ func (n *Node) serve(lns Listeners) {
 		}
 		switch s.name {
 		case "find":
-			s.srv = cli.NewHTTPServer(find, n.log)
+			s.srv = cli.NewHTTPServer(findAPI, n.log)
 		case "ingest":
 			s.srv = cli.NewHTTPServer(ingestMux, n.log)
 		default:
@@ -309,6 +315,7 @@ func (n *Node) serve(lns Listeners) {
 		}
 		n.srv = append(n.srv, s)
 	}
+	return nil
 }
 
 // ID returns the node's peer ID.

@@ -17,7 +17,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // An indexer stopped while its publisher goes on publishing, and started
@@ -170,7 +170,7 @@ func compareFind(ctx context.Context, base string, e publishernode.Entry) string
 	if resp.StatusCode != http.StatusOK {
 		return e.Multihash + ": " + resp.Status
 	}
-	var fr scatter.FindResponse
+	var fr find.FindResponse
 	if err := json.NewDecoder(resp.Body).Decode(&fr); err != nil {
 		return err.Error()
 	}

@@ -72,7 +72,7 @@
 //
 // # Answers
 //
-// The routes and status rules are those of scatter.Handler: GET
+// The routes and status rules are those of find.Handler: GET
 // /multihash/{mh} and /cid/{cid} (JSON, or NDJSON with Accept:
 // application/x-ndjson), POST /multihash, GET /providers[/{id}]. Results of
 // every backend are merged and de-duplicated by provider and context. 404

@@ -25,7 +25,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/internal/proctest"
-	"github.com/indexkit/indexkit/scatter"
+	findapi "github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -93,7 +93,14 @@ func newIndexer(t *testing.T, entries ...entry) *indexer {
 		}
 	}
 	ix := &indexer{}
-	h := scatter.NewHandler(scatter.NewStoreBackend(s))
+	sb, err := findapi.NewStoreBackend(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := findapi.NewHandler(sb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ix.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ix.down.Load() {
 			http.Error(w, "down for the test", http.StatusServiceUnavailable)
@@ -143,9 +150,9 @@ func find(t *testing.T, client *http.Client, base string, mh multihash.Multihash
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := found{status: resp.StatusCode, backends: resp.Header.Get(scatter.HeaderBackends), cacheControl: resp.Header.Get("Cache-Control")}
+	f := found{status: resp.StatusCode, backends: resp.Header.Get(findapi.HeaderBackends), cacheControl: resp.Header.Get("Cache-Control")}
 	if resp.StatusCode == http.StatusOK {
-		var fr scatter.FindResponse
+		var fr findapi.FindResponse
 		if err := json.Unmarshal(body, &fr); err != nil {
 			t.Fatalf("decoding %s: %v", body, err)
 		}
@@ -248,7 +255,7 @@ func testServe(t *testing.T, bin string) {
 	want := []string{result(provA, "a", "m"), result(provB, "b", "m")}
 	if got.status != http.StatusOK || got.backends != "" || len(got.results) != 3 ||
 		!slices.Contains(got.results, want[0]) || !slices.Contains(got.results, want[1]) {
-		t.Errorf("both: got %+v, want 200, A, B and one C, no %s", got, scatter.HeaderBackends)
+		t.Errorf("both: got %+v, want 200, A, B and one C, no %s", got, findapi.HeaderBackends)
 	}
 	if got := find(t, client, base, mhMissing); got.status != http.StatusNotFound {
 		t.Errorf("missing: got %+v, want 404", got)
@@ -258,7 +265,7 @@ func testServe(t *testing.T, bin string) {
 	got = find(t, client, base, mhPartial)
 	if got.status != http.StatusOK || got.backends != "1/2" || got.cacheControl != "no-store" ||
 		!slices.Equal(got.results, []string{result(provA, "a", "m")}) {
-		t.Errorf("one indexer down: got %+v, want 200 with A, %s 1/2, no-store", got, scatter.HeaderBackends)
+		t.Errorf("one indexer down: got %+v, want 200 with A, %s 1/2, no-store", got, findapi.HeaderBackends)
 	}
 	ix2.down.Store(false)
 	if got := find(t, client, base, mhBoth); got.status != http.StatusOK || len(got.results) != 3 {

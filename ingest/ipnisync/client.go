@@ -290,7 +290,7 @@ func (c *Client) get(ctx context.Context, rsrc string, limit int64, allowNoConte
 			snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 			c.logger.Debug("ipnisync: unexpected status", "url", u, "status", resp.StatusCode, "body", cleanSnippet(snippet))
 		}
-		return nil, u, &StatusError{Method: http.MethodGet, URL: u, Code: resp.StatusCode}
+		return nil, u, newStatusError(u, resp.StatusCode)
 	}
 
 	var body io.Reader = resp.Body

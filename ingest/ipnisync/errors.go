@@ -2,8 +2,9 @@ package ipnisync
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 var (
@@ -42,23 +43,22 @@ var (
 )
 
 // StatusError is the error of a [Client] request answered with a status
-// other than the ones the protocol expects (200, and 204 for the head). It
-// matches [ErrNotFound] under errors.Is when Code is 404.
+// other than the ones the protocol expects (200, and 204 for the head): the
+// one status error type of every indexkit HTTP client (admin.StatusError,
+// handoff.StatusError and find.StatusError are the same type). Its Client
+// is "ipnisync", and it wraps [ErrNotFound] when Code is 404 (nothing
+// otherwise).
 //
 // It does not carry the answer's body: the publisher wrote it, and client
 // errors end up in ingestion statuses and provider records served to
 // anyone. The client logs the start of the body at DEBUG level.
-type StatusError struct {
-	Method string // GET
-	URL    string // the URL requested
-	Code   int    // the HTTP status code
-}
+type StatusError = httperr.StatusError
 
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("ipnisync: %s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
-}
-
-// Is reports whether target is [ErrNotFound] and the status is 404.
-func (e *StatusError) Is(target error) bool {
-	return target == ErrNotFound && e.Code == http.StatusNotFound
+// newStatusError returns the StatusError of a GET of u answered with code.
+func newStatusError(u string, code int) *StatusError {
+	e := &StatusError{Client: "ipnisync", Method: http.MethodGet, URL: u, Code: code}
+	if code == http.StatusNotFound {
+		e.Err = ErrNotFound
+	}
+	return e
 }

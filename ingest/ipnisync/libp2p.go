@@ -85,7 +85,7 @@ func wellKnownPath(ctx context.Context, hc *http.Client, u string) (string, erro
 	case http.StatusNotFound:
 		return IPNIPath, nil
 	default:
-		return "", &StatusError{Method: http.MethodGet, URL: u, Code: resp.StatusCode}
+		return "", newStatusError(u, resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, wellKnownLimit+1))
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // convergeAds is the chain length of each publisher in the convergence
@@ -234,7 +234,7 @@ func convCheckSplit(ctx context.Context, t *testing.T, p *pool.Pool, s *pool.Sna
 // FrozenAt.
 func convFrozenPoints(ctx context.Context, t *testing.T, p *pool.Pool) map[string]cid.Cid {
 	t.Helper()
-	var infos []scatter.ProviderInfo
+	var infos []find.ProviderInfo
 	if err := convGetJSON(ctx, p.URLs().Indexers[0].Find+"/providers", &infos); err != nil {
 		t.Fatal(err)
 	}

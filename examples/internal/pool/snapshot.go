@@ -19,7 +19,7 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/internal/publishernode"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // Snapshot is the pool as its roles report it at one moment: what the
@@ -577,7 +577,7 @@ func (p *Pool) find(ctx context.Context, base, mh string) (vals []value, partial
 	default:
 		return nil, partial, fmt.Errorf("GET %s/multihash/%s: %s", base, mh, resp.Status)
 	}
-	var fr scatter.FindResponse
+	var fr find.FindResponse
 	if err := decodeJSON(resp, &fr); err != nil {
 		return nil, partial, fmt.Errorf("GET %s/multihash/%s: %w", base, mh, err)
 	}

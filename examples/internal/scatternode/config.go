@@ -225,7 +225,7 @@ func loadConfig(o *options) (config, error) {
 }
 
 // normalizeURL checks a backend URL and returns its canonical form: scheme
-// and host in lower case, no trailing slash. It refuses what NewHTTPBackend
+// and host in lower case, no trailing slash. It refuses what find.NewClient
 // would silently drop (a query or fragment) and credentials, which would
 // end up in logs and metric labels.
 func normalizeURL(s string) (string, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // generation is one configuration being served: a Gather and the find API
@@ -37,9 +38,9 @@ type server struct {
 
 // build turns cfg into a generation; nothing is started.
 func (s *server) build(cfg config) (*generation, error) {
-	backends := make([]scatter.Backend, len(cfg.Backends))
+	backends := make([]find.Backend, len(cfg.Backends))
 	for i, u := range cfg.Backends {
-		b, err := scatter.NewHTTPBackend(u, scatter.WithHTTPClient(s.client))
+		b, err := find.NewClient(u, find.WithHTTPClient(s.client))
 		if err != nil {
 			return nil, err
 		}
@@ -48,7 +49,7 @@ func (s *server) build(cfg config) (*generation, error) {
 	opts := []scatter.GatherOption{
 		scatter.WithBackendTimeout(cfg.Timeout),
 		scatter.WithBackendNames(cfg.Backends...),
-		scatter.WithGatherHooks(s.metrics.hooks(cfg.Backends, s.log)),
+		scatter.WithHooks(s.metrics.hooks(cfg.Backends, s.log)),
 	}
 	if s.opts.cacheEntries > 0 {
 		opts = append(opts, scatter.WithCache(s.opts.cacheEntries, s.opts.cacheTTL, s.opts.cacheNegTTL))
@@ -64,7 +65,10 @@ func (s *server) build(cfg config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := scatter.NewHandler(g, scatter.WithHandlerLogger(s.log))
+	h, err := find.NewHandler(g, find.WithLogger(s.log))
+	if err != nil {
+		return nil, err
+	}
 	return &generation{cfg: cfg, gather: g, handler: h}, nil
 }
 
@@ -100,7 +104,7 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s := &server{opts: opts, log: log, client: scatter.NewHTTPClient(), metrics: newMetrics()}
+	s := &server{opts: opts, log: log, client: find.NewHTTPClient(), metrics: newMetrics()}
 	defer s.client.CloseIdleConnections()
 	gen, err := s.build(cfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package scatter_test
+package find_test
 
 import (
 	"bufio"
@@ -21,45 +21,45 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // findFake is a Backend that answers from fixed data: per multihash (by its
 // bytes) the results, then the error, if any, that ends the lookup.
 type findFake struct {
-	results   map[string][]scatter.ProviderResult
+	results   map[string][]find.ProviderResult
 	errs      map[string]error
-	providers []scatter.ProviderInfo
+	providers []find.ProviderInfo
 	provErr   error
 }
 
-func (f *findFake) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (f *findFake) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		for _, r := range f.results[string(mh)] {
 			if !yield(r, nil) {
 				return
 			}
 		}
 		if err := f.errs[string(mh)]; err != nil {
-			yield(scatter.ProviderResult{}, err)
+			yield(find.ProviderResult{}, err)
 		}
 	}
 }
 
-func (f *findFake) Providers(ctx context.Context) ([]scatter.ProviderInfo, error) {
+func (f *findFake) Providers(ctx context.Context) ([]find.ProviderInfo, error) {
 	return f.providers, f.provErr
 }
 
-func (f *findFake) Provider(ctx context.Context, id peer.ID) (scatter.ProviderInfo, error) {
+func (f *findFake) Provider(ctx context.Context, id peer.ID) (find.ProviderInfo, error) {
 	if f.provErr != nil {
-		return scatter.ProviderInfo{}, f.provErr
+		return find.ProviderInfo{}, f.provErr
 	}
 	for _, p := range f.providers {
 		if p.AddrInfo.ID == id {
 			return p, nil
 		}
 	}
-	return scatter.ProviderInfo{}, fmt.Errorf("fake: %w", scatter.ErrNotFound)
+	return find.ProviderInfo{}, fmt.Errorf("fake: %w", find.ErrNotFound)
 }
 
 // findRequest is one request of a handler table test.
@@ -96,13 +96,13 @@ func (fr findRequest) do(t *testing.T, url string) (*http.Response, string) {
 func TestHandler(t *testing.T) {
 	mhA, mhB, mhC, mhD := findMH(t, 1), findMH(t, 2), findMH(t, 3), findMH(t, 4)
 	p1, p2 := findAddrInfo(t, 1), findAddrInfo(t, 2)
-	r1 := scatter.ProviderResult{ContextID: []byte("ctx-1"), Metadata: []byte{0x80, 0x12, 0}, Provider: p1}
-	r2 := scatter.ProviderResult{ContextID: []byte("ctx-2"), Metadata: []byte{0x90, 0x12}, Provider: p2}
-	partialSome := &scatter.PartialError{Answered: 2, Total: 3, TimedOut: 0, Err: errors.New("backend c: 500")}
-	partialTimeout := &scatter.PartialError{Answered: 1, Total: 3, TimedOut: 2, Err: context.DeadlineExceeded}
-	partialMixed := &scatter.PartialError{Answered: 1, Total: 3, TimedOut: 1, Err: errors.New("boom")}
+	r1 := find.ProviderResult{ContextID: []byte("ctx-1"), Metadata: []byte{0x80, 0x12, 0}, Provider: p1}
+	r2 := find.ProviderResult{ContextID: []byte("ctx-2"), Metadata: []byte{0x90, 0x12}, Provider: p2}
+	partialSome := &find.PartialError{Answered: 2, Total: 3, TimedOut: 0, Err: errors.New("backend c: 500")}
+	partialTimeout := &find.PartialError{Answered: 1, Total: 3, TimedOut: 2, Err: context.DeadlineExceeded}
+	partialMixed := &find.PartialError{Answered: 1, Total: 3, TimedOut: 1, Err: errors.New("boom")}
 	fake := &findFake{
-		results: map[string][]scatter.ProviderResult{
+		results: map[string][]find.ProviderResult{
 			string(mhA): {r1, r2},
 			string(mhB): {r1},
 			string(mhC): {r2},
@@ -112,19 +112,19 @@ func TestHandler(t *testing.T) {
 			string(mhC): errors.New("disk on fire"),
 			string(mhD): partialTimeout,
 		},
-		providers: []scatter.ProviderInfo{{AddrInfo: *p1}},
+		providers: []find.ProviderInfo{{AddrInfo: *p1}},
 	}
-	srv := httptest.NewServer(scatter.NewHandler(fake))
+	srv := httptest.NewServer(newHandler(t, fake))
 	defer srv.Close()
 
-	jsonOf := func(mh multihash.Multihash, rs ...scatter.ProviderResult) string {
-		b, err := json.Marshal(scatter.FindResponse{MultihashResults: []scatter.MultihashResult{{Multihash: mh, ProviderResults: rs}}})
+	jsonOf := func(mh multihash.Multihash, rs ...find.ProviderResult) string {
+		b, err := json.Marshal(find.FindResponse{MultihashResults: []find.MultihashResult{{Multihash: mh, ProviderResults: rs}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(b)
 	}
-	ndjsonOf := func(rs ...scatter.ProviderResult) string {
+	ndjsonOf := func(rs ...find.ProviderResult) string {
 		var sb strings.Builder
 		for _, r := range rs {
 			b, _ := json.Marshal(r)
@@ -172,13 +172,13 @@ func TestHandler(t *testing.T) {
 		{name: "406", req: findRequest{path: "/multihash/" + mhA.B58String(), header: accept("text/html")}, status: 406, contains: "application/json"},
 		{name: "406 providers ndjson", req: findRequest{path: "/providers", header: accept("application/x-ndjson")}, status: 406},
 		{name: "partial with results", req: findRequest{path: "/multihash/" + mhB.B58String()}, status: 200, body: jsonOf(mhB, r1),
-			header: map[string]string{scatter.HeaderBackends: "2/3", "Cache-Control": "no-store"}},
+			header: map[string]string{find.HeaderBackends: "2/3", "Cache-Control": "no-store"}},
 		{name: "partial with results NDJSON", req: findRequest{path: "/multihash/" + mhB.B58String(), header: accept("application/x-ndjson")}, status: 200,
 			body: ndjsonOf(r1)}, // the header comes as a trailer; see TestHandlerNDJSONTrailer
 		{name: "all failed timed out", req: findRequest{path: "/multihash/" + mhD.B58String()}, status: 504, contains: "2 of 3 backends did not answer",
-			header: map[string]string{scatter.HeaderBackends: "1/3", "Cache-Control": "no-store"}},
+			header: map[string]string{find.HeaderBackends: "1/3", "Cache-Control": "no-store"}},
 		{name: "other error with results", req: findRequest{path: "/multihash/" + mhC.B58String()}, status: 200, body: jsonOf(mhC, r2),
-			header: map[string]string{"Cache-Control": "no-store", scatter.HeaderBackends: ""}},
+			header: map[string]string{"Cache-Control": "no-store", find.HeaderBackends: ""}},
 		{name: "CORS", req: findRequest{path: "/multihash/" + mhA.B58String()}, status: 200,
 			header: map[string]string{"Access-Control-Allow-Origin": "*"}, body: jsonOf(mhA, r1, r2)},
 		{name: "preflight", req: findRequest{method: "OPTIONS", path: "/multihash/" + mhA.B58String()}, status: 204,
@@ -197,12 +197,12 @@ func TestHandler(t *testing.T) {
 			body: fmt.Sprintf(`{"Multihashes":[%q,%q]}`, b64(mhA), b64(mhB))}, status: 200,
 			body: `{"MultihashResults":[` + strings.TrimSuffix(strings.TrimPrefix(jsonOf(mhA, r1, r2), `{"MultihashResults":[`), "]}") + "," +
 				strings.TrimSuffix(strings.TrimPrefix(jsonOf(mhB, r1), `{"MultihashResults":[`), "]}") + "]}",
-			header: map[string]string{scatter.HeaderBackends: "2/3", "Cache-Control": "no-store"}},
+			header: map[string]string{find.HeaderBackends: "2/3", "Cache-Control": "no-store"}},
 		{name: "batch none found", req: findRequest{method: "POST", path: "/multihash",
 			body: fmt.Sprintf(`{"Multihashes":[%q]}`, b64(findMH(t, 50)))}, status: 404, body: "no results for query\n"},
 		{name: "batch none found, timeouts", req: findRequest{method: "POST", path: "/multihash",
 			body: fmt.Sprintf(`{"Multihashes":[%q,%q]}`, b64(findMH(t, 50)), b64(mhD))}, status: 504,
-			header: map[string]string{scatter.HeaderBackends: "1/3"}},
+			header: map[string]string{find.HeaderBackends: "1/3"}},
 		{name: "batch empty", req: findRequest{method: "POST", path: "/multihash", body: `{"Multihashes":[]}`}, status: 400},
 		{name: "batch bad json", req: findRequest{method: "POST", path: "/multihash", body: `{"Multihashes":`}, status: 400},
 		{name: "batch bad mh", req: findRequest{method: "POST", path: "/multihash", body: `{"Multihashes":["AAAA"]}`}, status: 400, contains: "bad multihash 0"},
@@ -241,7 +241,7 @@ func TestHandler(t *testing.T) {
 				}
 			}
 			if tt.noSpecials {
-				for _, k := range []string{"Cache-Control", scatter.HeaderBackends} {
+				for _, k := range []string{"Cache-Control", find.HeaderBackends} {
 					if v := resp.Header.Get(k); v != "" {
 						t.Errorf("complete answer has %s: %q", k, v)
 					}
@@ -252,18 +252,18 @@ func TestHandler(t *testing.T) {
 
 	t.Run("502 mixed failures", func(t *testing.T) {
 		f := &findFake{errs: map[string]error{string(mhA): partialMixed}}
-		s := httptest.NewServer(scatter.NewHandler(f))
+		s := httptest.NewServer(newHandler(t, f))
 		defer s.Close()
 		for _, h := range []http.Header{nil, accept("application/x-ndjson")} {
 			resp, body := findRequest{path: "/multihash/" + mhA.B58String(), header: h}.do(t, s.URL)
-			if resp.StatusCode != 502 || resp.Header.Get(scatter.HeaderBackends) != "1/3" || !strings.Contains(body, "2 of 3 backends") {
-				t.Errorf("status %d, backends %q, body %q; want 502, 1/3", resp.StatusCode, resp.Header.Get(scatter.HeaderBackends), body)
+			if resp.StatusCode != 502 || resp.Header.Get(find.HeaderBackends) != "1/3" || !strings.Contains(body, "2 of 3 backends") {
+				t.Errorf("status %d, backends %q, body %q; want 502, 1/3", resp.StatusCode, resp.Header.Get(find.HeaderBackends), body)
 			}
 		}
 	})
 	t.Run("500 backend error", func(t *testing.T) {
 		f := &findFake{errs: map[string]error{string(mhA): errors.New("disk on fire")}, provErr: errors.New("disk on fire")}
-		s := httptest.NewServer(scatter.NewHandler(f))
+		s := httptest.NewServer(newHandler(t, f))
 		defer s.Close()
 		for _, p := range []string{"/multihash/" + mhA.B58String(), "/providers", "/providers/" + p1.ID.String()} {
 			resp, body := findRequest{path: p}.do(t, s.URL)
@@ -273,7 +273,7 @@ func TestHandler(t *testing.T) {
 		}
 	})
 	t.Run("empty providers", func(t *testing.T) {
-		s := httptest.NewServer(scatter.NewHandler(&findFake{}))
+		s := httptest.NewServer(newHandler(t, &findFake{}))
 		defer s.Close()
 		resp, body := findRequest{path: "/providers"}.do(t, s.URL)
 		if resp.StatusCode != 200 || body != "[]" {
@@ -281,7 +281,7 @@ func TestHandler(t *testing.T) {
 		}
 	})
 	t.Run("batch limits", func(t *testing.T) {
-		s := httptest.NewServer(scatter.NewHandler(fake, scatter.WithBatchLimit(2), scatter.WithBodyLimit(200)))
+		s := httptest.NewServer(newHandler(t, fake, find.WithBatchLimit(2), find.WithBodyLimit(200)))
 		defer s.Close()
 		three := fmt.Sprintf(`{"Multihashes":[%q,%q,%q]}`, b64(mhA), b64(mhB), b64(mhC))
 		resp, body := findRequest{method: "POST", path: "/multihash", body: three}.do(t, s.URL)
@@ -301,35 +301,35 @@ func TestHandler(t *testing.T) {
 // line).
 func TestHandlerNDJSONTrailer(t *testing.T) {
 	mh := findMH(t, 1)
-	r1 := scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
+	r1 := find.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
 	f := &findFake{
-		results: map[string][]scatter.ProviderResult{string(mh): {r1}},
-		errs:    map[string]error{string(mh): &scatter.PartialError{Answered: 3, Total: 4, TimedOut: 1, Err: context.DeadlineExceeded}},
+		results: map[string][]find.ProviderResult{string(mh): {r1}},
+		errs:    map[string]error{string(mh): &find.PartialError{Answered: 3, Total: 4, TimedOut: 1, Err: context.DeadlineExceeded}},
 	}
-	srv := httptest.NewServer(scatter.NewHandler(f))
+	srv := httptest.NewServer(newHandler(t, f))
 	defer srv.Close()
 	resp, _ := findRequest{path: "/multihash/" + mh.B58String(), header: http.Header{"Accept": {"application/x-ndjson"}}}.do(t, srv.URL)
-	if resp.StatusCode != 200 || resp.Trailer.Get(scatter.HeaderBackends) != "3/4" {
-		t.Errorf("status %d, trailer %v; want 200 and %s: 3/4", resp.StatusCode, resp.Trailer, scatter.HeaderBackends)
+	if resp.StatusCode != 200 || resp.Trailer.Get(find.HeaderBackends) != "3/4" {
+		t.Errorf("status %d, trailer %v; want 200 and %s: 3/4", resp.StatusCode, resp.Trailer, find.HeaderBackends)
 	}
 }
 
 // findSlow yields one result, then waits for release before the next.
 type findSlow struct {
 	findFake
-	r       scatter.ProviderResult
+	r       find.ProviderResult
 	release chan struct{}
 }
 
-func (f *findSlow) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (f *findSlow) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		if !yield(f.r, nil) {
 			return
 		}
 		select {
 		case <-f.release:
 		case <-ctx.Done():
-			yield(scatter.ProviderResult{}, ctx.Err())
+			yield(find.ProviderResult{}, ctx.Err())
 			return
 		}
 		yield(f.r, nil)
@@ -339,8 +339,8 @@ func (f *findSlow) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[s
 // TestHandlerNDJSONStreams checks that the first line reaches the client
 // while the backend is still working.
 func TestHandlerNDJSONStreams(t *testing.T) {
-	f := &findSlow{r: scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}, release: make(chan struct{})}
-	srv := httptest.NewServer(scatter.NewHandler(f))
+	f := &findSlow{r: find.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}, release: make(chan struct{})}
+	srv := httptest.NewServer(newHandler(t, f))
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL+"/multihash/"+findMH(t, 1).B58String(), nil)
 	req.Header.Set("Accept", "application/x-ndjson")
@@ -394,9 +394,9 @@ func TestHandlerJSONIdentical(t *testing.T) {
 	}
 	for iter := range 200 {
 		mh := findMH(t, iter)
-		var rs []scatter.ProviderResult
+		var rs []find.ProviderResult
 		for range 1 + rng.IntN(5) {
-			r := scatter.ProviderResult{ContextID: randBytes(rng.IntN(70) - 5), Metadata: randBytes(rng.IntN(100) - 5)}
+			r := find.ProviderResult{ContextID: randBytes(rng.IntN(70) - 5), Metadata: randBytes(rng.IntN(100) - 5)}
 			if rng.IntN(10) > 0 {
 				ai := &peer.AddrInfo{ID: findPeer(t, rng.IntN(4))}
 				for range rng.IntN(4) {
@@ -406,11 +406,11 @@ func TestHandlerJSONIdentical(t *testing.T) {
 			}
 			rs = append(rs, r)
 		}
-		f := &findFake{results: map[string][]scatter.ProviderResult{string(mh): rs}}
-		h := scatter.NewHandler(f)
+		f := &findFake{results: map[string][]find.ProviderResult{string(mh): rs}}
+		h := newHandler(t, f)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/multihash/"+mh.B58String(), nil))
-		want, _ := json.Marshal(scatter.FindResponse{MultihashResults: []scatter.MultihashResult{{Multihash: mh, ProviderResults: rs}}})
+		want, _ := json.Marshal(find.FindResponse{MultihashResults: []find.MultihashResult{{Multihash: mh, ProviderResults: rs}}})
 		if rec.Body.String() != string(want) {
 			t.Fatalf("JSON differs from encoding/json:\n got %s\nwant %s", rec.Body, want)
 		}
@@ -432,13 +432,13 @@ func TestHandlerJSONIdentical(t *testing.T) {
 // findPaced yields n results, pause apart.
 type findPaced struct {
 	findFake
-	r     scatter.ProviderResult
+	r     find.ProviderResult
 	n     int
 	pause time.Duration
 }
 
-func (f *findPaced) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
-	return func(yield func(scatter.ProviderResult, error) bool) {
+func (f *findPaced) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	return func(yield func(find.ProviderResult, error) bool) {
 		for i := range f.n {
 			if i > 0 {
 				time.Sleep(f.pause)
@@ -455,8 +455,8 @@ func (f *findPaced) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[
 // each line.
 func TestHandlerNDJSONOutlivesWriteTimeout(t *testing.T) {
 	const writeTimeout, lines = 200 * time.Millisecond, 5
-	f := &findPaced{r: scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}, n: lines, pause: writeTimeout / 2}
-	srv := httptest.NewUnstartedServer(scatter.NewHandler(f, scatter.WithStreamWriteTimeout(writeTimeout)))
+	f := &findPaced{r: find.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}, n: lines, pause: writeTimeout / 2}
+	srv := httptest.NewUnstartedServer(newHandler(t, f, find.WithStreamWriteTimeout(writeTimeout)))
 	srv.Config.WriteTimeout = writeTimeout
 	srv.Start()
 	defer srv.Close()

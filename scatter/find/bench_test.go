@@ -1,4 +1,4 @@
-package scatter_test
+package find_test
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -26,7 +25,7 @@ import (
 // same paths with the same bytes from a map, in the same run. Rows pair as
 // BenchmarkFind/c=N/store and BenchmarkFind/c=N/raw for examples/benchtable.
 //
-//	go test -run '^$' -bench BenchmarkFind -benchtime 20000x ./scatter/ | go run ./examples/benchtable
+//	go test -run '^$' -bench BenchmarkFind -benchtime 20000x ./scatter/find/ | go run ./examples/benchtable
 func BenchmarkFind(b *testing.B) {
 	const keys, providers = 10000, 100
 	ctx := context.Background()
@@ -52,7 +51,7 @@ func BenchmarkFind(b *testing.B) {
 		}
 		paths[i] = "/multihash/" + mh.B58String()
 	}
-	h := scatter.NewHandler(scatter.NewStoreBackend(s))
+	h := newHandler(b, newStoreBackend(b, s))
 	// The raw baseline answers each path with the bytes the find API gives.
 	answers := make(map[string][]byte, keys)
 	for _, p := range paths {

@@ -1,4 +1,4 @@
-package scatter_test
+package find_test
 
 import (
 	"bytes"
@@ -10,6 +10,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/store"
 )
 
 // findPeer returns a deterministic Ed25519 peer ID for i.
@@ -55,4 +58,25 @@ func findAddrs(tb testing.TB, ss ...string) []multiaddr.Multiaddr {
 func findAddrInfo(tb testing.TB, i int) *peer.AddrInfo {
 	tb.Helper()
 	return &peer.AddrInfo{ID: findPeer(tb, i), Addrs: findAddrs(tb, fmt.Sprintf("/ip4/10.0.0.%d/tcp/%d/http", i%250+1, 3000+i))}
+}
+
+// newHandler returns find.NewHandler(b, opts...), failing tb on error.
+func newHandler(tb testing.TB, b find.Backend, opts ...find.HandlerOption) *find.Handler {
+	tb.Helper()
+	h, err := find.NewHandler(b, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// newStoreBackend returns find.NewStoreBackend(s, opts...), failing tb on
+// error.
+func newStoreBackend(tb testing.TB, s store.Store, opts ...find.StoreBackendOption) *find.StoreBackend {
+	tb.Helper()
+	b, err := find.NewStoreBackend(s, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }

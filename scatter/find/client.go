@@ -1,4 +1,4 @@
-package scatter
+package find
 
 import (
 	"bufio"
@@ -23,9 +23,9 @@ import (
 // Defaults of the HTTP backend.
 const (
 	// DefaultResponseLimit is the largest JSON body (a FindResponse or a
-	// provider list) an [HTTPBackend] reads, in bytes.
+	// provider list) a [Client] reads, in bytes.
 	DefaultResponseLimit = 64 << 20
-	// httpMaxNDJSONLine is the longest NDJSON line an HTTPBackend reads: a
+	// httpMaxNDJSONLine is the longest NDJSON line a Client reads: a
 	// ProviderResult with the largest context ID and metadata IPNI allows
 	// and a generous address list fits many times over.
 	httpMaxNDJSONLine = 1 << 20
@@ -33,28 +33,39 @@ const (
 	httpMaxErrorBody = 256
 )
 
-// HTTPBackendOption configures an [HTTPBackend].
-type HTTPBackendOption func(*HTTPBackend)
+// ClientOption configures a [Client] ([NewClient]). An option given an
+// invalid value makes NewClient fail with an error wrapping
+// [ErrInvalidOption].
+type ClientOption func(*clientConfig) error
 
-// WithHTTPClient sets the client an HTTPBackend sends its requests with.
-// The default is [NewHTTPClient]'s.
-func WithHTTPClient(c *http.Client) HTTPBackendOption {
-	return func(b *HTTPBackend) {
-		if c != nil {
-			b.client = c
+type clientConfig struct {
+	client *http.Client
+	limit  int64
+}
+
+// WithHTTPClient sets the client a Client sends its requests with. The
+// default is [NewHTTPClient]'s.
+func WithHTTPClient(c *http.Client) ClientOption {
+	return func(cfg *clientConfig) error {
+		if c == nil {
+			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
 		}
+		cfg.client = c
+		return nil
 	}
 }
 
-// WithResponseLimit sets the largest JSON answer body an HTTPBackend reads,
-// in bytes (default [DefaultResponseLimit]); a larger one is an error. An
-// NDJSON stream may be any length, but each line is bounded. Values below 1
-// keep the default.
-func WithResponseLimit(n int64) HTTPBackendOption {
-	return func(b *HTTPBackend) {
-		if n > 0 {
-			b.limit = n
+// WithResponseLimit sets the largest JSON answer body a Client reads, in
+// bytes (default [DefaultResponseLimit]); a larger one is an error. An
+// NDJSON stream may be any length, but each line is bounded. n must be at
+// least 1.
+func WithResponseLimit(n int64) ClientOption {
+	return func(cfg *clientConfig) error {
+		if n < 1 {
+			return fmt.Errorf("%w: response limit %d, want at least 1", ErrInvalidOption, n)
 		}
+		cfg.limit = n
+		return nil
 	}
 }
 
@@ -67,7 +78,7 @@ func WithResponseLimit(n int64) HTTPBackendOption {
 // client rather than losing them.
 const MaxConnsPerBackend = 32
 
-// NewHTTPClient returns the default client of an [HTTPBackend]: keep-alive,
+// NewHTTPClient returns the default client of a [Client]: keep-alive,
 // at most [MaxConnsPerBackend] connections per host (more requests wait
 // for one), a 10 s dial timeout and no overall timeout (deadlines come
 // from each call's context).
@@ -85,49 +96,55 @@ func NewHTTPClient() *http.Client {
 	}}
 }
 
-// HTTPBackend is a [Backend] that queries a remote IPNI find API: an
+// Client is a [Backend] that queries a remote IPNI find API over HTTP: an
 // indexkit [Handler], a storetheindex indexer, or a front end such as
 // indexstar. It is safe for concurrent use.
-type HTTPBackend struct {
+type Client struct {
 	base   *url.URL
 	client *http.Client
 	limit  int64
 }
 
-var _ Backend = (*HTTPBackend)(nil)
+var _ Backend = (*Client)(nil)
 
-// NewHTTPBackend returns a Backend for the find API at baseURL (http or
-// https; a path is kept as a prefix, so "https://host/indexer" queries
-// "https://host/indexer/multihash/...").
-func NewHTTPBackend(baseURL string, opts ...HTTPBackendOption) (*HTTPBackend, error) {
+// NewClient returns a Backend for the find API at baseURL (http or https;
+// a path is kept as a prefix, so "https://host/indexer" queries
+// "https://host/indexer/multihash/..."). It fails with an error wrapping
+// [ErrInvalidOption] for a bad URL or option.
+func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
-		return nil, fmt.Errorf("scatter: http backend: %w", err)
+		return nil, fmt.Errorf("find: client: %w: %w", ErrInvalidOption, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("scatter: http backend: URL %q: scheme must be http or https", baseURL)
+		return nil, fmt.Errorf("find: client: %w: URL %q: scheme must be http or https", ErrInvalidOption, baseURL)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("scatter: http backend: URL %q has no host", baseURL)
+		return nil, fmt.Errorf("find: client: %w: URL %q has no host", ErrInvalidOption, baseURL)
 	}
 	u.RawQuery, u.Fragment = "", ""
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
-	b := &HTTPBackend{base: u, limit: DefaultResponseLimit}
+	cfg := clientConfig{limit: DefaultResponseLimit}
 	for _, o := range opts {
-		o(b)
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("find: client: %w", err)
+		}
 	}
-	if b.client == nil {
-		b.client = NewHTTPClient()
+	if cfg.client == nil {
+		cfg.client = NewHTTPClient()
 	}
-	return b, nil
+	return &Client{base: u, client: cfg.client, limit: cfg.limit}, nil
 }
 
 // URL returns the base URL of the find API b queries.
-func (b *HTTPBackend) URL() string { return b.base.String() }
+func (b *Client) URL() string { return b.base.String() }
 
 // get sends a GET for the path elements under the base URL.
-func (b *HTTPBackend) get(ctx context.Context, accept string, elem ...string) (*http.Response, string, error) {
+func (b *Client) get(ctx context.Context, accept string, elem ...string) (*http.Response, string, error) {
 	u := b.base.JoinPath(elem...).String()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -151,26 +168,23 @@ func httpWithCtxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// httpStatusError describes an unexpected answer, quoting the start of its body.
-func httpStatusError(op, u string, resp *http.Response) error {
+// httpStatusError describes an unexpected answer to a GET of u, quoting
+// the start of its body.
+func httpStatusError(u string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
-	msg := strings.TrimSpace(string(body))
-	if msg != "" {
-		msg = ": " + msg
-	}
-	return fmt.Errorf("scatter: %s %s: status %s%s", op, u, resp.Status, msg)
+	return &StatusError{Client: "find", Method: http.MethodGet, URL: u, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
 }
 
 // Find asks for NDJSON (and accepts JSON) and yields the results as they
 // arrive: line by line for an NDJSON answer, all at once for a JSON one
 // (only the MultihashResults for mh are used). 404 means no results; any
-// other status but 200 is an error naming the URL and status. Errors wrap
+// other status but 200 is a [*StatusError] naming the URL and status. Errors wrap
 // the context's error when the context ended.
-func (b *HTTPBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
+func (b *Client) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
 	return func(yield func(ProviderResult, error) bool) {
 		resp, u, err := b.get(ctx, mediaNDJSON+", "+mediaJSON, "multihash", mh.B58String())
 		if err != nil {
-			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: %w", u, err))
+			yield(ProviderResult{}, fmt.Errorf("find: find %s: %w", u, err))
 			return
 		}
 		defer resp.Body.Close()
@@ -180,7 +194,7 @@ func (b *HTTPBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq
 			io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
 			return
 		default:
-			yield(ProviderResult{}, httpStatusError("find", u, resp))
+			yield(ProviderResult{}, httpStatusError(u, resp))
 			return
 		}
 		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -190,12 +204,12 @@ func (b *HTTPBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq
 		}
 		data, err := httpReadLimited(resp.Body, b.limit)
 		if err != nil {
-			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: %w", u, httpWithCtxErr(ctx, err)))
+			yield(ProviderResult{}, fmt.Errorf("find: find %s: %w", u, httpWithCtxErr(ctx, err)))
 			return
 		}
 		var fr FindResponse
 		if err := json.Unmarshal(data, &fr); err != nil {
-			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: decoding answer: %w", u, err))
+			yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding answer: %w", u, err))
 			return
 		}
 		for _, r := range fr.MultihashResults {
@@ -212,14 +226,14 @@ func (b *HTTPBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq
 }
 
 // streamNDJSON yields one ProviderResult per line of body.
-func (b *HTTPBackend) streamNDJSON(ctx context.Context, u string, body io.Reader, yield func(ProviderResult, error) bool) {
+func (b *Client) streamNDJSON(ctx context.Context, u string, body io.Reader, yield func(ProviderResult, error) bool) {
 	br := bufio.NewReaderSize(body, 16<<10)
 	var long []byte // a line longer than the reader's buffer, so far
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			if len(long)+len(chunk) > httpMaxNDJSONLine {
-				yield(ProviderResult{}, fmt.Errorf("scatter: find %s: NDJSON line longer than %d bytes", u, httpMaxNDJSONLine))
+				yield(ProviderResult{}, fmt.Errorf("find: find %s: NDJSON line longer than %d bytes", u, httpMaxNDJSONLine))
 				return
 			}
 			long = append(long, chunk...)
@@ -233,7 +247,7 @@ func (b *HTTPBackend) streamNDJSON(ctx context.Context, u string, body io.Reader
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			var pr ProviderResult
 			if derr := json.Unmarshal(line, &pr); derr != nil {
-				yield(ProviderResult{}, fmt.Errorf("scatter: find %s: decoding NDJSON line: %w", u, derr))
+				yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding NDJSON line: %w", u, derr))
 				return
 			}
 			if !yield(pr, nil) {
@@ -244,7 +258,7 @@ func (b *HTTPBackend) streamNDJSON(ctx context.Context, u string, body io.Reader
 		case err == io.EOF:
 			return
 		case err != nil:
-			yield(ProviderResult{}, fmt.Errorf("scatter: find %s: reading NDJSON: %w", u, httpWithCtxErr(ctx, err)))
+			yield(ProviderResult{}, fmt.Errorf("find: find %s: reading NDJSON: %w", u, httpWithCtxErr(ctx, err)))
 			return
 		}
 	}
@@ -263,7 +277,7 @@ func httpReadLimited(r io.Reader, limit int64) ([]byte, error) {
 }
 
 // Providers returns the remote API's provider list.
-func (b *HTTPBackend) Providers(ctx context.Context) ([]ProviderInfo, error) {
+func (b *Client) Providers(ctx context.Context) ([]ProviderInfo, error) {
 	var infos []ProviderInfo
 	if err := b.getJSON(ctx, "providers", &infos, "providers"); err != nil {
 		return nil, err
@@ -276,33 +290,33 @@ func (b *HTTPBackend) Providers(ctx context.Context) ([]ProviderInfo, error) {
 
 // Provider returns the remote API's record of id; a 404 is an error
 // wrapping [ErrNotFound].
-func (b *HTTPBackend) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
+func (b *Client) Provider(ctx context.Context, id peer.ID) (ProviderInfo, error) {
 	var info ProviderInfo
 	err := b.getJSON(ctx, "provider", &info, "providers", id.String())
 	return info, err
 }
 
 // getJSON GETs the path elements and decodes the JSON answer into v.
-func (b *HTTPBackend) getJSON(ctx context.Context, op string, v any, elem ...string) error {
+func (b *Client) getJSON(ctx context.Context, op string, v any, elem ...string) error {
 	resp, u, err := b.get(ctx, mediaJSON, elem...)
 	if err != nil {
-		return fmt.Errorf("scatter: %s %s: %w", op, u, err)
+		return fmt.Errorf("find: %s %s: %w", op, u, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
-		return fmt.Errorf("scatter: %s %s: %w", op, u, ErrNotFound)
+		return fmt.Errorf("find: %s %s: %w", op, u, ErrNotFound)
 	default:
-		return httpStatusError(op, u, resp)
+		return httpStatusError(u, resp)
 	}
 	data, err := httpReadLimited(resp.Body, b.limit)
 	if err != nil {
-		return fmt.Errorf("scatter: %s %s: %w", op, u, httpWithCtxErr(ctx, err))
+		return fmt.Errorf("find: %s %s: %w", op, u, httpWithCtxErr(ctx, err))
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("scatter: %s %s: decoding answer: %w", op, u, err)
+		return fmt.Errorf("find: %s %s: decoding answer: %w", op, u, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package scatter
+package find
 
 import (
 	"errors"

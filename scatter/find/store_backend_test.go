@@ -1,4 +1,4 @@
-package scatter_test
+package find_test
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -27,7 +29,7 @@ import (
 var updateFindGolden = flag.Bool("update-find-golden", false, "rewrite the find API golden files in testdata/")
 
 // findResultKey renders a result for order-free comparison.
-func findResultKey(r scatter.ProviderResult) string {
+func findResultKey(r find.ProviderResult) string {
 	id := peer.ID("")
 	var addrs string
 	if r.Provider != nil {
@@ -37,7 +39,7 @@ func findResultKey(r scatter.ProviderResult) string {
 	return fmt.Sprintf("%s %s ctx=%q md=%q", id, addrs, r.ContextID, r.Metadata)
 }
 
-func findCollect(t *testing.T, b scatter.Backend, mh multihash.Multihash) []string {
+func findCollect(t *testing.T, b find.Backend, mh multihash.Multihash) []string {
 	t.Helper()
 	var out []string
 	for r, err := range b.Find(context.Background(), mh) {
@@ -55,7 +57,7 @@ func findCollect(t *testing.T, b scatter.Backend, mh multihash.Multihash) []stri
 type findExtendedFixture struct {
 	s    *memory.Store
 	mh   multihash.Multihash
-	want []scatter.ProviderResult
+	want []find.ProviderResult
 }
 
 func newFindExtendedFixture(t *testing.T) findExtendedFixture {
@@ -63,7 +65,7 @@ func newFindExtendedFixture(t *testing.T) findExtendedFixture {
 	ctx := context.Background()
 	s := memory.New()
 	t.Cleanup(func() { s.Close() })
-	p1, p2, p3 := findAddrInfo(t, 1), findAddrInfo(t, 2), findAddrInfo(t, 3)
+	p1, p3 := findAddrInfo(t, 1), findAddrInfo(t, 3)
 	e1, e2, e3, e4 := findAddrInfo(t, 11), findAddrInfo(t, 12), findAddrInfo(t, 13), findAddrInfo(t, 14)
 	p1again := peer.AddrInfo{ID: p1.ID, Addrs: findAddrs(t, "/ip4/9.9.9.9/tcp/1/http")}
 	err := s.PutProvider(ctx, store.ProviderInfo{
@@ -91,17 +93,16 @@ func newFindExtendedFixture(t *testing.T) findExtendedFixture {
 		{ProviderID: p1.ID, ContextID: []byte("c1"), Metadata: []byte("md-c1")},
 		{ProviderID: p1.ID, ContextID: []byte("c2"), Metadata: []byte("md-c2")},
 		{ProviderID: p1.ID, ContextID: []byte("c3"), Metadata: []byte("md-c3")},
-		{ProviderID: p2.ID, ContextID: []byte("c1"), Metadata: []byte("md-p2")}, // no record: dropped
 		{ProviderID: p3.ID, ContextID: []byte("c9"), Metadata: []byte("md-p3")},
 	} {
 		if err := s.Put(ctx, v, mh); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res := func(ai *peer.AddrInfo, ctxID, md string) scatter.ProviderResult {
-		return scatter.ProviderResult{ContextID: []byte(ctxID), Metadata: []byte(md), Provider: ai}
+	res := func(ai *peer.AddrInfo, ctxID, md string) find.ProviderResult {
+		return find.ProviderResult{ContextID: []byte(ctxID), Metadata: []byte(md), Provider: ai}
 	}
-	want := []scatter.ProviderResult{
+	want := []find.ProviderResult{
 		// c1: main, then chain-level: e1 (own md), e2 (value's md), p1 with other md.
 		res(p1, "c1", "md-c1"), res(e1, "c1", "md-e1"), res(e2, "c1", "md-c1"), res(&p1again, "c1", "md-other"),
 		// c2: main, then the overriding contextual e3 only.
@@ -124,7 +125,7 @@ func TestStoreBackendExtendedProviders(t *testing.T) {
 	}
 	slices.Sort(want)
 	for _, ttl := range []time.Duration{0, time.Hour} {
-		b := scatter.NewStoreBackend(fx.s, scatter.WithProviderTTL(ttl))
+		b := newStoreBackend(t, fx.s, find.WithProviderTTL(ttl))
 		for range 2 { // the second round is served from the cache
 			if got := findCollect(t, b, fx.mh); !slices.Equal(got, want) {
 				t.Fatalf("ttl %v: results\n%s\nwant\n%s", ttl, strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -132,7 +133,7 @@ func TestStoreBackendExtendedProviders(t *testing.T) {
 		}
 	}
 	// Per value, the main provider comes first, then its extended ones.
-	b := scatter.NewStoreBackend(fx.s)
+	b := newStoreBackend(t, fx.s)
 	var firstOfCtx = map[string]peer.ID{}
 	for r, err := range b.Find(context.Background(), fx.mh) {
 		if err != nil {
@@ -159,19 +160,80 @@ func TestStoreBackendProviderTTL(t *testing.T) {
 	if err := s.Put(ctx, store.Value{ProviderID: p.ID, ContextID: []byte("c"), Metadata: []byte("m")}, mh); err != nil {
 		t.Fatal(err)
 	}
-	uncached := scatter.NewStoreBackend(s, scatter.WithProviderTTL(0))
-	cached := scatter.NewStoreBackend(s, scatter.WithProviderTTL(time.Hour))
-	if got := findCollect(t, cached, mh); len(got) != 0 {
-		t.Fatalf("provider without record: %v, want dropped", got)
+	uncached := newStoreBackend(t, s, find.WithProviderTTL(0))
+	cached := newStoreBackend(t, s, find.WithProviderTTL(time.Hour))
+	// Without a record, the result carries the provider ID alone.
+	bare := []string{findResultKey(find.ProviderResult{ContextID: []byte("c"), Metadata: []byte("m"), Provider: &peer.AddrInfo{ID: p.ID}})}
+	withAddrs := []string{findResultKey(find.ProviderResult{ContextID: []byte("c"), Metadata: []byte("m"), Provider: p})}
+	if got := findCollect(t, cached, mh); !slices.Equal(got, bare) {
+		t.Fatalf("provider without record: %v, want %v", got, bare)
 	}
 	if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *p}); err != nil {
 		t.Fatal(err)
 	}
-	if got := findCollect(t, uncached, mh); len(got) != 1 {
-		t.Errorf("TTL 0 after the record appeared: %v, want 1 result", got)
+	if got := findCollect(t, uncached, mh); !slices.Equal(got, withAddrs) {
+		t.Errorf("TTL 0 after the record appeared: %v, want %v", got, withAddrs)
 	}
-	if got := findCollect(t, cached, mh); len(got) != 0 {
-		t.Errorf("TTL 1h: %v, want the cached absence", got)
+	if got := findCollect(t, cached, mh); !slices.Equal(got, bare) {
+		t.Errorf("TTL 1h: %v, want the cached absence %v", got, bare)
+	}
+}
+
+// TestStoreBackendValueWithoutProviderRecord: values written with no
+// provider record (store.PutProvider never called) are found, each result
+// carrying its provider's ID and no addresses, over the store backend and
+// over the wire, in JSON and NDJSON. The reference drops such values, and
+// so did this package once: the lookup then answered 404.
+func TestStoreBackendValueWithoutProviderRecord(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	defer s.Close()
+	mh := findMH(t, 7)
+	p1, p2 := findPeer(t, 1), findPeer(t, 2)
+	for _, v := range []store.Value{
+		{ProviderID: p1, ContextID: []byte("c1"), Metadata: []byte("m1")},
+		{ProviderID: p2, ContextID: []byte("c2"), Metadata: []byte("m2")},
+	} {
+		if err := s.Put(ctx, v, mh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		findResultKey(find.ProviderResult{ContextID: []byte("c1"), Metadata: []byte("m1"), Provider: &peer.AddrInfo{ID: p1}}),
+		findResultKey(find.ProviderResult{ContextID: []byte("c2"), Metadata: []byte("m2"), Provider: &peer.AddrInfo{ID: p2}}),
+	}
+	slices.Sort(want)
+	b := newStoreBackend(t, s)
+	if got := findCollect(t, b, mh); !slices.Equal(got, want) {
+		t.Fatalf("store backend: %v, want %v", got, want)
+	}
+
+	srv := httptest.NewServer(newHandler(t, b))
+	defer srv.Close()
+	for _, accept := range []string{"application/json", "application/x-ndjson"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/multihash/"+mh.B58String(), nil)
+		req.Header.Set("Accept", accept)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %q, want 200", accept, resp.Status, body)
+		}
+		for _, id := range []peer.ID{p1, p2} {
+			if want := `"Provider":{"ID":"` + id.String() + `","Addrs":[]}`; !strings.Contains(string(body), want) {
+				t.Errorf("%s: answer %s, want it to hold %s", accept, body, want)
+			}
+		}
+	}
+	c, err := find.NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := findCollect(t, c, mh); !slices.Equal(got, want) {
+		t.Errorf("over HTTP: %v, want %v", got, want)
 	}
 }
 
@@ -179,7 +241,7 @@ func TestStoreBackendProviders(t *testing.T) {
 	ctx := context.Background()
 	s := memory.New()
 	defer s.Close()
-	b := scatter.NewStoreBackend(s)
+	b := newStoreBackend(t, s)
 	infos, err := b.Providers(ctx)
 	if err != nil || infos == nil || len(infos) != 0 {
 		t.Fatalf("empty store: %v, %v; want [] and nil", infos, err)
@@ -192,13 +254,13 @@ func TestStoreBackendProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := scatter.ProviderInfoFromStore(&full)
+	want := find.ProviderInfoFromStore(&full)
 	gj, _ := json.Marshal(got)
 	wj, _ := json.Marshal(want)
 	if !bytes.Equal(gj, wj) {
 		t.Errorf("Provider:\n%s\nwant\n%s", gj, wj)
 	}
-	if _, err := b.Provider(ctx, findPeer(t, 42)); !errors.Is(err, scatter.ErrNotFound) {
+	if _, err := b.Provider(ctx, findPeer(t, 42)); !errors.Is(err, find.ErrNotFound) {
 		t.Errorf("unknown provider: %v, want ErrNotFound", err)
 	}
 	infos, err = b.Providers(ctx)
@@ -257,27 +319,27 @@ func findGolden(t *testing.T, name string, got []byte) {
 // are null and whose empty fields are left out, as the reference emits them.
 func TestFindGolden(t *testing.T) {
 	fx := newFindExtendedFixture(t)
-	h := scatter.NewHandler(scatter.NewStoreBackend(fx.s))
+	h := newHandler(t, newStoreBackend(t, fx.s))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/multihash/"+fx.mh.B58String(), nil))
 	// The store's order of values is its own; sort the results so the
 	// golden file does not depend on it.
-	var fr scatter.FindResponse
+	var fr find.FindResponse
 	if err := json.Unmarshal(rec.Body.Bytes(), &fr); err != nil {
 		t.Fatal(err)
 	}
-	slices.SortStableFunc(fr.MultihashResults[0].ProviderResults, func(a, b scatter.ProviderResult) int {
+	slices.SortStableFunc(fr.MultihashResults[0].ProviderResults, func(a, b find.ProviderResult) int {
 		return strings.Compare(findResultKey(a), findResultKey(b))
 	})
 	got, _ := json.Marshal(fr)
 	findGolden(t, "find_response.json", append(got, '\n'))
 
 	full := findFullProvider(t)
-	got, _ = json.Marshal(scatter.ProviderInfoFromStore(&full))
+	got, _ = json.Marshal(find.ProviderInfoFromStore(&full))
 	findGolden(t, "provider_info_full.json", append(got, '\n'))
 
 	minimal := store.ProviderInfo{AddrInfo: peer.AddrInfo{ID: findPeer(t, 1)}}
-	got, _ = json.Marshal(scatter.ProviderInfoFromStore(&minimal))
+	got, _ = json.Marshal(find.ProviderInfoFromStore(&minimal))
 	findGolden(t, "provider_info_min.json", append(got, '\n'))
 	const wantMin = `{"AddrInfo":{"ID":"%s","Addrs":[]},"LastAdvertisement":null,"FrozenAt":null}`
 	if string(got) != fmt.Sprintf(wantMin, findPeer(t, 1)) {

@@ -1,4 +1,4 @@
-package scatter
+package find
 
 import (
 	"bytes"
@@ -23,15 +23,27 @@ const DefaultProviderTTL = time.Second
 // full, the expired ones are dropped, and if that is not enough, all.
 const storeCacheMax = 1 << 16
 
-// StoreBackendOption configures a [StoreBackend].
-type StoreBackendOption func(*StoreBackend)
+// StoreBackendOption configures a [StoreBackend] ([NewStoreBackend]). An
+// option given an invalid value makes NewStoreBackend fail with an error
+// wrapping [ErrInvalidOption].
+type StoreBackendOption func(*storeBackendConfig) error
+
+type storeBackendConfig struct {
+	ttl time.Duration
+}
 
 // WithProviderTTL sets how long Find may use a provider record after reading
 // it from the store (default [DefaultProviderTTL]): a changed address or
 // extended provider shows in find results at most this late. Zero reads the
-// record for every lookup; negative values are taken as zero.
+// record for every lookup; a negative d is invalid.
 func WithProviderTTL(d time.Duration) StoreBackendOption {
-	return func(b *StoreBackend) { b.ttl = max(d, 0) }
+	return func(c *storeBackendConfig) error {
+		if d < 0 {
+			return fmt.Errorf("%w: provider TTL %v, want zero or more", ErrInvalidOption, d)
+		}
+		c.ttl = d
+		return nil
+	}
 }
 
 // StoreBackend is a [Backend] over a local [store.Store]: the find API of
@@ -47,18 +59,27 @@ type StoreBackend struct {
 var _ Backend = (*StoreBackend)(nil)
 
 // NewStoreBackend returns a Backend answering from s. It does not take
-// ownership of s: closing s is the caller's job.
-func NewStoreBackend(s store.Store, opts ...StoreBackendOption) *StoreBackend {
-	b := &StoreBackend{s: s, ttl: DefaultProviderTTL}
-	for _, o := range opts {
-		o(b)
+// ownership of s: closing s is the caller's job. It fails with an error
+// wrapping [ErrInvalidOption] when s is nil or an option is invalid.
+func NewStoreBackend(s store.Store, opts ...StoreBackendOption) (*StoreBackend, error) {
+	if s == nil {
+		return nil, fmt.Errorf("find: store backend: %w: nil store", ErrInvalidOption)
 	}
-	return b
+	cfg := storeBackendConfig{ttl: DefaultProviderTTL}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("find: store backend: %w", err)
+		}
+	}
+	return &StoreBackend{s: s, ttl: cfg.ttl}, nil
 }
 
-// storeProvider is a provider record as Find uses it: nil info when the
-// store has no record (its values are dropped, as the reference drops the
-// values of unregistered providers).
+// storeProvider is a provider record as Find uses it. When the store has
+// no record of the provider, info holds its ID alone (no addresses) and ep
+// is nil: its values are still answered (see [StoreBackend.Find]).
 type storeProvider struct {
 	expires time.Time
 	info    *peer.AddrInfo // shared by every result of this provider; read-only
@@ -82,7 +103,7 @@ type storeEP struct {
 }
 
 // Find yields the results of the values stored for mh, in store order: for
-// each value of a provider with a record, the provider itself, then the
+// each value, the provider itself, then the
 // extended providers of the value's context, then (unless those override
 // them) the provider's chain-level extended providers. An extended provider
 // without its own metadata gets the value's. An entry naming the provider
@@ -90,13 +111,21 @@ type storeEP struct {
 // repeat the main result); with other metadata it is a second result for
 // the same provider, advertising another transport, as the reference does.
 //
+// A value whose provider has no record in the store (store.PutProvider was
+// never called for it) is still answered: its result carries the provider
+// ID with no addresses, and no extended providers. An IPNI client always
+// gets a Provider with an ID; the reference (storetheindex) drops such
+// values instead, which makes content that was indexed vanish from find
+// answers with a 404 and nothing to say why. A client that needs addresses
+// looks the provider up elsewhere (its peer routing) by that ID.
+//
 // The results share their Provider, ContextID and Metadata with the store
 // and the backend's cache; they must not be modified.
 func (b *StoreBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
 	return func(yield func(ProviderResult, error) bool) {
 		values, err := b.s.Get(ctx, mh)
 		if err != nil {
-			yield(ProviderResult{}, fmt.Errorf("scatter: store find: %w", err))
+			yield(ProviderResult{}, fmt.Errorf("find: store find: %w", err))
 			return
 		}
 		var now time.Time
@@ -108,9 +137,6 @@ func (b *StoreBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Se
 			if err != nil {
 				yield(ProviderResult{}, err)
 				return
-			}
-			if p.info == nil {
-				continue
 			}
 			if !yield(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}, nil) {
 				return
@@ -162,11 +188,12 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 		}
 	}
 	info, err := b.s.Provider(ctx, id)
-	p := &storeProvider{}
+	var p *storeProvider
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		p = &storeProvider{info: &peer.AddrInfo{ID: id}}
 	case err != nil:
-		return nil, fmt.Errorf("scatter: store find: provider %s: %w", id, err)
+		return nil, fmt.Errorf("find: store find: provider %s: %w", id, err)
 	default:
 		p = newStoreProvider(&info)
 	}
@@ -230,7 +257,7 @@ func (b *StoreBackend) Providers(ctx context.Context) ([]ProviderInfo, error) {
 	infos := []ProviderInfo{}
 	for info, err := range b.s.Providers(ctx) {
 		if err != nil {
-			return nil, fmt.Errorf("scatter: store providers: %w", err)
+			return nil, fmt.Errorf("find: store providers: %w", err)
 		}
 		infos = append(infos, ProviderInfoFromStore(&info))
 	}
@@ -242,9 +269,9 @@ func (b *StoreBackend) Provider(ctx context.Context, id peer.ID) (ProviderInfo, 
 	info, err := b.s.Provider(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return ProviderInfo{}, fmt.Errorf("scatter: store provider %s: %w", id, ErrNotFound)
+			return ProviderInfo{}, fmt.Errorf("find: store provider %s: %w", id, ErrNotFound)
 		}
-		return ProviderInfo{}, fmt.Errorf("scatter: store provider %s: %w", id, err)
+		return ProviderInfo{}, fmt.Errorf("find: store provider %s: %w", id, err)
 	}
 	return ProviderInfoFromStore(&info), nil
 }

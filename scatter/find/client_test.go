@@ -1,4 +1,4 @@
-package scatter_test
+package find_test
 
 import (
 	"context"
@@ -17,13 +17,13 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/internal/netlimit"
-	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
-// TestHTTPBackendRoundTrip serves a store through the handler and reads it
-// back through an HTTPBackend, as NDJSON and as JSON: every result and
+// TestClientRoundTrip serves a store through the handler and reads it
+// back through a Client, as NDJSON and as JSON: every result and
 // provider record must come back as the store backend gives them.
-func TestHTTPBackendRoundTrip(t *testing.T) {
+func TestClientRoundTrip(t *testing.T) {
 	fx := newFindExtendedFixture(t)
 	ctx := context.Background()
 	full := findFullProvider(t)
@@ -31,8 +31,8 @@ func TestHTTPBackendRoundTrip(t *testing.T) {
 	if err := fx.s.PutProvider(ctx, full); err != nil {
 		t.Fatal(err)
 	}
-	local := scatter.NewStoreBackend(fx.s)
-	h := scatter.NewHandler(local)
+	local := newStoreBackend(t, fx.s)
+	h := newHandler(t, local)
 	// jsonOnly hides NDJSON support, as an old or different server would.
 	jsonOnly := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Accept", "application/json")
@@ -42,9 +42,9 @@ func TestHTTPBackendRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			srv := httptest.NewServer(handler)
 			defer srv.Close()
-			client := scatter.NewHTTPClient()
+			client := find.NewHTTPClient()
 			defer client.CloseIdleConnections()
-			b, err := scatter.NewHTTPBackend(srv.URL+"/", scatter.WithHTTPClient(client))
+			b, err := find.NewClient(srv.URL+"/", find.WithHTTPClient(client))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,8 +63,8 @@ func TestHTTPBackendRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantP, _ := local.Providers(ctx)
-			sortInfos := func(s []scatter.ProviderInfo) {
-				slices.SortFunc(s, func(a, b scatter.ProviderInfo) int {
+			sortInfos := func(s []find.ProviderInfo) {
+				slices.SortFunc(s, func(a, b find.ProviderInfo) int {
 					return strings.Compare(string(a.AddrInfo.ID), string(b.AddrInfo.ID))
 				})
 			}
@@ -80,28 +80,28 @@ func TestHTTPBackendRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			oj, _ := json.Marshal(one)
-			want := scatter.ProviderInfoFromStore(&full)
+			want := find.ProviderInfoFromStore(&full)
 			wj, _ = json.Marshal(want)
 			if string(oj) != string(wj) {
 				t.Errorf("Provider:\n%s\nwant\n%s", oj, wj)
 			}
-			if _, err := b.Provider(ctx, findPeer(t, 88)); !errors.Is(err, scatter.ErrNotFound) {
+			if _, err := b.Provider(ctx, findPeer(t, 88)); !errors.Is(err, find.ErrNotFound) {
 				t.Errorf("unknown provider: %v, want ErrNotFound", err)
 			}
 		})
 	}
 }
 
-// TestHTTPBackendErrors checks that failures are errors naming the URL and
+// TestClientErrors checks that failures are errors naming the URL and
 // status, and that an ended context shows through errors.Is.
-func TestHTTPBackendErrors(t *testing.T) {
+func TestClientErrors(t *testing.T) {
 	mh := findMH(t, 1)
-	partial := &findFake{errs: map[string]error{string(mh): &scatter.PartialError{Answered: 0, Total: 2, TimedOut: 2}}}
-	srv := httptest.NewServer(scatter.NewHandler(partial))
+	partial := &findFake{errs: map[string]error{string(mh): &find.PartialError{Answered: 0, Total: 2, TimedOut: 2}}}
+	srv := httptest.NewServer(newHandler(t, partial))
 	defer srv.Close()
-	client := scatter.NewHTTPClient()
+	client := find.NewHTTPClient()
 	defer client.CloseIdleConnections()
-	b, err := scatter.NewHTTPBackend(srv.URL, scatter.WithHTTPClient(client))
+	b, err := find.NewClient(srv.URL, find.WithHTTPClient(client))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +121,8 @@ func TestHTTPBackendErrors(t *testing.T) {
 		t.Errorf("canceled: %v, want context.Canceled", ferr)
 	}
 	for _, u := range []string{"ftp://x", "http://", "::"} {
-		if _, err := scatter.NewHTTPBackend(u); err == nil {
-			t.Errorf("NewHTTPBackend(%q) accepted", u)
+		if _, err := find.NewClient(u); err == nil {
+			t.Errorf("NewClient(%q) accepted", u)
 		}
 	}
 }
@@ -133,21 +133,21 @@ type findSleepy struct {
 	pause time.Duration
 }
 
-func (f *findSleepy) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[scatter.ProviderResult, error] {
+func (f *findSleepy) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
 	time.Sleep(f.pause)
 	return f.findFake.Find(ctx, mh)
 }
 
-// TestHTTPBackendWithinPerSourceCap checks that NewHTTPClient's client
+// TestClientWithinPerSourceCap checks that NewHTTPClient's client
 // keeps to the per-source connection cap of the servers indexkit's roles
 // run (64, internal/netlimit): 200 finds at once to one backend all
 // succeed, queueing in the client, instead of losing connections the
 // server closes at once.
-func TestHTTPBackendWithinPerSourceCap(t *testing.T) {
+func TestClientWithinPerSourceCap(t *testing.T) {
 	mh := findMH(t, 1)
-	r1 := scatter.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
-	f := &findSleepy{findFake: findFake{results: map[string][]scatter.ProviderResult{string(mh): {r1}}}, pause: 20 * time.Millisecond}
-	srv := httptest.NewUnstartedServer(scatter.NewHandler(f))
+	r1 := find.ProviderResult{ContextID: []byte("c"), Provider: findAddrInfo(t, 1)}
+	f := &findSleepy{findFake: findFake{results: map[string][]find.ProviderResult{string(mh): {r1}}}, pause: 20 * time.Millisecond}
+	srv := httptest.NewUnstartedServer(newHandler(t, f))
 	ln, err := netlimit.NewListener(srv.Listener, netlimit.WithMaxConnsPerIP(netlimit.DefaultMaxConnsPerIP))
 	if err != nil {
 		t.Fatal(err)
@@ -155,9 +155,9 @@ func TestHTTPBackendWithinPerSourceCap(t *testing.T) {
 	srv.Listener = ln
 	srv.Start()
 	defer srv.Close()
-	client := scatter.NewHTTPClient()
+	client := find.NewHTTPClient()
 	defer client.CloseIdleConnections()
-	b, err := scatter.NewHTTPBackend(srv.URL, scatter.WithHTTPClient(client))
+	b, err := find.NewClient(srv.URL, find.WithHTTPClient(client))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package scatter
+package find
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"github.com/multiformats/go-multihash"
 )
 
-// Backend is one source of find answers: a local store (see NewStoreBackend),
-// a remote IPNI find API (see NewHTTPBackend), or a Gather over many
-// backends, which is itself a Backend.
+// Backend is one source of find answers: a local store (see
+// [NewStoreBackend]), a remote IPNI find API (see [NewClient]), or a
+// fan-out over many backends (scatter's Gather), which is itself a Backend.
 //
 // A Backend reports "not found" by yielding no result and no error; an error
-// means it could not answer, which a Gather treats differently from "not
+// means it could not answer, which a fan-out treats differently from "not
 // found" (a pool where some indexers failed must not answer 404). Errors
 // wrap [ErrNotFound] only from Provider.
 type Backend interface {

@@ -1,0 +1,242 @@
+package find
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/multiformats/go-multihash"
+)
+
+// Handler serves the IPNI find API over one [Backend]. See the package
+// documentation for the routes and the status rules. It is safe for
+// concurrent use.
+type Handler struct {
+	b     Backend
+	cfg   handlerConfig
+	addrs addrJSONCache
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns a find API handler answering from b. It serves the
+// routes at the root; mount it elsewhere with [http.StripPrefix]. It fails
+// with an error wrapping [ErrInvalidOption] when b is nil or an option is
+// invalid.
+func NewHandler(b Backend, opts ...HandlerOption) (*Handler, error) {
+	if b == nil {
+		return nil, fmt.Errorf("find: handler: %w: nil backend", ErrInvalidOption)
+	}
+	cfg := handlerConfig{
+		log:                slog.New(slog.DiscardHandler),
+		batchLimit:         DefaultBatchLimit,
+		bodyLimit:          DefaultBodyLimit,
+		streamWriteTimeout: DefaultStreamWriteTimeout,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("find: handler: %w", err)
+		}
+	}
+	return &Handler{b: b, cfg: cfg}, nil
+}
+
+// Methods allowed per route, for Allow and CORS preflight answers.
+const (
+	findAllowGet  = "GET, HEAD, OPTIONS"
+	findAllowPost = "POST, OPTIONS"
+)
+
+// ServeHTTP implements [http.Handler].
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Access-Control-Allow-Origin", "*")
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/multihash/"):
+		if h.method(w, r, findAllowGet) {
+			h.findKey(w, r, p[len("/multihash/"):], parseMultihashKey, "multihash")
+		}
+	case strings.HasPrefix(p, "/cid/"):
+		if h.method(w, r, findAllowGet) {
+			h.findKey(w, r, p[len("/cid/"):], parseCIDKey, "CID")
+		}
+	case p == "/multihash":
+		if h.method(w, r, findAllowPost) {
+			h.findBatch(w, r)
+		}
+	case p == "/providers":
+		if h.method(w, r, findAllowGet) {
+			h.providers(w, r)
+		}
+	case strings.HasPrefix(p, "/providers/"):
+		if h.method(w, r, findAllowGet) {
+			h.provider(w, r, p[len("/providers/"):])
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// method answers OPTIONS (a CORS preflight) and methods other than those in
+// allow (405), and reports whether the request is left to serve.
+func (h *Handler) method(w http.ResponseWriter, r *http.Request, allow string) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		if allow == findAllowGet {
+			return true
+		}
+	case http.MethodPost:
+		if allow == findAllowPost {
+			return true
+		}
+	case http.MethodOptions:
+		hdr := w.Header()
+		hdr.Set("Allow", allow)
+		hdr.Set("Access-Control-Allow-Methods", allow)
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			hdr.Set("Access-Control-Allow-Headers", req)
+		} else {
+			hdr.Set("Access-Control-Allow-Headers", "Accept, Content-Type")
+		}
+		hdr.Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	w.Header().Set("Allow", allow)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// findKey serves GET /multihash/{key} and GET /cid/{key}.
+func (h *Handler) findKey(w http.ResponseWriter, r *http.Request, key string, parse func(string) (multihash.Multihash, error), what string) {
+	ndjson, ok := findNegotiate(w, r, true)
+	if !ok {
+		return
+	}
+	mh, err := parse(key)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("bad %s %q: %v", what, findTruncate(key, 100), err), http.StatusBadRequest)
+		return
+	}
+	if ndjson {
+		h.findNDJSON(w, r, mh)
+		return
+	}
+	h.findJSON(w, r, mh)
+}
+
+func findTruncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// findJSON answers one multihash with a FindResponse.
+func (h *Handler) findJSON(w http.ResponseWriter, r *http.Request, mh multihash.Multihash) {
+	bp := findBufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= findMaxPooledBuf {
+			findBufPool.Put(bp)
+		}
+	}()
+	buf := append((*bp)[:0], findResponsePrefix+mhResultPrefix...)
+	buf = findAppendB64(buf, mh)
+	buf = append(buf, mhResultMiddle...)
+	n := 0
+	var ferr error
+	for pr, err := range h.b.Find(r.Context(), mh) {
+		if err != nil {
+			ferr = err
+			break
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = h.addrs.appendResult(buf, &pr)
+		n++
+	}
+	buf = append(buf, mhResultSuffix+findResponseSuffix...)
+	*bp = buf
+	if n == 0 {
+		h.noResults(w, r, ferr)
+		return
+	}
+	hdr := w.Header()
+	if ferr != nil {
+		h.markIncomplete(r, hdr, ferr)
+	}
+	hdr.Set("Content-Type", "application/json; charset=utf-8")
+	hdr.Set("Content-Length", strconv.Itoa(len(buf)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf)
+}
+
+// findNDJSON streams one ProviderResult per line, flushing each, as the
+// backend yields them. The status is decided by the first thing the backend
+// yields: a result starts a 200 stream; an error or the end before any
+// result is answered as noResults does. An error after the stream started
+// ends the stream; a *PartialError is then reported in the HeaderBackends
+// trailer. The write deadline is moved forward before each line, so that
+// the server's WriteTimeout bounds the wait for each line, not the stream.
+func (h *Handler) findNDJSON(w http.ResponseWriter, r *http.Request, mh multihash.Multihash) {
+	rc := http.NewResponseController(w)
+	// The error is http.ErrNotSupported for a writer without deadlines:
+	// the stream then runs as the server lets it.
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(h.cfg.streamWriteTimeout)) }
+	bp := findBufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= findMaxPooledBuf {
+			findBufPool.Put(bp)
+		}
+	}()
+	n := 0
+	var ferr error
+	for pr, err := range h.b.Find(r.Context(), mh) {
+		if err != nil {
+			ferr = err
+			break
+		}
+		extend()
+		if n == 0 {
+			hdr := w.Header()
+			hdr.Set("Content-Type", mediaNDJSON)
+			hdr.Set("X-Content-Type-Options", "nosniff")
+			hdr.Set("Trailer", HeaderBackends)
+			w.WriteHeader(http.StatusOK)
+		}
+		n++
+		line := h.addrs.appendResult((*bp)[:0], &pr)
+		line = append(line, '\n')
+		*bp = line
+		if _, err := w.Write(line); err != nil {
+			return // the client went away; the range stops the backend
+		}
+		if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return // as for Write
+		}
+	}
+	if n == 0 {
+		h.noResults(w, r, ferr)
+		return
+	}
+	if ferr == nil {
+		return
+	}
+	if pe, ok := errors.AsType[*PartialError](ferr); ok {
+		// Declared in the Trailer header when the stream started.
+		w.Header().Set(HeaderBackends, findBackendsValue(pe))
+		return
+	}
+	if r.Context().Err() == nil {
+		h.cfg.log.Error("find: backend failed during an NDJSON stream", "path", r.URL.Path, "results", n, "err", ferr)
+	}
+}

@@ -1,0 +1,95 @@
+package scatter
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// DefaultBackendTimeout is how long a [Gather] waits for each backend
+// (indexstar's ResultMaxWait).
+const DefaultBackendTimeout = 5 * time.Second
+
+// GatherOption configures a [Gather]; see [NewGather].
+type GatherOption func(*gatherConfig) error
+
+type gatherConfig struct {
+	timeout      time.Duration
+	breaker      BreakerConfig
+	cacheEntries int
+	cacheTTL     time.Duration
+	cacheNegTTL  time.Duration
+	ring         *Ring
+	names        []string
+	hooks        GatherHooks
+}
+
+// WithBackendTimeout sets how long each backend may take to answer one
+// request (default [DefaultBackendTimeout]); the caller's context bounds it
+// too. A backend that runs out of time counts as failed, for its breaker as
+// well.
+func WithBackendTimeout(d time.Duration) GatherOption {
+	return func(c *gatherConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: backend timeout %v must be positive", ErrInvalidOption, d)
+		}
+		c.timeout = d
+		return nil
+	}
+}
+
+// WithBreaker configures the per-backend circuit breakers (default: a
+// zero [BreakerConfig], that is every default).
+func WithBreaker(cfg BreakerConfig) GatherOption {
+	return func(c *gatherConfig) error {
+		cfg, err := cfg.withDefaults()
+		c.breaker = cfg
+		return err
+	}
+}
+
+// WithCache puts a result cache in front of Find: up to entries answers,
+// least recently used evicted first, each kept for ttl, or for negativeTTL
+// when it is "not found" (0: not cached). Only complete answers are cached
+// — every backend asked answered and the caller read to the end — never a
+// partial one or an error. The default is no cache.
+func WithCache(entries int, ttl, negativeTTL time.Duration) GatherOption {
+	return func(c *gatherConfig) error {
+		if entries < 1 || ttl <= 0 || negativeTTL < 0 {
+			return fmt.Errorf("%w: cache of %d entries, ttl %v, negative ttl %v", ErrInvalidOption, entries, ttl, negativeTTL)
+		}
+		c.cacheEntries, c.cacheTTL, c.cacheNegTTL = entries, ttl, negativeTTL
+		return nil
+	}
+}
+
+// WithRing makes Find ask only the backends that own the multihash on r
+// instead of all of them; backend i of the Gather is backend i of the ring,
+// so r.Len() must equal the number of backends. The ring's names name the
+// backends unless [WithBackendNames] is given. Providers and Provider still
+// ask every backend.
+func WithRing(r *Ring) GatherOption {
+	return func(c *gatherConfig) error {
+		if r == nil {
+			return fmt.Errorf("%w: nil ring", ErrInvalidOption)
+		}
+		c.ring = r
+		return nil
+	}
+}
+
+// WithBackendNames names the backends, one name per backend, in errors and
+// [GatherStats]. By default a backend is named by its String method when it
+// has one (a [fmt.Stringer]), else by its URL method (as a [find.Client]
+// has), else by its position, "#0", "#1"...
+func WithBackendNames(names ...string) GatherOption {
+	return func(c *gatherConfig) error {
+		c.names = slices.Clone(names)
+		return nil
+	}
+}
+
+// WithHooks installs metric hooks; see [GatherHooks].
+func WithHooks(h GatherHooks) GatherOption {
+	return func(c *gatherConfig) error { c.hooks = h; return nil }
+}
