@@ -283,7 +283,7 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 // an HTTP address, libp2p otherwise.
 func (n *node) syncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
 	ai := peer.AddrInfo{ID: publisher, Addrs: addrs}
-	opts := []ipnisync.Option{ipnisync.WithLogger(n.log), ipnisync.WithTopic(n.cfg.Topic)}
+	opts := []ipnisync.Option{ipnisync.WithLogger(n.log)}
 	if slices.ContainsFunc(addrs, isHTTP) {
 		return ipnisync.New(ai, append(opts, ipnisync.WithHTTPClient(n.hc))...)
 	}
