@@ -264,7 +264,7 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		return memory.New(), nil
 	case "leveldb":
 		var s *leveldb.Store
-		if s, err = leveldb.Open(dir, nil); err == nil {
+		if s, err = leveldb.Open(dir); err == nil {
 			st = s
 		}
 	default:
