@@ -113,6 +113,11 @@ func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Op
 	}, nil
 }
 
+// RequestTimeout returns the bound of every request to a publisher
+// ([WithRequestTimeout]), for a consumer that makes requests of its own to
+// the publishers it walks.
+func (i *Ingester) RequestTimeout() time.Duration { return i.cfg.requestTimeout }
+
 // SetPolicy replaces the policy. Walks of publishers it now denies that
 // are running finish; no new one starts.
 func (i *Ingester) SetPolicy(p Policy) {
@@ -139,7 +144,7 @@ func (i *Ingester) publisherLocked(id peer.ID) (*publisher, error) {
 	if p := i.pubs[id]; p != nil {
 		return p, nil
 	}
-	w, err := newWalker(i.ds, id, i.cfg)
+	w, err := newWalker(i.ds, id, &i.cfg.walkerConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -495,7 +500,7 @@ func (i *Ingester) limitedSyncer(publisher peer.ID, addrs []multiaddr.Multiaddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: syncer for %s: %w", ErrFetch, publisher, err)
 	}
-	return newLimitedSyncer(raw, i.cfg), nil
+	return newLimitedSyncer(raw, &i.cfg.walkerConfig), nil
 }
 
 // syncerFor returns the syncer of p's verified addresses, making it if

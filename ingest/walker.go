@@ -65,7 +65,7 @@ type Walker struct {
 	ds        datastore.Batching
 	publisher peer.ID
 	keys      keys
-	cfg       *config
+	cfg       *walkerConfig
 	log       *slog.Logger
 
 	walkMu sync.Mutex // held by Walk and Reset
@@ -80,18 +80,17 @@ type Walker struct {
 
 // NewWalker returns the walker of publisher, keeping its state in ds under
 // /walk/<publisher>/. The datastore's batches must be atomic (go-ds-leveldb's
-// are) for the state to survive a crash. Options other than
-// [WithLogger], [WithUnsignedAds], [WithDepthLimits], [WithRequestTimeout],
-// [WithRequestRate] and [WithCheckpoint] are ignored.
-func NewWalker(ds datastore.Batching, publisher peer.ID, opts ...Option) (*Walker, error) {
-	cfg, err := newConfig(opts)
+// are) for the state to survive a crash. An [Ingester] makes the walkers
+// of its publishers itself ([Ingester.Walker]), with its own settings.
+func NewWalker(ds datastore.Batching, publisher peer.ID, opts ...WalkerOption) (*Walker, error) {
+	cfg, err := newWalkerConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	return newWalker(ds, publisher, cfg)
 }
 
-func newWalker(ds datastore.Batching, publisher peer.ID, cfg *config) (*Walker, error) {
+func newWalker(ds datastore.Batching, publisher peer.ID, cfg *walkerConfig) (*Walker, error) {
 	if ds == nil {
 		return nil, fmt.Errorf("%w: nil datastore", ErrInvalidOption)
 	}
