@@ -62,10 +62,11 @@ import (
 // restarted Tracker resumes every unfinished walk where it stopped; every
 // block is fetched over ipnisync HTTP and checked against its CID, every
 // head's and advertisement's signature is verified (by the provider or the
-// publisher). Publishers are walked concurrently, at most [WithConcurrency]
-// at once, one walk each; each request is bounded by [WithRequestTimeout]
-// and rate-limited per publisher ([WithRequestRate]); a publisher whose
-// walk fails waits an exponential backoff ([WithBackoff]) before it is
+// publisher). Publishers are walked concurrently, at most ingest.WithWorkers
+// at once, one walk each; each request is bounded by
+// ingest.WithRequestTimeout and rate-limited per publisher
+// (ingest.WithRequestRate); a publisher whose walk fails waits an
+// exponential backoff (ingest.WithBackoff) before it is
 // tried again. So a slow, hanging or broken publisher holds at most one
 // walk slot for one request timeout at a time, and never blocks the others
 // or spins on its bad advertisement.
@@ -107,13 +108,16 @@ import (
 // and the last statuses are written; call it once. [Tracker.Close] closes
 // the announce handler. All methods are safe for concurrent use.
 type Tracker struct {
-	st         Store
-	ing        *ingest.Ingester
-	recv       *announce.Receiver
-	cfg        *trackerConfig
-	pubClient  *http.Client // every request to a publisher: the dial policy's
-	log        *slog.Logger
-	sampleSize int
+	st        Store
+	ing       *ingest.Ingester
+	recv      *announce.Receiver
+	cfg       *trackerConfig
+	pubClient *http.Client // every request to a publisher: the dial policy's
+	log       *slog.Logger
+	// requestTimeout bounds every request the Tracker makes itself: the
+	// ingester's (ingest.WithRequestTimeout).
+	requestTimeout time.Duration
+	sampleSize     int
 
 	mu        sync.Mutex
 	pubs      map[peer.ID]*trackedPub
@@ -164,28 +168,26 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 			t.sampleSize = c.Capacity()
 		}
 	}
+	// The Tracker's defaults first, so that the caller's ingest options
+	// win; its applier and hooks last, because the Tracker is built on them.
 	iopts := []ingest.Option{
-		ingest.WithApplier(func(pub peer.ID) ingest.Applier { return walkApplier{t: t, pub: pub} }),
-		ingest.WithWorkers(cfg.concurrency),
-		ingest.WithRequestTimeout(cfg.requestTimeout),
-		ingest.WithBackoff(cfg.backoffMin, cfg.backoffMax),
 		ingest.WithLogger(cfg.logger),
+		ingest.WithRequestRate(DefaultRequestRate, DefaultRequestBurst),
 		// Every applied ad is already in the Store: persisting the walk
 		// position after each one bounds what a crash applies again to
 		// one ad.
 		ingest.WithCheckpoint(1, time.Second),
+	}
+	iopts = append(iopts, cfg.ingestOpts...)
+	iopts = append(iopts,
+		ingest.WithApplier(func(pub peer.ID) ingest.Applier { return walkApplier{t: t, pub: pub} }),
 		ingest.WithHooks(ingest.Hooks{WalkDone: t.walkDone}),
-	}
-	if cfg.rate > 0 {
-		iopts = append(iopts, ingest.WithRequestRate(cfg.rate, cfg.burst))
-	}
-	if cfg.unsigned {
-		iopts = append(iopts, ingest.WithUnsignedAds())
-	}
+	)
 	t.ing, err = ingest.New(nil, ds, t.newSyncer, iopts...)
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
 	}
+	t.requestTimeout = t.ing.RequestTimeout()
 	t.recv, err = announce.NewReceiver(append([]announce.Option{announce.WithLogger(cfg.logger)}, cfg.announceOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
@@ -201,7 +203,7 @@ func (t *Tracker) newSyncer(pub peer.ID, addrs []multiaddr.Multiaddr) (ingest.Sy
 		return nil, fmt.Errorf("publisher %s: %w", pub, errUnsupported)
 	}
 	return ipnisync.New(peer.AddrInfo{ID: pub, Addrs: h},
-		ipnisync.WithTimeout(t.cfg.requestTimeout), ipnisync.WithHTTPClient(t.pubClient), ipnisync.WithLogger(t.log))
+		ipnisync.WithTimeout(t.requestTimeout), ipnisync.WithHTTPClient(t.pubClient), ipnisync.WithLogger(t.log))
 }
 
 // AnnounceHandler returns the handler of IPNI HTTP announces: PUT /announce
@@ -317,7 +319,7 @@ func (t *Tracker) walkConfigured(ctx context.Context, s string, resolved map[str
 // identify fetches the signed head of the publisher at base and returns the
 // peer whose key signed it (after checking the signature).
 func (t *Tracker) identify(ctx context.Context, base string) (peer.ID, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.cfg.requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	u := strings.TrimSuffix(base, "/") + ipnisync.IPNIPath + "/head"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -370,7 +372,7 @@ func (t *Tracker) Poll(ctx context.Context) (int, error) {
 	if t.cfg.providersURL == "" {
 		return 0, fmt.Errorf("piece: poll: %w: no providers URL", ErrInvalidTrackerOption)
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(t.cfg.requestTimeout, 30*time.Second))
+	ctx, cancel := context.WithTimeout(ctx, max(t.requestTimeout, 30*time.Second))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.cfg.providersURL, nil)
 	if err != nil {
