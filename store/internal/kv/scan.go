@@ -1,0 +1,123 @@
+package kv
+
+import (
+	"bytes"
+	"context"
+	"iter"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/multiformats/go-multihash"
+)
+
+// scanIndex reads about scanChunk index keys from start, calling fn with
+// each multihash and its record IDs, and returns where the next chunk starts
+// (nil at the end). It releases the engine before returning.
+func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(mh []byte, ids []uint64)) ([]byte, error) {
+	if err := db.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	defer db.opMu.RUnlock()
+	next, err := db.layout.scan(db.eng, start, scanChunk, fn)
+	if err != nil {
+		return nil, db.wrap(op, err)
+	}
+	return next, nil
+}
+
+// All implements [store.Store]. It reads the index in chunks and holds no
+// engine resources while it yields, so the loop body may call the store.
+func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
+	return func(yield func(store.Entry, error) bool) {
+		for start := []byte{prefixIndex}; start != nil; {
+			var entries []store.Entry
+			next, err := db.scanIndex(ctx, "iterate", start, func(mh []byte, ids []uint64) {
+				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
+				db.mu.RLock()
+				for _, id := range ids {
+					if r := db.byID[id]; r != nil {
+						e.Values = append(e.Values, r.v)
+					}
+				}
+				db.mu.RUnlock()
+				if len(e.Values) > 0 {
+					entries = append(entries, e)
+				}
+			})
+			if err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			start = next
+		}
+	}
+}
+
+// Sweep implements [store.Sweeper].
+func (db *DB) Sweep(ctx context.Context) (int64, error) {
+	var removed int64
+	type deadEntries struct {
+		mh  []byte
+		ids []uint64
+	}
+	for start := []byte{prefixIndex}; start != nil; {
+		var (
+			dead  []deadEntries
+			empty [][]byte // multihashes left with no live entry
+		)
+		next, err := db.scanIndex(ctx, "sweep", start, func(mh []byte, ids []uint64) {
+			var d []uint64
+			db.mu.RLock()
+			for _, id := range ids {
+				if db.byID[id] == nil {
+					d = append(d, id)
+				}
+			}
+			db.mu.RUnlock()
+			if len(d) > 0 {
+				dead = append(dead, deadEntries{bytes.Clone(mh), d})
+			}
+			if len(d) == len(ids) {
+				empty = append(empty, bytes.Clone(mh))
+			}
+		})
+		if err != nil {
+			return removed, err
+		}
+		if len(dead) > 0 {
+			err := db.commit(ctx, "sweep", false, func(b Batch) error {
+				for _, d := range dead {
+					if err := db.layout.drop(b, d.mh, d.ids); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return removed, err
+			}
+			for _, d := range dead {
+				removed += int64(len(d.ids))
+			}
+		}
+		if len(empty) > 0 {
+			err := db.commit(ctx, "sweep", true, func(b Batch) error {
+				for _, mh := range empty {
+					if err := db.layout.prune(db.eng, b, mh); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return removed, err
+			}
+		}
+		start = next
+	}
+	return removed, nil
+}
