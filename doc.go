@@ -129,6 +129,64 @@
 //     and imports no public package except the leaves.
 //   - examples/... may import anything; nothing imports examples/....
 //
+// # Constructing things
+//
+// Every public package builds its values the same way, so that a reader
+// who has used one constructor knows them all. The test
+// internal/importrules/construction_test.go checks rules 2 to 5 and 7 on
+// the syntax of every public package and names the file, the line and the
+// rule it finds broken.
+//
+//  1. A constructor is New(required args, opts ...Option) (*T, error), or
+//     Open when it touches files (pebble.Open, freeze.Open); a type with a
+//     sibling constructor adds its name (NewWalker, NewPublisher). What the
+//     value cannot work without is an argument, never an option. The
+//     constructor validates everything and starts nothing. Why: one shape
+//     to learn, and a bad setting fails at construction, not at first use.
+//     A constructor with nothing to validate and no options may return *T
+//     alone (store/memory.New).
+//  2. An option type is a named func(*config) error over an unexported
+//     config of the constructor's package. Each option checks its
+//     arguments when it is applied and returns an error naming itself;
+//     the defaults are set in one place, the function that makes the
+//     config. Why: the config can grow without breaking callers, and an
+//     invalid value is refused by New instead of surprising Run.
+//  3. One option type per constructor. A package with one main
+//     constructor calls it Option; the other constructors' types are named
+//     after what they build: WalkerOption, PublisherOption, GossipOption,
+//     HTTPSenderOption, MonitorOption, TrackerOption, HandlerOption. Two
+//     constructors of the same type may share one (ipnisync.New and
+//     NewURL). Why: the compiler then tells which options a constructor
+//     takes.
+//  4. No option writes an exported struct. Why: the struct's fields would
+//     become the API, and an option could reach state the constructor
+//     must set up itself.
+//  5. No option is accepted and ignored: every config field an option
+//     sets is read by the constructor or by what it builds. Where two
+//     constructors share settings, each has its own option type with the
+//     settings it reads, and the one that builds the other hands the
+//     shared settings on (an ingest.Ingester gives its walkers its walker
+//     settings). Why: an option that silently does nothing is a bug the
+//     caller cannot see.
+//  6. Forward, do not re-declare. A package that builds another package's
+//     value takes that package's options and passes them through:
+//     piece.WithIngestOptions(...ingest.Option),
+//     piece.WithAnnounceOptions(...announce.Option),
+//     announce.WithPubSubOptions, and engine tuning such as
+//     pebble.WithOptions and leveldb.WithOptions. When the wrapper wants
+//     other defaults it gives them as options first, so that the caller's
+//     win. Why: one knob, one meaning and one default, documented once.
+//  7. The same thing has the same name: WithLogger(*slog.Logger),
+//     WithHTTPClient(*http.Client), WithHooks(Hooks), WithClock(Clock). In
+//     a package with several option types an option of the type XOption
+//     may be called WithXLogger, WithXHTTPClient, WithXHooks or WithXClock
+//     instead (WithWalkerLogger, WithPublisherLogger, WithGossipLogger,
+//     WithTrackerLogger), since Go has one WithLogger per package. Why: a
+//     caller wiring a logger or a client looks for one name.
+//
+// Packages that other work of issue #14 is converting still have a
+// pending entry in that test; the entry must go once the package passes.
+//
 // Siblings meet through small interfaces declared by the consumer: freeze
 // reports through a callback, and the indexer binary connects it to ingest.
 package indexkit

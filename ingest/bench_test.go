@@ -105,7 +105,7 @@ var benchBackends = append(backends[:len(backends):len(backends)], struct {
 	name string
 	open func(t testing.TB) store.Store
 }{"leveldb", func(t testing.TB) store.Store {
-	s, err := leveldb.Open(t.TempDir(), nil)
+	s, err := leveldb.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

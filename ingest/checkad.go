@@ -56,7 +56,7 @@ func (i *Ingester) CheckAd(ctx context.Context, publisher peer.ID, addrs []multi
 	if c, ok := raw.(io.Closer); ok {
 		defer c.Close()
 	}
-	block, err := newLimitedSyncer(raw, i.cfg).Block(ctx, ad) // wraps ErrFetch
+	block, err := newLimitedSyncer(raw, &i.cfg.walkerConfig).Block(ctx, ad) // wraps ErrFetch
 	if err != nil {
 		return nil, fmt.Errorf("ingest: check ad of %s: %w", publisher, err)
 	}

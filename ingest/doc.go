@@ -237,6 +237,16 @@
 // The Ingester's methods are safe for concurrent use. A [Walker] runs one
 // walk at a time; its State and Progress may be read at any time.
 //
+// # Options
+//
+// [New] takes [Option]s. The walker settings among them (logger, hooks,
+// unsigned ads, depth, request timeout and rate, checkpoints, frozen,
+// spill limits) reach every Walker the Ingester makes; a Walker made alone
+// with [NewWalker], to walk a chain into an Applier of one's own without
+// the scheduler, takes [WalkerOption]s, which are those settings alone
+// (WithWalkerLogger, WithWalkerRequestTimeout, ...). No option is accepted
+// and ignored.
+//
 // # Observability
 //
 // [Ingester.Status] and [Ingester.Statuses] return a snapshot per

@@ -67,61 +67,48 @@ const (
 	DefaultUnverifiedTTL   = 10 * time.Minute
 )
 
-// Option configures a [Walker] ([NewWalker]) or an [Ingester] ([New]).
-// Options that concern scheduling only (workers, backoff, policy, hooks)
-// are accepted and ignored by NewWalker.
+// Option configures an [Ingester] ([New]). The settings a [Walker] has too
+// (logger, hooks, unsigned ads, depth, request timeout and rate,
+// checkpoints, frozen, spill limits) reach every Walker the Ingester makes;
+// a Walker made alone with [NewWalker] takes [WalkerOption]s.
 type Option func(*config) error
 
+// config is what the options of [New] set: the walkers' settings, which
+// the Ingester hands to every Walker it makes, and its own.
 type config struct {
-	logger             *slog.Logger
-	hooks              Hooks
-	allowUnsigned      bool
-	adDepth            int
-	entriesDepth       int
-	workers            int
-	requestTimeout     time.Duration
-	rate               float64
-	burst              int
-	backoffMin         time.Duration
-	backoffMax         time.Duration
-	policy             Policy
-	batchSize          int
-	checkpointEvery    int
-	checkpointInterval time.Duration
-	frozen             func() bool
-	applier            func(publisher peer.ID) Applier
-	spillWalk          int64
-	spillFirst         int64
-	slotTime           time.Duration
-	slotAds            int
-	minRate            float64
-	minRateGrace       time.Duration
-	reserved           int // -1: half the workers
-	maxUnverified      int
-	unverifiedTTL      time.Duration
+	walkerConfig
+
+	entriesDepth  int
+	workers       int
+	backoffMin    time.Duration
+	backoffMax    time.Duration
+	policy        Policy
+	batchSize     int
+	applier       func(publisher peer.ID) Applier
+	slotTime      time.Duration
+	slotAds       int
+	minRate       float64
+	minRateGrace  time.Duration
+	reserved      int // -1: half the workers
+	maxUnverified int
+	unverifiedTTL time.Duration
 }
 
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
-		logger:             slog.New(slog.DiscardHandler),
-		adDepth:            DefaultAdDepthLimit,
-		entriesDepth:       DefaultEntriesDepthLimit,
-		workers:            DefaultWorkers,
-		requestTimeout:     DefaultRequestTimeout,
-		backoffMin:         DefaultBackoffMin,
-		backoffMax:         DefaultBackoffMax,
-		batchSize:          DefaultBatchSize,
-		checkpointEvery:    DefaultCheckpointEvery,
-		checkpointInterval: DefaultCheckpointInterval,
-		spillWalk:          DefaultSpillLimit,
-		spillFirst:         DefaultFirstSpillLimit,
-		slotTime:           DefaultSlotTime,
-		slotAds:            DefaultSlotAds,
-		minRate:            DefaultMinTransferRate,
-		minRateGrace:       DefaultMinRateGrace,
-		reserved:           -1,
-		maxUnverified:      DefaultUnverifiedLimit,
-		unverifiedTTL:      DefaultUnverifiedTTL,
+		walkerConfig:  defaultWalkerConfig(),
+		entriesDepth:  DefaultEntriesDepthLimit,
+		workers:       DefaultWorkers,
+		backoffMin:    DefaultBackoffMin,
+		backoffMax:    DefaultBackoffMax,
+		batchSize:     DefaultBatchSize,
+		slotTime:      DefaultSlotTime,
+		slotAds:       DefaultSlotAds,
+		minRate:       DefaultMinTransferRate,
+		minRateGrace:  DefaultMinRateGrace,
+		reserved:      -1,
+		maxUnverified: DefaultUnverifiedLimit,
+		unverifiedTTL: DefaultUnverifiedTTL,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -143,13 +130,7 @@ func newConfig(opts []Option) (*config, error) {
 // WithLogger sends progress and failures to l (keys publisher, provider,
 // cid). The default discards them.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) error {
-		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
-		}
-		c.logger = l
-		return nil
-	}
+	return func(c *config) error { return c.setLogger(l) }
 }
 
 // WithApplier makes an [Ingester] hand the advertisements of each publisher
@@ -159,7 +140,7 @@ func WithLogger(l *slog.Logger) Option {
 // [store.Store], such as a piece sampler. The store given to [New] may be
 // nil; when it is not, it is still not written. The Applier fetches entries
 // with [Ingester.Entries]. Hooks other than EntriesIndexed are called as
-// usual. NewWalker ignores this option.
+// usual.
 func WithApplier(newApplier func(publisher peer.ID) Applier) Option {
 	return func(c *config) error {
 		if newApplier == nil {
@@ -213,25 +194,14 @@ func WithWorkers(n int) Option {
 // (default [DefaultRequestTimeout]). A request that takes longer fails with
 // [ErrFetch] wrapping context.DeadlineExceeded.
 func WithRequestTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: request timeout %v must be positive", ErrInvalidOption, d)
-		}
-		c.requestTimeout = d
-		return nil
-	}
+	return func(c *config) error { return c.setRequestTimeout(d) }
 }
 
 // WithRequestRate limits the requests sent to each publisher to perSecond
-// on average, with bursts of up to burst. The default is no limit.
+// on average, with bursts of up to burst. The default is no limit, as is a
+// perSecond of 0 (whatever burst is).
 func WithRequestRate(perSecond float64, burst int) Option {
-	return func(c *config) error {
-		if perSecond <= 0 || burst < 1 {
-			return fmt.Errorf("%w: request rate %v/s with burst %d", ErrInvalidOption, perSecond, burst)
-		}
-		c.rate, c.burst = perSecond, burst
-		return nil
-	}
+	return func(c *config) error { return c.setRequestRate(perSecond, burst) }
 }
 
 // WithBackoff sets the wait before a publisher whose walk failed is walked
@@ -274,13 +244,7 @@ func WithBatchSize(n int) Option {
 // the last one again when it restarts. WithCheckpoint(1, ...) checkpoints
 // after every advertisement, at the price of a store flush each.
 func WithCheckpoint(ads int, interval time.Duration) Option {
-	return func(c *config) error {
-		if ads < 1 || interval <= 0 {
-			return fmt.Errorf("%w: checkpoint every %d ads or %v", ErrInvalidOption, ads, interval)
-		}
-		c.checkpointEvery, c.checkpointInterval = ads, interval
-		return nil
-	}
+	return func(c *config) error { return c.setCheckpoint(ads, interval) }
 }
 
 // WithFrozen makes frozen report whether the node is frozen (typically a
@@ -293,13 +257,7 @@ func WithCheckpoint(ads int, interval time.Duration) Option {
 // the head back to the frozen point applies them again with their
 // entries. The default is never frozen.
 func WithFrozen(frozen func() bool) Option {
-	return func(c *config) error {
-		if frozen == nil {
-			return fmt.Errorf("%w: nil frozen func", ErrInvalidOption)
-		}
-		c.frozen = frozen
-		return nil
-	}
+	return func(c *config) error { return c.setFrozen(frozen) }
 }
 
 // WithSpillLimits bounds the bytes of advertisement blocks one walk holds
@@ -308,13 +266,7 @@ func WithFrozen(frozen func() bool) Option {
 // one whose first walk it is (default [DefaultFirstSpillLimit]). A walk
 // over its limit is abandoned with [ErrSpillLimit].
 func WithSpillLimits(walk, first int64) Option {
-	return func(c *config) error {
-		if walk < 1 || first < 1 {
-			return fmt.Errorf("%w: spill limits %d, %d must be positive", ErrInvalidOption, walk, first)
-		}
-		c.spillWalk, c.spillFirst = walk, first
-		return nil
-	}
+	return func(c *config) error { return c.setSpillLimits(walk, first) }
 }
 
 // WithSlot bounds one walk's turn on a worker of [Ingester.Run] to d and

@@ -40,7 +40,7 @@ type limitedSyncer struct {
 	bucket  *bucket // nil: no rate limit
 }
 
-func newLimitedSyncer(s Syncer, cfg *config) *limitedSyncer {
+func newLimitedSyncer(s Syncer, cfg *walkerConfig) *limitedSyncer {
 	ls := &limitedSyncer{s: s, timeout: cfg.requestTimeout}
 	if cfg.rate > 0 {
 		ls.bucket = &bucket{rate: cfg.rate, burst: float64(cfg.burst), tokens: float64(cfg.burst)}

@@ -27,7 +27,7 @@
 // given by [WithPublishers]. Walks run on the ingest package's scheduler
 // (ingest.WithApplier): persisted head/tail/lastHead, verified block hashes
 // and ad signatures, one task per publisher under a bound on total
-// concurrency ([WithConcurrency]), per-publisher rate limits and backoff, so
+// concurrency (ingest options, [WithIngestOptions]), per-publisher rate limits and backoff, so
 // a slow or broken publisher never blocks the others. [PieceOf] finds an ad's
 // PieceCID in its ContextID or in graphsync-filecoinv1 metadata in any
 // protocol position; the ad's multihashes become payload CIDs

@@ -2,15 +2,12 @@ package piece
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +20,6 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
-	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // Tracker keeps a [Store] up to date with the pieces of every provider it
@@ -63,10 +59,11 @@ import (
 // restarted Tracker resumes every unfinished walk where it stopped; every
 // block is fetched over ipnisync HTTP and checked against its CID, every
 // head's and advertisement's signature is verified (by the provider or the
-// publisher). Publishers are walked concurrently, at most [WithConcurrency]
-// at once, one walk each; each request is bounded by [WithRequestTimeout]
-// and rate-limited per publisher ([WithRequestRate]); a publisher whose
-// walk fails waits an exponential backoff ([WithBackoff]) before it is
+// publisher). Publishers are walked concurrently, at most ingest.WithWorkers
+// at once, one walk each; each request is bounded by
+// ingest.WithRequestTimeout and rate-limited per publisher
+// (ingest.WithRequestRate); a publisher whose walk fails waits an
+// exponential backoff (ingest.WithBackoff) before it is
 // tried again. So a slow, hanging or broken publisher holds at most one
 // walk slot for one request timeout at a time, and never blocks the others
 // or spins on its bad advertisement.
@@ -108,13 +105,16 @@ import (
 // and the last statuses are written; call it once. [Tracker.Close] closes
 // the announce handler. All methods are safe for concurrent use.
 type Tracker struct {
-	st         Store
-	ing        *ingest.Ingester
-	recv       *announce.Receiver
-	cfg        *trackerConfig
-	pubClient  *http.Client // every request to a publisher: the dial policy's
-	log        *slog.Logger
-	sampleSize int
+	st        Store
+	ing       *ingest.Ingester
+	recv      *announce.Receiver
+	cfg       *trackerConfig
+	pubClient *http.Client // every request to a publisher: the dial policy's
+	log       *slog.Logger
+	// requestTimeout bounds every request the Tracker makes itself: the
+	// ingester's (ingest.WithRequestTimeout).
+	requestTimeout time.Duration
+	sampleSize     int
 
 	mu        sync.Mutex
 	pubs      map[peer.ID]*trackedPub
@@ -165,28 +165,26 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 			t.sampleSize = c.Capacity()
 		}
 	}
+	// The Tracker's defaults first, so that the caller's ingest options
+	// win; its applier and hooks last, because the Tracker is built on them.
 	iopts := []ingest.Option{
-		ingest.WithApplier(func(pub peer.ID) ingest.Applier { return walkApplier{t: t, pub: pub} }),
-		ingest.WithWorkers(cfg.concurrency),
-		ingest.WithRequestTimeout(cfg.requestTimeout),
-		ingest.WithBackoff(cfg.backoffMin, cfg.backoffMax),
 		ingest.WithLogger(cfg.logger),
+		ingest.WithRequestRate(DefaultRequestRate, DefaultRequestBurst),
 		// Every applied ad is already in the Store: persisting the walk
 		// position after each one bounds what a crash applies again to
 		// one ad.
 		ingest.WithCheckpoint(1, time.Second),
+	}
+	iopts = append(iopts, cfg.ingestOpts...)
+	iopts = append(iopts,
+		ingest.WithApplier(func(pub peer.ID) ingest.Applier { return walkApplier{t: t, pub: pub} }),
 		ingest.WithHooks(ingest.Hooks{WalkDone: t.walkDone}),
-	}
-	if cfg.rate > 0 {
-		iopts = append(iopts, ingest.WithRequestRate(cfg.rate, cfg.burst))
-	}
-	if cfg.unsigned {
-		iopts = append(iopts, ingest.WithUnsignedAds())
-	}
+	)
 	t.ing, err = ingest.New(nil, ds, t.newSyncer, iopts...)
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
 	}
+	t.requestTimeout = t.ing.RequestTimeout()
 	t.recv, err = announce.NewReceiver(append([]announce.Option{announce.WithLogger(cfg.logger)}, cfg.announceOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("piece: tracker: %w", err)
@@ -202,7 +200,7 @@ func (t *Tracker) newSyncer(pub peer.ID, addrs []multiaddr.Multiaddr) (ingest.Sy
 		return nil, fmt.Errorf("publisher %s: %w", pub, errUnsupported)
 	}
 	return ipnisync.New(peer.AddrInfo{ID: pub, Addrs: h},
-		ipnisync.WithTimeout(t.cfg.requestTimeout), ipnisync.WithHTTPClient(t.pubClient), ipnisync.WithLogger(t.log))
+		ipnisync.WithTimeout(t.requestTimeout), ipnisync.WithHTTPClient(t.pubClient), ipnisync.WithLogger(t.log))
 }
 
 // AnnounceHandler returns the handler of IPNI HTTP announces: PUT /announce
@@ -261,192 +259,6 @@ func (t *Tracker) announceLoop(ctx context.Context) {
 	}
 }
 
-// pollLoop reads /providers and asks configured publishers for their head,
-// now and every poll interval.
-func (t *Tracker) pollLoop(ctx context.Context) {
-	if t.cfg.providersURL == "" && len(t.cfg.publishers) == 0 {
-		return
-	}
-	resolved := make(map[string]peer.ID) // configured address → publisher
-	tick := time.NewTicker(t.cfg.pollInterval)
-	defer tick.Stop()
-	for {
-		if t.cfg.providersURL != "" {
-			if n, err := t.Poll(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				t.log.Warn("reading providers failed", "url", t.cfg.providersURL, "error", err)
-			} else {
-				t.log.Debug("providers read", "url", t.cfg.providersURL, "providers", n)
-			}
-		}
-		for _, s := range t.cfg.publishers {
-			if err := t.walkConfigured(ctx, s, resolved); err != nil && ctx.Err() == nil {
-				t.log.Warn("configured publisher not walked", "address", s, "error", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// walkConfigured queues a walk of the configured publisher s to its current
-// head, identifying it first if its address does not name it.
-func (t *Tracker) walkConfigured(ctx context.Context, s string, resolved map[string]peer.ID) error {
-	id, a, u, err := parsePublisher(s)
-	if err != nil {
-		return err
-	}
-	if id == "" {
-		id = resolved[s]
-	}
-	if id == "" {
-		if id, err = t.identify(ctx, u); err != nil {
-			return err
-		}
-		resolved[s] = id
-		t.log.Info("publisher identified by its signed head", "publisher", id.String(), "address", u)
-	}
-	t.learnPublisher(id, u)
-	return t.ing.Announce(id, []multiaddr.Multiaddr{a}, cid.Undef)
-}
-
-// identify fetches the signed head of the publisher at base and returns the
-// peer whose key signed it (after checking the signature).
-func (t *Tracker) identify(ctx context.Context, base string) (peer.ID, error) {
-	ctx, cancel := context.WithTimeout(ctx, t.cfg.requestTimeout)
-	defer cancel()
-	u := strings.TrimSuffix(base, "/") + ipnisync.IPNIPath + "/head"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := t.pubClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("identify publisher: %w", err)
-	}
-	defer resp.Body.Close()
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNoContent:
-		return "", fmt.Errorf("identify publisher: GET %s: %w", u, ipnisync.ErrNoHead)
-	default:
-		return "", fmt.Errorf("identify publisher: GET %s: status %d", u, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return "", fmt.Errorf("identify publisher: GET %s: %w", u, err)
-	}
-	h, err := ipnisync.DecodeSignedHead(body)
-	if err != nil {
-		return "", fmt.Errorf("identify publisher: GET %s: %w", u, err)
-	}
-	id, err := h.Signer()
-	if err == nil {
-		err = h.Verify(id)
-	}
-	if err != nil {
-		return "", fmt.Errorf("identify publisher: GET %s: %w", u, err)
-	}
-	return id, nil
-}
-
-// Poll reads the /providers endpoint once and queues a walk of every HTTP
-// publisher whose head changed; it returns how many providers it read.
-// Elements that do not decode are skipped and logged. [Tracker.Run] calls
-// it every poll interval; it is exported for an admin "poll now".
-func (t *Tracker) Poll(ctx context.Context) (int, error) {
-	if t.cfg.providersURL == "" {
-		return 0, fmt.Errorf("piece: poll: %w: no providers URL", ErrInvalidTrackerOption)
-	}
-	ctx, cancel := context.WithTimeout(ctx, max(t.cfg.requestTimeout, 30*time.Second))
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.cfg.providersURL, nil)
-	if err != nil {
-		return 0, fmt.Errorf("piece: poll: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := t.cfg.client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("piece: poll: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("piece: poll: GET %s: status %d", t.cfg.providersURL, resp.StatusCode)
-	}
-	// The whole answer is read before any record is tracked: one that
-	// breaks off tracks nothing.
-	var raw []json.RawMessage
-	for r, err := range find.ProviderRecords(io.LimitReader(resp.Body, MaxProvidersBody)) {
-		if err != nil {
-			return 0, fmt.Errorf("piece: poll: GET %s: %w", t.cfg.providersURL, err)
-		}
-		raw = append(raw, r)
-	}
-	n := 0
-	for _, r := range raw {
-		var pi find.ProviderInfo
-		if err := json.Unmarshal(r, &pi); err != nil || pi.AddrInfo.ID == "" {
-			t.log.Debug("skipping a provider that does not decode", "error", err)
-			continue
-		}
-		n++
-		t.track(ctx, &pi)
-	}
-	return n, nil
-}
-
-// track handles one /providers element.
-func (t *Tracker) track(ctx context.Context, pi *find.ProviderInfo) {
-	prov := pi.AddrInfo.ID
-	pub := pi.AddrInfo
-	if pi.Publisher != nil && pi.Publisher.ID != "" {
-		pub = *pi.Publisher
-	}
-	h, u := httpAddrs(pub.Addrs)
-	if len(h) == 0 {
-		t.markUnsupported(ctx, pub.ID, []peer.ID{prov}, pub.Addrs)
-		return
-	}
-	t.learnPublisher(pub.ID, u)
-	t.learnProvider(pub.ID, prov)
-	t.mu.Lock()
-	last, seen := t.announced[pub.ID]
-	if seen && last.Equals(pi.LastAdvertisement) {
-		t.mu.Unlock()
-		return
-	}
-	t.announced[pub.ID] = pi.LastAdvertisement
-	t.mu.Unlock()
-	if err := t.ing.Announce(pub.ID, h, pi.LastAdvertisement); err != nil {
-		t.log.Warn("provider not walked", "provider", prov.String(), "publisher", pub.ID.String(), "error", err)
-	}
-}
-
-// markUnsupported writes the "unsupported protocol" status of the providers
-// of a publisher that has no HTTP address (the publisher itself when none
-// is known).
-func (t *Tracker) markUnsupported(ctx context.Context, pub peer.ID, provs []peer.ID, addrs []multiaddr.Multiaddr) {
-	if len(provs) == 0 {
-		provs = t.providersOf(pub)
-	}
-	ss := make([]string, len(addrs))
-	for i, a := range addrs {
-		ss[i] = a.String()
-	}
-	w := writtenStatus{
-		address: strings.Join(ss, " "),
-		text:    fmt.Sprintf("unsupported protocol: publisher %s has no http or https address (%s)", pub, strings.Join(ss, ", ")),
-	}
-	for _, p := range provs {
-		t.write(ctx, p, w, false)
-	}
-}
-
 func (t *Tracker) learnPublisher(pub peer.ID, url string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -483,125 +295,4 @@ func (t *Tracker) providersOf(pub peer.ID) []peer.ID {
 		return slices.Sorted(maps.Keys(p.providers))
 	}
 	return []peer.ID{pub}
-}
-
-func (t *Tracker) statusLoop(ctx context.Context) {
-	tick := time.NewTicker(t.cfg.statusInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			t.writeStatuses(ctx)
-		}
-	}
-}
-
-// progressLogEvery is how often a status line is logged for each walk in
-// progress.
-const progressLogEvery = 30 * time.Second
-
-// writeStatuses copies each publisher's walk status into the statuses of its
-// providers.
-func (t *Tracker) writeStatuses(ctx context.Context) {
-	now := time.Now()
-	t.mu.Lock()
-	logProgress := now.Sub(t.lastLog) >= progressLogEvery
-	if logProgress {
-		t.lastLog = now
-	}
-	t.mu.Unlock()
-	for _, st := range t.ing.Statuses() {
-		if ctx.Err() != nil {
-			return
-		}
-		t.mu.Lock()
-		url := ""
-		if p := t.pubs[st.Publisher]; p != nil {
-			url = p.url
-		}
-		t.mu.Unlock()
-		w := writtenStatus{address: url, head: st.Head, lastHead: st.LastHead}
-		switch {
-		case st.Walking && st.Pending > 0:
-			w.text = fmt.Sprintf("walking: applying advertisements, %d pending", st.Pending)
-		case st.Walking && st.Head.Defined():
-			w.text = "walking: collecting advertisements"
-		case st.Walking && st.LastHead.Defined() && st.Failures == 0:
-			// Asking the publisher for its head, with no new head known:
-			// as of now the provider is up to date. (A configured
-			// publisher is asked at every poll; its status should not
-			// flicker.)
-			w.text = "up to date"
-		case st.Walking:
-			w.text = "walking: fetching the head"
-		case st.Failures > 0:
-			w.text = fmt.Sprintf("walk failed %d time(s) in a row; retrying at %s", st.Failures, st.RetryAt.UTC().Format(time.RFC3339))
-		case st.LastHead.Defined() && !st.Head.Defined():
-			w.text = "up to date"
-		case st.Head.Defined():
-			w.text = "walk interrupted; resuming"
-		default:
-			w.text = "waiting for the first walk"
-		}
-		if st.LastError != nil {
-			w.lastError = st.LastError.Error()
-		}
-		if logProgress && (st.Walking || st.Failures > 0) {
-			t.log.Info("walk status", "publisher", st.Publisher.String(), "status", w.text,
-				"walked", st.AdsWalked, "applied", st.AdsApplied, "pending", st.Pending)
-		}
-		for _, p := range t.providersOf(st.Publisher) {
-			t.write(ctx, p, w, true)
-		}
-	}
-}
-
-// write writes the fields of w that differ from what was last written for
-// provider. A walk error is written only when it changed, so that an error
-// the applier recorded (entries not retrievable) stays until the next walk
-// error; withHeads says whether w carries walk positions.
-func (t *Tracker) write(ctx context.Context, provider peer.ID, w writtenStatus, withHeads bool) {
-	t.mu.Lock()
-	old, had := t.written[provider]
-	t.mu.Unlock()
-	var u StatusUpdate
-	if !had || w.address != old.address {
-		u.Address = &w.address
-	}
-	if !had || w.text != old.text {
-		u.Text = &w.text
-	}
-	if w.lastError != "" && w.lastError != old.lastError {
-		u.LastError = &w.lastError
-	}
-	if withHeads {
-		if !had || !w.head.Equals(old.head) {
-			u.Head = &w.head
-		}
-		if !had || !w.lastHead.Equals(old.lastHead) {
-			u.LastHead = &w.lastHead
-		}
-	}
-	if u == (StatusUpdate{}) {
-		return
-	}
-	if err := t.updateStatus(ctx, provider, u); err != nil {
-		if ctx.Err() == nil {
-			t.log.Warn("writing status failed", "provider", provider.String(), "error", err)
-		}
-		return
-	}
-	if w.lastError == "" {
-		w.lastError = old.lastError
-	}
-	t.mu.Lock()
-	t.written[provider] = w
-	t.mu.Unlock()
-}
-
-// walkDone is the ingest hook called when a walk reached its head.
-func (t *Tracker) walkDone(pub peer.ID, head cid.Cid, ads int, d time.Duration) {
-	t.log.Info("walk done", "publisher", pub.String(), "cid", head.String(), "ads", ads, "took", d.Round(time.Millisecond))
 }

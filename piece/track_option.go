@@ -20,12 +20,10 @@ const (
 	// DefaultPollInterval is how often the /providers endpoint is read,
 	// and publishers given by configuration asked for their head.
 	DefaultPollInterval = time.Minute
-	// DefaultConcurrency is how many publishers are walked at once.
-	DefaultConcurrency = ingest.DefaultWorkers
-	// DefaultRequestTimeout bounds every request to a publisher.
-	DefaultRequestTimeout = ingest.DefaultRequestTimeout
 	// DefaultRequestRate is the most requests per second sent to one
-	// publisher, on average (bursts of DefaultRequestBurst).
+	// publisher, on average (bursts of DefaultRequestBurst): the Tracker
+	// gives its ingester ingest.WithRequestRate(DefaultRequestRate,
+	// DefaultRequestBurst) before the options of [WithIngestOptions].
 	DefaultRequestRate  = 10.0
 	DefaultRequestBurst = 10
 	// DefaultStatusInterval is how often the walkers' positions are copied
@@ -50,30 +48,18 @@ type trackerConfig struct {
 	providersURL   string
 	pollInterval   time.Duration
 	publishers     []string
-	concurrency    int
-	requestTimeout time.Duration
-	rate           float64
-	burst          int
-	backoffMin     time.Duration
-	backoffMax     time.Duration
 	statusInterval time.Duration
 	logger         *slog.Logger
 	client         *http.Client      // /providers
 	policy         *netpolicy.Policy // publishers
 	sampleSize     int
-	unsigned       bool
+	ingestOpts     []ingest.Option
 	announceOpts   []announce.Option
 }
 
 func newTrackerConfig(opts []TrackerOption) (*trackerConfig, error) {
 	c := &trackerConfig{
 		pollInterval:   DefaultPollInterval,
-		concurrency:    DefaultConcurrency,
-		requestTimeout: DefaultRequestTimeout,
-		rate:           DefaultRequestRate,
-		burst:          DefaultRequestBurst,
-		backoffMin:     ingest.DefaultBackoffMin,
-		backoffMax:     ingest.DefaultBackoffMax,
 		statusInterval: DefaultStatusInterval,
 		logger:         slog.New(slog.DiscardHandler),
 		client:         http.DefaultClient,
@@ -126,57 +112,6 @@ func WithPublishers(addrs ...string) TrackerOption {
 	}
 }
 
-// WithConcurrency sets how many publishers are walked at once (default
-// [DefaultConcurrency]). Each publisher has one walk at a time.
-func WithConcurrency(n int) TrackerOption {
-	return func(c *trackerConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: concurrency %d must be positive", ErrInvalidTrackerOption, n)
-		}
-		c.concurrency = n
-		return nil
-	}
-}
-
-// WithRequestTimeout bounds every request to a publisher (default
-// [DefaultRequestTimeout]): a publisher that hangs holds its walk for at
-// most this long per request, then waits its backoff.
-func WithRequestTimeout(d time.Duration) TrackerOption {
-	return func(c *trackerConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: request timeout %v must be positive", ErrInvalidTrackerOption, d)
-		}
-		c.requestTimeout = d
-		return nil
-	}
-}
-
-// WithRequestRate limits the requests sent to each publisher to perSecond
-// on average, with bursts of burst (default [DefaultRequestRate],
-// [DefaultRequestBurst]). A perSecond of 0 removes the limit.
-func WithRequestRate(perSecond float64, burst int) TrackerOption {
-	return func(c *trackerConfig) error {
-		if perSecond < 0 || perSecond > 0 && burst < 1 {
-			return fmt.Errorf("%w: request rate %v burst %d", ErrInvalidTrackerOption, perSecond, burst)
-		}
-		c.rate, c.burst = perSecond, burst
-		return nil
-	}
-}
-
-// WithBackoff sets the wait before a publisher whose walk failed is
-// walked again: min, doubling with each failure up to max (defaults
-// ingest.DefaultBackoffMin and ingest.DefaultBackoffMax).
-func WithBackoff(min, max time.Duration) TrackerOption {
-	return func(c *trackerConfig) error {
-		if min <= 0 || max < min {
-			return fmt.Errorf("%w: backoff %v..%v", ErrInvalidTrackerOption, min, max)
-		}
-		c.backoffMin, c.backoffMax = min, max
-		return nil
-	}
-}
-
 // WithStatusInterval sets how often walk positions and status texts are
 // written to the Store (default [DefaultStatusInterval]). Counters are
 // written as each advertisement is applied, whatever this says.
@@ -206,8 +141,8 @@ func WithTrackerLogger(l *slog.Logger) TrackerOption {
 // endpoint of [WithProvidersURL] (default http.DefaultClient), which the
 // operator chose. Requests to publishers, whose addresses come from
 // /providers records and announces, go through the dial policy instead
-// ([WithDialPolicy]). Timeouts come from [WithRequestTimeout], not from
-// the client.
+// ([WithDialPolicy]). Timeouts come from ingest.WithRequestTimeout
+// ([WithIngestOptions]), not from the client.
 func WithHTTPClient(hc *http.Client) TrackerOption {
 	return func(c *trackerConfig) error {
 		if hc == nil {
@@ -227,6 +162,28 @@ func WithHTTPClient(hc *http.Client) TrackerOption {
 // status says why.
 func WithDialPolicy(p *netpolicy.Policy) TrackerOption {
 	return func(c *trackerConfig) error { c.policy = p; return nil }
+}
+
+// WithIngestOptions configures the Tracker's ingester, which schedules,
+// limits and retries the walks of publishers: ingest.WithWorkers (how many
+// publishers are walked at once), ingest.WithRequestTimeout (every request
+// to a publisher, the /providers poll and the head that identifies a
+// publisher too), ingest.WithRequestRate, ingest.WithBackoff,
+// ingest.WithUnsignedAds and the other ingest options, with the meanings
+// and defaults the ingest package gives them, but for two defaults of the
+// Tracker's own, given before these so that these win: a request rate of
+// [DefaultRequestRate] with bursts of [DefaultRequestBurst] (a perSecond of
+// 0 removes the limit), and a checkpoint after every advertisement (every
+// applied one is already in the Store, so a crash applies at most one
+// again). The ingester's logger is the Tracker's ([WithTrackerLogger])
+// unless one is given here. ingest.WithApplier and ingest.WithHooks are
+// the Tracker's own: NewTracker sets them after these, and those given
+// here have no effect.
+func WithIngestOptions(opts ...ingest.Option) TrackerOption {
+	return func(c *trackerConfig) error {
+		c.ingestOpts = append(c.ingestOpts, opts...)
+		return nil
+	}
 }
 
 // WithAnnounceOptions configures the Tracker's announce receiver
@@ -252,10 +209,4 @@ func WithSampleSize(k int) TrackerOption {
 		c.sampleSize = k
 		return nil
 	}
-}
-
-// WithUnsignedAds accepts unsigned advertisements (a signature that is
-// present must still be valid). For tests and trusted private publishers.
-func WithUnsignedAds() TrackerOption {
-	return func(c *trackerConfig) error { c.unsigned = true; return nil }
 }

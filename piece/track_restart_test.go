@@ -10,6 +10,7 @@ import (
 	"github.com/ipfs/go-datastore"
 	leveldb "github.com/ipfs/go-ds-leveldb"
 
+	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
@@ -36,7 +37,7 @@ func TestTrackerRestartResumes(t *testing.T) {
 	st := newMemory(t)
 	ds := openLevelDB(t, dir)
 	// Slow enough (100 requests/s) to be stopped half way.
-	tr, err := piece.NewTracker(st, ds, testOptions(piece.WithPublishers(addr), piece.WithRequestRate(100, 1))...)
+	tr, err := piece.NewTracker(st, ds, testOptions(piece.WithPublishers(addr), piece.WithIngestOptions(ingest.WithRequestRate(100, 1)))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/metadata"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
@@ -37,9 +38,11 @@ func testOptions(extra ...piece.TrackerOption) []piece.TrackerOption {
 	return append([]piece.TrackerOption{
 		piece.WithDialPolicy(privatePool),
 		piece.WithPollInterval(200 * time.Millisecond),
-		piece.WithRequestTimeout(500 * time.Millisecond),
-		piece.WithRequestRate(0, 0),
-		piece.WithBackoff(100*time.Millisecond, 400*time.Millisecond),
+		piece.WithIngestOptions(
+			ingest.WithRequestTimeout(500*time.Millisecond),
+			ingest.WithRequestRate(0, 0),
+			ingest.WithBackoff(100*time.Millisecond, 400*time.Millisecond),
+		),
 		piece.WithStatusInterval(50 * time.Millisecond),
 	}, extra...)
 }
@@ -99,7 +102,7 @@ func TestTrackerPool(t *testing.T) {
 	tr, err := piece.NewTracker(st, newDatastore(), testOptions(
 		piece.WithProvidersURL(providers.URL+"/providers"),
 		piece.WithPublishers(cbor.srv.URL),
-		piece.WithConcurrency(3),
+		piece.WithIngestOptions(ingest.WithWorkers(3)),
 	)...)
 	if err != nil {
 		t.Fatal(err)

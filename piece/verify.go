@@ -41,16 +41,17 @@ type VerifiedSample struct {
 	Server peer.ID
 }
 
-// VerifyOption configures [VerifySample].
-type VerifyOption func(*verifyConfig)
+// VerifyOption configures [VerifySample] and [SampleResponse.Verify].
+type VerifyOption func(*verifyConfig) error
 
+// verifyConfig is what the options of VerifySample set.
 type verifyConfig struct{ server peer.ID }
 
 // WithServer requires the answer to be signed by the key of server; without
 // it any key verifies, which proves only that whoever holds the key in the
 // answer signed it.
 func WithServer(server peer.ID) VerifyOption {
-	return func(c *verifyConfig) { c.server = server }
+	return func(c *verifyConfig) error { c.server = server; return nil }
 }
 
 // VerifySample checks body, the JSON body of an answer to
@@ -77,7 +78,12 @@ func VerifySample(body []byte, provider peer.ID, pieceCid cid.Cid, seed string, 
 func (r *SampleResponse) Verify(provider peer.ID, pieceCid cid.Cid, seed string, opts ...VerifyOption) (VerifiedSample, error) {
 	var c verifyConfig
 	for _, o := range opts {
-		o(&c)
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return VerifiedSample{}, fmt.Errorf("piece: verify sample: %w", err)
+		}
 	}
 	var v VerifiedSample
 	switch {

@@ -439,7 +439,7 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		return memory.New(), nil
 	case "leveldb":
 		var s *leveldb.Store
-		if s, err = leveldb.Open(dir, nil); err == nil {
+		if s, err = leveldb.Open(dir); err == nil {
 			st = s
 		}
 	default:
@@ -458,7 +458,7 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 // an HTTP address, libp2p otherwise.
 func (n *Node) syncer(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
 	ai := peer.AddrInfo{ID: publisher, Addrs: addrs}
-	opts := []ipnisync.Option{ipnisync.WithLogger(n.log), ipnisync.WithTopic(n.cfg.Topic)}
+	opts := []ipnisync.Option{ipnisync.WithLogger(n.log)}
 	if slices.ContainsFunc(addrs, isHTTP) {
 		return ipnisync.New(ai, append(opts, ipnisync.WithHTTPClient(n.hc))...)
 	}

@@ -24,12 +24,19 @@ type Sender interface {
 const DefaultAnnouncePath = "/announce"
 
 // HTTPSenderOption configures an [HTTPSender].
-type HTTPSenderOption func(*HTTPSender) error
+type HTTPSenderOption func(*senderConfig) error
+
+// senderConfig is what the options of [NewHTTPSender] set.
+type senderConfig struct {
+	client    *http.Client // nil: a client of the sender's own
+	userAgent string
+	json      bool
+}
 
 // WithHTTPClient sets the client; the default is a new http.Client with no
 // timeout of its own (deadlines come from the context given to Send).
 func WithHTTPClient(c *http.Client) HTTPSenderOption {
-	return func(s *HTTPSender) error {
+	return func(s *senderConfig) error {
 		if c == nil {
 			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
 		}
@@ -40,7 +47,7 @@ func WithHTTPClient(c *http.Client) HTTPSenderOption {
 
 // WithUserAgent sets the User-Agent header; default "indexkit".
 func WithUserAgent(ua string) HTTPSenderOption {
-	return func(s *HTTPSender) error {
+	return func(s *senderConfig) error {
 		s.userAgent = ua
 		return nil
 	}
@@ -49,7 +56,7 @@ func WithUserAgent(ua string) HTTPSenderOption {
 // WithJSON makes the sender send JSON (Content-Type application/json)
 // instead of CBOR (application/octet-stream, as go-libipni sends it).
 func WithJSON(on bool) HTTPSenderOption {
-	return func(s *HTTPSender) error {
+	return func(s *senderConfig) error {
 		s.json = on
 		return nil
 	}
@@ -81,10 +88,22 @@ func NewHTTPSender(urls []string, publisher peer.ID, opts ...HTTPSenderOption) (
 	if err := publisher.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: publisher: %v", ErrInvalidOption, err)
 	}
-	// A transport of its own, so that Close releases this sender's
-	// connections and nobody else's (http.DefaultTransport is shared).
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	s := &HTTPSender{publisher: publisher, client: &http.Client{Transport: tr}, ownTr: tr, userAgent: "indexkit"}
+	cfg := senderConfig{userAgent: "indexkit"}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	s := &HTTPSender{publisher: publisher, client: cfg.client, userAgent: cfg.userAgent, json: cfg.json}
+	if s.client == nil {
+		// A transport of its own, so that Close releases this sender's
+		// connections and nobody else's (http.DefaultTransport is shared).
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		s.client, s.ownTr = &http.Client{Transport: tr}, tr
+	}
 	seen := map[string]bool{}
 	for _, raw := range urls {
 		u, err := url.Parse(raw)
@@ -107,11 +126,6 @@ func NewHTTPSender(urls []string, publisher peer.ID, opts ...HTTPSenderOption) (
 		return nil, fmt.Errorf("%w: publisher: %v", ErrInvalidOption, err)
 	}
 	s.p2p = p2p.Multiaddr()
-	for _, o := range opts {
-		if err := o(s); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 

@@ -157,7 +157,7 @@ func maddr(t testing.TB, srv *httptest.Server, httpPath string) ma.Multiaddr {
 }
 
 // startPublisher serves a publisher of an n-ad chain on a test server.
-func startPublisher(t testing.TB, n int, opts ...ipnisync.Option) (*ipnisync.Publisher, *httptest.Server, chain, *memSource) {
+func startPublisher(t testing.TB, n int, opts ...ipnisync.PublisherOption) (*ipnisync.Publisher, *httptest.Server, chain, *memSource) {
 	t.Helper()
 	key := seededKey(t, 1)
 	src := newMemSource()

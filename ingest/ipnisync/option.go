@@ -22,18 +22,12 @@ const (
 	DefaultMaxBlockSize = schema.MaxBlockSize
 )
 
-// An Option configures a [Client] or a [Publisher]. Each option says which
-// it applies to; the other ignores it.
+// An Option configures a [Client] ([New], [NewURL]).
 type Option func(*config) error
 
+// config is what the options of a [Client] set.
 type config struct {
-	logger *slog.Logger
-
-	// Publisher.
-	topic string
-	gzip  bool
-
-	// Client.
+	logger       *slog.Logger
 	timeout      time.Duration
 	maxBlockSize int64
 	httpClient   *http.Client
@@ -46,7 +40,6 @@ type config struct {
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
 		logger:       slog.New(slog.DiscardHandler),
-		topic:        DefaultTopic,
 		timeout:      DefaultTimeout,
 		maxBlockSize: DefaultMaxBlockSize,
 	}
@@ -72,34 +65,13 @@ func (c *config) checkClient() error {
 	return nil
 }
 
-// WithLogger sets the logger of a [Client] or [Publisher]; the default
-// discards.
+// WithLogger sets the logger of a [Client]; the default discards.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
 			return errors.New("ipnisync: WithLogger: nil logger")
 		}
 		c.logger = l
-		return nil
-	}
-}
-
-// WithTopic sets the topic a [Publisher] signs into its head (default
-// [DefaultTopic]). An empty topic leaves the field out, as the reference
-// publisher does by default.
-func WithTopic(topic string) Option {
-	return func(c *config) error {
-		c.topic = topic
-		return nil
-	}
-}
-
-// WithGzip makes a [Publisher] gzip CID resources of 512 bytes or more for
-// clients that send Accept-Encoding: gzip. Off by default: it costs the
-// publisher CPU, and indexers often sit on the same network.
-func WithGzip(on bool) Option {
-	return func(c *config) error {
-		c.gzip = on
 		return nil
 	}
 }
@@ -188,6 +160,64 @@ func WithDialPolicy(p *netpolicy.Policy) Option {
 func WithoutHeadVerification() Option {
 	return func(c *config) error {
 		c.skipVerify = true
+		return nil
+	}
+}
+
+// A PublisherOption configures a [Publisher] ([NewPublisher]).
+type PublisherOption func(*publisherConfig) error
+
+// publisherConfig is what the options of a [Publisher] set.
+type publisherConfig struct {
+	logger *slog.Logger
+	topic  string
+	gzip   bool
+}
+
+func newPublisherConfig(opts []PublisherOption) (*publisherConfig, error) {
+	c := &publisherConfig{
+		logger: slog.New(slog.DiscardHandler),
+		topic:  DefaultTopic,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// WithPublisherLogger sets the logger of a [Publisher]; the default
+// discards.
+func WithPublisherLogger(l *slog.Logger) PublisherOption {
+	return func(c *publisherConfig) error {
+		if l == nil {
+			return errors.New("ipnisync: WithPublisherLogger: nil logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// WithTopic sets the topic a [Publisher] signs into its head (default
+// [DefaultTopic]). An empty topic leaves the field out, as the reference
+// publisher does by default.
+func WithTopic(topic string) PublisherOption {
+	return func(c *publisherConfig) error {
+		c.topic = topic
+		return nil
+	}
+}
+
+// WithGzip makes a [Publisher] gzip CID resources of 512 bytes or more for
+// clients that send Accept-Encoding: gzip. Off by default: it costs the
+// publisher CPU, and indexers often sit on the same network.
+func WithGzip(on bool) PublisherOption {
+	return func(c *publisherConfig) error {
+		c.gzip = on
 		return nil
 	}
 }

@@ -71,8 +71,8 @@ var _ http.Handler = (*Publisher)(nil)
 
 // NewPublisher returns a publisher that signs heads with key and serves
 // blocks from src. It has no head until [Publisher.SetHead]. Options:
-// [WithTopic], [WithGzip], [WithLogger].
-func NewPublisher(key crypto.PrivKey, src BlockSource, opts ...Option) (*Publisher, error) {
+// [WithTopic], [WithGzip], [WithPublisherLogger].
+func NewPublisher(key crypto.PrivKey, src BlockSource, opts ...PublisherOption) (*Publisher, error) {
 	if key == nil {
 		return nil, errors.New("ipnisync: new publisher: nil key")
 	}
@@ -83,7 +83,7 @@ func NewPublisher(key crypto.PrivKey, src BlockSource, opts ...Option) (*Publish
 	if err != nil {
 		return nil, fmt.Errorf("ipnisync: new publisher: key: %w", err)
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := newPublisherConfig(opts)
 	if err != nil {
 		return nil, err
 	}

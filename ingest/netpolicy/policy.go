@@ -132,22 +132,29 @@ type Policy struct {
 }
 
 // Option configures a [Policy] ([New]).
-type Option func(*Policy) error
+type Option func(*config) error
+
+// config is what the options of [New] set.
+type config struct {
+	private  bool
+	metadata bool
+	allow    []netip.Prefix
+}
 
 // New returns a policy that allows public addresses and what opts add:
 // [AllowPrivate], [AllowCloudMetadata], [AllowPrefixes]. New() is the
 // default policy.
 func New(opts ...Option) (*Policy, error) {
-	p := &Policy{}
+	var c config
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o(p); err != nil {
+		if err := o(&c); err != nil {
 			return nil, err
 		}
 	}
-	return p, nil
+	return &Policy{private: c.private, metadata: c.metadata, allow: c.allow}, nil
 }
 
 // AllowPrivate allows loopback, private (RFC 1918, fc00::/7), link-local
@@ -155,7 +162,7 @@ func New(opts ...Option) (*Policy, error) {
 // private network or on one machine. Cloud metadata addresses stay
 // refused ([AllowCloudMetadata]).
 func AllowPrivate() Option {
-	return func(p *Policy) error { p.private = true; return nil }
+	return func(c *config) error { c.private = true; return nil }
 }
 
 // AllowCloudMetadata allows the cloud metadata addresses (169.254.169.254,
@@ -164,7 +171,7 @@ func AllowPrivate() Option {
 // node runs on: allow them only to reach a publisher that truly lives
 // there.
 func AllowCloudMetadata() Option {
-	return func(p *Policy) error { p.metadata = true; return nil }
+	return func(c *config) error { c.metadata = true; return nil }
 }
 
 // AllowPrefixes allows every address in the given prefixes, whatever its
@@ -172,7 +179,7 @@ func AllowCloudMetadata() Option {
 // explicit). An IPv4-mapped prefix (::ffff:10.0.0.0/104) stands for its
 // IPv4 form. Prefixes add up over calls.
 func AllowPrefixes(prefixes ...netip.Prefix) Option {
-	return func(p *Policy) error {
+	return func(c *config) error {
 		for _, pf := range prefixes {
 			if !pf.IsValid() {
 				return fmt.Errorf("%w: AllowPrefixes: invalid prefix %q", ErrInvalidOption, pf)
@@ -180,7 +187,7 @@ func AllowPrefixes(prefixes ...netip.Prefix) Option {
 			if pf.Addr().Is4In6() && pf.Bits() >= 96 {
 				pf = netip.PrefixFrom(pf.Addr().Unmap(), pf.Bits()-96)
 			}
-			p.allow = append(p.allow, pf.Masked())
+			c.allow = append(c.allow, pf.Masked())
 		}
 		return nil
 	}

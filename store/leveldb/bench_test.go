@@ -35,7 +35,7 @@ func settle(d *dsleveldb.Datastore) error {
 }
 
 func openStore(b *testing.B) store.Store {
-	s, err := leveldb.Open(b.TempDir(), nil)
+	s, err := leveldb.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 func TestDifferential(t *testing.T) {
 	storetest.RunDifferential(t, storetest.DifferentialConfig{
 		Open: func(dir string) (store.Store, error) {
-			s, err := leveldb.Open(dir, nil)
+			s, err := leveldb.Open(dir)
 			if err != nil {
 				return nil, err
 			}

@@ -18,7 +18,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
 
-	s, err := leveldb.Open(dir, nil)
+	s, err := leveldb.Open(dir)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +35,7 @@ func Example() {
 		return
 	}
 
-	s, err = leveldb.Open(dir, nil)
+	s, err = leveldb.Open(dir)
 	if err != nil {
 		fmt.Println(err)
 		return

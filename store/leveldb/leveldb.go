@@ -24,16 +24,46 @@ var (
 	_ store.Sweeper = (*Store)(nil)
 )
 
-// Options are goleveldb's options, passed through to go-ds-leveldb.
+// Options are goleveldb's options, passed through to go-ds-leveldb by
+// [WithOptions].
 type Options = dsleveldb.Options
 
-// Open opens (creating if needed) the store in directory dir. opts may be
-// nil for goleveldb's defaults.
-func Open(dir string, opts *Options) (*Store, error) {
+// Option configures [Open].
+type Option func(*config) error
+
+// config is what the options of Open set.
+type config struct {
+	opts *Options // nil: goleveldb's defaults
+}
+
+// WithOptions opens the database with goleveldb's options o instead of
+// goleveldb's defaults.
+func WithOptions(o *Options) Option {
+	return func(c *config) error {
+		if o == nil {
+			return errors.New("leveldb: WithOptions: nil options")
+		}
+		c.opts = o
+		return nil
+	}
+}
+
+// Open opens (creating if needed) the store in directory dir, with
+// goleveldb's default options unless [WithOptions].
+func Open(dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("leveldb: open: empty directory")
 	}
-	d, err := dsleveldb.NewDatastore(dir, opts)
+	var c config
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	d, err := dsleveldb.NewDatastore(dir, c.opts)
 	if err != nil {
 		return nil, fmt.Errorf("leveldb: open %s: %w", dir, err)
 	}

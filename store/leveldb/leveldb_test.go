@@ -10,6 +10,6 @@ import (
 
 func TestConformance(t *testing.T) {
 	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
-		return leveldb.Open(dir, nil)
+		return leveldb.Open(dir)
 	})
 }

@@ -19,6 +19,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
@@ -80,9 +81,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.redisPrefix, "redis-prefix", "piece:", "prefix of every Redis key")
 	fs.StringVar(&o.dir, "dir", "", "state directory: walker state (LevelDB, --store redis only) and the default key file (default: indexkit/piece under the user cache directory, else under the temporary directory)")
 	fs.StringVar(&o.keyPath, "key", "", "file of the server's Ed25519 signing key, created if absent (default <dir>/key)")
-	fs.IntVar(&o.concurrency, "concurrency", piece.DefaultConcurrency, "publishers walked at once")
+	fs.IntVar(&o.concurrency, "concurrency", ingest.DefaultWorkers, "publishers walked at once")
 	fs.IntVar(&o.capacity, "capacity", piece.DefaultCapacity, "payload CIDs kept per (provider, piece)")
-	fs.DurationVar(&o.requestTimeout, "request-timeout", piece.DefaultRequestTimeout, "bound of every request to a publisher")
+	fs.DurationVar(&o.requestTimeout, "request-timeout", ingest.DefaultRequestTimeout, "bound of every request to a publisher")
 	fs.Float64Var(&o.requestRate, "request-rate", piece.DefaultRequestRate, "requests per second to each publisher (0: unlimited)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take at shutdown")
@@ -199,9 +200,11 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 		piece.WithDialPolicy(policy),
 		piece.WithProvidersURL(o.providersURL),
 		piece.WithPollInterval(o.pollInterval),
-		piece.WithConcurrency(o.concurrency),
-		piece.WithRequestTimeout(o.requestTimeout),
-		piece.WithRequestRate(o.requestRate, max(1, int(o.requestRate))),
+		piece.WithIngestOptions(
+			ingest.WithWorkers(o.concurrency),
+			ingest.WithRequestTimeout(o.requestTimeout),
+			ingest.WithRequestRate(o.requestRate, max(1, int(o.requestRate))),
+		),
 		piece.WithTrackerLogger(log),
 		piece.WithAnnounceOptions(announce.WithSourceRate(o.announceRate, cli.RateBurst(o.announceRate)),
 			announce.WithSourceRateExempt(exempt...)),

@@ -1,0 +1,130 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/ingest/schema"
+)
+
+// apply applies the collected advertisements, oldest first, checkpointing
+// as it goes.
+func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, sl *slot) error {
+	var done []cid.Cid   // applied since the last checkpoint
+	var frozen []cid.Cid // of done, those applied while frozen
+	last := time.Now()
+	checkpoint := func(ctx context.Context) error {
+		if len(done) == 0 && s.Applied < s.Collected {
+			return nil
+		}
+		if err := a.Flush(ctx); err != nil {
+			return fmt.Errorf("ingest: walk %s: flush: %w", w.publisher, err)
+		}
+		b, err := w.ds.Batch(ctx)
+		if err != nil {
+			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
+		}
+		first := s.Applied - len(done)
+		for i, c := range done {
+			err = errors.Join(err,
+				b.Delete(ctx, w.keys.queue(s.Collected-1-(first+i))),
+				b.Delete(ctx, w.keys.seen(c)),
+				b.Put(ctx, w.keys.done(c), nil))
+		}
+		for _, c := range frozen {
+			err = errors.Join(err, b.Put(ctx, w.keys.frozen(c), nil))
+		}
+		next := s
+		if s.Applied == s.Collected {
+			next = WalkState{LastHead: s.Head}
+			err = errors.Join(err, b.Put(ctx, w.keys.key(keyLastHead), s.Head.Bytes()), w.discard(ctx, b))
+		} else {
+			err = errors.Join(err, b.Put(ctx, w.keys.key(keyApplied), intBytes(s.Applied)))
+		}
+		if err == nil {
+			err = b.Commit(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
+		}
+		w.setState(next)
+		done, frozen, last = done[:0], frozen[:0], time.Now()
+		return nil
+	}
+
+	for s.Applied < s.Collected {
+		if err := w.applyOne(ctx, src, s, a, &done, &frozen); err != nil {
+			// Keep what was applied before the failure; a cancelled ctx
+			// must not stop this short, local write.
+			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+			return err
+		}
+		s.Applied++
+		if err := sl.use(); err != nil && s.Applied < s.Collected {
+			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+			return err
+		}
+		if len(done) >= w.cfg.checkpointEvery || time.Since(last) >= w.cfg.checkpointInterval {
+			if err := checkpoint(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return checkpoint(ctx)
+}
+
+// applyOne applies the advertisement numbered s.Applied from the oldest.
+func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done, frozen *[]cid.Cid) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := w.keys.queue(s.Collected - 1 - s.Applied)
+	raw, err := w.ds.Get(ctx, k)
+	if err != nil {
+		return fmt.Errorf("ingest: walk %s: read %s: %w", w.publisher, k, err)
+	}
+	p, err := decodePending(raw)
+	if err != nil {
+		return fmt.Errorf("ingest: walk %s: %s: %w", w.publisher, k, err)
+	}
+	ad, err := schema.DecodeAdvertisement(p.cid, p.block)
+	if err != nil {
+		return &AdError{Ad: p.cid, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+	}
+	provider, _ := peer.Decode(ad.Provider)
+	signer := p.signer
+	if p.flags&flagVerified == 0 { // collected by an older version, which verified later
+		if signer, err = w.verify(ad, provider); err != nil {
+			return &AdError{Ad: p.cid, Provider: provider, Err: err}
+		}
+	}
+	start := time.Now()
+	isFrozen := w.cfg.frozen != nil && w.cfg.frozen()
+	if err := a.Apply(ctx, src, Ad{Cid: p.cid, Ad: ad, Provider: provider, Signer: signer, Removed: p.flags&flagRemoved != 0, Frozen: isFrozen}); err != nil {
+		var ae *AdError
+		if errors.As(err, &ae) {
+			return err
+		}
+		return &AdError{Ad: p.cid, Provider: provider, Err: err}
+	}
+	*done = append(*done, p.cid)
+	if isFrozen {
+		// Every one, not only those with entries: a walk stops at the
+		// first applied ad it meets.
+		*frozen = append(*frozen, p.cid)
+	}
+	w.applied.Add(1)
+	if h := w.cfg.hooks.AdApplied; h != nil {
+		h(w.publisher, provider, p.cid, time.Since(start))
+	}
+	return nil
+}

@@ -1,0 +1,233 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ipfs/go-cid"
+	"github.com/ipfs/go-datastore"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/ingest/schema"
+)
+
+// collect takes one step down the chain: it fetches the advertisement at
+// s.Tail, queues it, and moves the tail to its PreviousID, or ends the
+// collection at the last head, an applied advertisement or the start of the
+// chain.
+func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *collectBatch) (WalkState, error) {
+	c := s.Tail
+	stop := c.Equals(s.LastHead)
+	if !stop {
+		done, err := w.ds.Has(ctx, w.keys.done(c))
+		if err != nil {
+			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+		}
+		stop = done
+	}
+	if stop {
+		cb.add(collectWrite{key: w.keys.key(keyTail), del: true})
+		s.Tail = cid.Undef
+		w.setState(s)
+		return s, nil
+	}
+	if seen, err := cb.has(ctx, w.keys.seen(c)); err != nil {
+		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+	} else if seen {
+		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %s met twice walking from %s", ErrCycle, c, s.Head)}
+	}
+	if s.Collected >= w.cfg.adDepth {
+		err := fmt.Errorf("ingest: walk %s from %s: %w: more than %d advertisements", w.publisher, s.Head, ErrDepthLimit, w.cfg.adDepth)
+		if derr := w.abandon(ctx, s); derr != nil {
+			return s, errors.Join(err, derr)
+		}
+		return s, err
+	}
+
+	block, err := src.Block(ctx, c)
+	if err != nil {
+		return s, &AdError{Ad: c, Err: err}
+	}
+	ad, err := schema.DecodeAdvertisement(c, block)
+	if err != nil {
+		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+	}
+	provider, _ := peer.Decode(ad.Provider) // validated by DecodeAdvertisement
+	// Verified before anything of it is kept: a chain that is not the
+	// publisher's (or its providers') costs no disk.
+	signer, err := w.verify(ad, provider)
+	if err != nil {
+		return s, &AdError{Ad: c, Provider: provider, Err: err}
+	}
+	if limit := w.spillLimit(s); s.Spilled+int64(len(block)) > limit {
+		err := fmt.Errorf("ingest: walk %s from %s: %w: its advertisements pending would take more than %d bytes", w.publisher, s.Head, ErrSpillLimit, limit)
+		if derr := w.abandon(ctx, s); derr != nil {
+			return s, errors.Join(err, derr)
+		}
+		return s, err
+	}
+
+	// The writes of this advertisement go to cb together, or not at all.
+	var writes []collectWrite
+	p := pending{flags: flagVerified, cid: c, signer: signer, block: block}
+	if len(ad.ContextID) > 0 {
+		rmKey := w.keys.removed(provider, ad.ContextID)
+		removed, err := cb.has(ctx, rmKey)
+		if err != nil {
+			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
+		}
+		if removed {
+			p.flags |= flagRemoved
+		}
+		// A removal (verified above) hides the older advertisements of
+		// its context.
+		if ad.IsRm && !removed {
+			writes = append(writes, collectWrite{key: rmKey})
+		}
+	}
+	next := s
+	next.Collected++
+	next.Spilled += int64(len(block))
+	next.Tail = ad.PreviousID
+	writes = append(writes,
+		collectWrite{key: w.keys.queue(s.Collected), value: p.encode()},
+		collectWrite{key: w.keys.seen(c)},
+		collectWrite{key: w.keys.key(keyCount), value: intBytes(next.Collected)},
+		collectWrite{key: w.keys.key(keySpilled), value: intBytes(int(next.Spilled))},
+	)
+	if next.Tail.Defined() {
+		writes = append(writes, collectWrite{key: w.keys.key(keyTail), value: next.Tail.Bytes()})
+	} else {
+		writes = append(writes, collectWrite{key: w.keys.key(keyTail), del: true})
+	}
+	cb.add(writes...)
+	w.setState(next)
+	if n := w.walked.Add(1); n%10_000 == 0 {
+		w.log.Info("walking", "cid", c.String(), "collected", next.Collected, "head", s.Head.String())
+	}
+	if h := w.cfg.hooks.AdWalked; h != nil {
+		h(w.publisher, c)
+	}
+	return next, nil
+}
+
+// collectBatch gathers the writes of several collected advertisements into
+// one datastore commit. go-ds-leveldb syncs every commit, and a commit per
+// advertisement would bound a walk of small advertisements by the disk's
+// fsync rate. Until it commits, the walker reads the keys it holds through
+// it. A process killed before a commit fetches those advertisements again
+// on resume, which is harmless: nothing is applied before the commit.
+type collectBatch struct {
+	ds      datastore.Batching
+	writes  []collectWrite
+	held    map[datastore.Key]bool // keys written, true if put (not deleted)
+	started time.Time
+}
+
+type collectWrite struct {
+	key   datastore.Key
+	value []byte
+	del   bool
+}
+
+// Commit a collect batch at this many writes or after this long.
+const (
+	collectBatchWrites = 256
+	collectBatchAge    = 250 * time.Millisecond
+)
+
+func (cb *collectBatch) add(ws ...collectWrite) {
+	if len(cb.writes) == 0 {
+		cb.started = time.Now()
+		if cb.held == nil {
+			cb.held = make(map[datastore.Key]bool)
+		}
+	}
+	for _, w := range ws {
+		cb.writes = append(cb.writes, w)
+		cb.held[w.key] = !w.del
+	}
+}
+
+// has reports whether key exists, counting the writes not yet committed.
+func (cb *collectBatch) has(ctx context.Context, key datastore.Key) (bool, error) {
+	if put, ok := cb.held[key]; ok {
+		return put, nil
+	}
+	return cb.ds.Has(ctx, key)
+}
+
+func (cb *collectBatch) full() bool {
+	return len(cb.writes) >= collectBatchWrites || (len(cb.writes) > 0 && time.Since(cb.started) >= collectBatchAge)
+}
+
+// commit writes what cb holds in one atomic batch.
+func (cb *collectBatch) commit(ctx context.Context) error {
+	if len(cb.writes) == 0 {
+		return nil
+	}
+	b, err := cb.ds.Batch(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range cb.writes {
+		if w.del {
+			err = b.Delete(ctx, w.key)
+		} else {
+			err = b.Put(ctx, w.key, w.value)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(ctx); err != nil {
+		return err
+	}
+	cb.writes = cb.writes[:0]
+	clear(cb.held)
+	return nil
+}
+
+// abandon drops the walk in progress, leaving the last head as it was.
+func (w *Walker) abandon(ctx context.Context, s WalkState) error {
+	b, err := w.ds.Batch(ctx)
+	if err == nil {
+		err = w.discard(ctx, b)
+	}
+	if err == nil {
+		err = b.Commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: abandon walk of %s: %w", w.publisher, err)
+	}
+	w.setState(WalkState{LastHead: s.LastHead})
+	return nil
+}
+
+// spillLimit is the most bytes of blocks the walk described by s may hold
+// pending: less for a publisher none of whose walks has finished yet.
+func (w *Walker) spillLimit(s WalkState) int64 {
+	if s.LastHead.Defined() {
+		return w.cfg.spillWalk
+	}
+	return w.cfg.spillFirst
+}
+
+// abandoned reports whether a walk that failed collecting with err is
+// dropped rather than kept for a retry: anything but a failure to fetch
+// (which may pass) or a cancelled walk. Advertisements that do not verify,
+// do not decode or form a cycle are not the publisher's to give, and a
+// walk over a limit would only meet it again.
+func abandoned(err error) bool {
+	return !errors.Is(err, ErrFetch) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		(errors.Is(err, ErrSignature) || errors.Is(err, ErrInvalidBlock) || errors.Is(err, ErrCycle) ||
+			errors.Is(err, ErrDepthLimit) || errors.Is(err, ErrSpillLimit))
+}
+
+// verify checks ad's signature against the signature policy: the signer
+// must be the provider or the publisher.
+func (w *Walker) verify(ad *schema.Advertisement, provider peer.ID) (peer.ID, error) {
+	return checkSigner(ad, provider, w.publisher, w.cfg.allowUnsigned)
+}
