@@ -39,7 +39,7 @@
 // # Configuration
 //
 // The JSON file of -config has the keys of Config in
-// examples/internal/assignernode; flags given on the
+// examples/assignernode; flags given on the
 // command line override it, and -indexer adds to its pool:
 //
 //	{
@@ -127,7 +127,7 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/assignernode; this command
+// The program itself is Run in examples/assignernode; this command
 // only calls it under a context that SIGINT and SIGTERM cancel, so a
 // whole pool can run the same role in goroutines (examples/pool).
 package main

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/piecenode"
+	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

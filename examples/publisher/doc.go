@@ -13,7 +13,7 @@
 //	publisher [-config FILE] [flags]
 //
 // Flags override the JSON config file, whose keys are the fields of
-// Config in examples/internal/publishernode (Listen, Publishers, Seed,
+// Config in examples/publishernode (Listen, Publishers, Seed,
 // Interval, InitialAds, MaxAds, Entries, ChunkSize, RemoveEvery,
 // UpdateEvery, Announce, Dir, Fault, LogLevel, ShutdownTimeout; durations
 // as "1s"); unknown keys are an error.
@@ -82,7 +82,7 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/publishernode; this
+// The program itself is Run in examples/publishernode; this
 // command only calls it under a context that SIGINT and SIGTERM cancel, so
 // a whole pool can run the role in goroutines (examples/pool).
 package main

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

@@ -113,7 +113,7 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/scatternode; this command
+// The program itself is Run in examples/scatternode; this command
 // only calls it under a context that SIGINT and SIGTERM cancel, so a
 // whole pool can run the same role in goroutines (examples/pool).
 package main

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/scatternode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/internal/scatternode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 )
 
 // A scatter front end runs in a goroutine on a free port; the tap on its

@@ -14,12 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/internal/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/internal/piecenode"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
-	"github.com/indexkit/indexkit/examples/internal/scatternode"
+	"github.com/indexkit/indexkit/examples/piecenode"
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

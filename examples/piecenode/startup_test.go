@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/internal/piecenode"
+	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/internal/redistest"
 )
 

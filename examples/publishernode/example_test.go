@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"

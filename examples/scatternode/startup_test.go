@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/scatternode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 )
 
 // A listener whose port is taken ends Run at start with an error naming

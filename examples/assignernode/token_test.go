@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 )
 
 // A listener whose port is taken ends Run at start with an error naming
