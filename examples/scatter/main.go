@@ -5,4 +5,4 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("scatter", scatternode.Run) }
+func main() { cli.Main("scatter", scatternode.Main) }

@@ -1,21 +1,40 @@
-// Package scatternode is the program of the scatter role of an indexkit pool,
-// as a package: [Run] takes the command-line arguments of examples/scatter
-// (whose documentation is the manual of every flag, the config file and
-// the logs) and runs the role until its context is done.
+// Package scatternode is the front end of an indexkit pool as a library:
+// a [Scatter] serves the IPNI find API over a scatter/gather of other find
+// APIs (indexkit indexers, storetheindex, indexstar), and [Main] is the
+// examples/scatter program around it (whose documentation is the manual
+// of every flag, the config file and the logs).
 //
-// examples/scatter is a thin main around [Run]; examples/pool calls [Run] in
-// goroutines to run a whole pool in one process, or starts examples/scatter
-// as a process with --processes. Either way the role is the same code with
-// the same flags.
+// # Embedding
+//
+// A program or a test builds a front end from a typed [Config] and the
+// listener it binds itself, then runs it:
+//
+//	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+//	cfg := scatternode.DefaultConfig()
+//	cfg.Backends = []string{"http://10.0.0.1:3000", "http://10.0.0.2:3000"}
+//	front, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
+//	if err != nil { ... }
+//	defer front.Close()
+//	go front.Run(ctx) // until ctx is done
+//	url := front.Addrs().FindURL()
+//
+// [Scatter.Reload] replaces the backends (timeout, ring, cache) while the
+// front end serves, as the binary does on SIGHUP; [Config.Hooks] observe
+// each Gather built, which is how [Main] feeds its Prometheus metrics.
 //
 // # Lifecycle
 //
-// [Run] starts nothing before it has validated its flags, and returns only
-// after every goroutine and listener it started has stopped. It writes its
-// log (slog text lines) to the stderr writer it is given; each bound
-// listener is logged as msg=listening name=<x> addr=<host:port> before
-// msg=starting, so a caller that passes 127.0.0.1:0 learns the ports from
-// those lines (examples/internal/logtap does that in process).
-// Several [Run] calls may run at once in one process, each with its own
-// flags.
+// [New] validates the Config (every error names the field) and builds the
+// first Gather; it starts no goroutine and dials nothing. [Scatter.Run]
+// serves until its context is done, then shuts down within
+// Config.ShutdownTimeout and returns only after every goroutine it started
+// has exited. [Scatter.Close] releases the listener if Run never ran and
+// the idle connections to the backends. Several front ends may run in one
+// process.
+//
+// [Main] parses the flags and the config file, binds the listeners with the
+// connection caps, and logs each as msg=listening name=<x>
+// addr=<host:port> before msg=starting, so a caller that passes
+// 127.0.0.1:0 learns the ports from those lines; examples/scatter and the
+// process mode of examples/internal/pool call it.
 package scatternode

@@ -39,7 +39,7 @@ const (
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Run,
 	KindAssigner:  assignernode.Run,
-	KindScatter:   scatternode.Run,
+	KindScatter:   scatternode.Main,
 	KindPublisher: publishernode.Run,
 	KindPiece:     piecenode.Run,
 }

@@ -1,0 +1,351 @@
+package scatternode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter"
+)
+
+// options are the command-line flags.
+type options struct {
+	listen, metrics string
+	backends        []string // as given, in order
+	configPath      string
+	timeout         time.Duration
+	timeoutSet      bool // -timeout was given explicitly: it wins over the file
+	cacheEntries    int
+	cacheTTL        time.Duration
+	cacheNegTTL     time.Duration
+	shutdownTimeout time.Duration
+	logLevel        slog.Level
+	maxConns        int
+	maxConnsPerIP   int
+}
+
+// urlList is a flag.Value collecting comma-separated URLs; the flag may be
+// repeated.
+type urlList []string
+
+func (l *urlList) String() string { return strings.Join(*l, ",") }
+
+func (l *urlList) Set(s string) error {
+	for u := range strings.SplitSeq(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			*l = append(*l, u)
+		}
+	}
+	return nil
+}
+
+// parseFlags parses args (without the program name). Usage and flag errors
+// go to stderr; -h returns flag.ErrHelp.
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("scatter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: scatter -backends URL[,URL...] | -config FILE [flags]")
+		fmt.Fprintln(fs.Output(), "Serves the IPNI find API over a scatter/gather of find API backends. Flags:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` of the find API (port 0 picks a free port)")
+	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:8081", "`address` of the Prometheus /metrics endpoint (\"\" disables it)")
+	var backends urlList
+	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
+	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
+	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
+	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
+	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
+	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long requests in flight may take to finish on SIGINT/SIGTERM")
+	fs.TextVar(&o.logLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	o.maxConns, o.maxConnsPerIP = cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
+	cli.ConnLimitFlags(fs, &o.maxConns, &o.maxConnsPerIP)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			o.timeoutSet = true
+		}
+	})
+	o.backends = backends
+	switch {
+	case o.listen == "":
+		return nil, errors.New("-listen must not be empty")
+	case o.timeout <= 0:
+		return nil, fmt.Errorf("-timeout %v must be positive", o.timeout)
+	case o.cacheEntries < 0:
+		return nil, fmt.Errorf("-cache %d must not be negative", o.cacheEntries)
+	case o.cacheEntries > 0 && o.cacheTTL <= 0:
+		return nil, fmt.Errorf("-cache-ttl %v must be positive", o.cacheTTL)
+	case o.cacheNegTTL < 0:
+		return nil, fmt.Errorf("-cache-negative-ttl %v must not be negative", o.cacheNegTTL)
+	case o.shutdownTimeout <= 0:
+		return nil, fmt.Errorf("-shutdown-timeout %v must be positive", o.shutdownTimeout)
+	}
+	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
+		return nil, err
+	}
+	if o.configPath == "" && len(o.backends) == 0 {
+		return nil, errors.New("no backends: give -backends or -config (see -h)")
+	}
+	return o, nil
+}
+
+// ringConfig is the Ring object of the config file.
+type ringConfig = Ring
+
+// fileConfig is the object form of the config file.
+type fileConfig struct {
+	Backends []string
+	Timeout  string // a Go duration, such as "5s"
+	Ring     *ringConfig
+}
+
+// config is what one Gather is built from: the flags and the config file,
+// validated and normalised.
+type config struct {
+	Backends []string // normalised URLs, unique, in order: flags first, then the file
+	Timeout  time.Duration
+	Ring     *ringConfig // nil: ask every backend
+}
+
+func (c config) equal(o config) bool {
+	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
+		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring)
+}
+
+// parseConfigFile parses a config file: either a JSON array of URLs (the
+// indexstar format) or a fileConfig object (unknown fields are an error).
+func parseConfigFile(data []byte) (fileConfig, error) {
+	var fc fileConfig
+	data = bytes.TrimSpace(data)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var err error
+	switch {
+	case len(data) == 0:
+		return fc, errors.New("empty file")
+	case data[0] == '[':
+		err = dec.Decode(&fc.Backends)
+	case data[0] == '{':
+		dec.DisallowUnknownFields()
+		err = dec.Decode(&fc)
+	default:
+		return fc, errors.New(`want a JSON array of backend URLs or an object {"Backends":[...]}`)
+	}
+	if err != nil {
+		return fc, err
+	}
+	if dec.More() {
+		return fc, errors.New("data after the JSON value")
+	}
+	return fc, nil
+}
+
+// loadConfig reads the config file, if any, and merges it with the flags:
+// the backends of both, in that order; the file's Timeout unless -timeout
+// was given explicitly; the file's Ring.
+func loadConfig(o *options) (config, error) {
+	cfg := config{Timeout: o.timeout}
+	raw := slices.Clone(o.backends)
+	if o.configPath != "" {
+		data, err := os.ReadFile(o.configPath)
+		if err != nil {
+			return config{}, fmt.Errorf("config: %w", err)
+		}
+		fc, err := parseConfigFile(data)
+		if err != nil {
+			return config{}, fmt.Errorf("config file %s: %w", o.configPath, err)
+		}
+		raw = append(raw, fc.Backends...)
+		if fc.Timeout != "" && !o.timeoutSet {
+			d, err := time.ParseDuration(fc.Timeout)
+			if err != nil || d <= 0 {
+				return config{}, fmt.Errorf("config file %s: Timeout %q must be a positive duration such as \"5s\"", o.configPath, fc.Timeout)
+			}
+			cfg.Timeout = d
+		}
+		if fc.Ring != nil {
+			r := *fc.Ring
+			cfg.Ring = &r
+		}
+	}
+	backends, ring, err := normalizeBackends(raw, cfg.Ring)
+	if err != nil {
+		return config{}, err
+	}
+	cfg.Backends, cfg.Ring = backends, ring
+	return cfg, nil
+}
+
+// roleConfig is the Config of the flags o and the loaded cfg, logging to
+// log and feeding met.
+func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config {
+	c := DefaultConfig()
+	c.Backends, c.Timeout, c.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
+	c.ShutdownTimeout = o.shutdownTimeout
+	c.Logger = log
+	c.Hooks = Hooks{
+		Gather:  func(backends []string) scatter.GatherHooks { return met.hooks(backends, log) },
+		Serving: met.stats.setCurrent,
+		Retired: met.stats.retire,
+	}
+	return c
+}
+
+// configAttrs describes cfg in log lines.
+func configAttrs(cfg config) []any {
+	attrs := []any{"backends", cfg.Backends, "timeout", cfg.Timeout}
+	if cfg.Ring != nil {
+		attrs = append(attrs, "ring_vnodes", cfg.Ring.Vnodes, "ring_replication", cfg.Ring.Replication)
+	}
+	return attrs
+}
+
+// Main is the scatter program: it parses args as examples/scatter's flags
+// (see that command's documentation), binds the find API and /metrics
+// listeners with the connection caps, and runs a [Scatter] until ctx is
+// done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
+// reloading the config file on each SIGHUP the process receives. It logs
+// to stderr, including one msg=listening name=<x> addr=<host:port> line
+// per listener. It returns nil after a clean shutdown and flag.ErrHelp for
+// -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(stderr, opts.logLevel)
+
+	// Take SIGHUP before anything can send one, so that it never kills us.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	cfg, err := loadConfig(opts)
+	if err != nil {
+		return err
+	}
+	met := newMetrics()
+	ln, err := cli.Listen(opts.listen, opts.maxConns, opts.maxConnsPerIP)
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", opts.listen, err)
+	}
+	var mln net.Listener
+	if opts.metrics != "" {
+		if mln, err = cli.Listen(opts.metrics, opts.maxConns, opts.maxConnsPerIP); err != nil {
+			ln.Close()
+			return fmt.Errorf("-metrics %s: %w", opts.metrics, err)
+		}
+	}
+	node, err := New(ctx, opts.roleConfig(cfg, log, met), Listeners{Find: ln})
+	if err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
+	defer node.Close()
+
+	cli.LogListening(log, "find", node.Addrs().Find)
+	if mln != nil {
+		cli.LogListening(log, "metrics", mln.Addr().String())
+	}
+	log.Info("starting", append(configAttrs(cfg), "config", opts.configPath, "cache_entries", opts.cacheEntries)...)
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return node.Run(ctx) })
+	if mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		}))
+		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), mln, opts.shutdownTimeout)
+	}
+	eg.Go(func() error {
+		reloadLoop(ctx, hup, opts, node, log, met)
+		return nil
+	})
+	return eg.Wait()
+}
+
+// reloadLoop applies the config file on each SIGHUP until ctx is done,
+// with [Scatter.Reload]: requests in flight finish on the old Gather, and
+// a config that does not load or build leaves the current one in place.
+// Reloads run one at a time, here. Each outcome is counted before it is
+// logged, so that a log line is never ahead of the metrics.
+func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *Scatter, log *slog.Logger, met *metrics) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if opts.configPath == "" {
+			met.reloads.WithLabelValues("unchanged").Inc()
+			log.Warn("SIGHUP: no -config file to reload; keeping the current backends")
+			continue
+		}
+		prev := node.Config()
+		cfg, err := loadConfig(opts)
+		applied := false
+		if err == nil {
+			rc := prev
+			rc.Backends, rc.Timeout, rc.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+			applied, err = node.Reload(rc)
+		}
+		switch {
+		case err != nil:
+			met.reloads.WithLabelValues("failed").Inc()
+			log.Error("reload failed; keeping the current backends", "err", err)
+			continue
+		case !applied:
+			met.reloads.WithLabelValues("unchanged").Inc()
+			log.Info("reload: config unchanged; keeping the current backends and their breaker state")
+			continue
+		}
+		met.reloads.WithLabelValues("applied").Inc()
+		added, removed := diff(prev.Backends, cfg.Backends)
+		log.Info("config reloaded", append(configAttrs(cfg), "added", added, "removed", removed)...)
+	}
+}
+
+// diff returns the elements of b not in a, and those of a not in b.
+func diff(a, b []string) (added, removed []string) {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			removed = append(removed, x)
+		}
+	}
+	return added, removed
+}
