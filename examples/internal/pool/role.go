@@ -41,7 +41,7 @@ var programs = map[string]cli.RunFunc{
 	KindAssigner:  assignernode.Run,
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishernode.Run,
-	KindPiece:     piecenode.Run,
+	KindPiece:     piecenode.Main,
 }
 
 // RoleMain runs a role and exits when the process was started as one
