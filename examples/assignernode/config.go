@@ -1,300 +1,97 @@
 package assignernode
 
 import (
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"strings"
+	"net/netip"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// Config is the assigner's configuration: the JSON config file (-config),
-// with the flags given on the command line on top. Field names are the
-// JSON keys; durations are strings such as "5m".
+// Config is the typed configuration of an assigner. Start from
+// [DefaultConfig] and set Service.Indexers.
 type Config struct {
-	// Indexers is the pool.
-	Indexers []Indexer
-	// Replication and PresetReplication: indexers per publisher (0: 1).
-	Replication, PresetReplication int
-	// PollInterval is the period of the status polls.
-	PollInterval duration
-	// Policy is the reference's {Allow, Except} on publisher peer IDs.
-	Policy Policy
-	// Topic is the gossip topic of announces.
-	Topic string
-	// Listen is the announce listener (PUT /announce, /ingest/announce);
-	// StateListen the read-only state API (GET /assignments, /indexers);
-	// Metrics the Prometheus /metrics listener ("" disables it).
-	Listen, StateListen, Metrics string
-	// P2P is the libp2p listen multiaddr for gossip; "none" or "" disables it.
+	// Service is the pool and its rules: the indexers, the replication,
+	// the poll interval, the publisher policy and the gossip topic (see
+	// assigner.ServiceConfig, which validates it).
+	Service assigner.ServiceConfig
+	// P2P is the libp2p listen multiaddr of the gossip host (announces on
+	// Service.Topic, and republishing of HTTP announces); "" runs no
+	// libp2p host and no gossip. The host has a fresh identity each New.
 	P2P string
 	// RequestTimeout bounds each request to an indexer.
-	RequestTimeout duration
-	// AdminToken is the bearer token of the indexers' admin APIs.
+	RequestTimeout time.Duration
+	// AdminToken is the bearer token of the indexers' admin APIs; "":
+	// none.
 	AdminToken string
 	// AllowPrivateAddrs lets the assigner fetch an unknown publisher's
-	// signed head from loopback, private, link-local and CGNAT addresses.
-	// Off by default, since announces name those addresses. For a pool on
-	// a private network or on one machine; cloud metadata addresses stay
-	// refused. The indexers' URLs are configured and not restricted.
+	// signed head from loopback, private, link-local and CGNAT addresses
+	// (a private pool; announces name those addresses, so off by
+	// default). Cloud metadata addresses stay refused; the indexers' URLs
+	// are configured and not restricted.
 	AllowPrivateAddrs bool
-	// AdminTokenFile is a file whose first line is that token (not with
-	// AdminToken; without either, $INDEXKIT_ADMIN_TOKEN).
-	AdminTokenFile string
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
-	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
-	ShutdownTimeout duration
-	// MaxConns caps the open connections of each HTTP listener; more
-	// wait to be accepted. 0: no cap.
-	MaxConns int
-	// MaxConnsPerIP caps the open connections of each HTTP listener from
-	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.
-	MaxConnsPerIP int
+	// ShutdownTimeout bounds how long requests in flight may take once
+	// Run's context is done.
+	ShutdownTimeout time.Duration
 	// AnnounceRate is how many HTTP announces a second one source IP may
 	// send (twice that at once); more are answered 429. 0: no limit.
 	AnnounceRate float64
-	// AnnounceRateExempt are the sources AnnounceRate does not limit:
-	// comma-separated CIDR prefixes or addresses.
-	AnnounceRateExempt string
+	// AnnounceRateExempt are the sources AnnounceRate does not limit.
+	AnnounceRateExempt []netip.Prefix
 	// GossipPeerRate is how many gossip announces a second are taken from
 	// one propagating peer (twice that at once). 0: no limit.
 	GossipPeerRate float64
+	// Logger receives the assigner's log; nil discards it.
+	Logger *slog.Logger
+	// Hooks observe announces, decisions, requests, forwards and polls
+	// (for metrics).
+	Hooks assigner.Hooks
 }
 
-// Indexer is one indexer of the pool.
-type Indexer struct {
-	ID                           string `json:",omitempty"`
-	AdminURL, FindURL, IngestURL string
-	// PresetPeers are the publishers preset to it.
-	PresetPeers []string `json:",omitempty"`
-}
-
-// Policy is {Allow, Except}: Except is a deny list when Allow is true and
-// an allow list when it is false.
-type Policy struct {
-	Allow  bool
-	Except []string
-}
-
-// duration is a time.Duration that reads and writes as "5m" in JSON.
-type duration time.Duration
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"5m\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	*d = duration(v)
-	return err
-}
-
-func (d duration) d() time.Duration { return time.Duration(d) }
-
-// DefaultConfig is the configuration without file or flags.
+// DefaultConfig returns the defaults of the binary's flags: replication
+// 1, the assigner package's poll interval, topic and request timeout, no
+// gossip, public addresses only, the announce limits of the other roles
+// and a 10s shutdown. Service.Indexers is empty.
 func DefaultConfig() Config {
 	return Config{
-		Replication:       1,
-		PresetReplication: 1,
-		PollInterval:      duration(assigner.DefaultPollInterval),
-		Policy:            Policy{Allow: true},
-		Topic:             assigner.DefaultTopic,
-		Listen:            "127.0.0.1:3001",
-		StateListen:       "127.0.0.1:3010",
-		Metrics:           "127.0.0.1:3011",
-		P2P:               "none",
-		RequestTimeout:    duration(assigner.DefaultRequestTimeout),
-		LogLevel:          "info",
-		ShutdownTimeout:   duration(10 * time.Second),
-
-		MaxConns:           cli.DefaultMaxConns,
-		MaxConnsPerIP:      cli.DefaultMaxConnsPerIP,
-		AnnounceRate:       cli.DefaultAnnounceRate,
-		AnnounceRateExempt: cli.DefaultAnnounceRateExempt,
-		GossipPeerRate:     cli.DefaultGossipPeerRate,
+		Service: assigner.ServiceConfig{
+			Replication:       1,
+			PresetReplication: 1,
+			PollInterval:      assigner.DefaultPollInterval,
+			Topic:             assigner.DefaultTopic,
+		},
+		RequestTimeout:  assigner.DefaultRequestTimeout,
+		ShutdownTimeout: 10 * time.Second,
+		AnnounceRate:    cli.DefaultAnnounceRate,
+		GossipPeerRate:  cli.DefaultGossipPeerRate,
 	}
 }
 
-// indexerFlag is the repeatable -indexer flag: admin=URL,find=URL,ingest=URL[,id=NAME].
-type indexerFlag struct{ c *Config }
-
-func (f indexerFlag) String() string { return "" }
-
-func (f indexerFlag) Set(s string) error {
-	var ix Indexer
-	for kv := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fmt.Errorf("%q: want key=value", kv)
-		}
-		switch k {
-		case "admin":
-			ix.AdminURL = v
-		case "find":
-			ix.FindURL = v
-		case "ingest":
-			ix.IngestURL = v
-		case "id":
-			ix.ID = v
-		case "preset":
-			ix.PresetPeers = append(ix.PresetPeers, v)
-		default:
-			return fmt.Errorf("unknown key %q: want admin, find, ingest, id or preset", k)
-		}
-	}
-	f.c.Indexers = append(f.c.Indexers, ix)
-	return nil
-}
-
-func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("assigner", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: assigner [-config FILE] [flags]")
-		fmt.Fprintln(fs.Output(), "Assigns publishers to a pool of IPNI indexers (see go doc). Flags override the config file:")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as in Config: Indexers, Replication, ...); flags given explicitly override it")
-	fs.Var(indexerFlag{c}, "indexer", "add an indexer to the pool: `admin=URL,find=URL,ingest=URL[,id=NAME][,preset=PEER...]` (repeatable)")
-	fs.IntVar(&c.Replication, "replication", c.Replication, "indexers per publisher")
-	fs.IntVar(&c.PresetReplication, "preset-replication", c.PresetReplication, "indexers per preset publisher")
-	fs.Func("poll-interval", "`interval` of the status polls (default "+c.PollInterval.d().String()+")", func(s string) error {
-		d, err := time.ParseDuration(s)
-		c.PollInterval = duration(d)
-		return err
-	})
-	fs.Func("request-timeout", "`timeout` of each request to an indexer (default "+c.RequestTimeout.d().String()+")", func(s string) error {
-		d, err := time.ParseDuration(s)
-		c.RequestTimeout = duration(d)
-		return err
-	})
-	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "announce listen `address` (PUT /announce)")
-	fs.StringVar(&c.StateListen, "state-listen", c.StateListen, "state API listen `address` (GET /assignments, /indexers)")
-	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
-	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` for gossip (\"none\" disables it)")
-	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs (shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken+")")
-	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the bearer token of the indexers' admin APIs")
-	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "fetch unknown publishers' signed heads from loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
-	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
-	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
-		d, err := time.ParseDuration(s)
-		c.ShutdownTimeout = duration(d)
-		return err
-	})
-	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
-	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second per source IP, twice that at once; more get 429 (0: no limit)")
-	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit")
-	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
-	return fs
-}
-
-// loadConfig returns the configuration args (without the program name)
-// make: the defaults, then the -config file, then the flags given (an
-// -indexer flag adds to the file's pool). -h returns flag.ErrHelp.
-func loadConfig(args []string, stderr io.Writer) (Config, error) {
-	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSONOnly)
-	if err != nil {
-		return c, err
-	}
-	return c, c.validate()
-}
-
-func (c *Config) validate() error {
-	if strings.EqualFold(c.P2P, "none") {
-		c.P2P = ""
-	}
+// validate returns an error naming the field of c at fault; the
+// assigner's NewService checks Service.
+func (c Config) validate() error {
 	switch {
-	case len(c.Indexers) == 0:
-		return errors.New("no indexer in the pool: set Indexers in -config or give -indexer")
-	case c.Listen == "" || c.StateListen == "":
-		return errors.New("-listen and -state-listen must not be empty")
-	case c.Replication < 0 || c.PresetReplication < 0:
-		return errors.New("-replication and -preset-replication must not be negative")
-	case c.PollInterval <= 0 || c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0:
-		return errors.New("-poll-interval, -request-timeout and -shutdown-timeout must be positive")
+	case len(c.Service.Indexers) == 0:
+		return errors.New("Service.Indexers: no indexer in the pool")
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("RequestTimeout %v must be positive", c.RequestTimeout)
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	}
-	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
-		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
-	}
-	if err := cli.CheckConnLimits(c.MaxConns, c.MaxConnsPerIP); err != nil {
-		return err
-	}
-	if err := errors.Join(cli.CheckRate("-announce-rate", c.AnnounceRate), cli.CheckRate("-gossip-peer-rate", c.GossipPeerRate)); err != nil {
-		return err
-	}
-	if _, err := cli.ParsePrefixes(c.AnnounceRateExempt); err != nil {
-		return fmt.Errorf("-announce-rate-exempt %q: %w", c.AnnounceRateExempt, err)
-	}
-	_, err := c.serviceConfig()
-	return err
+	return errors.Join(cli.CheckRate("AnnounceRate", c.AnnounceRate), cli.CheckRate("GossipPeerRate", c.GossipPeerRate))
 }
 
-// announceOptions are the announce limits of c (validated) as options of
-// the assigner's Service.
+// announceOptions are the announce limits of c as options of the
+// assigner's Service.
 func (c Config) announceOptions() []assigner.ServiceOption {
-	exempt, _ := cli.ParsePrefixes(c.AnnounceRateExempt)
 	return []assigner.ServiceOption{
 		assigner.WithReceiverOptions(
 			announce.WithSourceRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
-			announce.WithSourceRateExempt(exempt...)),
+			announce.WithSourceRateExempt(c.AnnounceRateExempt...)),
 		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, cli.RateBurst(c.GossipPeerRate))),
 	}
-}
-
-func (c Config) level() slog.Level {
-	l, _ := cli.ParseLevel(c.LogLevel)
-	return l
-}
-
-// serviceConfig turns c into the assigner.ServiceConfig (peer IDs parsed).
-func (c Config) serviceConfig() (assigner.ServiceConfig, error) {
-	sc := assigner.ServiceConfig{
-		Replication: c.Replication, PresetReplication: c.PresetReplication,
-		PollInterval: c.PollInterval.d(), Topic: c.Topic,
-	}
-	ids := func(what string, ss []string) ([]peer.ID, error) {
-		var out []peer.ID
-		for _, s := range ss {
-			p, err := peer.Decode(s)
-			if err != nil {
-				return nil, fmt.Errorf("%s %q: %w", what, s, err)
-			}
-			out = append(out, p)
-		}
-		return out, nil
-	}
-	for i, ix := range c.Indexers {
-		preset, err := ids(fmt.Sprintf("Indexers[%d].PresetPeers", i), ix.PresetPeers)
-		if err != nil {
-			return sc, err
-		}
-		sc.Indexers = append(sc.Indexers, assigner.ServiceIndexer{
-			ID: ix.ID, AdminURL: ix.AdminURL, FindURL: ix.FindURL, IngestURL: ix.IngestURL, PresetPublishers: preset,
-		})
-	}
-	except, err := ids("Policy.Except", c.Policy.Except)
-	if err != nil {
-		return sc, err
-	}
-	if !c.Policy.Allow || len(except) > 0 {
-		sc.Policy = assigner.ExceptPolicy(c.Policy.Allow, except...)
-	}
-	// NewService validates the rest (URLs, replication, topic).
-	if _, err := assigner.NewService(sc); err != nil {
-		return sc, err
-	}
-	return sc, nil
 }

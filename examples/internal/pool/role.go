@@ -38,7 +38,7 @@ const (
 
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Run,
-	KindAssigner:  assignernode.Run,
+	KindAssigner:  assignernode.Main,
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishernode.Run,
 	KindPiece:     piecenode.Main,

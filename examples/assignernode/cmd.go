@@ -1,0 +1,406 @@
+package assignernode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+// fileConfig is the binary's configuration: the JSON config file
+// (-config), with the flags given on the command line on top. Field names
+// are the JSON keys; durations are strings such as "5m". fileConfig.config
+// turns it into the typed [Config].
+type fileConfig struct {
+	// Indexers is the pool.
+	Indexers []fileIndexer
+	// Replication and PresetReplication: indexers per publisher (0: 1).
+	Replication, PresetReplication int
+	// PollInterval is the period of the status polls.
+	PollInterval duration
+	// Policy is the reference's {Allow, Except} on publisher peer IDs.
+	Policy filePolicy
+	// Topic is the gossip topic of announces.
+	Topic string
+	// Listen is the announce listener (PUT /announce, /ingest/announce);
+	// StateListen the read-only state API (GET /assignments, /indexers);
+	// Metrics the Prometheus /metrics listener ("" disables it).
+	Listen, StateListen, Metrics string
+	// P2P is the libp2p listen multiaddr for gossip; "none" or "" disables it.
+	P2P string
+	// RequestTimeout bounds each request to an indexer.
+	RequestTimeout duration
+	// AdminToken is the bearer token of the indexers' admin APIs.
+	AdminToken string
+	// AllowPrivateAddrs lets the assigner fetch an unknown publisher's
+	// signed head from loopback, private, link-local and CGNAT addresses.
+	// Off by default, since announces name those addresses. For a pool on
+	// a private network or on one machine; cloud metadata addresses stay
+	// refused. The indexers' URLs are configured and not restricted.
+	AllowPrivateAddrs bool
+	// AdminTokenFile is a file whose first line is that token (not with
+	// AdminToken; without either, $INDEXKIT_ADMIN_TOKEN).
+	AdminTokenFile string
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
+	ShutdownTimeout duration
+	// MaxConns caps the open connections of each HTTP listener; more
+	// wait to be accepted. 0: no cap.
+	MaxConns int
+	// MaxConnsPerIP caps the open connections of each HTTP listener from
+	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.
+	MaxConnsPerIP int
+	// AnnounceRate is how many HTTP announces a second one source IP may
+	// send (twice that at once); more are answered 429. 0: no limit.
+	AnnounceRate float64
+	// AnnounceRateExempt are the sources AnnounceRate does not limit:
+	// comma-separated CIDR prefixes or addresses.
+	AnnounceRateExempt string
+	// GossipPeerRate is how many gossip announces a second are taken from
+	// one propagating peer (twice that at once). 0: no limit.
+	GossipPeerRate float64
+}
+
+// fileIndexer is one indexer of the pool.
+type fileIndexer struct {
+	ID                           string `json:",omitempty"`
+	AdminURL, FindURL, IngestURL string
+	// PresetPeers are the publishers preset to it.
+	PresetPeers []string `json:",omitempty"`
+}
+
+// filePolicy is {Allow, Except}: Except is a deny list when Allow is true and
+// an allow list when it is false.
+type filePolicy struct {
+	Allow  bool
+	Except []string
+}
+
+// duration is a time.Duration that reads and writes as "5m" in JSON.
+type duration time.Duration
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"5m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	*d = duration(v)
+	return err
+}
+
+func (d duration) d() time.Duration { return time.Duration(d) }
+
+// defaultFileConfig is the configuration without file or flags.
+func defaultFileConfig() fileConfig {
+	return fileConfig{
+		Replication:       1,
+		PresetReplication: 1,
+		PollInterval:      duration(assigner.DefaultPollInterval),
+		Policy:            filePolicy{Allow: true},
+		Topic:             assigner.DefaultTopic,
+		Listen:            "127.0.0.1:3001",
+		StateListen:       "127.0.0.1:3010",
+		Metrics:           "127.0.0.1:3011",
+		P2P:               "none",
+		RequestTimeout:    duration(assigner.DefaultRequestTimeout),
+		LogLevel:          "info",
+		ShutdownTimeout:   duration(10 * time.Second),
+
+		MaxConns:           cli.DefaultMaxConns,
+		MaxConnsPerIP:      cli.DefaultMaxConnsPerIP,
+		AnnounceRate:       cli.DefaultAnnounceRate,
+		AnnounceRateExempt: cli.DefaultAnnounceRateExempt,
+		GossipPeerRate:     cli.DefaultGossipPeerRate,
+	}
+}
+
+// indexerFlag is the repeatable -indexer flag: admin=URL,find=URL,ingest=URL[,id=NAME].
+type indexerFlag struct{ c *fileConfig }
+
+func (f indexerFlag) String() string { return "" }
+
+func (f indexerFlag) Set(s string) error {
+	var ix fileIndexer
+	for kv := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("%q: want key=value", kv)
+		}
+		switch k {
+		case "admin":
+			ix.AdminURL = v
+		case "find":
+			ix.FindURL = v
+		case "ingest":
+			ix.IngestURL = v
+		case "id":
+			ix.ID = v
+		case "preset":
+			ix.PresetPeers = append(ix.PresetPeers, v)
+		default:
+			return fmt.Errorf("unknown key %q: want admin, find, ingest, id or preset", k)
+		}
+	}
+	f.c.Indexers = append(f.c.Indexers, ix)
+	return nil
+}
+
+func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("assigner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: assigner [-config FILE] [flags]")
+		fmt.Fprintln(fs.Output(), "Assigns publishers to a pool of IPNI indexers (see go doc). Flags override the config file:")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as in Config: Indexers, Replication, ...); flags given explicitly override it")
+	fs.Var(indexerFlag{c}, "indexer", "add an indexer to the pool: `admin=URL,find=URL,ingest=URL[,id=NAME][,preset=PEER...]` (repeatable)")
+	fs.IntVar(&c.Replication, "replication", c.Replication, "indexers per publisher")
+	fs.IntVar(&c.PresetReplication, "preset-replication", c.PresetReplication, "indexers per preset publisher")
+	fs.Func("poll-interval", "`interval` of the status polls (default "+c.PollInterval.d().String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.PollInterval = duration(d)
+		return err
+	})
+	fs.Func("request-timeout", "`timeout` of each request to an indexer (default "+c.RequestTimeout.d().String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.RequestTimeout = duration(d)
+		return err
+	})
+	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "announce listen `address` (PUT /announce)")
+	fs.StringVar(&c.StateListen, "state-listen", c.StateListen, "state API listen `address` (GET /assignments, /indexers)")
+	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
+	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` for gossip (\"none\" disables it)")
+	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs (shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken+")")
+	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the bearer token of the indexers' admin APIs")
+	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "fetch unknown publishers' signed heads from loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
+	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.ShutdownTimeout = duration(d)
+		return err
+	})
+	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
+	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second per source IP, twice that at once; more get 429 (0: no limit)")
+	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit")
+	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
+	return fs
+}
+
+// loadConfig returns the configuration args (without the program name)
+// make: the defaults, then the -config file, then the flags given (an
+// -indexer flag adds to the file's pool). -h returns flag.ErrHelp.
+func loadConfig(args []string, stderr io.Writer) (fileConfig, error) {
+	c, err := cli.LoadConfig(args, stderr, defaultFileConfig, flagSet, decodeFile)
+	if err != nil {
+		return c, err
+	}
+	return c, c.validate()
+}
+
+// decodeFile decodes the -config file into v, a *fileConfig. The type is
+// named Config there, so that a JSON error names a key as Config.<Key>, as
+// the binary's documentation does.
+func decodeFile(data []byte, v any) error {
+	type Config fileConfig
+	return cli.DecodeJSONOnly(data, (*Config)(v.(*fileConfig)))
+}
+
+func (c *fileConfig) validate() error {
+	if strings.EqualFold(c.P2P, "none") {
+		c.P2P = ""
+	}
+	switch {
+	case len(c.Indexers) == 0:
+		return errors.New("no indexer in the pool: set Indexers in -config or give -indexer")
+	case c.Listen == "" || c.StateListen == "":
+		return errors.New("-listen and -state-listen must not be empty")
+	case c.Replication < 0 || c.PresetReplication < 0:
+		return errors.New("-replication and -preset-replication must not be negative")
+	case c.PollInterval <= 0 || c.RequestTimeout <= 0 || c.ShutdownTimeout <= 0:
+		return errors.New("-poll-interval, -request-timeout and -shutdown-timeout must be positive")
+	}
+	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
+	}
+	if err := cli.CheckConnLimits(c.MaxConns, c.MaxConnsPerIP); err != nil {
+		return err
+	}
+	if err := errors.Join(cli.CheckRate("-announce-rate", c.AnnounceRate), cli.CheckRate("-gossip-peer-rate", c.GossipPeerRate)); err != nil {
+		return err
+	}
+	if _, err := cli.ParsePrefixes(c.AnnounceRateExempt); err != nil {
+		return fmt.Errorf("-announce-rate-exempt %q: %w", c.AnnounceRateExempt, err)
+	}
+	_, err := c.serviceConfig()
+	return err
+}
+
+func (c fileConfig) level() slog.Level {
+	l, _ := cli.ParseLevel(c.LogLevel)
+	return l
+}
+
+// serviceConfig turns c into the assigner.ServiceConfig (peer IDs parsed).
+func (c fileConfig) serviceConfig() (assigner.ServiceConfig, error) {
+	sc := assigner.ServiceConfig{
+		Replication: c.Replication, PresetReplication: c.PresetReplication,
+		PollInterval: c.PollInterval.d(), Topic: c.Topic,
+	}
+	ids := func(what string, ss []string) ([]peer.ID, error) {
+		var out []peer.ID
+		for _, s := range ss {
+			p, err := peer.Decode(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s %q: %w", what, s, err)
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	for i, ix := range c.Indexers {
+		preset, err := ids(fmt.Sprintf("Indexers[%d].PresetPeers", i), ix.PresetPeers)
+		if err != nil {
+			return sc, err
+		}
+		sc.Indexers = append(sc.Indexers, assigner.ServiceIndexer{
+			ID: ix.ID, AdminURL: ix.AdminURL, FindURL: ix.FindURL, IngestURL: ix.IngestURL, PresetPublishers: preset,
+		})
+	}
+	except, err := ids("Policy.Except", c.Policy.Except)
+	if err != nil {
+		return sc, err
+	}
+	if !c.Policy.Allow || len(except) > 0 {
+		sc.Policy = assigner.ExceptPolicy(c.Policy.Allow, except...)
+	}
+	// NewService validates the rest (URLs, replication, topic).
+	if _, err := assigner.NewService(sc); err != nil {
+		return sc, err
+	}
+	return sc, nil
+}
+
+// config is the typed Config of c (validated), with the admin token tok,
+// logging to log and feeding met.
+func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, error) {
+	sc, err := c.serviceConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	exempt, _ := cli.ParsePrefixes(c.AnnounceRateExempt) // checked by validate
+	return Config{
+		Service:            sc,
+		P2P:                c.P2P,
+		RequestTimeout:     c.RequestTimeout.d(),
+		AdminToken:         tok,
+		AllowPrivateAddrs:  c.AllowPrivateAddrs,
+		ShutdownTimeout:    c.ShutdownTimeout.d(),
+		AnnounceRate:       c.AnnounceRate,
+		AnnounceRateExempt: exempt,
+		GossipPeerRate:     c.GossipPeerRate,
+		Logger:             log,
+		Hooks:              met.hooks(),
+	}, nil
+}
+
+// Main is the assigner program: it parses args as examples/assigner's
+// flags (see that command's documentation), binds the announce, state and
+// /metrics listeners with the connection caps and runs an [Assigner] until
+// ctx is done (SIGINT or SIGTERM in the binary, the caller's cancel in
+// process). It logs to stderr, including one msg=listening name=<x>
+// addr=<host:port> line per listener (and one name=p2p line per libp2p
+// address). It returns nil after a clean shutdown and flag.ErrHelp for -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	fc, err := loadConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	tok, err := cli.ResolveAdminToken(fc.AdminToken, fc.AdminTokenFile, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(stderr, fc.level())
+	if tok.Warning != "" {
+		log.Warn("admin token: " + tok.Warning)
+	}
+	met := newMetrics()
+	cfg, err := fc.config(tok.Value, log, met)
+	if err != nil {
+		return err
+	}
+	if tok.Value != "" {
+		log.Info("calling the indexers' admin APIs with a bearer token", "source", tok.Source)
+	}
+
+	type listener struct{ name, flag, addr string }
+	listeners := []listener{{"announce", "-listen", fc.Listen}, {"state", "-state-listen", fc.StateListen}}
+	if fc.Metrics != "" {
+		listeners = append(listeners, listener{"metrics", "-metrics", fc.Metrics})
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	for _, l := range listeners {
+		ln, err := cli.Listen(l.addr, fc.MaxConns, fc.MaxConnsPerIP)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("%s %s: %w", l.flag, l.addr, err)
+		}
+		lns = append(lns, ln)
+	}
+	node, err := New(ctx, cfg, Listeners{Announce: lns[0], State: lns[1]})
+	if err != nil {
+		closeAll()
+		if pe, ok := errors.AsType[*p2pError](err); ok {
+			return fmt.Errorf("-p2p %s: %w", pe.addr, pe.err)
+		}
+		return err
+	}
+	defer node.Close()
+	met.receiverStats(node.Service().Receiver())
+	met.serviceStats(node.Service())
+
+	for i, ln := range lns {
+		cli.LogListening(log, listeners[i].name, ln.Addr().String())
+	}
+	a := node.Addrs()
+	for _, m := range a.P2P {
+		cli.LogListening(log, "p2p", m.String())
+	}
+	log.Info("starting", "indexers", len(cfg.Service.Indexers), "replication", fc.Replication,
+		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.d().String(), "p2p", a.PeerID != "",
+		"dial_policy", node.DialPolicy().String())
+
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return node.Run(ctx) })
+	if fc.Metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), lns[2], cfg.ShutdownTimeout)
+	}
+	return eg.Wait()
+}
