@@ -5,4 +5,4 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("publisher", publishernode.Run) }
+func main() { cli.Main("publisher", publishernode.Main) }

@@ -1,35 +1,25 @@
 package publishernode
 
 import (
-	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"strings"
 	"time"
 
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// Config is the configuration of a publisher process: the JSON config file
-// (-config), with the flags given on the command line on top. Field names
-// are the JSON keys; durations are strings such as "1s".
+// Config is the typed configuration of a [Node]: how many generated
+// publishers it runs, what their chains are made of and how fast they
+// grow. Start from [DefaultConfig].
 type Config struct {
-	// Listen is the HTTP address of publisher 0; publisher i listens on
-	// the same host and port+i, or on a free port each when the port
-	// is 0.
-	Listen string
 	// Publishers is how many publishers run, each with its own identity
-	// and chain.
+	// and chain, each on its own listener (Listeners.Publishers).
 	Publishers int
 	// Seed, with a publisher's index, derives everything of it (see
 	// [PublisherSeed]).
 	Seed uint64
 	// Interval is the time between two ads of each publisher.
-	Interval duration
+	Interval time.Duration
 	// InitialAds is how many ads each publisher has at a fresh start,
 	// announced at once.
 	InitialAds int
@@ -38,7 +28,8 @@ type Config struct {
 	MaxAds int
 	// Entries is the number of multihashes of each ad with entries.
 	Entries int
-	// ChunkSize is the number of multihashes per entry chunk.
+	// ChunkSize is the number of multihashes per entry chunk (1 to
+	// schema.MaxChunkEntries).
 	ChunkSize int
 	// RemoveEvery and UpdateEvery make every Nth ad a removal (IsRm) or a
 	// metadata update of an earlier context (0: never).
@@ -50,188 +41,69 @@ type Config struct {
 	PieceContextEvery int
 	// Announce are the base URLs to announce every new head to over HTTP
 	// (an assigner's or indexers' announce listener; a URL without a path
-	// gets /announce).
+	// gets /announce); none: no announces.
 	Announce []string
-	// Dir, when set, keeps the publishers' positions so that a restart
-	// continues the same chains; "" keeps nothing.
+	// Dir, when set, keeps the publishers' positions in [StateFile] so
+	// that a restart continues the same chains; "" keeps nothing.
 	Dir string
-	// Fault makes every publisher of the process misbehave: "" (none),
-	// bad-signature, corrupt or huge. See [Fault].
+	// Fault makes every publisher misbehave: "" (none), bad-signature,
+	// corrupt or huge. See [Fault].
 	Fault Fault
-	// LogLevel is debug, info, warn or error.
-	LogLevel string
-	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
-	ShutdownTimeout duration
-	// MaxConns caps the open connections of each publisher's listener;
-	// more wait to be accepted. 0: no cap.
-	MaxConns int
-	// MaxConnsPerIP caps the open connections of each publisher's
-	// listener from one source IP (an IPv6 /64); more are closed at once.
-	// 0: no cap.
-	MaxConnsPerIP int
+	// ShutdownTimeout bounds how long requests in flight may take once
+	// Run's context is done.
+	ShutdownTimeout time.Duration
+	// Logger receives the node's log; nil discards it.
+	Logger *slog.Logger
 }
 
-// duration is a time.Duration that reads and writes as "1s" in JSON.
-type duration time.Duration
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"1s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = duration(v)
-	return nil
-}
-
-func (d duration) d() time.Duration { return time.Duration(d) }
-
-// DefaultConfig is the configuration without file or flags: one honest
-// publisher on 127.0.0.1:3100 that publishes an ad of 100 multihashes a
-// second, with a removal every 10th ad and a metadata update every 7th.
+// DefaultConfig returns the defaults of the binary's flags: one honest
+// publisher that publishes an ad of 100 multihashes a second, starting
+// with one, with a removal every 10th ad and a metadata update every 7th,
+// no announces, no state kept, and a 5s shutdown.
 func DefaultConfig() Config {
 	return Config{
-		Listen:          "127.0.0.1:3100",
 		Publishers:      1,
 		Seed:            1,
-		Interval:        duration(time.Second),
+		Interval:        time.Second,
 		InitialAds:      1,
 		Entries:         100,
 		ChunkSize:       100,
 		RemoveEvery:     10,
 		UpdateEvery:     7,
-		LogLevel:        "info",
-		ShutdownTimeout: duration(5 * time.Second),
-
-		MaxConns:      cli.DefaultMaxConns,
-		MaxConnsPerIP: cli.DefaultMaxConnsPerIP,
+		ShutdownTimeout: 5 * time.Second,
 	}
 }
 
-// urlsFlag appends comma-separated URLs to a list, each time it is given.
-type urlsFlag struct{ urls *[]string }
-
-func (f urlsFlag) String() string {
-	if f.urls == nil {
-		return ""
-	}
-	return strings.Join(*f.urls, ",")
-}
-
-func (f urlsFlag) Set(s string) error {
-	for u := range strings.SplitSeq(s, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			*f.urls = append(*f.urls, u)
-		}
-	}
-	return nil
-}
-
-// flagSet binds every flag to a field of c, with c's values as defaults.
-func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("publisher", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: publisher [-config FILE] [flags]")
-		fmt.Fprintln(fs.Output(), "Runs generated IPNI publishers that keep publishing signed ads over ipnisync HTTP and announce them. Flags override the config file:")
-		fs.PrintDefaults()
-	}
-	fs.StringVar(configPath, "config", "", "JSON config `file` (keys as in Config: Listen, Publishers, Seed, ...); flags given explicitly override it")
-	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of publisher 0; publisher i gets port+i (port 0: a free port each)")
-	fs.IntVar(&c.Publishers, "publishers", c.Publishers, "`number` of publishers")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` of every key, multihash and choice (publisher i: PublisherSeed(seed, i))")
-	fs.Func("interval", "`time` between two ads of each publisher (default "+c.Interval.d().String()+")", func(s string) error {
-		d, err := time.ParseDuration(s)
-		c.Interval = duration(d)
-		return err
-	})
-	fs.IntVar(&c.InitialAds, "initial-ads", c.InitialAds, "`ads` each publisher has at a fresh start")
-	fs.IntVar(&c.MaxAds, "max-ads", c.MaxAds, "stop producing at this many `ads` per publisher, and keep serving (0: never)")
-	fs.IntVar(&c.Entries, "entries", c.Entries, "multihashes per ad with entries (`n`)")
-	fs.IntVar(&c.ChunkSize, "chunk-size", c.ChunkSize, "multihashes per entry chunk (`n`)")
-	fs.IntVar(&c.RemoveEvery, "remove-every", c.RemoveEvery, "every `n`th ad removes an earlier context (0: never)")
-	fs.IntVar(&c.UpdateEvery, "update-every", c.UpdateEvery, "every `n`th ad updates the metadata of an earlier context (0: never)")
-	fs.IntVar(&c.PieceContextEvery, "piece-context-every", c.PieceContextEvery, "every `n`th new context names its piece in its ContextID, as Curio does (0: never)")
-	fs.Var(urlsFlag{&c.Announce}, "announce", "comma-separated base `URLs` to announce each new head to (may be repeated)")
-	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` that keeps the publishers' positions across restarts (\"\": none)")
-	fs.TextVar(&c.Fault, "fault", c.Fault, "misbehave: bad-signature, corrupt or huge (\"\": an honest publisher)")
-	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
-	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
-		d, err := time.ParseDuration(s)
-		c.ShutdownTimeout = duration(d)
-		return err
-	})
-	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
-	return fs
-}
-
-// LoadConfig returns the configuration args (without the program name)
-// make: the defaults, then the -config file, then the flags given,
-// validated. -h returns flag.ErrHelp.
-func LoadConfig(args []string, stderr io.Writer) (Config, error) {
-	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSONOnly)
-	if err != nil {
-		return c, err
-	}
-	return c, c.validate()
-}
-
-func (c *Config) validate() error {
-	host, port, err := net.SplitHostPort(c.Listen)
+// validate returns an error naming the field of c at fault.
+func (c Config) validate() error {
 	switch {
-	case err != nil:
-		return fmt.Errorf("-listen %q: %w", c.Listen, err)
-	case host == "":
-		return fmt.Errorf("-listen %q: name the host (127.0.0.1)", c.Listen)
-	case port == "":
-		return fmt.Errorf("-listen %q: name the port (0: a free one)", c.Listen)
 	case c.Publishers < 1:
-		return fmt.Errorf("-publishers %d: want at least 1", c.Publishers)
+		return fmt.Errorf("Publishers %d: want at least 1", c.Publishers)
 	case c.Interval <= 0:
-		return fmt.Errorf("-interval %v must be positive", c.Interval.d())
+		return fmt.Errorf("Interval %v must be positive", c.Interval)
 	case c.InitialAds < 0 || c.MaxAds < 0:
-		return fmt.Errorf("-initial-ads %d and -max-ads %d must not be negative", c.InitialAds, c.MaxAds)
+		return fmt.Errorf("InitialAds %d and MaxAds %d must not be negative", c.InitialAds, c.MaxAds)
 	case c.Entries < 1:
-		return fmt.Errorf("-entries %d: want at least 1", c.Entries)
+		return fmt.Errorf("Entries %d: want at least 1", c.Entries)
 	case c.ChunkSize < 1 || c.ChunkSize > schema.MaxChunkEntries:
-		return fmt.Errorf("-chunk-size %d: want 1 to %d", c.ChunkSize, schema.MaxChunkEntries)
+		return fmt.Errorf("ChunkSize %d: want 1 to %d", c.ChunkSize, schema.MaxChunkEntries)
 	case c.RemoveEvery < 0 || c.UpdateEvery < 0:
-		return fmt.Errorf("-remove-every %d and -update-every %d must not be negative", c.RemoveEvery, c.UpdateEvery)
+		return fmt.Errorf("RemoveEvery %d and UpdateEvery %d must not be negative", c.RemoveEvery, c.UpdateEvery)
 	case c.PieceContextEvery < 0:
-		return fmt.Errorf("-piece-context-every %d must not be negative", c.PieceContextEvery)
+		return fmt.Errorf("PieceContextEvery %d must not be negative", c.PieceContextEvery)
 	case c.ShutdownTimeout <= 0:
-		return fmt.Errorf("-shutdown-timeout %v must be positive", c.ShutdownTimeout.d())
+		return fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	}
 	if err := c.Fault.validate(); err != nil {
-		return fmt.Errorf("-fault: %w", err)
-	}
-	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
-		return fmt.Errorf("-log-level %q: %w", c.LogLevel, err)
-	}
-	if err := cli.CheckConnLimits(c.MaxConns, c.MaxConnsPerIP); err != nil {
-		return err
-	}
-	if len(c.Announce) == 0 {
-		c.Announce = nil
+		return fmt.Errorf("Fault: %w", err)
 	}
 	return nil
 }
 
-// Spec returns the [Spec] of publisher index of a process run with c,
-// starting with ads ads: what [Run] generates, so that a test can
+// Spec returns the [Spec] of publisher index of a node run with c,
+// starting with ads ads: what [New] generates, so that a test can
 // regenerate any publisher of a pool with [NewPublisher].
 func (c Config) Spec(index, ads int) Spec {
 	return Spec{Seed: PublisherSeed(c.Seed, index), Ads: ads, Entries: c.Entries, ChunkSize: c.ChunkSize,
 		RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery, PieceContextEvery: c.PieceContextEvery, Fault: c.Fault}
-}
-
-// level returns the log level (validated).
-func (c Config) level() slog.Level {
-	l, _ := cli.ParseLevel(c.LogLevel)
-	return l
 }

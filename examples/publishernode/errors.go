@@ -7,7 +7,7 @@ var (
 	// honour; the message names the field.
 	ErrInvalidSpec = errors.New("publisher: invalid spec")
 
-	// ErrState is wrapped by [Run] when the state file in -dir cannot be
+	// ErrState is wrapped by [New] when the state file in Dir cannot be
 	// read or belongs to another configuration (other seed, entries,
 	// chunk size, removals, updates or fault): a restart must regenerate
 	// the same chains.

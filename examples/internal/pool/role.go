@@ -40,7 +40,7 @@ var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Run,
 	KindAssigner:  assignernode.Main,
 	KindScatter:   scatternode.Main,
-	KindPublisher: publishernode.Run,
+	KindPublisher: publishernode.Main,
 	KindPiece:     piecenode.Main,
 }
 
