@@ -43,7 +43,9 @@ type Config struct {
 	// AnnounceRateExempt are the sources AnnounceRate does not limit.
 	AnnounceRateExempt []netip.Prefix
 	// GossipPeerRate is how many gossip announces a second are taken from
-	// one propagating peer (twice that at once). 0: no limit.
+	// one propagating peer (twice that at once). 0: no limit. Like
+	// Service.Topic, it applies to the gossip of P2P: without P2P there is
+	// none to limit.
 	GossipPeerRate float64
 	// Logger receives the assigner's log; nil discards it.
 	Logger *slog.Logger

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -76,7 +75,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Scatter{log: log, hooks: cfg.Hooks, shutdownTimeout: cfg.ShutdownTimeout, ln: lns.Find, client: scatter.NewHTTPClient(), stop: make(chan struct{})}
 	gen, err := s.build(cfg)
