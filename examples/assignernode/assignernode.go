@@ -24,10 +24,6 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// ErrRunTwice is returned by [Assigner.Run] when it was called before, or
-// after [Assigner.Close].
-var ErrRunTwice = errors.New("assignernode: Run called twice or after Close")
-
 // Listeners are the HTTP listeners an assigner serves on; the caller binds
 // them (a test passes net.Listen("tcp", "127.0.0.1:0")).
 type Listeners struct {

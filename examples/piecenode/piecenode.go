@@ -25,10 +25,6 @@ import (
 	"github.com/indexkit/indexkit/piece/memory"
 )
 
-// ErrRunTwice is returned by [Sampler.Run] when it was called before, or
-// after [Sampler.Close].
-var ErrRunTwice = errors.New("piecenode: Run called twice or after Close")
-
 // Listeners are the HTTP listeners a piece sampler serves on; the caller
 // binds them (a test passes net.Listen("tcp", "127.0.0.1:0")).
 type Listeners struct {

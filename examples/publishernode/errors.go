@@ -3,6 +3,10 @@ package publishernode
 import "errors"
 
 var (
+	// ErrRunTwice is returned by [Node.Run] when it was called before, or
+	// after [Node.Close].
+	ErrRunTwice = errors.New("publishernode: Run called twice or after Close")
+
 	// ErrInvalidSpec is wrapped by [NewPublisher] for a [Spec] it cannot
 	// honour; the message names the field.
 	ErrInvalidSpec = errors.New("publisher: invalid spec")

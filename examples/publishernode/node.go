@@ -84,10 +84,6 @@ func saveState(dir string, s state) error {
 	return os.Rename(tmp, filepath.Join(dir, StateFile))
 }
 
-// ErrRunTwice is returned by [Node.Run] when it was called before, or
-// after [Node.Close].
-var ErrRunTwice = errors.New("publishernode: Run called twice or after Close")
-
 // Listeners are the HTTP listeners of a [Node]; the caller binds them (a
 // test passes net.Listen("tcp", "127.0.0.1:0") for each).
 type Listeners struct {
