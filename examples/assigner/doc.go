@@ -38,9 +38,13 @@
 //
 // # Configuration
 //
-// The JSON file of -config has the keys of Config in
-// examples/internal/assignernode; flags given on the
-// command line override it, and -indexer adds to its pool:
+// The JSON file of -config has the keys below (Indexers, Replication,
+// PresetReplication, PollInterval, Policy, Topic, and one per flag in
+// CamelCase: Listen, StateListen, Metrics, P2P, RequestTimeout, AdminToken,
+// AdminTokenFile, AllowPrivateAddrs, LogLevel, ShutdownTimeout, MaxConns,
+// MaxConnsPerIP, AnnounceRate, AnnounceRateExempt, GossipPeerRate);
+// flags given on the command line override it, and -indexer adds to its
+// pool:
 //
 //	{
 //	  "Indexers": [
@@ -127,7 +131,9 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/assignernode; this command
-// only calls it under a context that SIGINT and SIGTERM cancel, so a
-// whole pool can run the same role in goroutines (examples/pool).
+// The program itself is Main in examples/assignernode; this command only
+// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
+// can run the same role in goroutines (examples/pool). Main is flags,
+// metrics and listeners around the typed assignernode.Assigner (assignernode.New,
+// Run, Close), which a Go program or test embeds directly.
 package main

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-func main() { cli.Main("assigner", assignernode.Run) }
+func main() { cli.Main("assigner", assignernode.Main) }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/pool"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 

@@ -12,8 +12,8 @@
 //
 //	publisher [-config FILE] [flags]
 //
-// Flags override the JSON config file, whose keys are the fields of
-// Config in examples/internal/publishernode (Listen, Publishers, Seed,
+// Flags override the JSON config file, whose keys are the flags' names in
+// CamelCase (Listen, Publishers, Seed,
 // Interval, InitialAds, MaxAds, Entries, ChunkSize, RemoveEvery,
 // UpdateEvery, Announce, Dir, Fault, LogLevel, ShutdownTimeout; durations
 // as "1s"); unknown keys are an error.
@@ -82,7 +82,9 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/publishernode; this
-// command only calls it under a context that SIGINT and SIGTERM cancel, so
-// a whole pool can run the role in goroutines (examples/pool).
+// The program itself is Main in examples/publishernode; this command only
+// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
+// can run the same role in goroutines (examples/pool). Main is flags
+// and listeners around the typed publishernode.Node (publishernode.New,
+// Run, Close), which a Go program or test embeds directly.
 package main

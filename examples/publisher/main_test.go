@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/proctest"
 )
 

@@ -113,7 +113,9 @@
 //
 // # In process
 //
-// The program itself is Run in examples/internal/scatternode; this command
-// only calls it under a context that SIGINT and SIGTERM cancel, so a
-// whole pool can run the same role in goroutines (examples/pool).
+// The program itself is Main in examples/scatternode; this command only
+// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
+// can run the same role in goroutines (examples/pool). Main is flags,
+// metrics and listeners around the typed scatternode.Scatter (scatternode.New,
+// Run, Close), which a Go program or test embeds directly.
 package main

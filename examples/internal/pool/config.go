@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // Defaults of [Config], in one place.

@@ -13,17 +13,17 @@
 //	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
 //	               for the others) with -freeze-at 90, data in Dir/indexer-<i>,
 //	               -admin-token-file Dir/admin-token, -handoff-from-file Dir/handoff-from
-//	assigner       examples/internal/assignernode every indexer, -replication,
+//	assigner       examples/assignernode every indexer, -replication,
 //	               -poll-interval Config.PollInterval, -allow-private-addrs,
 //	               -admin-token-file Dir/admin-token
-//	scatter        examples/internal/scatternode  -backends: every indexer's find API
-//	publishers     examples/internal/publishernode Config.Publishers honest publishers
+//	scatter        examples/scatternode  -backends: every indexer's find API
+//	publishers     examples/publishernode Config.Publishers honest publishers
 //	               (-seed Config.Seed; -remove-every, -update-every
 //	               Config.RemoveEvery, UpdateEvery), announcing to the
 //	               assigner, positions in Dir/publishers
-//	malicious-<i>  examples/internal/publishernode one publisher with fault
+//	malicious-<i>  examples/publishernode one publisher with fault
 //	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
-//	piece          examples/internal/piecenode    -providers-url: the front end's
+//	piece          examples/piecenode    -providers-url: the front end's
 //	               GET /providers, memory store, -allow-private-addrs
 //
 // Publishers announce to the assigner, as in the seed's deployment: it

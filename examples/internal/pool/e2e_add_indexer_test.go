@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/pool"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // TestE2EAddIndexer: a pool of 2 indexers holds 2 publishers, one each.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/pool"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // killAds is the chain length of each publisher in TestKillIndexer.

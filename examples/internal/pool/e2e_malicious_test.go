@@ -8,7 +8,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/internal/pool"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // TestE2EMaliciousPublishers: three faulty publishers beside two honest

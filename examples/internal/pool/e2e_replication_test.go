@@ -11,7 +11,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/internal/pool"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // TestE2EReplicationIndexerDown: with replication 2 over 3 indexers every

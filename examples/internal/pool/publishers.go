@@ -6,7 +6,7 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // PublishersName is the role name of the k-th set of honest publishers

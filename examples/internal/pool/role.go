@@ -14,12 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/internal/piecenode"
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
-	"github.com/indexkit/indexkit/examples/internal/scatternode"
+	"github.com/indexkit/indexkit/examples/piecenode"
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
@@ -38,10 +38,10 @@ const (
 
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Main,
-	KindAssigner:  assignernode.Run,
-	KindScatter:   scatternode.Run,
-	KindPublisher: publishernode.Run,
-	KindPiece:     piecenode.Run,
+	KindAssigner:  assignernode.Main,
+	KindScatter:   scatternode.Main,
+	KindPublisher: publishernode.Main,
+	KindPiece:     piecenode.Main,
 }
 
 // RoleMain runs a role and exits when the process was started as one

@@ -2,8 +2,28 @@
 // pool: IPNI publishers that keep producing signed advertisements, serve
 // them over ipnisync HTTP and announce each new head, deterministically
 // from a seed, so that a test knows the ground truth an indexer must end
-// with. examples/publisher is a thin main around [Run]; examples/pool runs
-// [Run] in goroutines, or examples/publisher as a process.
+// with. A [Node] runs several of them, each on its own listener; [Main]
+// is the examples/publisher program around it, which examples/pool runs
+// in goroutines, or as a process.
+//
+// # Embedding
+//
+// A program or a test builds a node from a typed [Config] and one
+// listener per publisher, bound by itself, then runs it:
+//
+//	cfg := publishernode.DefaultConfig()
+//	cfg.Publishers, cfg.Seed = 2, 7
+//	cfg.Announce = []string{assignerAnnounceURL} // or an indexer's ingest URL
+//	ln0, _ := net.Listen("tcp", "127.0.0.1:0")
+//	ln1, _ := net.Listen("tcp", "127.0.0.1:0")
+//	node, err := publishernode.New(ctx, cfg, publishernode.Listeners{Publishers: []net.Listener{ln0, ln1}})
+//	if err != nil { ... }
+//	defer node.Close()
+//	go node.Run(ctx) // until ctx is done
+//	truth := node.Publishers()[0].Truth(true) // what an indexer must end with
+//
+// A single [Publisher] is an http.Handler too, for a test that serves
+// and grows one chain itself ([NewPublisher], [Publisher.Publish]).
 //
 // # Model
 //
@@ -50,12 +70,13 @@
 // # Restart
 //
 // Identity and chain are not stored but regenerated from the seed. With
-// -dir, [Run] keeps the number of ads of each publisher in [StateFile]
-// (written after each round, atomically) and a restart regenerates each
-// chain up to that many ads, so it serves the same head as before and
-// goes on with the same next ads; a state file written with another seed,
-// entries, chunk size, removal or update rate, or fault is [ErrState].
-// Without -dir every start is fresh from -initial-ads. Regenerating costs
+// Config.Dir (-dir), a [Node] keeps the number of ads of each publisher
+// in [StateFile] (written after each round, atomically) and a restart
+// regenerates each chain up to that many ads, so it serves the same head
+// as before and goes on with the same next ads; a state file written with
+// another seed, entries, chunk size, removal or update rate, or fault is
+// [ErrState].
+// Without Dir every start is fresh from InitialAds. Regenerating costs
 // time linear in the ads (about what producing them cost), and a chain is
 // held in memory whole.
 //
@@ -63,13 +84,16 @@
 //
 // [NewPublisher] generates the first ads and starts nothing; a Publisher
 // is safe for concurrent use (blocks are served while Publish runs; the
-// head moves only once a new ad's blocks are all in place). [Run] returns
-// only after its servers and its producing goroutine have stopped.
+// head moves only once a new ad's blocks are all in place). [New]
+// generates the chains and starts nothing; [Node.Run] returns only after
+// its servers and its producing goroutine have stopped; [Node.Close]
+// releases the announce senders, and the listeners if Run never ran.
 // Announce failures (a receiver that is down) are logged and do not stop
 // it: the next head is announced anyway.
 //
 // # Errors
 //
-// [NewPublisher] wraps [ErrInvalidSpec]; [Run] returns flag errors
-// (flag.ErrHelp for -h), [ErrState], or the listener's error.
+// [NewPublisher] wraps [ErrInvalidSpec]; [New] returns [ErrState] or an
+// error naming the Config field at fault; [Main] returns flag errors
+// (flag.ErrHelp for -h), those of New, or the listener's error.
 package publishernode

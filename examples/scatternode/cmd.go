@@ -2,17 +2,24 @@ package scatternode
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
@@ -110,12 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 }
 
 // ringConfig is the Ring object of the config file.
-type ringConfig struct {
-	// Vnodes is the number of ring points per backend (0: scatter.DefaultVnodes).
-	Vnodes int
-	// Replication is how many backends own each multihash.
-	Replication int
-}
+type ringConfig = Ring
 
 // fileConfig is the object form of the config file.
 type fileConfig struct {
@@ -192,63 +194,158 @@ func loadConfig(o *options) (config, error) {
 			cfg.Ring = &r
 		}
 	}
-	if len(raw) == 0 {
-		return config{}, errors.New("no backends: give -backends or list them in the config file")
+	backends, ring, err := normalizeBackends(raw, cfg.Ring)
+	if err != nil {
+		return config{}, err
 	}
-	seen := make(map[string]string, len(raw))
-	for _, s := range raw {
-		u, err := normalizeURL(s)
-		if err != nil {
-			return config{}, err
-		}
-		if first, ok := seen[u]; ok {
-			if first == s {
-				return config{}, fmt.Errorf("backend %q is listed twice", s)
-			}
-			return config{}, fmt.Errorf("backend %q is listed twice (also as %q)", s, first)
-		}
-		seen[u] = s
-		cfg.Backends = append(cfg.Backends, u)
-	}
-	if r := cfg.Ring; r != nil {
-		if r.Vnodes == 0 {
-			r.Vnodes = scatter.DefaultVnodes
-		}
-		if r.Vnodes < 0 {
-			return config{}, fmt.Errorf("Ring.Vnodes %d must be positive", r.Vnodes)
-		}
-		if r.Replication < 1 || r.Replication > len(cfg.Backends) {
-			return config{}, fmt.Errorf("Ring.Replication %d must be between 1 and the number of backends, %d", r.Replication, len(cfg.Backends))
-		}
-	}
+	cfg.Backends, cfg.Ring = backends, ring
 	return cfg, nil
 }
 
-// normalizeURL checks a backend URL and returns its canonical form: scheme
-// and host in lower case, no trailing slash. It refuses what find.NewClient
-// would silently drop (a query or fragment) and credentials, which would
-// end up in logs and metric labels.
-func normalizeURL(s string) (string, error) {
-	if !strings.Contains(s, "://") {
-		return "", fmt.Errorf("backend %q: want an http or https URL such as http://host:port", s)
+// roleConfig is the Config of the flags o and the loaded cfg, logging to
+// log and feeding met.
+func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config {
+	c := DefaultConfig()
+	c.Backends, c.Timeout, c.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
+	c.ShutdownTimeout = o.shutdownTimeout
+	c.Logger = log
+	c.Hooks = Hooks{
+		Gather:  func(backends []string) scatter.GatherHooks { return met.hooks(backends, log) },
+		Serving: met.stats.setCurrent,
+		Retired: met.stats.retire,
 	}
-	u, err := url.Parse(s)
+	return c
+}
+
+// configAttrs describes cfg in log lines.
+func configAttrs(cfg config) []any {
+	attrs := []any{"backends", cfg.Backends, "timeout", cfg.Timeout}
+	if cfg.Ring != nil {
+		attrs = append(attrs, "ring_vnodes", cfg.Ring.Vnodes, "ring_replication", cfg.Ring.Replication)
+	}
+	return attrs
+}
+
+// Main is the scatter program: it parses args as examples/scatter's flags
+// (see that command's documentation), binds the find API and /metrics
+// listeners with the connection caps, and runs a [Scatter] until ctx is
+// done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
+// reloading the config file on each SIGHUP the process receives. It logs
+// to stderr, including one msg=listening name=<x> addr=<host:port> line
+// per listener. It returns nil after a clean shutdown and flag.ErrHelp for
+// -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	opts, err := parseFlags(args, stderr)
 	if err != nil {
-		return "", fmt.Errorf("backend %q: %w", s, err)
+		return err
 	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("backend %q: scheme must be http or https", s)
-	case u.Host == "":
-		return "", fmt.Errorf("backend %q: no host", s)
-	case u.User != nil:
-		return "", fmt.Errorf("backend %q: credentials in URLs are not supported", s)
-	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", fmt.Errorf("backend %q: a base URL takes no query or fragment", s)
+	log := cli.NewLogger(stderr, opts.logLevel)
+
+	// Take SIGHUP before anything can send one, so that it never kills us.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	cfg, err := loadConfig(opts)
+	if err != nil {
+		return err
 	}
-	u.Host = strings.ToLower(u.Host)
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u.String(), nil
+	met := newMetrics()
+	ln, err := cli.Listen(opts.listen, opts.maxConns, opts.maxConnsPerIP)
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", opts.listen, err)
+	}
+	var mln net.Listener
+	if opts.metrics != "" {
+		if mln, err = cli.Listen(opts.metrics, opts.maxConns, opts.maxConnsPerIP); err != nil {
+			ln.Close()
+			return fmt.Errorf("-metrics %s: %w", opts.metrics, err)
+		}
+	}
+	node, err := New(ctx, opts.roleConfig(cfg, log, met), Listeners{Find: ln})
+	if err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
+	defer node.Close()
+
+	cli.LogListening(log, "find", node.Addrs().Find)
+	if mln != nil {
+		cli.LogListening(log, "metrics", mln.Addr().String())
+	}
+	log.Info("starting", append(configAttrs(cfg), "config", opts.configPath, "cache_entries", opts.cacheEntries)...)
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return node.Run(ctx) })
+	if mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
+		}))
+		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), mln, opts.shutdownTimeout)
+	}
+	eg.Go(func() error {
+		reloadLoop(ctx, hup, opts, node, log, met)
+		return nil
+	})
+	return eg.Wait()
+}
+
+// reloadLoop applies the config file on each SIGHUP until ctx is done,
+// with [Scatter.Reload]: requests in flight finish on the old Gather, and
+// a config that does not load or build leaves the current one in place.
+// Reloads run one at a time, here. Each outcome is counted before it is
+// logged, so that a log line is never ahead of the metrics.
+func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *Scatter, log *slog.Logger, met *metrics) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if opts.configPath == "" {
+			met.reloads.WithLabelValues("unchanged").Inc()
+			log.Warn("SIGHUP: no -config file to reload; keeping the current backends")
+			continue
+		}
+		prev := node.Config()
+		cfg, err := loadConfig(opts)
+		applied := false
+		if err == nil {
+			rc := prev
+			rc.Backends, rc.Timeout, rc.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+			applied, err = node.Reload(rc)
+		}
+		switch {
+		case err != nil:
+			met.reloads.WithLabelValues("failed").Inc()
+			log.Error("reload failed; keeping the current backends", "err", err)
+			continue
+		case !applied:
+			met.reloads.WithLabelValues("unchanged").Inc()
+			log.Info("reload: config unchanged; keeping the current backends and their breaker state")
+			continue
+		}
+		met.reloads.WithLabelValues("applied").Inc()
+		added, removed := diff(prev.Backends, cfg.Backends)
+		log.Info("config reloaded", append(configAttrs(cfg), "added", added, "removed", removed)...)
+	}
+}
+
+// diff returns the elements of b not in a, and those of a not in b.
+func diff(a, b []string) (added, removed []string) {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			removed = append(removed, x)
+		}
+	}
+	return added, removed
 }

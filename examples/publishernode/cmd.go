@@ -1,12 +1,14 @@
 package publishernode
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,10 +16,11 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// Config is the configuration of a publisher process: the JSON config file
-// (-config), with the flags given on the command line on top. Field names
-// are the JSON keys; durations are strings such as "1s".
-type Config struct {
+// fileConfig is the configuration of a publisher process: the JSON config
+// file (-config), with the flags given on the command line on top. Field
+// names are the JSON keys; durations are strings such as "1s".
+// fileConfig.config turns it into the typed [Config].
+type fileConfig struct {
 	// Listen is the HTTP address of publisher 0; publisher i listens on
 	// the same host and port+i, or on a free port each when the port
 	// is 0.
@@ -91,11 +94,12 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 func (d duration) d() time.Duration { return time.Duration(d) }
 
-// DefaultConfig is the configuration without file or flags: one honest
-// publisher on 127.0.0.1:3100 that publishes an ad of 100 multihashes a
-// second, with a removal every 10th ad and a metadata update every 7th.
-func DefaultConfig() Config {
-	return Config{
+// defaultFileConfig is the configuration without file or flags: one
+// honest publisher on 127.0.0.1:3100 that publishes an ad of 100
+// multihashes a second, with a removal every 10th ad and a metadata
+// update every 7th.
+func defaultFileConfig() fileConfig {
+	return fileConfig{
 		Listen:          "127.0.0.1:3100",
 		Publishers:      1,
 		Seed:            1,
@@ -133,7 +137,7 @@ func (f urlsFlag) Set(s string) error {
 }
 
 // flagSet binds every flag to a field of c, with c's values as defaults.
-func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
+func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("publisher", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -170,18 +174,37 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// LoadConfig returns the configuration args (without the program name)
-// make: the defaults, then the -config file, then the flags given,
-// validated. -h returns flag.ErrHelp.
+// LoadConfig returns the typed configuration args (the command line of
+// examples/publisher, without the program name) make: the defaults, then
+// the -config file, then the flags given, validated. The flags that only
+// [Main] uses (-listen, -log-level, the connection caps) are checked and
+// dropped. -h returns flag.ErrHelp.
 func LoadConfig(args []string, stderr io.Writer) (Config, error) {
-	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSONOnly)
+	fc, err := loadFileConfig(args, stderr)
+	if err != nil {
+		return Config{}, err
+	}
+	return fc.config(), nil
+}
+
+// loadFileConfig is LoadConfig before the conversion to Config.
+func loadFileConfig(args []string, stderr io.Writer) (fileConfig, error) {
+	c, err := cli.LoadConfig(args, stderr, defaultFileConfig, flagSet, decodeFile)
 	if err != nil {
 		return c, err
 	}
 	return c, c.validate()
 }
 
-func (c *Config) validate() error {
+// decodeFile decodes the -config file into v, a *fileConfig. The type is
+// named Config there, so that a JSON error names a key as Config.<Key>, as
+// the binary's documentation does.
+func decodeFile(data []byte, v any) error {
+	type Config fileConfig
+	return cli.DecodeJSONOnly(data, (*Config)(v.(*fileConfig)))
+}
+
+func (c *fileConfig) validate() error {
 	host, port, err := net.SplitHostPort(c.Listen)
 	switch {
 	case err != nil:
@@ -222,16 +245,86 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Spec returns the [Spec] of publisher index of a process run with c,
-// starting with ads ads: what [Run] generates, so that a test can
-// regenerate any publisher of a pool with [NewPublisher].
-func (c Config) Spec(index, ads int) Spec {
-	return Spec{Seed: PublisherSeed(c.Seed, index), Ads: ads, Entries: c.Entries, ChunkSize: c.ChunkSize,
-		RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery, PieceContextEvery: c.PieceContextEvery, Fault: c.Fault}
+// config is the typed Config of c (validated).
+func (c fileConfig) config() Config {
+	return Config{
+		Publishers: c.Publishers, Seed: c.Seed, Interval: c.Interval.d(), InitialAds: c.InitialAds, MaxAds: c.MaxAds,
+		Entries: c.Entries, ChunkSize: c.ChunkSize, RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery,
+		PieceContextEvery: c.PieceContextEvery, Announce: c.Announce, Dir: c.Dir, Fault: c.Fault,
+		ShutdownTimeout: c.ShutdownTimeout.d(),
+	}
 }
 
 // level returns the log level (validated).
-func (c Config) level() slog.Level {
+func (c fileConfig) level() slog.Level {
 	l, _ := cli.ParseLevel(c.LogLevel)
 	return l
+}
+
+// Main is the publisher program: it parses args as examples/publisher's
+// flags (see that command's documentation), binds one listener per
+// publisher (on -listen and the ports after it, or each on a free port
+// when its port is 0) with the connection caps, and runs a [Node] until
+// ctx is done (SIGINT or SIGTERM in the binary, the caller's cancel in
+// process). It logs to stderr one msg=listening name=publisher-<i>
+// addr=<host:port> line per publisher, then a msg=publisher line with its
+// index, peer ID and fault, then msg=starting. It returns nil after a
+// clean shutdown and flag.ErrHelp for -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	fc, err := loadFileConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(stderr, fc.level())
+	cfg := fc.config()
+	cfg.Logger = log
+	lns, err := listen(fc.Listen, cfg.Publishers, fc.MaxConns, fc.MaxConnsPerIP)
+	if err != nil {
+		return err
+	}
+	node, err := New(ctx, cfg, Listeners{Publishers: lns})
+	if err != nil {
+		closeAll(lns)
+		return err
+	}
+	defer node.Close()
+	addrs := node.Addrs()
+	for i, p := range node.Publishers() {
+		cli.LogListening(log, "publisher-"+strconv.Itoa(i), addrs.Publishers[i])
+		log.Info("publisher", "index", i, "publisher", p.ID().String(), "ads", p.Ads(), "fault", string(p.Fault()))
+	}
+	log.Info("starting", "publishers", cfg.Publishers, "seed", cfg.Seed, "interval", cfg.Interval.String(),
+		"entries", cfg.Entries, "announce", cfg.Announce, "dir", cfg.Dir, "fault", string(cfg.Fault))
+	return node.Run(ctx)
+}
+
+// listen binds n listeners: on addr and the n-1 ports after it, or each
+// on a free port when addr's port is 0; each with the connection caps
+// maxConns and maxConnsPerIP (see cli.Listen).
+func listen(addr string, n, maxConns, maxConnsPerIP int) ([]net.Listener, error) {
+	host, portStr, _ := net.SplitHostPort(addr)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("-listen %q: port: %w", addr, err)
+	}
+	lns := make([]net.Listener, 0, n)
+	for i := range n {
+		p := 0
+		if port != 0 {
+			p = port + i
+		}
+		ln, err := cli.Listen(net.JoinHostPort(host, strconv.Itoa(p)), maxConns, maxConnsPerIP)
+		if err != nil {
+			closeAll(lns)
+			return nil, fmt.Errorf("-listen: publisher-%d: %w", i, err)
+		}
+		lns = append(lns, ln)
+	}
+	return lns, nil
+}
+
+func closeAll(lns []net.Listener) {
+	for _, ln := range lns {
+		ln.Close()
+	}
 }

@@ -2,9 +2,10 @@ package publishernode
 
 import (
 	"encoding/json"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"net/http"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 func getJSON(t *testing.T, url string, v any) {

@@ -1,34 +1,40 @@
 package assignernode
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// Config is the assigner's configuration: the JSON config file (-config),
-// with the flags given on the command line on top. Field names are the
-// JSON keys; durations are strings such as "5m".
-type Config struct {
+// fileConfig is the binary's configuration: the JSON config file
+// (-config), with the flags given on the command line on top. Field names
+// are the JSON keys; durations are strings such as "5m". fileConfig.config
+// turns it into the typed [Config].
+type fileConfig struct {
 	// Indexers is the pool.
-	Indexers []Indexer
+	Indexers []fileIndexer
 	// Replication and PresetReplication: indexers per publisher (0: 1).
 	Replication, PresetReplication int
 	// PollInterval is the period of the status polls.
 	PollInterval duration
 	// Policy is the reference's {Allow, Except} on publisher peer IDs.
-	Policy Policy
+	Policy filePolicy
 	// Topic is the gossip topic of announces.
 	Topic string
 	// Listen is the announce listener (PUT /announce, /ingest/announce);
@@ -71,17 +77,17 @@ type Config struct {
 	GossipPeerRate float64
 }
 
-// Indexer is one indexer of the pool.
-type Indexer struct {
+// fileIndexer is one indexer of the pool.
+type fileIndexer struct {
 	ID                           string `json:",omitempty"`
 	AdminURL, FindURL, IngestURL string
 	// PresetPeers are the publishers preset to it.
 	PresetPeers []string `json:",omitempty"`
 }
 
-// Policy is {Allow, Except}: Except is a deny list when Allow is true and
+// filePolicy is {Allow, Except}: Except is a deny list when Allow is true and
 // an allow list when it is false.
-type Policy struct {
+type filePolicy struct {
 	Allow  bool
 	Except []string
 }
@@ -103,13 +109,13 @@ func (d *duration) UnmarshalJSON(b []byte) error {
 
 func (d duration) d() time.Duration { return time.Duration(d) }
 
-// DefaultConfig is the configuration without file or flags.
-func DefaultConfig() Config {
-	return Config{
+// defaultFileConfig is the configuration without file or flags.
+func defaultFileConfig() fileConfig {
+	return fileConfig{
 		Replication:       1,
 		PresetReplication: 1,
 		PollInterval:      duration(assigner.DefaultPollInterval),
-		Policy:            Policy{Allow: true},
+		Policy:            filePolicy{Allow: true},
 		Topic:             assigner.DefaultTopic,
 		Listen:            "127.0.0.1:3001",
 		StateListen:       "127.0.0.1:3010",
@@ -128,12 +134,12 @@ func DefaultConfig() Config {
 }
 
 // indexerFlag is the repeatable -indexer flag: admin=URL,find=URL,ingest=URL[,id=NAME].
-type indexerFlag struct{ c *Config }
+type indexerFlag struct{ c *fileConfig }
 
 func (f indexerFlag) String() string { return "" }
 
 func (f indexerFlag) Set(s string) error {
-	var ix Indexer
+	var ix fileIndexer
 	for kv := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -158,7 +164,7 @@ func (f indexerFlag) Set(s string) error {
 	return nil
 }
 
-func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
+func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("assigner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -204,15 +210,23 @@ func flagSet(c *Config, configPath *string, stderr io.Writer) *flag.FlagSet {
 // loadConfig returns the configuration args (without the program name)
 // make: the defaults, then the -config file, then the flags given (an
 // -indexer flag adds to the file's pool). -h returns flag.ErrHelp.
-func loadConfig(args []string, stderr io.Writer) (Config, error) {
-	c, err := cli.LoadConfig(args, stderr, DefaultConfig, flagSet, cli.DecodeJSONOnly)
+func loadConfig(args []string, stderr io.Writer) (fileConfig, error) {
+	c, err := cli.LoadConfig(args, stderr, defaultFileConfig, flagSet, decodeFile)
 	if err != nil {
 		return c, err
 	}
 	return c, c.validate()
 }
 
-func (c *Config) validate() error {
+// decodeFile decodes the -config file into v, a *fileConfig. The type is
+// named Config there, so that a JSON error names a key as Config.<Key>, as
+// the binary's documentation does.
+func decodeFile(data []byte, v any) error {
+	type Config fileConfig
+	return cli.DecodeJSONOnly(data, (*Config)(v.(*fileConfig)))
+}
+
+func (c *fileConfig) validate() error {
 	if strings.EqualFold(c.P2P, "none") {
 		c.P2P = ""
 	}
@@ -242,25 +256,13 @@ func (c *Config) validate() error {
 	return err
 }
 
-// announceOptions are the announce limits of c (validated) as options of
-// the assigner's Service.
-func (c Config) announceOptions() []assigner.ServiceOption {
-	exempt, _ := cli.ParsePrefixes(c.AnnounceRateExempt)
-	return []assigner.ServiceOption{
-		assigner.WithReceiverOptions(
-			announce.WithSourceRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
-			announce.WithSourceRateExempt(exempt...)),
-		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, cli.RateBurst(c.GossipPeerRate))),
-	}
-}
-
-func (c Config) level() slog.Level {
+func (c fileConfig) level() slog.Level {
 	l, _ := cli.ParseLevel(c.LogLevel)
 	return l
 }
 
 // serviceConfig turns c into the assigner.ServiceConfig (peer IDs parsed).
-func (c Config) serviceConfig() (assigner.ServiceConfig, error) {
+func (c fileConfig) serviceConfig() (assigner.ServiceConfig, error) {
 	sc := assigner.ServiceConfig{
 		Replication: c.Replication, PresetReplication: c.PresetReplication,
 		PollInterval: c.PollInterval.d(), Topic: c.Topic,
@@ -297,4 +299,108 @@ func (c Config) serviceConfig() (assigner.ServiceConfig, error) {
 		return sc, err
 	}
 	return sc, nil
+}
+
+// config is the typed Config of c (validated), with the admin token tok,
+// logging to log and feeding met.
+func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, error) {
+	sc, err := c.serviceConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	exempt, _ := cli.ParsePrefixes(c.AnnounceRateExempt) // checked by validate
+	return Config{
+		Service:            sc,
+		P2P:                c.P2P,
+		RequestTimeout:     c.RequestTimeout.d(),
+		AdminToken:         tok,
+		AllowPrivateAddrs:  c.AllowPrivateAddrs,
+		ShutdownTimeout:    c.ShutdownTimeout.d(),
+		AnnounceRate:       c.AnnounceRate,
+		AnnounceRateExempt: exempt,
+		GossipPeerRate:     c.GossipPeerRate,
+		Logger:             log,
+		Hooks:              met.hooks(),
+	}, nil
+}
+
+// Main is the assigner program: it parses args as examples/assigner's
+// flags (see that command's documentation), binds the announce, state and
+// /metrics listeners with the connection caps and runs an [Assigner] until
+// ctx is done (SIGINT or SIGTERM in the binary, the caller's cancel in
+// process). It logs to stderr, including one msg=listening name=<x>
+// addr=<host:port> line per listener (and one name=p2p line per libp2p
+// address). It returns nil after a clean shutdown and flag.ErrHelp for -h.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	fc, err := loadConfig(args, stderr)
+	if err != nil {
+		return err
+	}
+	tok, err := cli.ResolveAdminToken(fc.AdminToken, fc.AdminTokenFile, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := cli.NewLogger(stderr, fc.level())
+	if tok.Warning != "" {
+		log.Warn("admin token: " + tok.Warning)
+	}
+	met := newMetrics()
+	cfg, err := fc.config(tok.Value, log, met)
+	if err != nil {
+		return err
+	}
+	if tok.Value != "" {
+		log.Info("calling the indexers' admin APIs with a bearer token", "source", tok.Source)
+	}
+
+	type listener struct{ name, flag, addr string }
+	listeners := []listener{{"announce", "-listen", fc.Listen}, {"state", "-state-listen", fc.StateListen}}
+	if fc.Metrics != "" {
+		listeners = append(listeners, listener{"metrics", "-metrics", fc.Metrics})
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	for _, l := range listeners {
+		ln, err := cli.Listen(l.addr, fc.MaxConns, fc.MaxConnsPerIP)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("%s %s: %w", l.flag, l.addr, err)
+		}
+		lns = append(lns, ln)
+	}
+	node, err := New(ctx, cfg, Listeners{Announce: lns[0], State: lns[1]})
+	if err != nil {
+		closeAll()
+		if pe, ok := errors.AsType[*p2pError](err); ok {
+			return fmt.Errorf("-p2p %s: %w", pe.addr, pe.err)
+		}
+		return err
+	}
+	defer node.Close()
+	met.receiverStats(node.Service().Receiver())
+	met.serviceStats(node.Service())
+
+	for i, ln := range lns {
+		cli.LogListening(log, listeners[i].name, ln.Addr().String())
+	}
+	a := node.Addrs()
+	for _, m := range a.P2P {
+		cli.LogListening(log, "p2p", m.String())
+	}
+	log.Info("starting", "indexers", len(cfg.Service.Indexers), "replication", fc.Replication,
+		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.d().String(), "p2p", a.PeerID != "",
+		"dial_policy", node.DialPolicy().String())
+
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return node.Run(ctx) })
+	if fc.Metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
+		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), lns[2], cfg.ShutdownTimeout)
+	}
+	return eg.Wait()
 }

@@ -3,15 +3,17 @@ package publishernode_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/ipfs/go-datastore"
 	dssync "github.com/ipfs/go-datastore/sync"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/examples/internal/publishernode"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
@@ -52,4 +54,54 @@ func Example() {
 	// Output:
 	// ads: 5 multihashes: 30
 	// store equals the truth: true
+}
+
+// A publisher node in process: two generated publishers, each on its own
+// listener, whose signed heads an IPNI client reads over ipnisync HTTP;
+// each head is the publisher's ground truth.
+func ExampleNew() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := publishernode.DefaultConfig()
+	cfg.Publishers, cfg.InitialAds, cfg.Entries, cfg.ChunkSize = 2, 3, 10, 5
+	cfg.Interval = time.Hour // no new ad during the example
+	var lns []net.Listener
+	for range cfg.Publishers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		lns = append(lns, ln)
+	}
+	node, err := publishernode.New(ctx, cfg, publishernode.Listeners{Publishers: lns})
+	if err != nil {
+		panic(err)
+	}
+	defer node.Close()
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx) }()
+
+	// The publishers listen on loopback, which only a private pool's dial
+	// policy allows.
+	private, _ := netpolicy.New(netpolicy.AllowPrivate())
+	for i, pub := range node.Publishers() {
+		c, err := ipnisync.NewURL(node.Addrs().PublisherURL(i), pub.ID(), ipnisync.WithDialPolicy(private))
+		if err != nil {
+			panic(err)
+		}
+		head, err := c.Head(ctx) // GET /ipni/v1/ad/head, signature checked
+		c.Close()
+		if err != nil {
+			panic(err)
+		}
+		tr := pub.Truth(false)
+		fmt.Println("publisher", i, "head is the truth's:", head.String() == tr.Head, "ads:", tr.Ads, "multihashes:", tr.Multihashes)
+	}
+
+	cancel()
+	fmt.Println("stopped:", <-done)
+	// Output:
+	// publisher 0 head is the truth's: true ads: 3 multihashes: 30
+	// publisher 1 head is the truth's: true ads: 3 multihashes: 30
+	// stopped: <nil>
 }

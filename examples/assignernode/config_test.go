@@ -70,37 +70,37 @@ func TestLoadConfig(t *testing.T) {
 	  "LogLevel": "debug",
 	  "ShutdownTimeout": "1m"
 	}`)
-	fileIndexers := []Indexer{
+	fileIndexers := []fileIndexer{
 		{ID: "a", AdminURL: "http://10.0.0.1:3002", FindURL: "http://10.0.0.1:3000", IngestURL: "http://10.0.0.1:3001", PresetPeers: []string{p1.String()}},
 		{AdminURL: "10.0.0.2:3002", FindURL: "10.0.0.2:3000", IngestURL: "10.0.0.2:3001"},
 	}
-	fromFile := Config{
+	fromFile := fileConfig{
 		Indexers: fileIndexers, Replication: 2, PresetReplication: 3, PollInterval: duration(30 * time.Second),
-		Policy: Policy{Allow: false, Except: []string{p2.String()}}, Topic: "/indexer/ingest/testnet",
+		Policy: filePolicy{Allow: false, Except: []string{p2.String()}}, Topic: "/indexer/ingest/testnet",
 		Listen: "127.0.0.1:4001", StateListen: "127.0.0.1:4010", Metrics: "", P2P: "/ip4/127.0.0.1/tcp/4003",
 		RequestTimeout: duration(2 * time.Second), AdminToken: "secret", LogLevel: "debug", ShutdownTimeout: duration(time.Minute),
 	}
 	// Keys the file does not set keep their defaults.
-	def := DefaultConfig()
+	def := defaultFileConfig()
 	fromFile.MaxConns, fromFile.MaxConnsPerIP = def.MaxConns, def.MaxConnsPerIP
 	fromFile.AnnounceRate, fromFile.AnnounceRateExempt, fromFile.GossipPeerRate = def.AnnounceRate, def.AnnounceRateExempt, def.GossipPeerRate
-	defaultsWith := func(f func(*Config)) Config {
-		c := DefaultConfig()
+	defaultsWith := func(f func(*fileConfig)) fileConfig {
+		c := defaultFileConfig()
 		c.P2P = "" // "none" disables
 		f(&c)
 		return c
 	}
-	flagIndexer := Indexer{AdminURL: "127.0.0.1:3002", FindURL: "127.0.0.1:3000", IngestURL: "127.0.0.1:3001"}
+	flagIndexer := fileIndexer{AdminURL: "127.0.0.1:3002", FindURL: "127.0.0.1:3000", IngestURL: "127.0.0.1:3001"}
 
 	for _, tc := range []struct {
 		name string
 		args []string
-		want Config
+		want fileConfig
 	}{
 		{
 			name: "one -indexer, defaults",
 			args: []string{"-indexer", ix1},
-			want: defaultsWith(func(c *Config) { c.Indexers = []Indexer{flagIndexer} }),
+			want: defaultsWith(func(c *fileConfig) { c.Indexers = []fileIndexer{flagIndexer} }),
 		},
 		{
 			name: "repeated -indexer with id and presets, in order",
@@ -109,8 +109,8 @@ func TestLoadConfig(t *testing.T) {
 				"-indexer", "admin=h2:2,id=y,ingest=h2:1", // any key order; find optional
 				"-indexer", ix1,
 			},
-			want: defaultsWith(func(c *Config) {
-				c.Indexers = []Indexer{
+			want: defaultsWith(func(c *fileConfig) {
+				c.Indexers = []fileIndexer{
 					{ID: "x", AdminURL: "http://h1:2", FindURL: "http://h1:0", IngestURL: "http://h1:1", PresetPeers: []string{p1.String(), p2.String()}},
 					{ID: "y", AdminURL: "h2:2", IngestURL: "h2:1"},
 					flagIndexer,
@@ -124,8 +124,8 @@ func TestLoadConfig(t *testing.T) {
 				"-metrics", "", "-p2p", "/ip4/0.0.0.0/tcp/0", "-admin-token", "t", "-log-level", "warn", "-shutdown-timeout", "3s",
 				"-max-conns", "10", "-max-conns-per-ip", "2", "-announce-rate", "0.5", "-announce-rate-exempt", "10.0.0.0/8", "-gossip-peer-rate", "0",
 				"-allow-private-addrs"},
-			want: defaultsWith(func(c *Config) {
-				c.Indexers = []Indexer{flagIndexer}
+			want: defaultsWith(func(c *fileConfig) {
+				c.Indexers = []fileIndexer{flagIndexer}
 				c.Replication, c.PresetReplication, c.PollInterval, c.RequestTimeout = 3, 2, duration(time.Second), duration(250*time.Millisecond)
 				c.Topic, c.Listen, c.StateListen, c.Metrics, c.P2P = "/indexer/ingest/x", "127.0.0.1:0", "127.0.0.1:1", "", "/ip4/0.0.0.0/tcp/0"
 				c.AdminToken, c.LogLevel, c.ShutdownTimeout = "t", "warn", duration(3*time.Second)
@@ -136,12 +136,15 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "replication 0 is the default's 1 (valid)",
 			args: []string{"-indexer", ix1, "-replication", "0", "-preset-replication", "0"},
-			want: defaultsWith(func(c *Config) { c.Indexers = []Indexer{flagIndexer}; c.Replication, c.PresetReplication = 0, 0 }),
+			want: defaultsWith(func(c *fileConfig) {
+				c.Indexers = []fileIndexer{flagIndexer}
+				c.Replication, c.PresetReplication = 0, 0
+			}),
 		},
 		{
 			name: "-p2p NONE, any case, disables libp2p",
 			args: []string{"-indexer", ix1, "-p2p", "NONE"},
-			want: defaultsWith(func(c *Config) { c.Indexers = []Indexer{flagIndexer} }),
+			want: defaultsWith(func(c *fileConfig) { c.Indexers = []fileIndexer{flagIndexer} }),
 		},
 		{
 			name: "file alone",
@@ -152,9 +155,9 @@ func TestLoadConfig(t *testing.T) {
 			name: "flags override the file, before or after -config; -indexer adds to its pool",
 			args: []string{"-replication", "5", "-config", file, "-poll-interval", "2s", "-metrics", "127.0.0.1:9",
 				"-p2p", "none", "-indexer", ix1, "-log-level", "error"},
-			want: func() Config {
+			want: func() fileConfig {
 				c := fromFile
-				c.Indexers = append(append([]Indexer(nil), fileIndexers...), flagIndexer)
+				c.Indexers = append(append([]fileIndexer(nil), fileIndexers...), flagIndexer)
 				c.Replication, c.PollInterval, c.Metrics, c.P2P, c.LogLevel = 5, duration(2*time.Second), "127.0.0.1:9", "", "error"
 				return c
 			}(),
@@ -162,7 +165,7 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "a flag set to its default still overrides the file",
 			args: []string{"-config", file, "-replication", "1", "-topic", assigner.DefaultTopic},
-			want: func() Config {
+			want: func() fileConfig {
 				c := fromFile
 				c.Replication, c.Topic = 1, assigner.DefaultTopic
 				return c
@@ -185,7 +188,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := defaultsWith(func(c *Config) { c.Indexers = []Indexer{{AdminURL: "h:1"}} }); !reflect.DeepEqual(c, want) {
+	if want := defaultsWith(func(c *fileConfig) { c.Indexers = []fileIndexer{{AdminURL: "h:1"}} }); !reflect.DeepEqual(c, want) {
 		t.Fatalf("sparse file: got %+v\nwant %+v", c, want)
 	}
 
@@ -201,18 +204,18 @@ func TestServiceConfig(t *testing.T) {
 	p1, p2, p3 := testPeer(t, 1), testPeer(t, 2), testPeer(t, 3)
 	for _, tc := range []struct {
 		name               string
-		policy             Policy
+		policy             filePolicy
 		allowed, forbidden []peer.ID
 	}{
-		{"allow all", Policy{Allow: true}, []peer.ID{p1, p2, p3}, nil},
-		{"deny list", Policy{Allow: true, Except: []string{p2.String()}}, []peer.ID{p1, p3}, []peer.ID{p2}},
-		{"allow list", Policy{Allow: false, Except: []string{p2.String()}}, []peer.ID{p2}, []peer.ID{p1, p3}},
-		{"allow nothing", Policy{Allow: false}, nil, []peer.ID{p1, p2, p3}},
+		{"allow all", filePolicy{Allow: true}, []peer.ID{p1, p2, p3}, nil},
+		{"deny list", filePolicy{Allow: true, Except: []string{p2.String()}}, []peer.ID{p1, p3}, []peer.ID{p2}},
+		{"allow list", filePolicy{Allow: false, Except: []string{p2.String()}}, []peer.ID{p2}, []peer.ID{p1, p3}},
+		{"allow nothing", filePolicy{Allow: false}, nil, []peer.ID{p1, p2, p3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := DefaultConfig()
+			c := defaultFileConfig()
 			c.Policy = tc.policy
-			c.Indexers = []Indexer{
+			c.Indexers = []fileIndexer{
 				{AdminURL: "127.0.0.1:3002/", FindURL: "http://127.0.0.1:3000/", IngestURL: "127.0.0.1:3001", PresetPeers: []string{p1.String()}},
 				{ID: "b", AdminURL: "https://b:3002"},
 			}
@@ -357,11 +360,11 @@ func TestLoadConfigErrors(t *testing.T) {
 // TestRunConfigError: run reports a bad configuration before listening.
 func TestRunConfigError(t *testing.T) {
 	var stderr bytes.Buffer
-	err := Run(t.Context(), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
+	err := Main(t.Context(), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatalf("run: %v", err)
 	}
-	if err := Run(t.Context(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
+	if err := Main(t.Context(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
 		t.Fatalf("run -h: %v\n%s", err, stderr.String())
 	}
 }

@@ -3,11 +3,15 @@ package publishernode
 import "errors"
 
 var (
+	// ErrRunTwice is returned by [Node.Run] when it was called before, or
+	// after [Node.Close].
+	ErrRunTwice = errors.New("publishernode: Run called twice or after Close")
+
 	// ErrInvalidSpec is wrapped by [NewPublisher] for a [Spec] it cannot
 	// honour; the message names the field.
 	ErrInvalidSpec = errors.New("publisher: invalid spec")
 
-	// ErrState is wrapped by [Run] when the state file in -dir cannot be
+	// ErrState is wrapped by [New] when the state file in Dir cannot be
 	// read or belongs to another configuration (other seed, entries,
 	// chunk size, removals, updates or fault): a restart must regenerate
 	// the same chains.

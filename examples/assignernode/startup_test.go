@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/assignernode"
+	"github.com/indexkit/indexkit/examples/assignernode"
 )
 
 // A listener whose port is taken ends Run at start with an error naming
@@ -39,7 +39,7 @@ func TestStartPortInUse(t *testing.T) {
 						t.Fatalf("Run panicked: %v", p)
 					}
 				}()
-				return assignernode.Run(ctx, args, &stderr)
+				return assignernode.Main(ctx, args, &stderr)
 			}()
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("Run = %v (context: %v), want a start-up error\n%s", err, ctx.Err(), stderr.String())

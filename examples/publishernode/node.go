@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/multiformats/go-multiaddr"
@@ -83,24 +84,54 @@ func saveState(dir string, s state) error {
 	return os.Rename(tmp, filepath.Join(dir, StateFile))
 }
 
-// Run is the publisher program: it parses args as examples/publisher's
-// flags (see that command's documentation, or [Config]), starts the
-// publishers, each on its own HTTP listener, and publishes an ad per
-// publisher every -interval, announcing each new head to the -announce
-// URLs, until ctx is done (SIGINT or SIGTERM in the binary, the caller's
-// cancel in process). It logs to stderr one
-// msg=listening name=publisher-<i> addr=<host:port> line per publisher,
-// then a msg=publisher line with its index, peer ID and fault, then
-// msg=starting. It returns nil after a clean shutdown and flag.ErrHelp
-// for -h.
-func Run(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := LoadConfig(args, stderr)
-	if err != nil {
-		return err
-	}
-	log := cli.NewLogger(stderr, cfg.level())
+// Listeners are the HTTP listeners of a [Node]; the caller binds them (a
+// test passes net.Listen("tcp", "127.0.0.1:0") for each).
+type Listeners struct {
+	// Publishers are the listeners of the publishers, one each, in
+	// order: publisher i serves its chain (ipnisync) and GET /truth on
+	// Publishers[i]. Required, as many as Config.Publishers, on IPv4
+	// TCP addresses (announces carry /ip4/<host>/tcp/<port>/http).
+	Publishers []net.Listener
+}
 
-	// Where each publisher starts: a fresh chain, or where -dir says.
+// Addrs is where a [Node] listens.
+type Addrs struct {
+	// Publishers are the "host:port" of each publisher's listener.
+	Publishers []string
+}
+
+// PublisherURL is the base URL of publisher i, http://<Publishers[i]>.
+func (a Addrs) PublisherURL(i int) string { return "http://" + a.Publishers[i] }
+
+// Node is the generated-publisher role: Config.Publishers [Publisher]s,
+// each served on its own listener, that publish an ad every
+// Config.Interval and announce each new head. Build it with [New], serve
+// with [Node.Run], release with [Node.Close].
+type Node struct {
+	r       *runner
+	lns     []net.Listener
+	started atomic.Bool
+	once    sync.Once
+}
+
+// New validates cfg, generates the publishers' chains (where Config.Dir
+// says they were, or with Config.InitialAds ads) and builds the node on
+// lns. It starts no goroutine. A state file in Dir written with another
+// configuration is [ErrState]. On error it has closed what it opened;
+// the error names the field at fault.
+func New(ctx context.Context, cfg Config, lns Listeners) (_ *Node, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("publishernode: config: %w", err)
+	}
+	if len(lns.Publishers) != cfg.Publishers || slices.Contains(lns.Publishers, nil) {
+		return nil, fmt.Errorf("publishernode: Listeners.Publishers: want %d listeners, one per publisher", cfg.Publishers)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	// Where each publisher starts: a fresh chain, or where Dir says.
 	ads := make([]int, cfg.Publishers)
 	for i := range ads {
 		ads[i] = cfg.InitialAds
@@ -110,15 +141,15 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if cfg.Dir != "" {
 		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-			return fmt.Errorf("-dir: %w", err)
+			return nil, fmt.Errorf("publishernode: Dir: %w", err)
 		}
 		s, ok, err := loadState(cfg.Dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ok {
 			if !s.sameChains(cfg.state()) {
-				return fmt.Errorf("%w: %s was written with seed %d, entries %d, chunk size %d, remove-every %d, update-every %d, piece-context-every %d, fault %q",
+				return nil, fmt.Errorf("%w: %s was written with seed %d, entries %d, chunk size %d, remove-every %d, update-every %d, piece-context-every %d, fault %q",
 					ErrState, filepath.Join(cfg.Dir, StateFile), s.Seed, s.Entries, s.ChunkSize, s.RemoveEvery, s.UpdateEvery, s.PieceContextEvery, s.Fault)
 			}
 			for i := range min(len(ads), len(s.Ads)) {
@@ -130,88 +161,80 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	pubs := make([]*Publisher, cfg.Publishers)
 	for i := range pubs {
 		if pubs[i], err = NewPublisher(cfg.Spec(i, ads[i])); err != nil {
-			return fmt.Errorf("publisher %d: %w", i, err)
+			return nil, fmt.Errorf("publishernode: publisher %d: %w", i, err)
 		}
 	}
-
-	lns, err := listen(cfg.Listen, len(pubs), cfg.MaxConns, cfg.MaxConnsPerIP)
-	if err != nil {
-		return err
-	}
-	senders := make([]*announce.HTTPSender, len(pubs))
-	addrs := make([]multiaddr.Multiaddr, len(pubs))
+	r := &runner{cfg: cfg, log: log, pubs: pubs, senders: make([]*announce.HTTPSender, len(pubs)), addrs: make([]multiaddr.Multiaddr, len(pubs))}
 	defer func() {
-		for _, s := range senders {
-			if s != nil {
-				s.Close()
-			}
+		if err != nil {
+			r.closeSenders()
 		}
 	}()
 	for i, p := range pubs {
-		host, port, _ := net.SplitHostPort(lns[i].Addr().String())
-		if addrs[i], err = multiaddr.NewMultiaddr("/ip4/" + host + "/tcp/" + port + "/http"); err != nil {
-			closeAll(lns)
-			return err
+		host, port, _ := net.SplitHostPort(lns.Publishers[i].Addr().String())
+		if r.addrs[i], err = multiaddr.NewMultiaddr("/ip4/" + host + "/tcp/" + port + "/http"); err != nil {
+			return nil, fmt.Errorf("publishernode: Listeners.Publishers[%d]: %w", i, err)
 		}
 		if len(cfg.Announce) > 0 {
-			if senders[i], err = announce.NewHTTPSender(cfg.Announce, p.ID()); err != nil {
-				closeAll(lns)
-				return fmt.Errorf("-announce: %w", err)
+			if r.senders[i], err = announce.NewHTTPSender(cfg.Announce, p.ID()); err != nil {
+				return nil, fmt.Errorf("publishernode: Announce: %w", err)
 			}
 		}
 	}
-	for i, p := range pubs {
-		cli.LogListening(log, "publisher-"+strconv.Itoa(i), lns[i].Addr().String())
-		log.Info("publisher", "index", i, "publisher", p.ID().String(), "ads", p.Ads(), "fault", string(p.Fault()))
-	}
-	log.Info("starting", "publishers", len(pubs), "seed", cfg.Seed, "interval", cfg.Interval.d().String(),
-		"entries", cfg.Entries, "announce", cfg.Announce, "dir", cfg.Dir, "fault", string(cfg.Fault))
+	return &Node{r: r, lns: slices.Clone(lns.Publishers)}, nil
+}
 
-	r := &runner{cfg: cfg, log: log, pubs: pubs, senders: senders, addrs: addrs}
+// Addrs reports where the node's publishers listen.
+func (n *Node) Addrs() Addrs {
+	a := Addrs{Publishers: make([]string, len(n.lns))}
+	for i, ln := range n.lns {
+		a.Publishers[i] = ln.Addr().String()
+	}
+	return a
+}
+
+// Publishers are the node's publishers, in order: their identities, heads
+// and ground truth ([Publisher.Truth]).
+func (n *Node) Publishers() []*Publisher { return slices.Clone(n.r.pubs) }
+
+// Run announces the publishers' heads, then serves them and publishes an
+// ad per publisher every Config.Interval (up to Config.MaxAds), saving the
+// positions in Config.Dir and announcing each new head, until ctx is
+// done. Then it shuts the servers down, waiting at most
+// Config.ShutdownTimeout for requests in flight, and returns once every
+// goroutine it started has exited: nil after a clean stop. Announce
+// failures are logged, not returned. Run may be called once.
+func (n *Node) Run(ctx context.Context) error {
+	if n.started.Swap(true) {
+		return ErrRunTwice
+	}
+	r := n.r
 	eg, ctx := errgroup.WithContext(ctx)
-	for i, p := range pubs {
-		cli.Serve(ctx, eg, "publisher-"+strconv.Itoa(i), cli.NewHTTPServer(p, log), lns[i], cfg.ShutdownTimeout.d())
+	for i, p := range r.pubs {
+		cli.Serve(ctx, eg, "publisher-"+strconv.Itoa(i), cli.NewHTTPServer(p, r.log), n.lns[i], r.cfg.ShutdownTimeout)
 	}
 	eg.Go(func() error { return r.produce(ctx) })
 	<-ctx.Done()
-	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	r.log.Info("shutting down", "cause", context.Cause(ctx).Error())
 	if err := eg.Wait(); err != nil {
-		log.Error("stopped", "err", err)
+		r.log.Error("stopped", "err", err)
 		return err
 	}
-	log.Info("stopped")
+	r.log.Info("stopped")
 	return nil
 }
 
-// listen binds n listeners: on addr and the n-1 ports after it, or each
-// on a free port when addr's port is 0; each with the connection caps
-// maxConns and maxConnsPerIP (see cli.Listen).
-func listen(addr string, n, maxConns, maxConnsPerIP int) ([]net.Listener, error) {
-	host, portStr, _ := net.SplitHostPort(addr)
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("-listen %q: port: %w", addr, err)
-	}
-	lns := make([]net.Listener, 0, n)
-	for i := range n {
-		p := 0
-		if port != 0 {
-			p = port + i
+// Close releases what New opened: the announce senders, and the
+// listeners if Run never ran. Call it after Run has returned. It is
+// idempotent.
+func (n *Node) Close() error {
+	n.once.Do(func() {
+		if !n.started.Swap(true) {
+			closeAll(n.lns)
 		}
-		ln, err := cli.Listen(net.JoinHostPort(host, strconv.Itoa(p)), maxConns, maxConnsPerIP)
-		if err != nil {
-			closeAll(lns)
-			return nil, fmt.Errorf("-listen: publisher-%d: %w", i, err)
-		}
-		lns = append(lns, ln)
-	}
-	return lns, nil
-}
-
-func closeAll(lns []net.Listener) {
-	for _, ln := range lns {
-		ln.Close()
-	}
+		n.r.closeSenders()
+	})
+	return nil
 }
 
 // runner publishes and announces.
@@ -223,12 +246,20 @@ type runner struct {
 	addrs   []multiaddr.Multiaddr  // where publisher i serves
 }
 
+func (r *runner) closeSenders() {
+	for _, s := range r.senders {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
 // produce announces the heads the publishers start with, then publishes
 // an ad per publisher every interval (up to -max-ads), saving the
 // positions in -dir and announcing the new heads, until ctx is done.
 func (r *runner) produce(ctx context.Context) error {
 	r.announce(ctx)
-	t := time.NewTicker(r.cfg.Interval.d())
+	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -262,7 +293,7 @@ func (r *runner) produce(ctx context.Context) error {
 				s.Ads = append(s.Ads, p.Ads())
 			}
 			if err := saveState(r.cfg.Dir, s); err != nil {
-				return fmt.Errorf("-dir: save state: %w", err)
+				return fmt.Errorf("publishernode: Dir: save state: %w", err)
 			}
 		}
 		r.announce(ctx)

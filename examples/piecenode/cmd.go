@@ -6,24 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/ipfs/go-datastore"
-	dssync "github.com/ipfs/go-datastore/sync"
 	leveldb "github.com/ipfs/go-ds-leveldb"
 	goredis "github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
-	"github.com/indexkit/indexkit/piece/memory"
 	pieceredis "github.com/indexkit/indexkit/piece/redis"
 )
 
@@ -119,14 +113,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// Run is the piece sampler program: it parses args as examples/piece's
-// flags (see that command's documentation), walks the providers' chains
-// and serves the signed REST API until ctx is done (SIGINT or SIGTERM in
-// the binary, the caller's cancel in process), then stops the API and the
-// walks, which persist their positions. It logs to stderr, including one
+// Main is the piece sampler program: it parses args as examples/piece's
+// flags (see that command's documentation), opens the store, the walker
+// state (-dir) and the key (-key), binds -listen with the connection caps
+// and runs a [Sampler] until ctx is done (SIGINT or SIGTERM in the binary,
+// the caller's cancel in process). It logs to stderr, including one
 // msg=listening name=api addr=<host:port> line. It returns nil after a
 // clean shutdown and flag.ErrHelp for -h.
-func Run(ctx context.Context, args []string, stderr io.Writer) error {
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -139,8 +133,8 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return fmt.Errorf("-dir: %w", err)
 	}
-	key, err := piece.LoadOrCreateKey(o.keyPath)
-	if err != nil {
+	cfg := DefaultConfig()
+	if cfg.Key, err = piece.LoadOrCreateKey(o.keyPath); err != nil {
 		return fmt.Errorf("-key: %w", err)
 	}
 
@@ -148,16 +142,9 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 	// produced: on disk with Redis, in memory with the memory store (a
 	// persisted position over an empty store would skip the ads walked
 	// before the restart).
-	var st piece.Store
-	var ds datastore.Batching
 	switch o.store {
 	case "memory":
-		m, err := memory.New(memory.WithCapacity(o.capacity))
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		st, ds = m, dssync.MutexWrap(datastore.NewMapDatastore())
+		cfg.Capacity = o.capacity
 	case "redis":
 		rdb := goredis.NewClient(&goredis.Options{Addr: o.redisAddr})
 		defer rdb.Close()
@@ -172,7 +159,6 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		defer r.Close()
-		st = r
 		walk := filepath.Join(o.dir, "walk")
 		ldb, err := leveldb.NewDatastore(walk, nil)
 		if err != nil {
@@ -182,66 +168,32 @@ func Run(ctx context.Context, args []string, stderr io.Writer) error {
 			return fmt.Errorf("-dir: walker state %s: %w", walk, err)
 		}
 		defer ldb.Close()
-		ds = ldb
+		cfg.Store, cfg.Capacity, cfg.WalkState = r, 0, ldb
 	}
 
-	var pubs []string
 	for _, p := range strings.Split(o.publishers, ",") {
 		if p = strings.TrimSpace(p); p != "" {
-			pubs = append(pubs, p)
+			cfg.Publishers = append(cfg.Publishers, p)
 		}
 	}
-	exempt, _ := cli.ParsePrefixes(o.announceRateExempt) // checked by parseFlags
-	policy, err := cli.DialPolicy(o.allowPrivateAddrs, log, "publishers")
-	if err != nil {
-		return err
-	}
-	topts := []piece.TrackerOption{
-		piece.WithDialPolicy(policy),
-		piece.WithProvidersURL(o.providersURL),
-		piece.WithPollInterval(o.pollInterval),
-		piece.WithIngestOptions(
-			ingest.WithWorkers(o.concurrency),
-			ingest.WithRequestTimeout(o.requestTimeout),
-			ingest.WithRequestRate(o.requestRate, max(1, int(o.requestRate))),
-		),
-		piece.WithTrackerLogger(log),
-		piece.WithAnnounceOptions(announce.WithSourceRate(o.announceRate, cli.RateBurst(o.announceRate)),
-			announce.WithSourceRateExempt(exempt...)),
-	}
-	if len(pubs) > 0 {
-		topts = append(topts, piece.WithPublishers(pubs...))
-	}
-	tr, err := piece.NewTracker(st, ds, topts...)
-	if err != nil {
-		return err
-	}
-	defer tr.Close()
-	api, err := piece.NewHandler(st, key, piece.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("PUT /announce", tr.AnnounceHandler())
-	mux.Handle("PUT /ingest/announce", tr.AnnounceHandler())
-	mux.Handle("/", api)
+	cfg.AnnounceRateExempt, _ = cli.ParsePrefixes(o.announceRateExempt) // checked by parseFlags
+	cfg.ProvidersURL, cfg.PollInterval = o.providersURL, o.pollInterval
+	cfg.Concurrency, cfg.RequestTimeout, cfg.RequestRate = o.concurrency, o.requestTimeout, o.requestRate
+	cfg.AnnounceRate, cfg.AllowPrivateAddrs = o.announceRate, o.allowPrivateAddrs
+	cfg.ShutdownTimeout, cfg.Logger = o.shutdownTimeout, log
 
 	ln, err := cli.Listen(o.listen, o.maxConns, o.maxConnsPerIP)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
-	log.Info("starting", "store", o.store, "dir", o.dir, "key", o.keyPath, "pubkey", api.PubKey(),
-		"providers_url", o.providersURL, "publishers", pubs, "concurrency", o.concurrency, "dial_policy", policy.String())
-	eg, ctx := errgroup.WithContext(ctx)
-	cli.LogListening(log, "api", ln.Addr().String())
-	cli.Serve(ctx, eg, "api", cli.NewHTTPServer(mux, log), ln, o.shutdownTimeout)
-	eg.Go(func() error { return tr.Run(ctx) })
-	<-ctx.Done()
-	log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("stopped", "err", err)
+	node, err := New(ctx, cfg, Listeners{API: ln})
+	if err != nil {
+		ln.Close()
 		return err
 	}
-	log.Info("stopped")
-	return nil
+	defer node.Close()
+	log.Info("starting", "store", o.store, "dir", o.dir, "key", o.keyPath, "pubkey", node.PubKey(),
+		"providers_url", o.providersURL, "publishers", cfg.Publishers, "concurrency", o.concurrency, "dial_policy", node.DialPolicy().String())
+	cli.LogListening(log, "api", node.Addrs().API)
+	return node.Run(ctx)
 }

@@ -33,7 +33,7 @@ func start(t *testing.T, args ...string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{tap: logtap.New(nil), cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		r.done <- Run(ctx, args, r.tap)
+		r.done <- Main(ctx, args, r.tap)
 		r.tap.Close()
 	}()
 	t.Cleanup(func() {
@@ -211,9 +211,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-piece-context-every", "3"}, ErrState, "piece-context-every 0"},
 		{[]string{"-piece-context-every", "-1"}, nil, "-piece-context-every -1"},
 	} {
-		err := Run(t.Context(), tc.args, io.Discard)
+		err := Main(t.Context(), tc.args, io.Discard)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
-			t.Errorf("Run %q: %v, want %v containing %q", tc.args, err, tc.want, tc.text)
+			t.Errorf("Main %q: %v, want %v containing %q", tc.args, err, tc.want, tc.text)
 		}
 	}
 	if _, err := os.Stat(dir + "/" + StateFile); err != nil {

@@ -1,0 +1,208 @@
+package assignernode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+// Listeners are the HTTP listeners an assigner serves on; the caller binds
+// them (a test passes net.Listen("tcp", "127.0.0.1:0")).
+type Listeners struct {
+	// Announce serves PUT /announce and PUT /ingest/announce, and GET
+	// /health. Required.
+	Announce net.Listener
+	// State serves the read-only state API (GET /assignments, GET
+	// /indexers); nil: not served.
+	State net.Listener
+}
+
+// Addrs is where an assigner listens.
+type Addrs struct {
+	// Announce and State are the "host:port" of the listeners (State ""
+	// when not served).
+	Announce, State string
+	// P2P are the gossip host's addresses, each ending in /p2p/<PeerID>;
+	// none without Config.P2P.
+	P2P []multiaddr.Multiaddr
+	// PeerID is the gossip host's identity; "" without Config.P2P.
+	PeerID peer.ID
+}
+
+// AnnounceURL is the base URL of the announce listener, http://<Announce>.
+func (a Addrs) AnnounceURL() string { return "http://" + a.Announce }
+
+// StateURL is the base URL of the state API, http://<State>.
+func (a Addrs) StateURL() string { return "http://" + a.State }
+
+// Assigner is the assigner role: it assigns publishers to the indexers of
+// a pool, hands them off as indexers freeze, and forwards announces (see
+// assigner.Service). Build it with [New], serve with [Assigner.Run],
+// release with [Assigner.Close].
+type Assigner struct {
+	log             *slog.Logger
+	svc             *assigner.Service
+	host            host.Host // nil without Config.P2P
+	policy          *netpolicy.Policy
+	lns             []net.Listener
+	names           []string
+	handlers        []http.Handler
+	shutdownTimeout time.Duration
+
+	started   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// p2pError is New's error for a libp2p host that cannot start.
+type p2pError struct {
+	addr string
+	err  error
+}
+
+func (e *p2pError) Error() string { return "assignernode: P2P " + e.addr + ": " + e.err.Error() }
+func (e *p2pError) Unwrap() error { return e.err }
+
+// New validates cfg and builds the assigner on lns: the service and, with
+// cfg.P2P, its libp2p gossip host. It starts no goroutine. On error it has
+// closed what it opened; the error names the field at fault.
+func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
+	if lns.Announce == nil {
+		return nil, errors.New("assignernode: Listeners.Announce is required")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("assignernode: config: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	policy, err := cli.DialPolicy(cfg.AllowPrivateAddrs, log, "unknown publishers' heads")
+	if err != nil {
+		return nil, fmt.Errorf("assignernode: dial policy: %w", err)
+	}
+	opts := []assigner.ServiceOption{
+		assigner.WithLogger(log), assigner.WithHooks(cfg.Hooks),
+		assigner.WithRequestTimeout(cfg.RequestTimeout),
+		assigner.WithDialPolicy(policy),
+	}
+	opts = append(opts, cfg.announceOptions()...)
+	if cfg.AdminToken != "" {
+		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
+	}
+	var h host.Host
+	if cfg.P2P != "" {
+		// A fresh identity each start: the assigner's peer ID only signs
+		// its republishes. No relay, bootstrap, mDNS or NAT mapping.
+		if h, err = libp2p.New(libp2p.ListenAddrStrings(cfg.P2P), libp2p.DisableRelay(),
+			libp2p.ConnectionGater(ipnisync.NewGater(policy))); err != nil {
+			return nil, &p2pError{cfg.P2P, err}
+		}
+		opts = append(opts, assigner.WithGossip(h))
+	}
+	svc, err := assigner.NewService(cfg.Service, opts...)
+	if err != nil {
+		if h != nil {
+			h.Close()
+		}
+		return nil, fmt.Errorf("assignernode: %w", err)
+	}
+	a := &Assigner{log: log, svc: svc, host: h, policy: policy, shutdownTimeout: cfg.ShutdownTimeout}
+	announceMux := http.NewServeMux()
+	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
+	announceMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "assigner ready") })
+	a.add("announce", lns.Announce, announceMux)
+	if lns.State != nil {
+		a.add("state", lns.State, svc.StateHandler())
+	}
+	return a, nil
+}
+
+func (a *Assigner) add(name string, ln net.Listener, h http.Handler) {
+	a.names, a.lns, a.handlers = append(a.names, name), append(a.lns, ln), append(a.handlers, h)
+}
+
+// Addrs reports where the assigner listens.
+func (a *Assigner) Addrs() Addrs {
+	out := Addrs{Announce: a.lns[0].Addr().String()}
+	if len(a.lns) > 1 {
+		out.State = a.lns[1].Addr().String()
+	}
+	if a.host != nil {
+		out.PeerID = a.host.ID()
+		suffix := multiaddr.StringCast("/p2p/" + a.host.ID().String())
+		for _, m := range a.host.Addrs() {
+			out.P2P = append(out.P2P, m.Encapsulate(suffix))
+		}
+	}
+	return out
+}
+
+// Service is the assigner's service, for its state and statistics.
+func (a *Assigner) Service() *assigner.Service { return a.svc }
+
+// DialPolicy is the policy the assigner fetches unknown publishers' heads
+// under.
+func (a *Assigner) DialPolicy() *netpolicy.Policy { return a.policy }
+
+// Run serves the listeners and runs the service (polls, assignments,
+// handoffs, announce forwarding) until ctx is done, then shuts the
+// listeners down, waiting at most Config.ShutdownTimeout for requests in
+// flight, and returns once every goroutine it started has exited: nil
+// after a clean stop. Run may be called once.
+func (a *Assigner) Run(ctx context.Context) error {
+	if a.started.Swap(true) {
+		return ErrRunTwice
+	}
+	eg, ctx := errgroup.WithContext(ctx)
+	for i, ln := range a.lns {
+		cli.Serve(ctx, eg, a.names[i], cli.NewHTTPServer(a.handlers[i], a.log), ln, a.shutdownTimeout)
+	}
+	eg.Go(func() error { return a.svc.Run(ctx) })
+	<-ctx.Done()
+	a.log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil {
+		a.log.Error("stopped", "err", err)
+		return err
+	}
+	a.log.Info("stopped")
+	return nil
+}
+
+// Close releases what New opened: the libp2p host, and the listeners if
+// Run never ran. Call it after Run has returned. It is idempotent.
+func (a *Assigner) Close() error {
+	a.closeOnce.Do(func() {
+		var errs []error
+		if !a.started.Swap(true) {
+			for _, ln := range a.lns {
+				if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if a.host != nil {
+			errs = append(errs, a.host.Close())
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}

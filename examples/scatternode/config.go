@@ -1,0 +1,183 @@
+package scatternode
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/indexkit/indexkit/scatter"
+)
+
+// Config is the typed configuration of a front end. Its zero value is
+// not usable: start from [DefaultConfig] and set Backends.
+type Config struct {
+	// Backends are the base URLs of the find APIs to scatter to (http or
+	// https, with a host and no query, fragment or credentials; a path is
+	// kept as a prefix). At least one. New normalises them (scheme and
+	// host in lower case, no trailing slash); two URLs that normalise the
+	// same are an error. The normalised URLs name the backends in logs and
+	// in the hooks.
+	Backends []string
+	// Timeout is how long each backend may take per request.
+	Timeout time.Duration
+	// Ring, when not nil, shards the keyspace: each multihash is asked
+	// only of the Replication backends that own it on a consistent-hash
+	// ring of Vnodes points per backend (0: scatter.DefaultVnodes). Nil
+	// asks every backend.
+	Ring *Ring
+	// CacheEntries is the size of the result cache in answers; 0: no
+	// cache (CacheTTL and CacheNegativeTTL are then unused).
+	CacheEntries int
+	// CacheTTL is how long a cached answer is kept (positive with a cache).
+	CacheTTL time.Duration
+	// CacheNegativeTTL is how long a cached "not found" is kept; 0: not
+	// cached.
+	CacheNegativeTTL time.Duration
+	// ShutdownTimeout bounds how long requests in flight may take once
+	// Run's context is done.
+	ShutdownTimeout time.Duration
+	// Logger receives the front end's log; nil discards it.
+	Logger *slog.Logger
+	// Hooks observe the Gathers the front end builds (for metrics).
+	Hooks Hooks
+}
+
+// Ring is the consistent-hash sharding of [Config.Ring] (the Ring object
+// of the binary's config file).
+type Ring struct {
+	// Vnodes is the number of ring points per backend (0: scatter.DefaultVnodes).
+	Vnodes int
+	// Replication is how many backends own each multihash: 1 to the
+	// number of backends.
+	Replication int
+}
+
+// Hooks observe the front end's Gathers: the one New builds, and each one
+// [Scatter.Reload] swaps in. Every hook is optional; they are called from
+// New, Reload and a goroutine of Run, never at once for one Gather.
+type Hooks struct {
+	// Gather returns the hooks of the Gather about to be built over
+	// backends (the normalised URLs, in order: index i of a GatherHooks
+	// callback is backends[i]).
+	Gather func(backends []string) scatter.GatherHooks
+	// Serving is called with a Gather as it starts to serve requests,
+	// before New or Reload returns.
+	Serving func(g *scatter.Gather)
+	// Retired is called with a replaced Gather once the last request it
+	// was serving has finished (not if Run ends first).
+	Retired func(g *scatter.Gather)
+}
+
+// DefaultConfig returns the defaults of the binary's flags: a 5s backend
+// timeout, no ring, no cache (a 30s TTL and a 5s negative TTL once
+// CacheEntries is set) and a 10s shutdown. Backends is empty.
+func DefaultConfig() Config {
+	return Config{
+		Timeout:          scatter.DefaultBackendTimeout,
+		CacheTTL:         30 * time.Second,
+		CacheNegativeTTL: 5 * time.Second,
+		ShutdownTimeout:  10 * time.Second,
+	}
+}
+
+// normalized returns c with its backends normalised and its ring's
+// default filled in, or an error naming the field at fault.
+func (c Config) normalized() (Config, error) {
+	switch {
+	case c.Timeout <= 0:
+		return c, fmt.Errorf("Timeout %v must be positive", c.Timeout)
+	case c.CacheEntries < 0:
+		return c, fmt.Errorf("CacheEntries %d must not be negative", c.CacheEntries)
+	case c.CacheEntries > 0 && c.CacheTTL <= 0:
+		return c, fmt.Errorf("CacheTTL %v must be positive", c.CacheTTL)
+	case c.CacheNegativeTTL < 0:
+		return c, fmt.Errorf("CacheNegativeTTL %v must not be negative", c.CacheNegativeTTL)
+	case c.ShutdownTimeout <= 0:
+		return c, fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	}
+	backends, ring, err := normalizeBackends(c.Backends, c.Ring)
+	if err != nil {
+		return c, err
+	}
+	c.Backends, c.Ring = backends, ring
+	return c, nil
+}
+
+// normalizeBackends checks and normalises raw (see [Config.Backends]) and
+// returns a copy of ring with its default filled in.
+func normalizeBackends(raw []string, ring *Ring) ([]string, *Ring, error) {
+	if len(raw) == 0 {
+		return nil, nil, errors.New("no backends: give -backends or list them in the config file")
+	}
+	var out []string
+	seen := make(map[string]string, len(raw))
+	for _, s := range raw {
+		u, err := normalizeURL(s)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first, ok := seen[u]; ok {
+			if first == s {
+				return nil, nil, fmt.Errorf("backend %q is listed twice", s)
+			}
+			return nil, nil, fmt.Errorf("backend %q is listed twice (also as %q)", s, first)
+		}
+		seen[u] = s
+		out = append(out, u)
+	}
+	if ring == nil {
+		return out, nil, nil
+	}
+	r := *ring
+	if r.Vnodes == 0 {
+		r.Vnodes = scatter.DefaultVnodes
+	}
+	if r.Vnodes < 0 {
+		return nil, nil, fmt.Errorf("Ring.Vnodes %d must be positive", r.Vnodes)
+	}
+	if r.Replication < 1 || r.Replication > len(out) {
+		return nil, nil, fmt.Errorf("Ring.Replication %d must be between 1 and the number of backends, %d", r.Replication, len(out))
+	}
+	return out, &r, nil
+}
+
+// sameGather reports whether c and o build the same Gather, so that a
+// reload from one to the other changes nothing.
+func (c Config) sameGather(o Config) bool {
+	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
+		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) &&
+		c.CacheEntries == o.CacheEntries && c.CacheTTL == o.CacheTTL && c.CacheNegativeTTL == o.CacheNegativeTTL
+}
+
+// normalizeURL checks a backend URL and returns its canonical form: scheme
+// and host in lower case, no trailing slash. It refuses what NewHTTPBackend
+// would silently drop (a query or fragment) and credentials, which would
+// end up in logs and metric labels.
+func normalizeURL(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		return "", fmt.Errorf("backend %q: want an http or https URL such as http://host:port", s)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("backend %q: %w", s, err)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("backend %q: scheme must be http or https", s)
+	case u.Host == "":
+		return "", fmt.Errorf("backend %q: no host", s)
+	case u.User != nil:
+		return "", fmt.Errorf("backend %q: credentials in URLs are not supported", s)
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "", fmt.Errorf("backend %q: a base URL takes no query or fragment", s)
+	}
+	u.Host = strings.ToLower(u.Host)
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u.String(), nil
+}

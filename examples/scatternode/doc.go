@@ -1,0 +1,40 @@
+// Package scatternode is the front end of an indexkit pool as a library:
+// a [Scatter] serves the IPNI find API over a scatter/gather of other find
+// APIs (indexkit indexers, storetheindex, indexstar), and [Main] is the
+// examples/scatter program around it (whose documentation is the manual
+// of every flag, the config file and the logs).
+//
+// # Embedding
+//
+// A program or a test builds a front end from a typed [Config] and the
+// listener it binds itself, then runs it:
+//
+//	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+//	cfg := scatternode.DefaultConfig()
+//	cfg.Backends = []string{"http://10.0.0.1:3000", "http://10.0.0.2:3000"}
+//	front, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
+//	if err != nil { ... }
+//	defer front.Close()
+//	go front.Run(ctx) // until ctx is done
+//	url := front.Addrs().FindURL()
+//
+// [Scatter.Reload] replaces the backends (timeout, ring, cache) while the
+// front end serves, as the binary does on SIGHUP; [Config.Hooks] observe
+// each Gather built, which is how [Main] feeds its Prometheus metrics.
+//
+// # Lifecycle
+//
+// [New] validates the Config (every error names the field) and builds the
+// first Gather; it starts no goroutine and dials nothing. [Scatter.Run]
+// serves until its context is done, then shuts down within
+// Config.ShutdownTimeout and returns only after every goroutine it started
+// has exited. [Scatter.Close] releases the listener if Run never ran and
+// the idle connections to the backends. Several front ends may run in one
+// process.
+//
+// [Main] parses the flags and the config file, binds the listeners with the
+// connection caps, and logs each as msg=listening name=<x>
+// addr=<host:port> before msg=starting, so a caller that passes
+// 127.0.0.1:0 learns the ports from those lines; examples/scatter and the
+// process mode of examples/internal/pool call it.
+package scatternode

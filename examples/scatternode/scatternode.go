@@ -1,0 +1,222 @@
+package scatternode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/find"
+)
+
+// Listeners are the HTTP listeners a front end serves on; the caller
+// binds them (a test passes net.Listen("tcp", "127.0.0.1:0")).
+type Listeners struct {
+	// Find serves the IPNI find API (scatter.Handler's routes). Required.
+	Find net.Listener
+}
+
+// Addrs is where a front end listens.
+type Addrs struct {
+	// Find is the find API's "host:port".
+	Find string
+}
+
+// FindURL is the base URL of the find API, http://<Find>.
+func (a Addrs) FindURL() string { return "http://" + a.Find }
+
+// Scatter is a front end: the IPNI find API over a scatter/gather of
+// other find APIs, whose backends [Scatter.Reload] can replace while it
+// serves. Build it with [New], serve with [Scatter.Run], release with
+// [Scatter.Close].
+type Scatter struct {
+	log             *slog.Logger
+	hooks           Hooks
+	shutdownTimeout time.Duration
+	ln              net.Listener
+	client          *http.Client // shared by every generation's backends
+	front           *swapHandler
+
+	mu  sync.Mutex // serialises Reload; guards cur
+	cur *generation
+
+	drains    sync.WaitGroup // goroutines waiting for a replaced Gather to drain
+	stop      chan struct{}  // closed when Run returns
+	started   atomic.Bool    // Run was called, or Close before it
+	closeOnce sync.Once
+}
+
+// generation is one configuration being served: a Gather and the find API
+// handler over it.
+type generation struct {
+	cfg     Config
+	gather  *scatter.Gather
+	handler http.Handler
+}
+
+// New validates cfg and builds the front end over cfg.Backends on
+// lns.Find. It starts no goroutine; nothing is dialled before the first
+// request. The error names the field or listener at fault.
+func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
+	if lns.Find == nil {
+		return nil, errors.New("scatternode: Listeners.Find is required")
+	}
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, fmt.Errorf("scatternode: config: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Scatter{log: log, hooks: cfg.Hooks, shutdownTimeout: cfg.ShutdownTimeout, ln: lns.Find, client: find.NewHTTPClient(), stop: make(chan struct{})}
+	gen, err := s.build(cfg)
+	if err != nil {
+		s.client.CloseIdleConnections()
+		return nil, fmt.Errorf("scatternode: %w", err)
+	}
+	s.cur = gen
+	if s.hooks.Serving != nil {
+		s.hooks.Serving(gen.gather)
+	}
+	s.front = newSwapHandler(gen.handler)
+	return s, nil
+}
+
+// build turns cfg (normalised) into a generation; nothing is started.
+func (s *Scatter) build(cfg Config) (*generation, error) {
+	backends := make([]find.Backend, len(cfg.Backends))
+	for i, u := range cfg.Backends {
+		b, err := find.NewClient(u, find.WithHTTPClient(s.client))
+		if err != nil {
+			return nil, err
+		}
+		backends[i] = b
+	}
+	opts := []scatter.GatherOption{
+		scatter.WithBackendTimeout(cfg.Timeout),
+		scatter.WithBackendNames(cfg.Backends...),
+	}
+	if s.hooks.Gather != nil {
+		opts = append(opts, scatter.WithHooks(s.hooks.Gather(cfg.Backends)))
+	}
+	if cfg.CacheEntries > 0 {
+		opts = append(opts, scatter.WithCache(cfg.CacheEntries, cfg.CacheTTL, cfg.CacheNegativeTTL))
+	}
+	if cfg.Ring != nil {
+		r, err := scatter.NewRing(cfg.Backends, cfg.Ring.Vnodes, cfg.Ring.Replication)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, scatter.WithRing(r))
+	}
+	g, err := scatter.NewGather(backends, opts...)
+	if err != nil {
+		return nil, err
+	}
+	h, err := find.NewHandler(g, find.WithLogger(s.log))
+	if err != nil {
+		return nil, err
+	}
+	return &generation{cfg: cfg, gather: g, handler: h}, nil
+}
+
+// Addrs reports where the front end listens.
+func (s *Scatter) Addrs() Addrs { return Addrs{Find: s.ln.Addr().String()} }
+
+// Config returns the configuration being served: that of New or of the
+// last Reload applied, normalised.
+func (s *Scatter) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur.cfg
+}
+
+// Reload builds a Gather from cfg's Backends, Timeout, Ring and cache
+// fields and swaps it in: requests that arrive from then on use it,
+// requests in flight finish on the old one (then Hooks.Retired is called
+// with it). A cfg that builds the same Gather as the current one changes
+// nothing and returns applied false, keeping the breaker state and cache;
+// an invalid cfg returns an error and keeps the current Gather. The
+// other fields of cfg (ShutdownTimeout, Logger, Hooks) stay those of New.
+// Reloads are serialised; Reload may be called before or while Run runs,
+// not after it has returned.
+func (s *Scatter) Reload(cfg Config) (applied bool, err error) {
+	cfg, err = cfg.normalized()
+	if err != nil {
+		return false, fmt.Errorf("scatternode: config: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cfg.sameGather(s.cur.cfg) {
+		return false, nil
+	}
+	gen, err := s.build(cfg)
+	if err != nil {
+		return false, fmt.Errorf("scatternode: %w", err)
+	}
+	if s.hooks.Serving != nil {
+		s.hooks.Serving(gen.gather)
+	}
+	drained := s.front.Swap(gen.handler)
+	old := s.cur
+	s.cur = gen
+	s.drains.Go(func() {
+		select {
+		case <-drained:
+			if s.hooks.Retired != nil {
+				s.hooks.Retired(old.gather)
+			}
+			s.log.Debug("previous backends drained", "backends", old.cfg.Backends)
+		case <-s.stop:
+		}
+	})
+	return true, nil
+}
+
+// Run serves the find API until ctx is done, then shuts down, waiting at
+// most Config.ShutdownTimeout for requests in flight, and returns once
+// every goroutine it started has exited: nil after a clean stop. Run may
+// be called once.
+func (s *Scatter) Run(ctx context.Context) error {
+	if s.started.Swap(true) {
+		return ErrRunTwice
+	}
+	defer s.drains.Wait()
+	defer close(s.stop)
+	eg, ctx := errgroup.WithContext(ctx)
+	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.front, s.log), s.ln, s.shutdownTimeout)
+	<-ctx.Done()
+	s.log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil {
+		s.log.Error("stopped", "err", err)
+		return err
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+// Close releases what New opened: the listener if Run never ran, and the
+// idle connections to the backends. It is idempotent.
+func (s *Scatter) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if !s.started.Swap(true) { // Run never ran, and will not
+			close(s.stop)
+			if e := s.ln.Close(); e != nil && !errors.Is(e, net.ErrClosed) {
+				err = e
+			}
+		}
+		s.client.CloseIdleConnections()
+	})
+	return err
+}
