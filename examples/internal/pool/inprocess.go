@@ -10,7 +10,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/piecenode"
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 )
 
@@ -30,7 +36,7 @@ var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustPa
 // 0 at its first start, its ports since then after that), its ports come
 // from the listeners and it is ready when New returns. No argv, no log
 // scraping, no port retry.
-func inProcess(kind string) bool { return kind == KindIndexer }
+func inProcess(string) bool { return true }
 
 // startInProcess starts r in a goroutine through its package's typed
 // API. Its log (slog text lines at info and above) goes to a tap that
@@ -59,6 +65,14 @@ func (p *Pool) startInProcess(ctx context.Context, r *role) (*run, error) {
 	switch r.kind {
 	case KindIndexer:
 		svc, err = p.newIndexer(ctx, r, logger, listen)
+	case KindAssigner:
+		svc, err = p.newAssigner(ctx, r, logger, listen)
+	case KindScatter:
+		svc, err = p.newScatter(ctx, r, logger, listen)
+	case KindPublisher:
+		svc, err = p.newPublishers(ctx, r, logger, listen)
+	case KindPiece:
+		svc, err = p.newPiece(ctx, r, logger, listen)
 	default:
 		err = fmt.Errorf("kind %s has no typed start", r.kind)
 	}
@@ -124,4 +138,110 @@ func (p *Pool) newIndexer(ctx context.Context, r *role, log *slog.Logger, listen
 	// The HandoffFromFile must exist and list a URL when the node reads
 	// it; the pool writes it with this indexer's own find URL just after.
 	return indexernode.New(ctx, cfg, lns)
+}
+
+// indexerRoles returns the pool's indexers, in order; p.mu is held.
+func (p *Pool) indexerRoles() []*role {
+	out := make([]*role, len(p.indexers))
+	for i, name := range p.indexers {
+		out[i] = p.roles[name]
+	}
+	return out
+}
+
+// newAssigner makes the assigner, with every indexer of the pool.
+func (p *Pool) newAssigner(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	c := &p.cfg
+	cfg := assignernode.DefaultConfig()
+	p.mu.Lock()
+	for _, ix := range p.indexerRoles() {
+		cfg.Service.Indexers = append(cfg.Service.Indexers, assigner.ServiceIndexer{
+			ID: ix.name, AdminURL: ix.url("admin"), FindURL: ix.url("find"), IngestURL: ix.url("ingest")})
+	}
+	p.mu.Unlock()
+	cfg.Service.Replication, cfg.Service.PollInterval = c.Replication, c.PollInterval
+	cfg.RequestTimeout = 5 * time.Second
+	cfg.AdminToken, cfg.AllowPrivateAddrs = p.token, true
+	cfg.AnnounceRateExempt = loopback // the pool's publishers announce from loopback
+	cfg.Logger = log
+	var lns assignernode.Listeners
+	var err error
+	if lns.Announce, err = listen("announce"); err != nil {
+		return nil, err
+	}
+	if lns.State, err = listen("state"); err != nil {
+		return nil, err
+	}
+	return assignernode.New(ctx, cfg, lns)
+}
+
+// newScatter makes the front end over the indexers' find APIs.
+func (p *Pool) newScatter(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	cfg := scatternode.DefaultConfig()
+	p.mu.Lock()
+	for _, ix := range p.indexerRoles() {
+		cfg.Backends = append(cfg.Backends, ix.url("find"))
+	}
+	p.mu.Unlock()
+	cfg.Timeout, cfg.Logger = 3*time.Second, log
+	ln, err := listen("find")
+	if err != nil {
+		return nil, err
+	}
+	return scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
+}
+
+// newPublishers makes a publisher role: the honest publishers (role
+// RolePublishers or one added by AddPublishers) or a malicious one.
+func (p *Pool) newPublishers(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	c := &p.cfg
+	cfg := publishernode.DefaultConfig()
+	cfg.Interval, cfg.Entries, cfg.InitialAds, cfg.Dir = c.Interval, c.Entries, c.InitialAds, r.dir
+	p.mu.Lock()
+	cfg.Announce = []string{p.roles[RoleAssigner].url("announce")}
+	p.mu.Unlock()
+	if r.publishers > 0 { // honest
+		cfg.Publishers, cfg.Seed, cfg.MaxAds = r.publishers, r.seed, c.MaxAds
+		cfg.PieceContextEvery = max(0, c.PieceContextEvery)
+		if c.RemoveEvery != 0 {
+			cfg.RemoveEvery = max(0, c.RemoveEvery)
+		}
+		if c.UpdateEvery != 0 {
+			cfg.UpdateEvery = max(0, c.UpdateEvery)
+		}
+	} else {
+		cfg.Publishers, cfg.Seed, cfg.MaxAds = 1, c.Seed+1000+uint64(r.index), c.MaliciousMaxAds
+		cfg.Fault = c.Malicious[r.index]
+	}
+	cfg.Logger = log
+	var lns publishernode.Listeners
+	for _, name := range r.listeners {
+		ln, err := listen(name)
+		if err != nil {
+			return nil, err
+		}
+		lns.Publishers = append(lns.Publishers, ln)
+	}
+	return publishernode.New(ctx, cfg, lns)
+}
+
+// newPiece makes the piece sampler over the front end's /providers, with
+// an in-memory piece store and a signing key kept in its directory.
+func (p *Pool) newPiece(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	cfg := piecenode.DefaultConfig()
+	p.mu.Lock()
+	cfg.ProvidersURL = p.roles[RoleScatter].url("find") + "/providers"
+	p.mu.Unlock()
+	key, err := piece.LoadOrCreateKey(filepath.Join(r.dir, "key"))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Key, cfg.PollInterval, cfg.RequestRate = key, 2*time.Second, 0
+	cfg.AllowPrivateAddrs, cfg.AnnounceRateExempt = true, loopback
+	cfg.Logger = log
+	ln, err := listen("api")
+	if err != nil {
+		return nil, err
+	}
+	return piecenode.New(ctx, cfg, piecenode.Listeners{API: ln})
 }

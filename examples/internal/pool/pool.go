@@ -114,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	for i := range cfg.Indexers {
 		p.addRole(IndexerName(i), KindIndexer, i, "find", "ingest", "admin")
 	}
-	p.addRole(RoleAssigner, KindAssigner, 0, "announce", "state", "metrics")
+	p.addRole(RoleAssigner, KindAssigner, 0, "announce", "state")
 	p.addRole(RoleScatter, KindScatter, 0, "find")
 	if cfg.Publishers > 0 {
 		r := p.addRole(RolePublishers, KindPublisher, 0, publisherListeners(cfg.Publishers)...)
@@ -227,7 +227,7 @@ func (p *Pool) args(r *role) []string {
 			// Every role of this pool announces from loopback: not limited.
 			"-announce-rate-exempt", loopbackPrefixes}
 	case KindAssigner:
-		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", r.addr("metrics"),
+		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", "",
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
 			"-replication", strconv.Itoa(c.Replication), allowPrivate, "-log-level", "info",
 			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
@@ -687,8 +687,8 @@ type URLs struct {
 	// /ingestion-status/{provider}.
 	Piece string
 	// AssignerAnnounce takes PUT /announce; AssignerState serves GET
-	// /assignments and /indexers; AssignerMetrics GET /metrics.
-	AssignerAnnounce, AssignerState, AssignerMetrics string
+	// /assignments and /indexers.
+	AssignerAnnounce, AssignerState string
 	// Indexers are every indexer's APIs, in pool order.
 	Indexers []IndexerURLs
 	// Publishers are the honest publishers' ipnisync (and GET /truth)
@@ -711,7 +711,7 @@ func (p *Pool) URLs() URLs {
 	defer p.mu.Unlock()
 	a, s, pc := p.roles[RoleAssigner], p.roles[RoleScatter], p.roles[RolePiece]
 	u := URLs{Find: s.url("find"), Piece: pc.url("api"),
-		AssignerAnnounce: a.url("announce"), AssignerState: a.url("state"), AssignerMetrics: a.url("metrics")}
+		AssignerAnnounce: a.url("announce"), AssignerState: a.url("state")}
 	for _, name := range p.indexers {
 		r := p.roles[name]
 		u.Indexers = append(u.Indexers, IndexerURLs{Name: name, Find: r.url("find"), Ingest: r.url("ingest"), Admin: r.url("admin")})

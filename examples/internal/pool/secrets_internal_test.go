@@ -19,7 +19,7 @@ func TestArgsCarryNoToken(t *testing.T) {
 	for i := range cfg.Indexers {
 		p.addRole(IndexerName(i), KindIndexer, i, "find", "ingest", "admin")
 	}
-	p.addRole(RoleAssigner, KindAssigner, 0, "announce", "state", "metrics")
+	p.addRole(RoleAssigner, KindAssigner, 0, "announce", "state")
 	p.addRole(RoleScatter, KindScatter, 0, "find")
 	p.addRole(RolePublishers, KindPublisher, 0, "publisher-0").publishers = 1
 	p.addRole(RolePiece, KindPiece, 0, "api")
