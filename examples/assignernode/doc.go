@@ -40,5 +40,5 @@
 // msg=listening name=<x> addr=<host:port> (and name=p2p per libp2p
 // address) before msg=starting, so a caller that passes 127.0.0.1:0 learns
 // the ports from those lines; examples/assigner and the process mode of
-// examples/internal/pool call it.
+// examples/localpool call it.
 package assignernode

@@ -38,5 +38,5 @@
 // [Main] parses the flags, opens the store and key they name, binds the
 // listener with the connection caps and logs it as msg=listening name=api
 // addr=<host:port> after msg=starting; examples/piece and the process
-// mode of examples/internal/pool call it.
+// mode of examples/localpool call it.
 package piecenode

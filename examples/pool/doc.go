@@ -1,7 +1,7 @@
 // Command pool runs a whole local IPNI pool in one command and shows it
 // working: `make demo` runs it with no flags and no external service.
 //
-// It starts (package examples/internal/pool) 4 generated publishers that
+// It starts (package examples/localpool) 4 generated publishers that
 // publish an ad of 100 multihashes a second each over ipnisync HTTP and
 // announce it to an assigner; the assigner, which spreads the publishers
 // over 3 indexer nodes on Pebble in a temporary directory; a scatter front

@@ -12,13 +12,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
 func main() {
-	pool.RoleMain() // --processes re-executes this binary as each role
+	localpool.RoleMain() // --processes re-executes this binary as each role
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -50,15 +50,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", 0, "run this long, then print a summary and stop (0: until Ctrl-C)")
 	fs.DurationVar(&o.refresh, "refresh", 2*time.Second, "time between two views of the pool")
-	fs.IntVar(&o.publishers, "publishers", pool.DefaultPublishers, "generated honest publishers")
-	fs.IntVar(&o.indexers, "indexers", pool.DefaultIndexers, "indexer nodes")
-	fs.IntVar(&o.replication, "replication", pool.DefaultReplication, "indexers per publisher")
-	fs.StringVar(&o.store, "store", pool.DefaultStore, "index backend of the indexers: pebble, leveldb or memory")
+	fs.IntVar(&o.publishers, "publishers", localpool.DefaultPublishers, "generated honest publishers")
+	fs.IntVar(&o.indexers, "indexers", localpool.DefaultIndexers, "indexer nodes")
+	fs.IntVar(&o.replication, "replication", localpool.DefaultReplication, "indexers per publisher")
+	fs.StringVar(&o.store, "store", localpool.DefaultStore, "index backend of the indexers: pebble, leveldb or memory")
 	fs.StringVar(&o.dir, "dir", "", "data directory of the pool, kept at exit (default: a temporary directory, removed at exit)")
 	fs.BoolVar(&o.processes, "processes", false, "run each role as its own OS process instead of a goroutine")
-	fs.DurationVar(&o.interval, "interval", pool.DefaultInterval, "time between two ads of each publisher")
-	fs.IntVar(&o.entries, "entries", pool.DefaultEntries, "multihashes per ad")
-	fs.Int64Var(&o.freezeBudget, "freeze-budget", pool.DefaultFreezeBudget, "disk budget of indexer-0 in bytes, which freezes it at 90% (0: no freeze)")
+	fs.DurationVar(&o.interval, "interval", localpool.DefaultInterval, "time between two ads of each publisher")
+	fs.IntVar(&o.entries, "entries", localpool.DefaultEntries, "multihashes per ad")
+	fs.Int64Var(&o.freezeBudget, "freeze-budget", localpool.DefaultFreezeBudget, "disk budget of indexer-0 in bytes, which freezes it at 90% (0: no freeze)")
 	fs.StringVar(&o.malicious, "malicious", "", "comma-separated faults of extra malicious publishers: bad-signature, corrupt, huge")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "level of the roles' log lines on stderr: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -99,14 +99,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer os.RemoveAll(dir)
 	}
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: dir, Publishers: o.publishers, Indexers: o.indexers, Replication: o.replication, Store: o.store,
 		Processes: o.processes, Interval: o.interval, Entries: o.entries, FreezeBudget: o.freezeBudget,
 		Malicious: faults, Log: stderr, LogLevel: level, Logger: log,
 	}
 	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
 		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
-	p, err := pool.Start(ctx, cfg)
+	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			log.Error("stopping the pool", "err", cerr)
 		}
 	}()
-	printURLs(stdout, p.URLs(), filepath.Join(p.Config().Dir, pool.AdminTokenFile), o.freezeBudget)
+	printURLs(stdout, p.URLs(), filepath.Join(p.Config().Dir, localpool.AdminTokenFile), o.freezeBudget)
 	var pc publishernode.Piece
 	havePiece := false
 	// repick picks the piece to sample, printing its curl when it changes:
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 }
 
-func printURLs(w io.Writer, u pool.URLs, tokenFile string, budget int64) {
+func printURLs(w io.Writer, u localpool.URLs, tokenFile string, budget int64) {
 	fmt.Fprintln(w, "the pool is up; try:")
 	fmt.Fprintf(w, "  curl %s/providers                      # find API (scatter front end): providers\n", u.Find)
 	if len(u.Publishers) > 0 {
@@ -193,12 +193,12 @@ func printURLs(w io.Writer, u pool.URLs, tokenFile string, budget int64) {
 // first and the last in multihash order (so of any age: once a publisher
 // has been handed off, some are held by the frozen indexer, some by the
 // active one), and asks the front end and every indexer.
-func probes(ctx context.Context, p *pool.Pool) []pool.Probe {
+func probes(ctx context.Context, p *localpool.Pool) []localpool.Probe {
 	t, err := p.Truth(ctx)
 	if err != nil {
 		return nil
 	}
-	var out []pool.Probe
+	var out []localpool.Probe
 	for _, pt := range t.Publishers {
 		if len(pt.Entries) == 0 {
 			continue
@@ -223,7 +223,7 @@ const (
 
 // pickPiece picks the piece the demo samples: the first of publisher-0's
 // truth named in a ContextID, else its first piece.
-func pickPiece(ctx context.Context, p *pool.Pool) (publishernode.Piece, bool) {
+func pickPiece(ctx context.Context, p *localpool.Pool) (publishernode.Piece, bool) {
 	u := p.URLs()
 	if len(u.Publishers) == 0 {
 		return publishernode.Piece{}, false
@@ -254,7 +254,7 @@ func pickPiece(ctx context.Context, p *pool.Pool) (publishernode.Piece, bool) {
 // publishers so that their truth holds still, and waits (up to its
 // deadline) until the front end answers every multihash of that truth in
 // full, printing the result.
-func summary(p *pool.Pool, w io.Writer, ran time.Duration, pc publishernode.Piece, havePiece bool) {
+func summary(p *localpool.Pool, w io.Writer, ran time.Duration, pc publishernode.Piece, havePiece bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fmt.Fprintf(w, "── summary after %s ──\n", ran.Round(time.Second))

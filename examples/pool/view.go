@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 )
 
 // view renders snapshots as plain lines: a block per refresh, and a line
@@ -38,7 +38,7 @@ func bytesString(n int64) string {
 }
 
 // handoffs writes a line for each handoff not reported before.
-func (v *view) handoffs(s *pool.Snapshot) {
+func (v *view) handoffs(s *localpool.Snapshot) {
 	for _, h := range s.Handoffs {
 		key := h.Publisher + "→" + h.To + fmt.Sprint(h.Done)
 		if v.seen[key] {
@@ -57,7 +57,7 @@ func (v *view) handoffs(s *pool.Snapshot) {
 }
 
 // render writes the state of the pool at s.Time.
-func (v *view) render(s *pool.Snapshot, elapsed string) {
+func (v *view) render(s *localpool.Snapshot, elapsed string) {
 	v.handoffs(s)
 	fmt.Fprintf(v.w, "── %s ── assigner %s\n", elapsed, upDown(s.AssignerUp))
 	fmt.Fprintf(v.w, "  %-10s %-7s %-8s %13s %18s  %s\n", "INDEXER", "STATE", "ID", "MULTIHASHES", "DISK (of budget)", "PUBLISHERS")
@@ -114,7 +114,7 @@ func (v *view) render(s *pool.Snapshot, elapsed string) {
 }
 
 // probes writes the result of query probes through the front end.
-func (v *view) probes(ps []pool.Probe) {
+func (v *view) probes(ps []localpool.Probe) {
 	for _, p := range ps {
 		verdict := "COMPLETE"
 		switch {
@@ -133,7 +133,7 @@ func (v *view) probes(ps []pool.Probe) {
 }
 
 // piece writes the result of a piece sample through the piece sampler.
-func (v *view) piece(s pool.PieceSample) {
+func (v *view) piece(s localpool.PieceSample) {
 	verdict := "VERIFIED"
 	if !s.OK() {
 		verdict = "not yet"

@@ -4,34 +4,34 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 )
 
 // TestView renders a fixed snapshot: a frozen indexer whose publisher was
 // handed off, an indexer down, a malicious publisher, and probes.
 func TestView(t *testing.T) {
-	s := &pool.Snapshot{
+	s := &localpool.Snapshot{
 		AssignerUp: true,
-		Indexers: []pool.IndexerState{
+		Indexers: []localpool.IndexerState{
 			{Name: "indexer-0", Up: true, ID: "12D3KooWFrozenAAAAAAAA", Frozen: true, Usage: 91.2, DiskBytes: 470 << 10, Multihashes: 5800,
-				Publishers: []pool.Held{{Publisher: "12D3KooWPublisherOne1"}}},
+				Publishers: []localpool.Held{{Publisher: "12D3KooWPublisherOne1"}}},
 			{Name: "indexer-1", Up: true, ID: "12D3KooWActiveBBBBBBBB", Usage: 0.4, DiskBytes: 3 << 20, Multihashes: 8900,
-				Publishers: []pool.Held{{Publisher: "12D3KooWPublisherOne1", Continued: "indexer-0"}}},
+				Publishers: []localpool.Held{{Publisher: "12D3KooWPublisherOne1", Continued: "indexer-0"}}},
 			{Name: "indexer-2", Usage: -1, DiskBytes: 100 << 10},
 		},
-		Publishers: []pool.PublisherState{
+		Publishers: []localpool.PublisherState{
 			{Name: "publisher-0", ID: "12D3KooWPublisherOne1", Head: "bafyHeadOfPublisherOne", Ads: 75, Lag: 0,
 				Owners: []string{"indexer-1"}, Frozen: []string{"indexer-0"}},
 			{Name: "publisher-1", ID: "12D3KooWPublisherTwo2", Head: "bafyHeadOfPublisherTwo", Ads: 74, Lag: -1, Owners: []string{"indexer-1"}},
 			{Name: "malicious-0", ID: "12D3KooWMaliciousOne1", Fault: "corrupt", Head: "bafyHeadOfMalicious", Ads: 10, Lag: -1},
 		},
-		Handoffs: []pool.Handoff{{Publisher: "12D3KooWPublisherOne1", From: "indexer-0", To: "indexer-1", Done: true}},
+		Handoffs: []localpool.Handoff{{Publisher: "12D3KooWPublisherOne1", From: "indexer-0", To: "indexer-1", Done: true}},
 	}
 	var b bytes.Buffer
 	v := newView(&b)
 	v.render(s, "42s")
 	v.render(s, "44s") // the handoff is reported once
-	v.probes([]pool.Probe{
+	v.probes([]localpool.Probe{
 		{Multihash: "QmFirstProbeMultihash", Publisher: "12D3KooWPublisherOne1", Want: 1, Got: 1, Complete: true, HeldBy: []string{"indexer-0"}},
 		{Multihash: "QmSecondProbeMultihash", Publisher: "12D3KooWPublisherTwo2", Want: 2, Got: 1},
 	})

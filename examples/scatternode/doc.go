@@ -36,5 +36,5 @@
 // connection caps, and logs each as msg=listening name=<x>
 // addr=<host:port> before msg=starting, so a caller that passes
 // 127.0.0.1:0 learns the ports from those lines; examples/scatter and the
-// process mode of examples/internal/pool call it.
+// process mode of examples/localpool call it.
 package scatternode

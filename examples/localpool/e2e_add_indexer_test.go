@@ -1,32 +1,32 @@
-package pool_test
+package localpool_test
 
 import (
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // TestE2EAddIndexer: a pool of 2 indexers holds 2 publishers, one each.
 // A third indexer is added as the seed says an operator does it (a new
 // node, then the assigner restarted with it in its configuration, and the
-// front end with it among its backends: pool.AddIndexer). A publisher
-// that appears afterwards (pool.AddPublishers) is assigned to the new,
+// front end with it among its backends: localpool.AddIndexer). A publisher
+// that appears afterwards (localpool.AddPublishers) is assigned to the new,
 // empty indexer, which the assigner prefers as the least loaded (fewest
 // publishers); the old publishers stay where they were; the front end
 // answers the new publisher's multihashes, from the new indexer, and the
 // whole truth in full.
 func TestE2EAddIndexer(t *testing.T) {
 	const ads = 8
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 4,
 	}
 	ctx, p := startFaultPool(t, cfg)
-	before := waitFor(t, ctx, p, "both publishers assigned, one per indexer", func(s *pool.Snapshot) bool {
+	before := waitFor(t, ctx, p, "both publishers assigned, one per indexer", func(s *localpool.Snapshot) bool {
 		for _, ix := range s.Indexers {
 			if len(ix.Publishers) != 1 {
 				return false
@@ -43,17 +43,17 @@ func TestE2EAddIndexer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if added != pool.IndexerName(2) {
+	if added != localpool.IndexerName(2) {
 		t.Fatalf("AddIndexer: %q, want indexer-2", added)
 	}
 	role, err := p.AddPublishers(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if role != pool.PublishersName(1) {
-		t.Fatalf("AddPublishers: role %q, want %q", role, pool.PublishersName(1))
+	if role != localpool.PublishersName(1) {
+		t.Fatalf("AddPublishers: role %q, want %q", role, localpool.PublishersName(1))
 	}
-	s := waitFor(t, ctx, p, "the new publisher on indexer-2, every publisher at its last ad", func(s *pool.Snapshot) bool {
+	s := waitFor(t, ctx, p, "the new publisher on indexer-2, every publisher at its last ad", func(s *localpool.Snapshot) bool {
 		return len(s.Publishers) == 3 && s.Publishers[2].Name == "publisher-2" &&
 			slices.Equal(s.Publishers[2].Owners, []string{added}) && honestAt(s, ads)
 	})

@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 )
 
 // TestMain serves the role subcommand (processes mode re-executes this
@@ -17,14 +17,14 @@ import (
 // tests (but goleveldb's mpoolDrain, which outlives a closed DB for up
 // to a second).
 func TestMain(m *testing.M) {
-	pool.RoleMain()
+	localpool.RoleMain()
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/syndtr/goleveldb/leveldb.(*DB).mpoolDrain"))
 }
 
 // small is a pool that publishes 4 ads of 5 multihashes per publisher,
 // fast, then stops producing.
-func small(t *testing.T, processes bool, store string) pool.Config {
-	return pool.Config{
+func small(t *testing.T, processes bool, store string) localpool.Config {
+	return localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: store, Processes: processes,
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: 4, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 4, // warnings and errors only
@@ -41,11 +41,11 @@ func (l testLog) Write(b []byte) (int, error) {
 
 // run starts cfg, waits until the front end answers the whole truth, and
 // closes the pool.
-func run(t *testing.T, cfg pool.Config) *pool.Pool {
+func run(t *testing.T, cfg localpool.Config) *localpool.Pool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	p, err := pool.Start(ctx, cfg)
+	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func run(t *testing.T, cfg pool.Config) *pool.Pool {
 			p.Close()
 		}
 	})
-	_, err = p.WaitFor(ctx, "every publisher at 4 ads", func(s *pool.Snapshot) bool {
+	_, err = p.WaitFor(ctx, "every publisher at 4 ads", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			if ps.Ads != 4 {
 				return false
@@ -63,7 +63,7 @@ func run(t *testing.T, cfg pool.Config) *pool.Pool {
 		}
 		return true
 	})
-	var c pool.Check
+	var c localpool.Check
 	if err == nil {
 		c, err = p.WaitComplete(ctx)
 	}
@@ -98,10 +98,10 @@ func run(t *testing.T, cfg pool.Config) *pool.Pool {
 	// Kill an indexer and start it again on the same ports and data:
 	// the front end answers in full again.
 	if cfg.Store != "memory" {
-		if err := p.Kill(pool.IndexerName(0)); err != nil {
+		if err := p.Kill(localpool.IndexerName(0)); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Start(ctx, pool.IndexerName(0)); err != nil {
+		if err := p.Start(ctx, localpool.IndexerName(0)); err != nil {
 			t.Fatal(err)
 		}
 		if c, err := p.WaitComplete(ctx); err != nil || c.Multihashes != 40 {
@@ -112,7 +112,7 @@ func run(t *testing.T, cfg pool.Config) *pool.Pool {
 		t.Fatalf("close: %v", err)
 	}
 	closed = true
-	if _, err := p.Snapshot(ctx); !errors.Is(err, pool.ErrClosed) {
+	if _, err := p.Snapshot(ctx); !errors.Is(err, localpool.ErrClosed) {
 		t.Fatalf("Snapshot after Close: %v, want ErrClosed", err)
 	}
 	return p

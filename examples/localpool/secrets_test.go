@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"net/http"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 )
 
 // TestAdminToken: a pool makes a random admin token, in a file only its
@@ -18,7 +18,7 @@ import (
 // it. The handoff-from file lists every indexer's find URL, one added
 // later too.
 func TestAdminToken(t *testing.T) {
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 1, Indexers: 2, Store: "memory",
 		Interval: 100 * time.Millisecond, Entries: 3, MaxAds: 2, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 4,
@@ -28,7 +28,7 @@ func TestAdminToken(t *testing.T) {
 	if len(tok) != 64 {
 		t.Fatalf("token of %d characters, want 64 hex digits", len(tok))
 	}
-	file := filepath.Join(cfg.Dir, pool.AdminTokenFile)
+	file := filepath.Join(cfg.Dir, localpool.AdminTokenFile)
 	fi, err := os.Stat(file)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func TestAdminToken(t *testing.T) {
 	}
 	// The assigner reached the admin APIs: the publisher is assigned; the
 	// snapshot read them: every indexer up.
-	waitFor(t, ctx, p, "the publisher assigned, every indexer up", func(s *pool.Snapshot) bool {
+	waitFor(t, ctx, p, "the publisher assigned, every indexer up", func(s *localpool.Snapshot) bool {
 		up := true
 		for _, ix := range s.Indexers {
 			up = up && ix.Up
@@ -67,7 +67,7 @@ func TestAdminToken(t *testing.T) {
 	})
 
 	readList := func() []string {
-		data, err := os.ReadFile(filepath.Join(cfg.Dir, pool.HandoffFromFile))
+		data, err := os.ReadFile(filepath.Join(cfg.Dir, localpool.HandoffFromFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,13 +87,13 @@ func TestAdminToken(t *testing.T) {
 		return out
 	}
 	if got := readList(); !slices.Equal(got, finds()) {
-		t.Errorf("%s lists %v, want %v", pool.HandoffFromFile, got, finds())
+		t.Errorf("%s lists %v, want %v", localpool.HandoffFromFile, got, finds())
 	}
 	if _, err := p.AddIndexer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := readList(), finds(); len(want) != 3 || !slices.Equal(got, want) {
-		t.Errorf("after AddIndexer, %s lists %v, want %v", pool.HandoffFromFile, got, want)
+		t.Errorf("after AddIndexer, %s lists %v, want %v", localpool.HandoffFromFile, got, want)
 	}
 
 	for _, r := range p.Roles() {

@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
@@ -39,7 +39,7 @@ const convergeAds = 60
 func TestConvergeAcrossFreeze(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 4, Indexers: 3, Store: "pebble",
 		Interval: 200 * time.Millisecond, Entries: 5, MaxAds: convergeAds, RemoveEvery: 5, UpdateEvery: 3,
 		// indexer-0 holds two publishers, whose ads grow its directory
@@ -52,8 +52,8 @@ func TestConvergeAcrossFreeze(t *testing.T) {
 	p := convStart(ctx, t, cfg)
 
 	// indexer-0 freezes while the publishers are still publishing.
-	s, err := p.WaitFor(ctx, "indexer-0 frozen", func(s *pool.Snapshot) bool {
-		ix := s.Indexer(pool.IndexerName(0))
+	s, err := p.WaitFor(ctx, "indexer-0 frozen", func(s *localpool.Snapshot) bool {
+		ix := s.Indexer(localpool.IndexerName(0))
 		return ix != nil && ix.Frozen
 	})
 	if err != nil {
@@ -69,7 +69,7 @@ func TestConvergeAcrossFreeze(t *testing.T) {
 	s = convSettled(ctx, t, p, convergeAds)
 	frozen := map[string]string{} // publisher → the indexer it was handed off to
 	for _, h := range s.Handoffs {
-		if h.From == pool.IndexerName(0) {
+		if h.From == localpool.IndexerName(0) {
 			frozen[h.Publisher] = h.To
 		}
 	}
@@ -94,16 +94,16 @@ func TestConvergeAcrossFreeze(t *testing.T) {
 
 // convWaitComplete is p.WaitComplete within 40 s, leaving the rest of
 // ctx to explain a failure.
-func convWaitComplete(ctx context.Context, p *pool.Pool) (pool.Check, error) {
+func convWaitComplete(ctx context.Context, p *localpool.Pool) (localpool.Check, error) {
 	ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
 	return p.WaitComplete(ctx)
 }
 
 // convStart starts cfg and closes the pool at the end of the test.
-func convStart(ctx context.Context, t *testing.T, cfg pool.Config) *pool.Pool {
+func convStart(ctx context.Context, t *testing.T, cfg localpool.Config) *localpool.Pool {
 	t.Helper()
-	p, err := pool.Start(ctx, cfg)
+	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func convStart(ctx context.Context, t *testing.T, cfg pool.Config) *pool.Pool {
 // convSettled waits until every honest publisher has its ads ads, every
 // handoff is done, and every publisher's active owners have walked to its
 // head.
-func convSettled(ctx context.Context, t *testing.T, p *pool.Pool, ads int) *pool.Snapshot {
+func convSettled(ctx context.Context, t *testing.T, p *localpool.Pool, ads int) *localpool.Snapshot {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	s, err := p.WaitFor(wctx, fmt.Sprintf("publishers at %d ads, handoffs done, owners at the heads", ads), func(s *pool.Snapshot) bool {
+	s, err := p.WaitFor(wctx, fmt.Sprintf("publishers at %d ads, handoffs done, owners at the heads", ads), func(s *localpool.Snapshot) bool {
 		if len(s.Pending()) > 0 {
 			return false
 		}
@@ -150,7 +150,7 @@ func convSettled(ctx context.Context, t *testing.T, p *pool.Pool, ads int) *pool
 }
 
 // convDumpLogs logs every role's last log lines.
-func convDumpLogs(t *testing.T, p *pool.Pool) {
+func convDumpLogs(t *testing.T, p *localpool.Pool) {
 	t.Helper()
 	for _, r := range p.Roles() {
 		t.Logf("%s:\n%s", r, lines(p.LogLines(r)))
@@ -159,7 +159,7 @@ func convDumpLogs(t *testing.T, p *pool.Pool) {
 
 // convExplain logs, for a few incomplete multihashes, what each indexer
 // answers.
-func convExplain(ctx context.Context, t *testing.T, p *pool.Pool, truth pool.Truth) {
+func convExplain(ctx context.Context, t *testing.T, p *localpool.Pool, truth localpool.Truth) {
 	t.Helper()
 	c := p.Check(ctx, truth.Entries)
 	t.Logf("front end: %v; examples: %s", c, strings.Join(c.Examples, "; "))
@@ -180,7 +180,7 @@ func convExplain(ctx context.Context, t *testing.T, p *pool.Pool, truth pool.Tru
 // indexer-0's FrozenAt there, with their current metadata, and the later
 // ones on its receiver; every other publisher is held whole by its owner;
 // and no indexer answers for a publisher it never held.
-func convCheckSplit(ctx context.Context, t *testing.T, p *pool.Pool, s *pool.Snapshot, truth pool.Truth, handedOff map[string]string) {
+func convCheckSplit(ctx context.Context, t *testing.T, p *localpool.Pool, s *localpool.Snapshot, truth localpool.Truth, handedOff map[string]string) {
 	t.Helper()
 	frozenAt := convFrozenPoints(ctx, t, p)
 	byPub := map[string][]publishernode.Entry{}
@@ -211,13 +211,13 @@ func convCheckSplit(ctx context.Context, t *testing.T, p *pool.Pool, s *pool.Sna
 			if len(pre) == 0 || len(post) == 0 {
 				t.Errorf("%s: %d multihashes before the freeze, %d after: want both", ps.Name, len(pre), len(post))
 			}
-			if c := p.CheckIndexer(ctx, pool.IndexerName(0), pre); !c.OK() {
+			if c := p.CheckIndexer(ctx, localpool.IndexerName(0), pre); !c.OK() {
 				t.Errorf("%s: frozen indexer-0 on the multihashes advertised up to its FrozenAt: %v %v", ps.Name, c, c.Examples)
 			}
 			if c := p.CheckIndexer(ctx, to, post); !c.OK() {
 				t.Errorf("%s: receiver %s on the multihashes advertised after the FrozenAt: %v %v", ps.Name, to, c, c.Examples)
 			}
-			holders = []string{pool.IndexerName(0), to}
+			holders = []string{localpool.IndexerName(0), to}
 		}
 		for _, ix := range p.Indexers() {
 			if slices.Contains(holders, ix) {
@@ -232,7 +232,7 @@ func convCheckSplit(ctx context.Context, t *testing.T, p *pool.Pool, s *pool.Sna
 
 // convFrozenPoints reads indexer-0's provider records: each provider's
 // FrozenAt.
-func convFrozenPoints(ctx context.Context, t *testing.T, p *pool.Pool) map[string]cid.Cid {
+func convFrozenPoints(ctx context.Context, t *testing.T, p *localpool.Pool) map[string]cid.Cid {
 	t.Helper()
 	var infos []find.ProviderInfo
 	if err := convGetJSON(ctx, p.URLs().Indexers[0].Find+"/providers", &infos); err != nil {

@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
@@ -35,14 +35,14 @@ import (
 // attacker's address for a real publisher, nor any made-up publisher,
 // before or after a restart.
 func TestE2EAnnounceAttacks(t *testing.T) {
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "pebble", Processes: true,
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: 60, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 5,
 	}
 	ctx, p := startFaultPool(t, cfg)
 	// The attack comes while the publishers publish.
-	s := waitFor(t, ctx, p, "every publisher assigned and publishing", func(s *pool.Snapshot) bool {
+	s := waitFor(t, ctx, p, "every publisher assigned and publishing", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			if ps.Ads < 5 || len(ps.Owners) != 1 {
 				return false
@@ -130,7 +130,7 @@ func TestE2EAnnounceAttacks(t *testing.T) {
 	}
 
 	// The honest publishers go on; the front end answers all they published.
-	waitFor(t, ctx, p, "every publisher at its last ad", func(s *pool.Snapshot) bool { return honestAt(s, cfg.MaxAds) })
+	waitFor(t, ctx, p, "every publisher at its last ad", func(s *localpool.Snapshot) bool { return honestAt(s, cfg.MaxAds) })
 	c := waitComplete(t, ctx, p, "the honest publishers after the attack")
 	t.Logf("honest truth through the front end after the attack: %v", c)
 

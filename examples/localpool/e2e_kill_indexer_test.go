@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -28,7 +28,7 @@ func TestKillIndexer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 3, Indexers: 2, Store: "pebble", Processes: true,
 		Interval: 100 * time.Millisecond, Entries: 20, MaxAds: killAds, RemoveEvery: 5, UpdateEvery: 3,
 		PollInterval: 200 * time.Millisecond,
@@ -39,7 +39,7 @@ func TestKillIndexer(t *testing.T) {
 	// The victim: the indexer holding the most publishers, once it has
 	// applied some of their ads.
 	var victim string
-	s, err := p.WaitFor(ctx, "every publisher assigned, 10 ads applied by its owner", func(s *pool.Snapshot) bool {
+	s, err := p.WaitFor(ctx, "every publisher assigned, 10 ads applied by its owner", func(s *localpool.Snapshot) bool {
 		victim = ""
 		most := 0
 		for _, ix := range s.Indexers {
@@ -71,7 +71,7 @@ func TestKillIndexer(t *testing.T) {
 
 	// Down while its publishers publish a few ads, whose announces it
 	// misses; started again while they publish.
-	if _, err := p.WaitFor(ctx, "5 more ads", func(s *pool.Snapshot) bool {
+	if _, err := p.WaitFor(ctx, "5 more ads", func(s *localpool.Snapshot) bool {
 		return s.Publishers[0].Ads >= killedAt+5
 	}); err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestKillIndexer(t *testing.T) {
 
 	// Killed again in the middle of ingestion, and down until the
 	// publishers have stopped: no announce will come after its restart.
-	s, err = p.WaitFor(ctx, "the victim walking again", func(s *pool.Snapshot) bool {
+	s, err = p.WaitFor(ctx, "the victim walking again", func(s *localpool.Snapshot) bool {
 		ix := s.Indexer(victim)
 		return ix != nil && ix.Up && ix.Multihashes > 0 && s.Publishers[0].Ads < killAds
 	})
@@ -91,7 +91,7 @@ func TestKillIndexer(t *testing.T) {
 		t.Fatal(err)
 	}
 	convKill(t, p, victim, s.Publishers[0].Ads)
-	if _, err := p.WaitFor(ctx, "the publishers stopped", func(s *pool.Snapshot) bool {
+	if _, err := p.WaitFor(ctx, "the publishers stopped", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			if ps.Ads != killAds {
 				return false
@@ -142,7 +142,7 @@ func TestKillIndexer(t *testing.T) {
 }
 
 // convKill kills name with SIGKILL.
-func convKill(t *testing.T, p *pool.Pool, name string, at int) {
+func convKill(t *testing.T, p *localpool.Pool, name string, at int) {
 	t.Helper()
 	if err := p.Kill(name); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package pool
+package localpool
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/piece"
-	"github.com/indexkit/indexkit/examples/internal/logtap"
 )
 
 // service is a role made through its package's typed API: New has bound

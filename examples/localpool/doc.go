@@ -1,30 +1,40 @@
-// Package pool runs a whole local IPNI pool — generated publishers, an
-// assigner, indexer nodes, a scatter front end and a piece sampler — on
-// 127.0.0.1, in goroutines of this process or as one OS process per role.
-// It is the orchestration behind examples/pool (the demo, `make demo`)
-// and the test bed of the end-to-end fault tests.
+// Package localpool runs a whole local IPNI pool — generated publishers
+// with their ground truth, an assigner, indexer nodes, a scatter front end
+// and a piece sampler — on 127.0.0.1, in goroutines of this process or as
+// one OS process per role. It is the orchestration behind examples/pool
+// (the demo, `make demo`), the test bed of the end-to-end fault tests, and
+// what another module's tests import to get a pool in one call:
+//
+//	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Store: "memory"})
+//	...
+//	defer p.Close()
+//	check, err := p.WaitComplete(ctx) // every multihash of the publishers' truth, found in full
+//
+// [Pool.Stop], [Pool.Kill], [Pool.Restart], [Pool.AddIndexer] and
+// [Pool.AddPublishers] change it while it runs; [Pool.Truth] is the
+// publishers' ground truth, [Pool.Check] and [Pool.WaitComplete] compare
+// the front end's answers with it, [Pool.Snapshot] reads every role's
+// state.
 //
 // # Roles
 //
-// Each role is the program of one example binary, run with that binary's
-// flags (their documentation is the manual of each):
+// Each role is one of the importable role packages of examples/, the same
+// code as the example binary of that name:
 //
-//	indexer-<i>    examples/indexernode  -use-assigner, -allow-private-addrs, -store Config.Store,
-//	               -disk-budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
-//	               for the others) with -freeze-at 90, data in Dir/indexer-<i>,
-//	               -admin-token-file Dir/admin-token, -handoff-from-file Dir/handoff-from
-//	assigner       examples/assignernode every indexer, -replication,
-//	               -poll-interval Config.PollInterval, -allow-private-addrs,
-//	               -admin-token-file Dir/admin-token
-//	scatter        examples/scatternode  -backends: every indexer's find API
+//	indexer-<i>    examples/indexernode  assigner mode, private addresses allowed, Config.Store,
+//	               a disk budget (Config.FreezeBudget for indexer-0, Config.DiskBudget
+//	               for the others) with a freeze at 90%, data in Dir/indexer-<i>,
+//	               the pool's admin token, handoffs from Dir/handoff-from
+//	assigner       examples/assignernode every indexer, Config.Replication,
+//	               Config.PollInterval, private addresses allowed, the admin token
+//	scatter        examples/scatternode  every indexer's find API
 //	publishers     examples/publishernode Config.Publishers honest publishers
-//	               (-seed Config.Seed; -remove-every, -update-every
-//	               Config.RemoveEvery, UpdateEvery), announcing to the
-//	               assigner, positions in Dir/publishers
+//	               (seed Config.Seed; Config.RemoveEvery, UpdateEvery), announcing
+//	               to the assigner, positions in Dir/publishers
 //	malicious-<i>  examples/publishernode one publisher with fault
-//	               Config.Malicious[i] (-seed Seed+1000+i), announcing to the assigner
-//	piece          examples/piecenode    -providers-url: the front end's
-//	               GET /providers, memory store, -allow-private-addrs
+//	               Config.Malicious[i] (seed Seed+1000+i), announcing to the assigner
+//	piece          examples/piecenode    the front end's GET /providers, memory store,
+//	               private addresses allowed
 //
 // Publishers announce to the assigner, as in the seed's deployment: it
 // assigns each new publisher to the least loaded active indexer (or
@@ -34,22 +44,33 @@
 // active indexer, which resumes right after indexer-0's last ad; the front
 // end answers across frozen and active indexers.
 //
-// Every listener is on 127.0.0.1, on a port chosen free at the role's
-// first start (bound to :0, then released; a start whose port was taken
-// meanwhile picks another and retries) and kept across restarts, so the
-// assigner's and the front end's configuration stay valid when a role
-// restarts. [Pool.URLs] lists them. The roles' addresses are read from
-// their msg=listening lines (examples/internal/logtap in process, the
-// process's stderr in processes mode). Since they are all on loopback,
-// the roles that dial addresses others name (indexers, the assigner, the
-// piece sampler) run with -allow-private-addrs, without which they refuse
-// loopback and private addresses; the pool logs this at start.
+// # Goroutine mode and processes mode
+//
+// By default every role runs in a goroutine, built through its package's
+// typed API (Config, Listeners, New, Run, Close): the pool binds each
+// listener on 127.0.0.1 (port 0 at the role's first start, the same port
+// at each restart, so the assigner's and the front end's configuration
+// stay valid), reads the ports from the listeners, and a role is ready
+// when its New returns. There is no command line, no log scraping and no
+// port retry. A role's log lines (slog text) still go to Config.Log with
+// role=<name>, and to [Pool.LogLines] and [Pool.WatchLog].
+//
+// With Config.Processes each role is this executable re-run with the
+// hidden "role" subcommand ([RoleMain]) and the flags of its binary; the
+// pool picks its ports beforehand (retrying a start whose port was taken
+// meanwhile) and reads readiness from its msg=listening and msg=starting
+// lines. [Pool.Kill] is then a SIGKILL: crash tests need it.
+//
+// Since every role is on loopback, the roles that dial addresses others
+// name (indexers, the assigner, the piece sampler) allow private
+// addresses, which by default they refuse; the pool logs this at start.
 //
 // # Admin token and handoff sources
 //
 // [Start] writes a new random token to Dir/[AdminTokenFile] (mode 0600):
-// every indexer requires it on its admin API and the assigner sends it,
-// both reading the file, so the token is on no command line; the pool's
+// every indexer requires it on its admin API and the assigner sends it
+// (in processes mode both read the file, so the token is on no command
+// line; in goroutine mode the pool puts it in their Config); the pool's
 // own admin calls ([Pool.Snapshot]) send it too, and [Pool.AdminToken]
 // gives it to a test or a demo (admin.WithClientToken). Dir/[HandoffFromFile]
 // lists the find URLs of the pool's indexers, the only frozen indexers a
@@ -75,7 +96,7 @@
 // [Pool.Kill] at once (SIGKILL in processes mode; in goroutine mode a role
 // can only be cancelled, which is graceful: crash tests need processes),
 // [Pool.Start] starts a stopped role again on the same data directory,
-// flags and ports, [Pool.Restart] does both. [Pool.AddIndexer] starts a
+// configuration and ports, [Pool.Restart] does both. [Pool.AddIndexer] starts a
 // new indexer and restarts the assigner and the front end with it in their
 // configuration, as the seed adds an indexer; [Pool.AddPublishers] starts
 // more honest publishers (role publishers-<k>, their own seed), as new
@@ -131,4 +152,4 @@
 // error with its last log lines; role operations wrap [ErrUnknownRole],
 // [ErrRunning], [ErrStopped] and, after Close, [ErrClosed]. A role that
 // does not answer is not an error of [Pool.Snapshot]: it shows as down.
-package pool
+package localpool

@@ -1,10 +1,10 @@
-package pool_test
+package localpool_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/piece"
 )
@@ -19,13 +19,13 @@ import (
 // PIECE_NOT_FOUND.
 func TestE2EPieceSamples(t *testing.T) {
 	const ads = 6
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 4,
 	}
 	ctx, p := startFaultPool(t, cfg)
-	waitFor(t, ctx, p, "the publishers at their last ad", func(s *pool.Snapshot) bool { return honestAt(s, ads) })
+	waitFor(t, ctx, p, "the publishers at their last ad", func(s *localpool.Snapshot) bool { return honestAt(s, ads) })
 	pieces, err := p.Pieces(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestE2EPieceSamples(t *testing.T) {
 		t.Fatalf("pieces %+v: want some named in a ContextID and some in metadata", pieces)
 	}
 	for _, pc := range []*publishernode.Piece{inContext, inMetadata} {
-		var last pool.PieceSample
+		var last localpool.PieceSample
 		for !last.OK() {
 			last = p.SamplePiece(ctx, *pc, "e2e", piece.MaxSamples)
 			select {

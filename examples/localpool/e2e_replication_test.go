@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"net/url"
@@ -10,7 +10,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -26,14 +26,14 @@ import (
 // longer partial.
 func TestE2EReplicationIndexerDown(t *testing.T) {
 	const ads = 60
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 3, Indexers: 3, Replication: 2, Store: "pebble", Processes: true,
 		Interval: 200 * time.Millisecond, Entries: 5, MaxAds: ads, RemoveEvery: -1, UpdateEvery: -1,
 		PollInterval: 200 * time.Millisecond, Log: testLog{t}, LogLevel: 4,
 	}
 	ctx, p := startFaultPool(t, cfg)
-	down := pool.IndexerName(1)
-	s := waitFor(t, ctx, p, "every publisher on two indexers", func(s *pool.Snapshot) bool {
+	down := localpool.IndexerName(1)
+	s := waitFor(t, ctx, p, "every publisher on two indexers", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			if len(ps.Owners) != 2 {
 				return false
@@ -52,14 +52,14 @@ func TestE2EReplicationIndexerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	atKill := s.Publishers[0].Ads
-	waitFor(t, ctx, p, "3 more ads published with indexer-1 down", func(s *pool.Snapshot) bool {
+	waitFor(t, ctx, p, "3 more ads published with indexer-1 down", func(s *localpool.Snapshot) bool {
 		return s.Publishers[0].Ads >= min(ads, atKill+3) && !s.Indexer(down).Up
 	})
 	tr, err := p.Truth(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c pool.Check
+	var c localpool.Check
 	for c = p.Check(ctx, tr.Entries); !c.OK(); c = p.Check(ctx, tr.Entries) {
 		select {
 		case <-ctx.Done():
@@ -85,7 +85,7 @@ func TestE2EReplicationIndexerDown(t *testing.T) {
 		t.Log("the publishers stopped before indexer-1 was up again: syncing it through its admin API")
 		syncAll(t, p, down, held)
 	}
-	waitFor(t, ctx, p, "the publishers at their last ad", func(s *pool.Snapshot) bool { return honestAt(s, ads) })
+	waitFor(t, ctx, p, "the publishers at their last ad", func(s *localpool.Snapshot) bool { return honestAt(s, ads) })
 	tr, err = p.Truth(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestE2EReplicationIndexerDown(t *testing.T) {
 			mine = append(mine, pt.Entries...)
 		}
 	}
-	var last pool.Check
+	var last localpool.Check
 	for last = p.CheckIndexer(ctx, down, mine); !last.OK() || last.Multihashes == 0; last = p.CheckIndexer(ctx, down, mine) {
 		select {
 		case <-ctx.Done():
@@ -124,7 +124,7 @@ func TestE2EReplicationIndexerDown(t *testing.T) {
 
 // syncAll asks indexer name to sync each publisher of ids from its
 // address (POST /ingest/sync/{id} through the admin API).
-func syncAll(t *testing.T, p *pool.Pool, name string, ids []string) {
+func syncAll(t *testing.T, p *localpool.Pool, name string, ids []string) {
 	t.Helper()
 	urls := p.URLs()
 	var adminURL string

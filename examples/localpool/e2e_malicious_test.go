@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -28,14 +28,14 @@ func TestE2EMaliciousPublishers(t *testing.T) {
 		publishernode.CorruptBlocks: "hash mismatch",
 		publishernode.HugeChunks:    "too large",
 	}
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
 		Malicious: faults, MaliciousMaxAds: badAds,
 		Log: testLog{t}, LogLevel: 5, // errors only: the faulty walks warn
 	}
 	ctx, p := startFaultPool(t, cfg)
-	s := waitFor(t, ctx, p, "every publisher assigned and at its last ad", func(s *pool.Snapshot) bool {
+	s := waitFor(t, ctx, p, "every publisher assigned and at its last ad", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			want := ads
 			if ps.Fault != "" {
@@ -57,10 +57,10 @@ func TestE2EMaliciousPublishers(t *testing.T) {
 	for i, f := range faults {
 		ps := s.Publishers[2+i]
 		if ps.Fault != string(f) || ps.Multihashes != 0 {
-			t.Fatalf("%s: %+v, want fault %s and an empty truth", pool.MaliciousName(i), ps, f)
+			t.Fatalf("%s: %+v, want fault %s and an empty truth", localpool.MaliciousName(i), ps, f)
 		}
 		// The owner's walk status names the error.
-		var owner pool.IndexerURLs
+		var owner localpool.IndexerURLs
 		for _, ix := range urls.Indexers {
 			if ix.Name == ps.Owners[0] {
 				owner = ix
@@ -74,7 +74,7 @@ func TestE2EMaliciousPublishers(t *testing.T) {
 		}
 
 		// Nothing it advertises is answered, by any indexer or the front end.
-		spec, err := p.PublisherSpec(pool.MaliciousName(i), 0, badAds)
+		spec, err := p.PublisherSpec(localpool.MaliciousName(i), 0, badAds)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package pool_test
+package localpool_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/examples/internal/pool"
+	"github.com/indexkit/indexkit/examples/localpool"
 )
 
 // The end-to-end fault tests of this package (e2e_*_test.go) start a whole
@@ -21,11 +21,11 @@ const faultTimeout = 150 * time.Second
 
 // startFaultPool starts cfg and closes the pool when the test ends; when
 // the test failed it first logs the last lines of every role.
-func startFaultPool(t *testing.T, cfg pool.Config) (context.Context, *pool.Pool) {
+func startFaultPool(t *testing.T, cfg localpool.Config) (context.Context, *localpool.Pool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	t.Cleanup(cancel)
-	p, err := pool.Start(ctx, cfg)
+	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func startFaultPool(t *testing.T, cfg pool.Config) (context.Context, *pool.Pool)
 }
 
 // waitFor is p.WaitFor that fails the test.
-func waitFor(t *testing.T, ctx context.Context, p *pool.Pool, what string, cond func(*pool.Snapshot) bool) *pool.Snapshot {
+func waitFor(t *testing.T, ctx context.Context, p *localpool.Pool, what string, cond func(*localpool.Snapshot) bool) *localpool.Snapshot {
 	t.Helper()
 	s, err := p.WaitFor(ctx, what, cond)
 	if err != nil {
@@ -56,7 +56,7 @@ func waitFor(t *testing.T, ctx context.Context, p *pool.Pool, what string, cond 
 }
 
 // honestAt reports whether every honest publisher of s serves n ads.
-func honestAt(s *pool.Snapshot, n int) bool {
+func honestAt(s *localpool.Snapshot, n int) bool {
 	for _, ps := range s.Publishers {
 		if ps.Fault == "" && ps.Ads != n {
 			return false
@@ -66,7 +66,7 @@ func honestAt(s *pool.Snapshot, n int) bool {
 }
 
 // waitComplete is p.WaitComplete that fails the test.
-func waitComplete(t *testing.T, ctx context.Context, p *pool.Pool, what string) pool.Check {
+func waitComplete(t *testing.T, ctx context.Context, p *localpool.Pool, what string) localpool.Check {
 	t.Helper()
 	c, err := p.WaitComplete(ctx)
 	if err != nil {
@@ -85,14 +85,14 @@ func waitComplete(t *testing.T, ctx context.Context, p *pool.Pool, what string) 
 // handoff is left pending; and once the publishers stop, the front end
 // answers their whole truth, across the frozen and the active indexer.
 func TestE2EAssignerKilledMidHandoff(t *testing.T) {
-	cfg := pool.Config{
+	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "pebble", Processes: true,
 		Interval: 200 * time.Millisecond, Entries: 5, MaxAds: 50, PollInterval: 200 * time.Millisecond,
 		Log: testLog{t}, LogLevel: 4,
 	}
 	ctx, p := startFaultPool(t, cfg)
-	ix0, ix1 := pool.IndexerName(0), pool.IndexerName(1)
-	s := waitFor(t, ctx, p, "every publisher assigned, indexer-0 ingesting one", func(s *pool.Snapshot) bool {
+	ix0, ix1 := localpool.IndexerName(0), localpool.IndexerName(1)
+	s := waitFor(t, ctx, p, "every publisher assigned, indexer-0 ingesting one", func(s *localpool.Snapshot) bool {
 		for _, ps := range s.Publishers {
 			if len(ps.Owners) != 1 {
 				return false
@@ -106,7 +106,7 @@ func TestE2EAssignerKilledMidHandoff(t *testing.T) {
 		moved = append(moved, h.Publisher)
 	}
 
-	handoff, err := p.WatchLog(pool.RoleAssigner, func(f map[string]string) bool {
+	handoff, err := p.WatchLog(localpool.RoleAssigner, func(f map[string]string) bool {
 		return f["msg"] == "decision" && f["kind"] == "handoff"
 	})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestE2EAssignerKilledMidHandoff(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no handoff decision in the assigner's log after indexer-0 froze")
 	}
-	if err := p.Kill(pool.RoleAssigner); err != nil {
+	if err := p.Kill(localpool.RoleAssigner); err != nil {
 		t.Fatal(err)
 	}
 	headsAtKill := map[string]int{}
@@ -134,21 +134,21 @@ func TestE2EAssignerKilledMidHandoff(t *testing.T) {
 			headsAtKill[ps.ID] = ps.Ads
 		}
 	}
-	if err := p.Start(ctx, pool.RoleAssigner); err != nil {
+	if err := p.Start(ctx, localpool.RoleAssigner); err != nil {
 		t.Fatal(err)
 	}
 
-	waitFor(t, ctx, p, "indexer-0's publishers continued on indexer-1", func(s *pool.Snapshot) bool {
+	waitFor(t, ctx, p, "indexer-0's publishers continued on indexer-1", func(s *localpool.Snapshot) bool {
 		if !s.AssignerUp || len(s.Pending()) > 0 || !s.Indexer(ix0).Frozen {
 			return false
 		}
 		for _, id := range moved {
-			i := slices.IndexFunc(s.Indexer(ix1).Publishers, func(h pool.Held) bool { return h.Publisher == id })
+			i := slices.IndexFunc(s.Indexer(ix1).Publishers, func(h localpool.Held) bool { return h.Publisher == id })
 			if i < 0 {
 				return false
 			}
 			h := s.Indexer(ix1).Publishers[i]
-			ps := s.Publishers[slices.IndexFunc(s.Publishers, func(ps pool.PublisherState) bool { return ps.ID == id })]
+			ps := s.Publishers[slices.IndexFunc(s.Publishers, func(ps localpool.PublisherState) bool { return ps.ID == id })]
 			if h.Continued != ix0 || h.AdsApplied == 0 || !slices.Equal(ps.Owners, []string{ix1}) ||
 				!slices.Equal(ps.Frozen, []string{ix0}) {
 				return false
@@ -156,7 +156,7 @@ func TestE2EAssignerKilledMidHandoff(t *testing.T) {
 		}
 		return true
 	})
-	s = waitFor(t, ctx, p, "the publishers at 50 ads", func(s *pool.Snapshot) bool { return honestAt(s, 50) })
+	s = waitFor(t, ctx, p, "the publishers at 50 ads", func(s *localpool.Snapshot) bool { return honestAt(s, 50) })
 	for _, id := range moved {
 		if headsAtKill[id] >= 50 {
 			t.Logf("publisher %s had published all its ads when the assigner was killed: the handoff resumed at the head", id)
