@@ -1,0 +1,314 @@
+package localpool
+
+// Truth, Check, Probe, WaitComplete: the pool's answers compared with its publishers' ground truth.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
+)
+
+// Truth is the ground truth of the pool's honest publishers at the
+// moment each was asked: what the front end must answer, and nothing
+// else. The faulty publishers' truth is empty by definition (nothing
+// they publish may be indexed), so it is not listed.
+type Truth struct {
+	// Publishers are each honest publisher's truth with its entries.
+	Publishers []publishernode.Truth
+	// Entries is the union of their entries, sorted by multihash.
+	Entries []publishernode.Entry
+}
+
+// Digest is publishernode.Digest of the entries.
+func (t Truth) Digest() string { return publishernode.Digest(t.Entries) }
+
+// Truth asks every honest publisher for its GET /truth?entries=1. The
+// publishers keep publishing, so wait for the indexers on a pool whose
+// Config.MaxAds has been reached, or accept that the truth moves.
+func (p *Pool) Truth(ctx context.Context) (Truth, error) {
+	var t Truth
+	for i, u := range p.URLs().Publishers {
+		pt, err := p.truth(ctx, u, true)
+		if err != nil {
+			return t, fmt.Errorf("truth of publisher-%d: %w", i, err)
+		}
+		t.Publishers = append(t.Publishers, pt)
+	}
+	byMH := map[string]int{}
+	for _, pt := range t.Publishers {
+		for _, e := range pt.Entries {
+			if i, ok := byMH[e.Multihash]; ok {
+				t.Entries[i].Values = append(t.Entries[i].Values, e.Values...)
+				continue
+			}
+			byMH[e.Multihash] = len(t.Entries)
+			t.Entries = append(t.Entries, publishernode.Entry{Multihash: e.Multihash, Values: slices.Clone(e.Values)})
+		}
+	}
+	// Sort by multihash bytes, each decoded once (decoding base58 in the
+	// comparator made a long run's truth take seconds to sort).
+	keys := make(map[string]string, len(t.Entries))
+	for _, e := range t.Entries {
+		mh, _ := multihash.FromB58String(e.Multihash)
+		keys[e.Multihash] = string(mh)
+	}
+	slices.SortFunc(t.Entries, func(a, b publishernode.Entry) int {
+		return strings.Compare(keys[a.Multihash], keys[b.Multihash])
+	})
+	return t, nil
+}
+
+// HaltPublishers asks every honest publisher to publish no more ads (POST
+// /halt); they keep serving, so [Pool.Truth] stops moving and a check
+// after the indexers caught up compares against a still truth. Used by a
+// demo's final check; there is no resume.
+func (p *Pool) HaltPublishers(ctx context.Context) error {
+	var errs []error
+	for i, u := range p.URLs().Publishers {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u+"/halt", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := p.hc.Do(req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("halt publisher-%d: %w", i, err))
+			continue
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			errs = append(errs, fmt.Errorf("halt publisher-%d: %s", i, resp.Status))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Check is the result of asking the front end for a set of multihashes
+// and comparing each answer with the truth.
+type Check struct {
+	// Multihashes is how many were asked; Complete how many were
+	// answered with exactly their true values (each once).
+	Multihashes, Complete int
+	// Missing counts true values absent from the answers; Extra values
+	// answered that are not true (stale or foreign); Duplicates values
+	// answered more than once.
+	Missing, Extra, Duplicates int
+	// Partial counts answers marked partial (X-IPNI-Backends: some
+	// backend did not answer), complete or not.
+	Partial int
+	// Failed counts queries that got no usable answer (a network error
+	// or a status other than 200 and 404).
+	Failed int
+	// Examples describe up to five incomplete answers.
+	Examples []string
+}
+
+// OK reports whether every multihash was answered in full, with nothing
+// extra or duplicated.
+func (c Check) OK() bool {
+	return c.Complete == c.Multihashes && c.Extra == 0 && c.Duplicates == 0 && c.Failed == 0
+}
+
+func (c Check) String() string {
+	return fmt.Sprintf("%d/%d complete, %d values missing, %d extra, %d duplicated, %d partial, %d failed",
+		c.Complete, c.Multihashes, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed)
+}
+
+// checkConcurrency bounds the queries of a Check in flight.
+const checkConcurrency = 8
+
+// Check asks the front end (GET /multihash/{mh}) for every entry and
+// compares each answer with the entry's values: provider, context ID and
+// metadata.
+func (p *Pool) Check(ctx context.Context, entries []publishernode.Entry) Check {
+	return p.checkAt(ctx, p.URLs().Find, entries)
+}
+
+// CheckIndexer is [Pool.Check] against one indexer's own find API.
+func (p *Pool) CheckIndexer(ctx context.Context, name string, entries []publishernode.Entry) Check {
+	for _, ix := range p.URLs().Indexers {
+		if ix.Name == name {
+			return p.checkAt(ctx, ix.Find, entries)
+		}
+	}
+	return Check{Multihashes: len(entries), Failed: len(entries), Examples: []string{"no indexer " + name}}
+}
+
+func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode.Entry) Check {
+	var mu sync.Mutex
+	c := Check{Multihashes: len(entries)}
+	sem := make(chan struct{}, checkConcurrency)
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			got, partial, err := p.find(ctx, base, e.Multihash)
+			missing, extra, dup := compare(e.Values, got)
+			mu.Lock()
+			defer mu.Unlock()
+			if partial {
+				c.Partial++
+			}
+			var problem string
+			switch {
+			case err != nil:
+				c.Failed++
+				problem = err.Error()
+			case missing+extra+dup == 0:
+				c.Complete++
+				return
+			default:
+				c.Missing += missing
+				c.Extra += extra
+				c.Duplicates += dup
+				problem = fmt.Sprintf("%d of %d values missing, %d extra, %d duplicated", missing, len(e.Values), extra, dup)
+			}
+			if len(c.Examples) < 5 {
+				c.Examples = append(c.Examples, e.Multihash+": "+problem)
+			}
+		})
+	}
+	wg.Wait()
+	return c
+}
+
+// value is a comparable (provider, context, metadata).
+type value struct{ provider, context, metadata string }
+
+func compare(want []publishernode.Value, got []value) (missing, extra, dup int) {
+	w := map[value]bool{}
+	for _, v := range want {
+		w[value{v.ProviderID, string(v.ContextID), string(v.Metadata)}] = true
+	}
+	seen := map[value]bool{}
+	for _, v := range got {
+		switch {
+		case seen[v]:
+			dup++
+		case !w[v]:
+			extra++
+		}
+		seen[v] = true
+	}
+	for v := range w {
+		if !seen[v] {
+			missing++
+		}
+	}
+	return missing, extra, dup
+}
+
+// find asks base's find API for mh (base58); a 404 is no values.
+func (p *Pool) find(ctx context.Context, base, mh string) (vals []value, partial bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/multihash/"+mh, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := p.hc.Do(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer resp.Body.Close()
+	partial = resp.Header.Get("X-IPNI-Backends") != ""
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return nil, partial, nil
+	case http.StatusOK:
+	default:
+		return nil, partial, fmt.Errorf("GET %s/multihash/%s: %s", base, mh, resp.Status)
+	}
+	var fr find.FindResponse
+	if err := decodeJSON(resp, &fr); err != nil {
+		return nil, partial, fmt.Errorf("GET %s/multihash/%s: %w", base, mh, err)
+	}
+	for _, r := range fr.MultihashResults {
+		for _, pr := range r.ProviderResults {
+			var id peer.ID
+			if pr.Provider != nil {
+				id = pr.Provider.ID
+			}
+			vals = append(vals, value{id.String(), string(pr.ContextID), string(pr.Metadata)})
+		}
+	}
+	return vals, partial, nil
+}
+
+// Probe is one multihash asked of the front end and of every indexer.
+type Probe struct {
+	Multihash string
+	Publisher string // the provider of its first true value
+	// Want is the number of true values; Got how many of them the front
+	// end answered; Complete: all of them and nothing else.
+	Want, Got int
+	Complete  bool
+	Partial   bool
+	// HeldBy are the indexers whose own find API answered it.
+	HeldBy []string
+	Err    string `json:",omitempty"`
+}
+
+// Probe asks the front end and every running indexer for e's multihash.
+func (p *Pool) Probe(ctx context.Context, e publishernode.Entry) Probe {
+	pr := Probe{Multihash: e.Multihash, Want: len(e.Values)}
+	if len(e.Values) > 0 {
+		pr.Publisher = e.Values[0].ProviderID
+	}
+	urls := p.URLs()
+	held := make([]bool, len(urls.Indexers))
+	var wg sync.WaitGroup
+	for i, ix := range urls.Indexers {
+		wg.Go(func() {
+			got, _, err := p.find(ctx, ix.Find, e.Multihash)
+			held[i] = err == nil && len(got) > 0
+		})
+	}
+	got, partial, err := p.find(ctx, urls.Find, e.Multihash)
+	wg.Wait()
+	for i, h := range held {
+		if h {
+			pr.HeldBy = append(pr.HeldBy, urls.Indexers[i].Name)
+		}
+	}
+	pr.Partial = partial
+	if err != nil {
+		pr.Err = err.Error()
+		return pr
+	}
+	missing, extra, dup := compare(e.Values, got)
+	pr.Got = pr.Want - missing
+	pr.Complete = missing+extra+dup == 0
+	return pr
+}
+
+// WaitComplete waits until the front end answers every multihash of the
+// honest publishers' truth in full (see [Check.OK]), asking again every
+// 500 ms, and returns the last check. A truth with no multihash does not
+// count as complete.
+func (p *Pool) WaitComplete(ctx context.Context) (Check, error) {
+	var last Check
+	for {
+		t, err := p.Truth(ctx)
+		if err == nil {
+			last = p.Check(ctx, t.Entries)
+			if last.Multihashes > 0 && last.OK() {
+				return last, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("waiting for complete answers: %w (last check: %v; truth: %v)", context.Cause(ctx), last, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
