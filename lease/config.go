@@ -101,64 +101,69 @@ type Config struct {
 	Hooks     Hooks
 }
 
-// Option changes a Config. [NewConfig] applies the options in order, fails
-// with the first error one returns, and validates the result: every
-// setting is checked, with an error wrapping [ErrInvalid].
-type Option func(*Config) error
+// Option sets one setting of the [Config] that [NewConfig] builds. NewConfig
+// applies the options in order, fails with the first error one returns,
+// and validates the result: every setting is checked, with an error
+// wrapping [ErrInvalid].
+type Option func(*config) error
+
+// config is what the options write: the Config that NewConfig returns
+// once it is validated.
+type config struct{ Config }
 
 // WithTTL sets the lease time to live.
-func WithTTL(d time.Duration) Option { return func(c *Config) error { c.TTL = d; return nil } }
+func WithTTL(d time.Duration) Option { return func(c *config) error { c.TTL = d; return nil } }
 
 // WithAuctionWindow sets the auction window, the backstop.
 func WithAuctionWindow(d time.Duration) Option {
-	return func(c *Config) error { c.AuctionWindow = d; return nil }
+	return func(c *config) error { c.AuctionWindow = d; return nil }
 }
 
 // WithPendingGrace sets how long past the window a pending-bid marker lasts.
 func WithPendingGrace(d time.Duration) Option {
-	return func(c *Config) error { c.PendingGrace = d; return nil }
+	return func(c *config) error { c.PendingGrace = d; return nil }
 }
 
 // WithMaxBids sets the static short-circuit threshold (0: none).
-func WithMaxBids(n int) Option { return func(c *Config) error { c.MaxBids = n; return nil } }
+func WithMaxBids(n int) Option { return func(c *config) error { c.MaxBids = n; return nil } }
 
 // WithDynamicMaxBids takes the threshold from the count of nodes that
 // heartbeated within liveness.
 func WithDynamicMaxBids(liveness time.Duration) Option {
-	return func(c *Config) error { c.DynamicMaxBids, c.LivenessWindow = true, liveness; return nil }
+	return func(c *config) error { c.DynamicMaxBids, c.LivenessWindow = true, liveness; return nil }
 }
 
 // WithLiveBiddersOnly makes evaluations skip bidders that are not live.
 func WithLiveBiddersOnly() Option {
-	return func(c *Config) error { c.LiveBiddersOnly = true; return nil }
+	return func(c *config) error { c.LiveBiddersOnly = true; return nil }
 }
 
 // WithMinBidFactor sets the factor from reported size to minimum bid.
 func WithMinBidFactor(f float64) Option {
-	return func(c *Config) error { c.MinBidFactor = f; return nil }
+	return func(c *config) error { c.MinBidFactor = f; return nil }
 }
 
 // WithStarveAfter sets the Unleased count that marks an item starved.
-func WithStarveAfter(n int) Option { return func(c *Config) error { c.StarveAfter = n; return nil } }
+func WithStarveAfter(n int) Option { return func(c *config) error { c.StarveAfter = n; return nil } }
 
 // WithSafetyMargin sets [Config.SafetyMargin], the holder margin that goes
 // with the TTL; stores do not read it.
 func WithSafetyMargin(d time.Duration) Option {
-	return func(c *Config) error { c.SafetyMargin = d; return nil }
+	return func(c *config) error { c.SafetyMargin = d; return nil }
 }
 
 // WithLossGuard turns [Config.LossGuard] on.
-func WithLossGuard() Option { return func(c *Config) error { c.LossGuard = true; return nil } }
+func WithLossGuard() Option { return func(c *config) error { c.LossGuard = true; return nil } }
 
 // WithClock sets the clock (default [SystemClock]).
-func WithClock(clk Clock) Option { return func(c *Config) error { c.Clock = clk; return nil } }
+func WithClock(clk Clock) Option { return func(c *config) error { c.Clock = clk; return nil } }
 
 // WithHooks sets the hooks.
-func WithHooks(h Hooks) Option { return func(c *Config) error { c.Hooks = h; return nil } }
+func WithHooks(h Hooks) Option { return func(c *config) error { c.Hooks = h; return nil } }
 
 // NewConfig applies opts to the defaults and validates the result.
 func NewConfig(opts ...Option) (Config, error) {
-	c := Config{
+	cc := config{Config{
 		TTL:            30 * time.Second,
 		AuctionWindow:  60 * time.Second,
 		PendingGrace:   5 * time.Second,
@@ -166,12 +171,16 @@ func NewConfig(opts ...Option) (Config, error) {
 		MinBidFactor:   1,
 		StarveAfter:    5,
 		Clock:          SystemClock{},
-	}
+	}}
 	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return c, err
+		if o == nil {
+			continue
+		}
+		if err := o(&cc); err != nil {
+			return cc.Config, err
 		}
 	}
+	c := cc.Config
 	if c.SafetyMargin == 0 {
 		c.SafetyMargin = c.TTL / 10
 	}
