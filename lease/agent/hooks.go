@@ -16,4 +16,11 @@ type Hooks struct {
 	// LiveNodes gets the store's count of live nodes after each heartbeat,
 	// when the store is a [lease.LiveCounter] (a gauge).
 	LiveNodes func(n int)
+
+	// Lease are the hooks of the manager's leases: each [lease.Lease] it
+	// acquires calls their LeaseRenewed and LeaseLost
+	// ([lease.WithHolderHooks]), and the manager reports its own bids to
+	// their BidPlaced and BidRejected. Their auction hooks are the store's
+	// and are not called.
+	Lease lease.Hooks
 }

@@ -19,16 +19,15 @@ import (
 //	s, err := redis.New(rdb, "fleet:", lease.WithHooks(met.StoreHooks())) // auctions and bids
 //	mgr, err := agent.NewManager(s, node,
 //		agent.WithIndexer(idx),
-//		agent.WithLeaseHooks(met.LeaseHooks()), // renewals and losses
-//		agent.WithHooks(met.Hooks()))           // wins, indexing, evictions, gauges
+//		agent.WithHooks(met.Hooks())) // wins, indexing, evictions, gauges, renewals and losses
 //	...
 //	json.NewEncoder(w).Encode(met.Snapshot())
 //
 // The store's hooks see the auctions and bids it handles in this process:
 // with lease/redis, those of this node's calls; with a lease/memory store
 // shared by several managers, the whole fleet's. A manager also reports
-// its own bids to its lease hooks, which is why it gets LeaseHooks (no bid
-// hooks) when the store has StoreHooks.
+// its own bids to its lease hooks, which is why [Metrics.Hooks] gives it
+// LeaseHooks (no bid hooks) when the store has StoreHooks.
 type Metrics struct {
 	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
 	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64
@@ -112,9 +111,9 @@ func (m *Metrics) StoreHooks() lease.Hooks {
 }
 
 // LeaseHooks returns hooks that count only lease renewals and losses, for
-// a [Manager]'s leases ([WithLeaseHooks]) when the store already has
-// [Metrics.StoreHooks]: the manager would count its bids twice
-// otherwise.
+// a [Manager]'s leases ([Hooks].Lease, which [Metrics.Hooks] fills with
+// them) when the store already has [Metrics.StoreHooks]: the manager
+// would count its bids twice otherwise.
 func (m *Metrics) LeaseHooks() lease.Hooks {
 	return lease.Hooks{
 		LeaseRenewed: func(lease.Ref) { m.renewed.Add(1) },
@@ -129,7 +128,8 @@ func (m *Metrics) LeaseHooks() lease.Hooks {
 }
 
 // Hooks returns hooks that count a [Manager]'s wins, indexing and
-// evictions and keep its held-lease and live-node gauges ([WithHooks]).
+// evictions, keep its held-lease and live-node gauges, and count its
+// leases' renewals and losses (Lease: [Metrics.LeaseHooks]) ([WithHooks]).
 func (m *Metrics) Hooks() Hooks {
 	return Hooks{
 		Won: func(lease.Ref) { m.won.Add(1) },
@@ -146,6 +146,7 @@ func (m *Metrics) Hooks() Hooks {
 		},
 		Held:      func(n int) { m.held.Store(int64(n)) },
 		LiveNodes: func(n int) { m.liveNodes.Store(int64(n)) },
+		Lease:     m.LeaseHooks(),
 	}
 }
 
