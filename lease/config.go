@@ -86,10 +86,6 @@ type Config struct {
 	// StarveAfter is the Unleased count from which an item is reported
 	// starved (default 5).
 	StarveAfter int
-	// SafetyMargin is the holder's margin that goes with TTL (default
-	// TTL/10), validated against it: a node agent (lease/agent) hands it
-	// to its leases with [WithHolderSafetyMargin]. Stores do not read it.
-	SafetyMargin time.Duration
 	// LossGuard makes a store that can lose its data without notice (a
 	// Redis server without durable writes) hold every grant for one TTL
 	// after it finds its data gone, so that every holder from before the
@@ -146,12 +142,6 @@ func WithMinBidFactor(f float64) Option {
 // WithStarveAfter sets the Unleased count that marks an item starved.
 func WithStarveAfter(n int) Option { return func(c *config) error { c.StarveAfter = n; return nil } }
 
-// WithSafetyMargin sets [Config.SafetyMargin], the holder margin that goes
-// with the TTL; stores do not read it.
-func WithSafetyMargin(d time.Duration) Option {
-	return func(c *config) error { c.SafetyMargin = d; return nil }
-}
-
 // WithLossGuard turns [Config.LossGuard] on.
 func WithLossGuard() Option { return func(c *config) error { c.LossGuard = true; return nil } }
 
@@ -181,9 +171,6 @@ func NewConfig(opts ...Option) (Config, error) {
 		}
 	}
 	c := cc.Config
-	if c.SafetyMargin == 0 {
-		c.SafetyMargin = c.TTL / 10
-	}
 	switch {
 	case c.TTL <= 0:
 		return c, fmt.Errorf("lease: TTL %v: %w", c.TTL, ErrInvalid)
@@ -199,8 +186,6 @@ func NewConfig(opts ...Option) (Config, error) {
 		return c, fmt.Errorf("lease: min bid factor %v: %w", c.MinBidFactor, ErrInvalid)
 	case c.StarveAfter < 1:
 		return c, fmt.Errorf("lease: starve after %d: %w", c.StarveAfter, ErrInvalid)
-	case c.SafetyMargin < 0 || c.SafetyMargin >= c.TTL:
-		return c, fmt.Errorf("lease: safety margin %v with TTL %v: %w", c.SafetyMargin, c.TTL, ErrInvalid)
 	case c.Clock == nil:
 		return c, fmt.Errorf("lease: nil clock: %w", ErrInvalid)
 	}

@@ -42,7 +42,7 @@
 //
 // [Acquire] wraps a won grant in a [Lease], whose Done channel is closed
 // when the holder must stop acting as owner: a refused renewal, a release,
-// or its local deadline, SafetyMargin before expiry by the holder's own
+// or its local deadline, a safety margin before expiry by the holder's own
 // clock. Because the store grants the item again only by an auction
 // evaluated after expiry on the store's clock, Done closes before anyone
 // else can win the item. [Lease] describes the margin; [RenewAll] renews
