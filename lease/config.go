@@ -34,8 +34,10 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// Hooks receive events, for metrics. Every field may be nil. Hooks are called
-// synchronously, outside the store's locks, and must not block.
+// Hooks receive a store's events, its auctions and bids, for metrics
+// ([WithHooks]). Every field may be nil. Hooks are called synchronously,
+// outside the store's locks, and must not block. A [Lease]'s own events
+// are [HolderHooks].
 type Hooks struct {
 	AuctionStarted        func(item string, round uint64)
 	AuctionWon            func(r AuctionResult)
@@ -50,13 +52,6 @@ type Hooks struct {
 	// BidRejected gets the sentinel that says why: ErrBidPending,
 	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidRejected func(item, node string, reason error)
-
-	// The lease hooks are called by a [Lease] ([WithHolderHooks]), on the
-	// holder's side, never by a store;
-	// LeaseLost runs before the lease's Done channel closes, also when the
-	// holder released the lease: then reason wraps [ErrReleased].
-	LeaseRenewed func(ref Ref)
-	LeaseLost    func(ref Ref, reason error)
 }
 
 // Config holds the settings shared by every backend. Build it with

@@ -74,11 +74,12 @@
 //
 // # Hooks
 //
-// [Hooks] report every auction, bid and lease event: a store calls the
-// auction and bid hooks, a [Lease] its LeaseRenewed and LeaseLost. A lease
-// that ends because its holder released it reports an error wrapping
-// [ErrReleased], so losses and releases are told apart. lease/agent's
-// Metrics is a ready-made set of counters fed by them.
+// [Hooks] report every auction and bid a store handles ([WithHooks]);
+// [HolderHooks] report a [Lease]'s renewals and its end
+// ([WithHolderHooks]), which a store never sees. A lease that ends because
+// its holder released it reports an error wrapping [ErrReleased], so
+// losses and releases are told apart. lease/agent's Metrics is a
+// ready-made set of counters fed by them.
 //
 // # Backends
 //

@@ -340,7 +340,7 @@ func TestManagerCrashTakeover(t *testing.T) {
 		}})
 		ids := putItems(t, s, 3, 100)
 		a := start(t, s, "a", newIndexer(0), agent.WithDrainTimeout(-1),
-			agent.WithHooks(agent.Hooks{Lease: lease.Hooks{LeaseLost: func(ref lease.Ref, _ error) {
+			agent.WithHooks(agent.Hooks{Lease: lease.HolderHooks{LeaseLost: func(ref lease.Ref, _ error) {
 				mu.Lock()
 				defer mu.Unlock()
 				lost[ref.Item] = time.Now()

@@ -7,8 +7,8 @@ import (
 	"github.com/indexkit/indexkit/lease"
 )
 
-// Metrics is a ready-made set of counters and gauges fed by [lease.Hooks]
-// and [Hooks], for a binary that exports them (as JSON, Prometheus, …)
+// Metrics is a ready-made set of counters and gauges fed by [lease.Hooks],
+// [lease.HolderHooks] and [Hooks], for a binary that exports them (as JSON, Prometheus, …)
 // without writing the hooks itself. The zero value is ready; a Metrics
 // must not be copied once its hooks are in use. It is safe for concurrent
 // use, and its hooks never block.
@@ -26,8 +26,8 @@ import (
 // The store's hooks see the auctions and bids it handles in this process:
 // with lease/redis, those of this node's calls; with a lease/memory store
 // shared by several managers, the whole fleet's. A manager also reports
-// its own bids to its lease hooks, which is why [Metrics.Hooks] gives it
-// LeaseHooks (no bid hooks) when the store has StoreHooks.
+// its own bids to its Hooks' BidPlaced and BidRejected, which
+// [Metrics.Hooks] leaves nil: the store's StoreHooks count them.
 type Metrics struct {
 	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
 	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64
@@ -78,10 +78,9 @@ type MetricsSnapshot struct {
 }
 
 // StoreHooks returns hooks that count every [lease.Hooks] event, for a
-// store (lease.WithHooks): auctions, bids and, if the hooks reach a
-// [lease.Lease], renewals and losses.
+// store (lease.WithHooks): auctions and bids.
 func (m *Metrics) StoreHooks() lease.Hooks {
-	h := m.LeaseHooks()
+	var h lease.Hooks
 	h.AuctionStarted = func(string, uint64) { m.auctionsStarted.Add(1) }
 	h.AuctionWon = func(r lease.AuctionResult) {
 		m.auctionsWon.Add(1)
@@ -110,12 +109,11 @@ func (m *Metrics) StoreHooks() lease.Hooks {
 	return h
 }
 
-// LeaseHooks returns hooks that count only lease renewals and losses, for
-// a [Manager]'s leases ([Hooks].Lease, which [Metrics.Hooks] fills with
-// them) when the store already has [Metrics.StoreHooks]: the manager
-// would count its bids twice otherwise.
-func (m *Metrics) LeaseHooks() lease.Hooks {
-	return lease.Hooks{
+// LeaseHooks returns hooks that count lease renewals, losses and
+// releases, for a [lease.Lease] (lease.WithHolderHooks); [Metrics.Hooks]
+// gives them to a [Manager]'s leases ([Hooks].Lease).
+func (m *Metrics) LeaseHooks() lease.HolderHooks {
+	return lease.HolderHooks{
 		LeaseRenewed: func(lease.Ref) { m.renewed.Add(1) },
 		LeaseLost: func(_ lease.Ref, reason error) {
 			if errors.Is(reason, lease.ErrReleased) {
