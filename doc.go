@@ -173,7 +173,10 @@
 //     piece.WithIngestOptions(...ingest.Option),
 //     piece.WithAnnounceOptions(...announce.Option),
 //     announce.WithPubSubOptions, and engine tuning such as
-//     pebble.WithOptions and leveldb.WithOptions. When the wrapper wants
+//     pebble.WithOptions and leveldb.WithOptions. A backend of a plug
+//     point takes the options of the package that declares it
+//     (lease/memory.New(...lease.Option)): the test accepts the Option of
+//     the parent package as a constructor's own. When the wrapper wants
 //     other defaults it gives them as options first, so that the caller's
 //     win. Why: one knob, one meaning and one default, documented once.
 //  7. The same thing has the same name: WithLogger(*slog.Logger),

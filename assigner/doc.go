@@ -177,7 +177,9 @@
 //
 // # Errors
 //
-// [NewState] and [State.AddIndexer] wrap [ErrInvalidConfig]; the indexer
+// [NewState] and [State.AddIndexer] wrap [ErrInvalidConfig], and so does
+// [NewService] for a bad [ServiceConfig]; NewService wraps
+// [ErrInvalidOption] for an option given a value out of range. The indexer
 // events return [ErrUnknownIndexer] for an ID outside the pool, and
 // [State.Polled] [ErrInvalidStatus] for a status without a peer ID. Results
 // for an indexer no longer in the pool are ignored; nothing panics.

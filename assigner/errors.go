@@ -8,6 +8,10 @@ var (
 	// field.
 	ErrInvalidConfig = errors.New("assigner: invalid config")
 
+	// ErrInvalidOption is wrapped by [NewService] when a [ServiceOption]
+	// is given a value out of range; the message names the option.
+	ErrInvalidOption = errors.New("assigner: invalid option")
+
 	// ErrInvalidStatus is returned by [State.Polled] for a status without
 	// the indexer's peer ID, which handoffs need.
 	ErrInvalidStatus = errors.New("assigner: invalid indexer status")

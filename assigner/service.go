@@ -114,7 +114,7 @@ type PollResult struct {
 // the package documentation, section Service.
 type Service struct {
 	cfg    ServiceConfig
-	opts   serviceOptions
+	opts   serviceConfig
 	recv   *announce.Receiver
 	gossip *announce.Gossip
 
@@ -147,11 +147,14 @@ type svcIndexer struct {
 
 // NewService validates cfg and returns a service; it starts nothing.
 func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
-	o := serviceOptions{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true,
+	o := serviceConfig{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true,
 		vConc: DefaultVerifyConcurrency, vTimeout: DefaultVerifyTimeout, vRetryAfter: DefaultVerifyRetryAfter}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
 		}
 	}
 	if o.hc == nil {

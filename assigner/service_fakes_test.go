@@ -259,7 +259,10 @@ func newFakeIndexer(t *testing.T, name string, assigned ...admin.Assignment) *fa
 	for _, a := range assigned {
 		n.assigned[a.Publisher] = a.Continued
 	}
-	h := admin.NewHandler(n)
+	h, err := admin.NewHandler(n)
+	if err != nil {
+		t.Fatal(err)
+	}
 	adm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
 		down := n.down

@@ -3,6 +3,7 @@ package assigner
 // The options of NewService.
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
-type serviceOptions struct {
+type serviceConfig struct {
 	log     *slog.Logger
 	timeout time.Duration
 	hooks   Hooks
@@ -32,17 +33,20 @@ type serviceOptions struct {
 	vRetryAfter time.Duration
 }
 
-// ServiceOption configures [NewService]. A value out of range (nil, a
-// duration ≤ 0) leaves the default.
-type ServiceOption func(*serviceOptions)
+// ServiceOption configures [NewService]. An option given a value out of
+// range (a nil logger, host or client, a number or duration ≤ 0) makes
+// NewService fail with [ErrInvalidOption].
+type ServiceOption func(*serviceConfig) error
 
 // WithLogger sets the logger (attributes publisher, indexer, cid).
 // Default: discard.
 func WithLogger(l *slog.Logger) ServiceOption {
-	return func(o *serviceOptions) {
-		if l != nil {
-			o.log = l
+	return func(o *serviceConfig) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
 		}
+		o.log = l
+		return nil
 	}
 }
 
@@ -50,24 +54,30 @@ func WithLogger(l *slog.Logger) ServiceOption {
 // of a poll, an assign, a handoff, a forwarded announce. Default
 // [DefaultRequestTimeout].
 func WithRequestTimeout(d time.Duration) ServiceOption {
-	return func(o *serviceOptions) {
-		if d > 0 {
-			o.timeout = d
+	return func(o *serviceConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithRequestTimeout(%v): want > 0", ErrInvalidOption, d)
 		}
+		o.timeout = d
+		return nil
 	}
 }
 
 // WithHooks sets the metrics hooks.
-func WithHooks(h Hooks) ServiceOption { return func(o *serviceOptions) { o.hooks = h } }
+func WithHooks(h Hooks) ServiceOption {
+	return func(o *serviceConfig) error { o.hooks = h; return nil }
+}
 
 // WithGossip receives announces on the gossip topic on h, and republishes
 // HTTP announces there with OrigPeer = publisher. The caller owns h and
 // closes it after Run returns. Default: no gossip.
 func WithGossip(h host.Host) ServiceOption {
-	return func(o *serviceOptions) {
-		if h != nil {
-			o.host = h
+	return func(o *serviceConfig) error {
+		if h == nil {
+			return fmt.Errorf("%w: WithGossip(nil)", ErrInvalidOption)
 		}
+		o.host = h
+		return nil
 	}
 }
 
@@ -75,10 +85,12 @@ func WithGossip(h host.Host) ServiceOption {
 // forwarded announces. Default: a client of its own without timeout
 // (each request is bounded by [WithRequestTimeout]).
 func WithHTTPClient(hc *http.Client) ServiceOption {
-	return func(o *serviceOptions) {
-		if hc != nil {
-			o.hc = hc
+	return func(o *serviceConfig) error {
+		if hc == nil {
+			return fmt.Errorf("%w: WithHTTPClient(nil)", ErrInvalidOption)
 		}
+		o.hc = hc
+		return nil
 	}
 }
 
@@ -90,7 +102,7 @@ func WithHTTPClient(hc *http.Client) ServiceOption {
 // and forwarded announces go to the configured indexers and are not
 // restricted ([WithHTTPClient]).
 func WithDialPolicy(p *netpolicy.Policy) ServiceOption {
-	return func(o *serviceOptions) { o.policy = p }
+	return func(o *serviceConfig) error { o.policy = p; return nil }
 }
 
 // WithVerifyConcurrency sets how many unknown publishers' heads are
@@ -98,20 +110,24 @@ func WithDialPolicy(p *netpolicy.Policy) ServiceOption {
 // finds them all busy is dropped, and the publisher's next announce tries
 // again.
 func WithVerifyConcurrency(n int) ServiceOption {
-	return func(o *serviceOptions) {
-		if n > 0 {
-			o.vConc = n
+	return func(o *serviceConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithVerifyConcurrency(%d): want > 0", ErrInvalidOption, n)
 		}
+		o.vConc = n
+		return nil
 	}
 }
 
 // WithVerifyTimeout bounds each head fetch of an unknown publisher
 // (default [DefaultVerifyTimeout]).
 func WithVerifyTimeout(d time.Duration) ServiceOption {
-	return func(o *serviceOptions) {
-		if d > 0 {
-			o.vTimeout = d
+	return func(o *serviceConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithVerifyTimeout(%v): want > 0", ErrInvalidOption, d)
 		}
+		o.vTimeout = d
+		return nil
 	}
 }
 
@@ -119,32 +135,36 @@ func WithVerifyTimeout(d time.Duration) ServiceOption {
 // head did not verify are dropped without fetching it again (default
 // [DefaultVerifyRetryAfter]).
 func WithVerifyRetryAfter(d time.Duration) ServiceOption {
-	return func(o *serviceOptions) {
-		if d > 0 {
-			o.vRetryAfter = d
+	return func(o *serviceConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithVerifyRetryAfter(%v): want > 0", ErrInvalidOption, d)
 		}
+		o.vRetryAfter = d
+		return nil
 	}
 }
 
 // WithAdminOptions passes options to every admin.Client (a bearer token,
 // a response limit).
 func WithAdminOptions(opts ...admin.ClientOption) ServiceOption {
-	return func(o *serviceOptions) { o.adminOp = append(o.adminOp, opts...) }
+	return func(o *serviceConfig) error { o.adminOp = append(o.adminOp, opts...); return nil }
 }
 
 // WithReceiverOptions passes options to the announce receiver (IP
 // filter, queue and de-duplication sizes). The policy is the config's.
 func WithReceiverOptions(opts ...announce.Option) ServiceOption {
-	return func(o *serviceOptions) { o.recvOp = append(o.recvOp, opts...) }
+	return func(o *serviceConfig) error { o.recvOp = append(o.recvOp, opts...); return nil }
 }
 
 // WithGossipOptions passes options to the announce gossip of WithGossip
 // (a per-peer rate). The network is the config's topic's.
 func WithGossipOptions(opts ...announce.GossipOption) ServiceOption {
-	return func(o *serviceOptions) { o.gossipOp = append(o.gossipOp, opts...) }
+	return func(o *serviceConfig) error { o.gossipOp = append(o.gossipOp, opts...); return nil }
 }
 
 // WithResend forwards every HTTP announce of an assigned publisher to
 // the unfrozen indexers holding it (the reference's later ResendHttp), so
 // that indexers not on gossip hear of new heads. Default true.
-func WithResend(on bool) ServiceOption { return func(o *serviceOptions) { o.resend = on } }
+func WithResend(on bool) ServiceOption {
+	return func(o *serviceConfig) error { o.resend = on; return nil }
+}

@@ -34,8 +34,10 @@ func (SystemClock) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// Hooks receive events, for metrics. Every field may be nil. Hooks are called
-// synchronously, outside the store's locks, and must not block.
+// Hooks receive a store's events, its auctions and bids, for metrics
+// ([WithHooks]). Every field may be nil. Hooks are called synchronously,
+// outside the store's locks, and must not block. A [Lease]'s own events
+// are [HolderHooks].
 type Hooks struct {
 	AuctionStarted        func(item string, round uint64)
 	AuctionWon            func(r AuctionResult)
@@ -50,13 +52,6 @@ type Hooks struct {
 	// BidRejected gets the sentinel that says why: ErrBidPending,
 	// ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidRejected func(item, node string, reason error)
-
-	// The lease hooks are called by a [Lease] ([WithHolderHooks]), on the
-	// holder's side, never by a store;
-	// LeaseLost runs before the lease's Done channel closes, also when the
-	// holder released the lease: then reason wraps [ErrReleased].
-	LeaseRenewed func(ref Ref)
-	LeaseLost    func(ref Ref, reason error)
 }
 
 // Config holds the settings shared by every backend. Build it with
@@ -86,10 +81,6 @@ type Config struct {
 	// StarveAfter is the Unleased count from which an item is reported
 	// starved (default 5).
 	StarveAfter int
-	// SafetyMargin is the holder's margin that goes with TTL (default
-	// TTL/10), validated against it: a node agent (lease/agent) hands it
-	// to its leases with [WithHolderSafetyMargin]. Stores do not read it.
-	SafetyMargin time.Duration
 	// LossGuard makes a store that can lose its data without notice (a
 	// Redis server without durable writes) hold every grant for one TTL
 	// after it finds its data gone, so that every holder from before the
@@ -101,64 +92,63 @@ type Config struct {
 	Hooks     Hooks
 }
 
-// Option changes a Config. [NewConfig] applies the options in order, fails
-// with the first error one returns, and validates the result: every
-// setting is checked, with an error wrapping [ErrInvalid].
-type Option func(*Config) error
+// Option sets one setting of the [Config] that [NewConfig] builds. NewConfig
+// applies the options in order, fails with the first error one returns,
+// and validates the result: every setting is checked, with an error
+// wrapping [ErrInvalid].
+type Option func(*config) error
+
+// config is what the options write: the Config that NewConfig returns
+// once it is validated.
+type config struct{ Config }
 
 // WithTTL sets the lease time to live.
-func WithTTL(d time.Duration) Option { return func(c *Config) error { c.TTL = d; return nil } }
+func WithTTL(d time.Duration) Option { return func(c *config) error { c.TTL = d; return nil } }
 
 // WithAuctionWindow sets the auction window, the backstop.
 func WithAuctionWindow(d time.Duration) Option {
-	return func(c *Config) error { c.AuctionWindow = d; return nil }
+	return func(c *config) error { c.AuctionWindow = d; return nil }
 }
 
 // WithPendingGrace sets how long past the window a pending-bid marker lasts.
 func WithPendingGrace(d time.Duration) Option {
-	return func(c *Config) error { c.PendingGrace = d; return nil }
+	return func(c *config) error { c.PendingGrace = d; return nil }
 }
 
 // WithMaxBids sets the static short-circuit threshold (0: none).
-func WithMaxBids(n int) Option { return func(c *Config) error { c.MaxBids = n; return nil } }
+func WithMaxBids(n int) Option { return func(c *config) error { c.MaxBids = n; return nil } }
 
 // WithDynamicMaxBids takes the threshold from the count of nodes that
 // heartbeated within liveness.
 func WithDynamicMaxBids(liveness time.Duration) Option {
-	return func(c *Config) error { c.DynamicMaxBids, c.LivenessWindow = true, liveness; return nil }
+	return func(c *config) error { c.DynamicMaxBids, c.LivenessWindow = true, liveness; return nil }
 }
 
 // WithLiveBiddersOnly makes evaluations skip bidders that are not live.
 func WithLiveBiddersOnly() Option {
-	return func(c *Config) error { c.LiveBiddersOnly = true; return nil }
+	return func(c *config) error { c.LiveBiddersOnly = true; return nil }
 }
 
 // WithMinBidFactor sets the factor from reported size to minimum bid.
 func WithMinBidFactor(f float64) Option {
-	return func(c *Config) error { c.MinBidFactor = f; return nil }
+	return func(c *config) error { c.MinBidFactor = f; return nil }
 }
 
 // WithStarveAfter sets the Unleased count that marks an item starved.
-func WithStarveAfter(n int) Option { return func(c *Config) error { c.StarveAfter = n; return nil } }
-
-// WithSafetyMargin sets [Config.SafetyMargin], the holder margin that goes
-// with the TTL; stores do not read it.
-func WithSafetyMargin(d time.Duration) Option {
-	return func(c *Config) error { c.SafetyMargin = d; return nil }
-}
+func WithStarveAfter(n int) Option { return func(c *config) error { c.StarveAfter = n; return nil } }
 
 // WithLossGuard turns [Config.LossGuard] on.
-func WithLossGuard() Option { return func(c *Config) error { c.LossGuard = true; return nil } }
+func WithLossGuard() Option { return func(c *config) error { c.LossGuard = true; return nil } }
 
 // WithClock sets the clock (default [SystemClock]).
-func WithClock(clk Clock) Option { return func(c *Config) error { c.Clock = clk; return nil } }
+func WithClock(clk Clock) Option { return func(c *config) error { c.Clock = clk; return nil } }
 
 // WithHooks sets the hooks.
-func WithHooks(h Hooks) Option { return func(c *Config) error { c.Hooks = h; return nil } }
+func WithHooks(h Hooks) Option { return func(c *config) error { c.Hooks = h; return nil } }
 
 // NewConfig applies opts to the defaults and validates the result.
 func NewConfig(opts ...Option) (Config, error) {
-	c := Config{
+	cc := config{Config{
 		TTL:            30 * time.Second,
 		AuctionWindow:  60 * time.Second,
 		PendingGrace:   5 * time.Second,
@@ -166,15 +156,16 @@ func NewConfig(opts ...Option) (Config, error) {
 		MinBidFactor:   1,
 		StarveAfter:    5,
 		Clock:          SystemClock{},
-	}
+	}}
 	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return c, err
+		if o == nil {
+			continue
+		}
+		if err := o(&cc); err != nil {
+			return cc.Config, err
 		}
 	}
-	if c.SafetyMargin == 0 {
-		c.SafetyMargin = c.TTL / 10
-	}
+	c := cc.Config
 	switch {
 	case c.TTL <= 0:
 		return c, fmt.Errorf("lease: TTL %v: %w", c.TTL, ErrInvalid)
@@ -190,8 +181,6 @@ func NewConfig(opts ...Option) (Config, error) {
 		return c, fmt.Errorf("lease: min bid factor %v: %w", c.MinBidFactor, ErrInvalid)
 	case c.StarveAfter < 1:
 		return c, fmt.Errorf("lease: starve after %d: %w", c.StarveAfter, ErrInvalid)
-	case c.SafetyMargin < 0 || c.SafetyMargin >= c.TTL:
-		return c, fmt.Errorf("lease: safety margin %v with TTL %v: %w", c.SafetyMargin, c.TTL, ErrInvalid)
 	case c.Clock == nil:
 		return c, fmt.Errorf("lease: nil clock: %w", ErrInvalid)
 	}

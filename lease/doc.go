@@ -42,7 +42,7 @@
 //
 // [Acquire] wraps a won grant in a [Lease], whose Done channel is closed
 // when the holder must stop acting as owner: a refused renewal, a release,
-// or its local deadline, SafetyMargin before expiry by the holder's own
+// or its local deadline, a safety margin before expiry by the holder's own
 // clock. Because the store grants the item again only by an auction
 // evaluated after expiry on the store's clock, Done closes before anyone
 // else can win the item. [Lease] describes the margin; [RenewAll] renews
@@ -74,11 +74,12 @@
 //
 // # Hooks
 //
-// [Hooks] report every auction, bid and lease event: a store calls the
-// auction and bid hooks, a [Lease] its LeaseRenewed and LeaseLost. A lease
-// that ends because its holder released it reports an error wrapping
-// [ErrReleased], so losses and releases are told apart. lease/agent's
-// Metrics is a ready-made set of counters fed by them.
+// [Hooks] report every auction and bid a store handles ([WithHooks]);
+// [HolderHooks] report a [Lease]'s renewals and its end
+// ([WithHolderHooks]), which a store never sees. A lease that ends because
+// its holder released it reports an error wrapping [ErrReleased], so
+// losses and releases are told apart. lease/agent's Metrics is a
+// ready-made set of counters fed by them.
 //
 // # Backends
 //

@@ -17,7 +17,7 @@ var (
 	ErrNotHeld = errors.New("lease: not held")
 
 	// ErrReleased is why a [Lease] ends when its holder gives it up
-	// (Release, Drain, an eviction): [Lease.Err] and [Hooks].LeaseLost get
+	// (Release, Drain, an eviction): [Lease.Err] and [HolderHooks].LeaseLost get
 	// an error wrapping it. It also matches ErrNotHeld, so
 	// errors.Is(err, ErrReleased) tells a voluntary end from a loss.
 	ErrReleased error = released{}

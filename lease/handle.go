@@ -36,7 +36,7 @@ import (
 type Lease struct {
 	s      Store
 	clk    Clock
-	hooks  Hooks
+	hooks  HolderHooks
 	margin time.Duration // 0: a tenth of each renewal's TTL
 
 	mu       sync.Mutex
@@ -77,7 +77,7 @@ type HolderOption func(*holderConfig) error
 
 type holderConfig struct {
 	clock  Clock
-	hooks  Hooks
+	hooks  HolderHooks
 	margin time.Duration // 0: a tenth of the TTL of each renewal
 }
 
@@ -94,10 +94,19 @@ func WithHolderClock(clk Clock) HolderOption {
 	}
 }
 
-// WithHolderHooks sets the hooks the lease calls: [Hooks].LeaseRenewed
-// and [Hooks].LeaseLost. Its other fields are the store's, which a Lease
-// never calls.
-func WithHolderHooks(h Hooks) HolderOption {
+// HolderHooks receive the events of a [Lease], on the holder's side
+// ([WithHolderHooks]); a store never calls them. Every field may be nil;
+// they are called synchronously and must not block.
+type HolderHooks struct {
+	// LeaseRenewed is called after each successful renewal.
+	LeaseRenewed func(ref Ref)
+	// LeaseLost runs before the lease's Done channel closes, also when the
+	// holder released the lease: then reason wraps [ErrReleased].
+	LeaseLost func(ref Ref, reason error)
+}
+
+// WithHolderHooks sets the hooks the lease calls.
+func WithHolderHooks(h HolderHooks) HolderOption {
 	return func(c *holderConfig) error { c.hooks = h; return nil }
 }
 

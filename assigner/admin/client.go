@@ -36,7 +36,8 @@ type Client struct {
 // NewClient returns a client of the admin API at baseURL, such as
 // "http://127.0.0.1:3002" ("http://" is added when there is no scheme,
 // as the reference assigner does). A path in baseURL is kept as a prefix
-// of every route.
+// of every route. An option given a value out of range fails it with
+// [ErrInvalidOption].
 func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	raw := baseURL
 	if !strings.Contains(raw, "://") {
@@ -54,8 +55,11 @@ func NewClient(baseURL string, opts ...ClientOption) (*Client, error) {
 	u.RawPath = ""
 	c := &Client{base: u, cfg: defaultClientConfig()}
 	for _, o := range opts {
-		if o != nil {
-			o(&c.cfg)
+		if o == nil {
+			continue
+		}
+		if err := o(&c.cfg); err != nil {
+			return nil, err
 		}
 	}
 	return c, nil

@@ -294,7 +294,7 @@ func TestClientLimitsAndInput(t *testing.T) {
 func TestClientPrefix(t *testing.T) {
 	f := newFakeNode(testID(t, 1))
 	mux := http.NewServeMux()
-	mux.Handle("/admin/", http.StripPrefix("/admin", admin.NewHandler(f)))
+	mux.Handle("/admin/", http.StripPrefix("/admin", newHandler(t, f)))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	c, err := admin.NewClient(srv.URL+"/admin", admin.WithHTTPClient(srv.Client()))

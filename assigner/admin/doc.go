@@ -111,6 +111,10 @@
 // 403 ErrNotAllowed, 401 ErrUnauthorized; a reference node's 500 on
 // assign cannot be told from other failures and wraps no sentinel.
 //
+// [NewHandler] and [NewClient] wrap [ErrInvalidOption] for an option given
+// a value out of range (a nil logger or client, a body limit ≤ 0); that
+// sentinel never crosses the wire.
+//
 // # What the reference assigner does
 //
 // At startup, for each indexer: GET /ingest/assigned, GET /status, and GET

@@ -81,6 +81,11 @@ var (
 	ErrBadRequest = errors.New("admin: bad request")
 )
 
+// ErrInvalidOption is wrapped by the error of [NewHandler] and [NewClient]
+// when an option is given a value out of range; the message names the
+// option. It is not part of the wire contract.
+var ErrInvalidOption = errors.New("admin: invalid option")
+
 // ErrorHeader is the response header in which the handler names the
 // sentinel behind an error answer ("already-assigned", "frozen", ...).
 // The status codes are the reference's and several sentinels share one;

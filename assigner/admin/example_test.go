@@ -75,7 +75,12 @@ func Example() {
 
 	// The indexer serves the handler (on admin.DefaultListenAddr in a
 	// binary; on a test listener here), with a bearer token.
-	srv := httptest.NewServer(admin.NewHandler(node, admin.WithToken("s3cret")))
+	h, err := admin.NewHandler(node, admin.WithToken("s3cret"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	ctx := context.Background()

@@ -28,7 +28,7 @@ func FuzzHandoffBody(f *testing.F) {
 	pub := testID(f, 2)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		node := newFakeNode(testID(t, 1))
-		h := admin.NewHandler(node, admin.WithMaxRequestBody(1024))
+		h := newHandler(t, node, admin.WithMaxRequestBody(1024))
 		w := do(t, h, "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(string(body)), nil)
 		switch w.Code {
 		case http.StatusOK:
@@ -68,7 +68,7 @@ func FuzzPeerIDPath(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, seg string) {
 		node := newFakeNode(testID(t, 1))
-		h := admin.NewHandler(node)
+		h := newHandler(t, node)
 		r := &http.Request{
 			Method: http.MethodPost,
 			URL:    &url.URL{Path: "/ingest/assign/" + seg},

@@ -70,18 +70,22 @@ type handler struct {
 // codes and JSON of the package documentation's table. The handler does
 // not listen (serve it on [DefaultListenAddr] unless configured
 // otherwise), starts no goroutine, and is safe for concurrent use when
-// node is. A nil node answers every route 503.
-func NewHandler(node Node, opts ...Option) http.Handler {
+// node is. A nil node answers every route 503. An option given a value
+// out of range fails it with [ErrInvalidOption].
+func NewHandler(node Node, opts ...Option) (http.Handler, error) {
 	h := &handler{node: node, cfg: defaultHandlerConfig()}
 	for _, o := range opts {
-		if o != nil {
-			o(&h.cfg)
+		if o == nil {
+			continue
+		}
+		if err := o(&h.cfg); err != nil {
+			return nil, err
 		}
 	}
 	if h.cfg.token != "" {
 		h.tokenSum = sha256.Sum256([]byte(h.cfg.token))
 	}
-	return h
+	return h, nil
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -220,7 +220,7 @@ func TestContract(t *testing.T) {
 			if c.body != "" {
 				body = strings.NewReader(c.body)
 			}
-			w := do(t, admin.NewHandler(node), c.method, c.target, body, c.header)
+			w := do(t, newHandler(t, node), c.method, c.target, body, c.header)
 			got := w.Body.String()
 			if w.Code != c.status {
 				t.Fatalf("status %d, want %d (body %q)", w.Code, c.status, got)
@@ -282,7 +282,7 @@ func mustCid(t testing.TB, s string) cid.Cid {
 func TestHandoffAndSyncRequests(t *testing.T) {
 	pub, frozen := testID(t, 2), testID(t, 4)
 	f := newFakeNode(testID(t, 1))
-	h := admin.NewHandler(f)
+	h := newHandler(t, f)
 
 	body := jsonf(`{"FrozenID":%q,"FrozenURL":"https://frozen.example:3000/base","Extra":1}`, frozen)
 	if w := do(t, h, "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body), nil); w.Code != 200 {
@@ -375,7 +375,7 @@ func TestReferenceAssignerSequence(t *testing.T) {
 func TestToken(t *testing.T) {
 	pub := testID(t, 2)
 	f := newFakeNode(testID(t, 1))
-	h := admin.NewHandler(f, admin.WithToken("s3cret"))
+	h := newHandler(t, f, admin.WithToken("s3cret"))
 	for _, c := range []struct {
 		auth string
 		want int
@@ -411,7 +411,7 @@ func TestToken(t *testing.T) {
 		t.Errorf("node calls %q, want two assigns", got)
 	}
 	// Without WithToken, no header is needed.
-	if w := do(t, admin.NewHandler(f), "GET", "/status", nil, nil); w.Code != 200 {
+	if w := do(t, newHandler(t, f), "GET", "/status", nil, nil); w.Code != 200 {
 		t.Errorf("no token configured: %d", w.Code)
 	}
 }
@@ -422,15 +422,15 @@ func TestBodyLimit(t *testing.T) {
 	pad := strings.Repeat(" ", admin.DefaultMaxRequestBody)
 	body := jsonf(`{"FrozenID":%q,"FrozenURL":"http://127.0.0.1:3000"}`, frozen)
 
-	w := do(t, admin.NewHandler(f), "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body+pad), nil)
+	w := do(t, newHandler(t, f), "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body+pad), nil)
 	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "8192") {
 		t.Errorf("default limit: %d %q", w.Code, w.Body)
 	}
-	if w := do(t, admin.NewHandler(f), "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body+pad[:100]), nil); w.Code != 200 {
+	if w := do(t, newHandler(t, f), "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body+pad[:100]), nil); w.Code != 200 {
 		t.Errorf("under the limit: %d %q", w.Code, w.Body)
 	}
 
-	small := admin.NewHandler(f, admin.WithMaxRequestBody(64))
+	small := newHandler(t, f, admin.WithMaxRequestBody(64))
 	if w := do(t, small, "POST", "/ingest/handoff/"+pub.String(), strings.NewReader(body), nil); w.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("WithMaxRequestBody(64): %d", w.Code)
 	}
@@ -447,7 +447,7 @@ func TestLogger(t *testing.T) {
 	f := newFakeNode(testID(t, 1))
 	f.setErr("Assign", admin.ErrFrozen)
 	pub := testID(t, 2)
-	h := admin.NewHandler(f, admin.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
+	h := newHandler(t, f, admin.WithLogger(slog.New(slog.NewTextHandler(&buf, nil))))
 	do(t, h, "POST", "/ingest/assign/"+pub.String(), nil, nil)
 	if got := buf.String(); !strings.Contains(got, "publisher="+pub.String()) || !strings.Contains(got, "status=500") {
 		t.Errorf("log %q", got)
@@ -455,7 +455,7 @@ func TestLogger(t *testing.T) {
 }
 
 func TestNilNode(t *testing.T) {
-	w := do(t, admin.NewHandler(nil), "GET", "/status", nil, nil)
+	w := do(t, newHandler(t, nil), "GET", "/status", nil, nil)
 	if w.Code != 503 || w.Header().Get(admin.ErrorHeader) != "unavailable" {
 		t.Errorf("nil node: %d %v", w.Code, w.Header())
 	}

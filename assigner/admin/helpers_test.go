@@ -137,11 +137,21 @@ func (f *fakeNode) IngestStatus(context.Context) ([]admin.PublisherStatus, error
 // coreNode hides the optional capabilities of the Node it embeds.
 type coreNode struct{ admin.Node }
 
+// newHandler is admin.NewHandler that fails t on an error.
+func newHandler(t testing.TB, node admin.Node, opts ...admin.Option) http.Handler {
+	t.Helper()
+	h, err := admin.NewHandler(node, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // serve starts the handler of node on 127.0.0.1 and returns its URL and a
 // client of it.
 func serve(t *testing.T, node admin.Node, opts []admin.Option, copts ...admin.ClientOption) (*httptest.Server, *admin.Client) {
 	t.Helper()
-	srv := httptest.NewServer(admin.NewHandler(node, opts...))
+	srv := httptest.NewServer(newHandler(t, node, opts...))
 	t.Cleanup(srv.Close)
 	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
 		t.Fatalf("test server not on 127.0.0.1: %s", srv.URL)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 )
@@ -38,39 +39,42 @@ func defaultHandlerConfig() handlerConfig {
 	}
 }
 
-// Option configures [NewHandler]. A value out of range (an empty token, a
-// limit ≤ 0, a nil logger) leaves the default.
-type Option func(*handlerConfig)
+// Option configures [NewHandler]. An option given a value out of range (a
+// limit ≤ 0, a nil logger) makes NewHandler fail with [ErrInvalidOption].
+type Option func(*handlerConfig) error
 
 // WithToken makes the handler require "Authorization: Bearer <token>" on
 // every request (401 otherwise), compared in constant time. Default: no
 // token; the API then relies on listening on loopback
-// ([DefaultListenAddr]).
+// ([DefaultListenAddr]). An empty token is no token.
 func WithToken(token string) Option {
-	return func(c *handlerConfig) {
-		if token != "" {
-			c.token = token
-		}
+	return func(c *handlerConfig) error {
+		c.token = token
+		return nil
 	}
 }
 
 // WithMaxRequestBody bounds the request bodies the handler reads; a larger
 // body is answered 413. Default [DefaultMaxRequestBody].
 func WithMaxRequestBody(n int64) Option {
-	return func(c *handlerConfig) {
-		if n > 0 {
-			c.maxBody = n
+	return func(c *handlerConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithMaxRequestBody(%d): want > 0", ErrInvalidOption, n)
 		}
+		c.maxBody = n
+		return nil
 	}
 }
 
 // WithLogger sets the logger of refused and failed requests (attribute
 // "publisher" where there is one). Default: discard.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *handlerConfig) {
-		if l != nil {
-			c.log = l
+	return func(c *handlerConfig) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
 		}
+		c.log = l
+		return nil
 	}
 }
 
@@ -87,36 +91,40 @@ func defaultClientConfig() clientConfig {
 	}
 }
 
-// ClientOption configures [NewClient]. A value out of range (an empty
-// token, a nil client, a limit ≤ 0) leaves the default.
-type ClientOption func(*clientConfig)
+// ClientOption configures [NewClient]. An option given a value out of
+// range (a nil client, a limit ≤ 0) makes NewClient fail with
+// [ErrInvalidOption].
+type ClientOption func(*clientConfig) error
 
 // WithClientToken sends "Authorization: Bearer <token>" with every request,
-// for a handler made with [WithToken].
+// for a handler made with [WithToken]. An empty token is no token.
 func WithClientToken(token string) ClientOption {
-	return func(c *clientConfig) {
-		if token != "" {
-			c.token = token
-		}
+	return func(c *clientConfig) error {
+		c.token = token
+		return nil
 	}
 }
 
 // WithHTTPClient sets the HTTP client. Default http.DefaultClient, which
 // has no timeout: bound each call with its context.
 func WithHTTPClient(hc *http.Client) ClientOption {
-	return func(c *clientConfig) {
-		if hc != nil {
-			c.http = hc
+	return func(c *clientConfig) error {
+		if hc == nil {
+			return fmt.Errorf("%w: WithHTTPClient(nil)", ErrInvalidOption)
 		}
+		c.http = hc
+		return nil
 	}
 }
 
 // WithMaxResponseBody bounds the response bodies the client reads; a
 // larger body fails the call. Default [DefaultMaxResponseBody].
 func WithMaxResponseBody(n int64) ClientOption {
-	return func(c *clientConfig) {
-		if n > 0 {
-			c.maxBody = n
+	return func(c *clientConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithMaxResponseBody(%d): want > 0", ErrInvalidOption, n)
 		}
+		c.maxBody = n
+		return nil
 	}
 }

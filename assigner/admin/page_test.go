@@ -50,7 +50,7 @@ func TestIngestStatusPages(t *testing.T) {
 	f := newFakeNode(testID(t, 255))
 	f.ingest, _ = statuses(t, n)
 	_, want := statuses(t, n)
-	h := admin.NewHandler(f)
+	h := newHandler(t, f)
 
 	var got []peer.ID
 	var sizes []int
@@ -99,7 +99,7 @@ func TestIngestStatusQuery(t *testing.T) {
 	f := newFakeNode(testID(t, 255))
 	f.ingest, _ = statuses(t, n)
 	_, ids := statuses(t, n)
-	h := admin.NewHandler(f)
+	h := newHandler(t, f)
 	// A publisher the node does not know: the page starts after where
 	// it would sort.
 	absent := testID(t, 200)

@@ -224,14 +224,14 @@ type node struct {
 // node's counters and log: the lines msg=bid, won, indexed, evicted and
 // lost are what demo and sim read from their nodes. The store reports the
 // auctions this node closed; the bid and lease events come from the
-// manager and its leases only, so that each is counted once.
-func (n *node) hooks() (store, holder lease.Hooks, mgr agent.Hooks) {
+// manager and its leases (mgr.Lease) only, so that each is counted once.
+func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 	store = lease.Hooks{
 		AuctionShortCircuited: func(lease.AuctionResult) { n.c.AuctionsShortCircuited.Add(1) },
 		AuctionTimedOut:       func(lease.AuctionResult) { n.c.AuctionsTimedOut.Add(1) },
 		AuctionNoWinner:       func(lease.AuctionResult) { n.c.AuctionsNoWinner.Add(1) },
 	}
-	holder = lease.Hooks{
+	mgr = agent.Hooks{
 		BidPlaced: func(item, _ string, free int64) {
 			n.c.BidsPlaced.Add(1)
 			n.log.Debug("bid", "item", item, "free", free)
@@ -240,15 +240,6 @@ func (n *node) hooks() (store, holder lease.Hooks, mgr agent.Hooks) {
 			n.c.BidsRejected.Add(1)
 			n.log.Debug("bid rejected", "item", item, "reason", reason.Error())
 		},
-		LeaseLost: func(ref lease.Ref, reason error) {
-			if errors.Is(reason, lease.ErrReleased) {
-				return
-			}
-			n.c.Lost.Add(1)
-			n.log.Info("lost", "item", ref.Item, "fence", uint64(ref.Fence), "reason", reason.Error())
-		},
-	}
-	mgr = agent.Hooks{
 		Won: func(ref lease.Ref) {
 			n.c.Won.Add(1)
 			n.log.Info("won", "item", ref.Item, "fence", uint64(ref.Fence))
@@ -270,8 +261,17 @@ func (n *node) hooks() (store, holder lease.Hooks, mgr agent.Hooks) {
 			n.c.Evicted.Add(1)
 			n.log.Info("evicted", "item", ref.Item, "size", size)
 		},
+		Lease: lease.HolderHooks{
+			LeaseLost: func(ref lease.Ref, reason error) {
+				if errors.Is(reason, lease.ErrReleased) {
+					return
+				}
+				n.c.Lost.Add(1)
+				n.log.Info("lost", "item", ref.Item, "fence", uint64(ref.Fence), "reason", reason.Error())
+			},
+		},
 	}
-	return store, holder, mgr
+	return store, mgr
 }
 
 // runNode is `fleet node`: it serves until ctx is done, then drains.
@@ -298,7 +298,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	n := &node{cfg: cfg, log: log, rdb: rdb, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	defer n.client.CloseIdleConnections()
 	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
-	sh, lh, mh := n.hooks()
+	sh, mh := n.hooks()
 	n.store, err = leaseredis.New(rdb, cfg.Prefix, cfg.storeOptions(sh)...)
 	if err != nil {
 		return err
@@ -313,7 +313,6 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		agent.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
 		agent.WithDrainTimeout(cfg.DrainTimeout),
 		agent.WithTTL(cfg.TTL),
-		agent.WithLeaseHooks(lh),
 		agent.WithHooks(mh),
 		agent.WithLogger(log),
 	}

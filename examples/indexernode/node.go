@@ -300,7 +300,10 @@ func (n *Node) serve(lns Listeners) error {
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
 	}
-	adm := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
+	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
+	if err != nil {
+		return err
+	}
 	for _, s := range []served{{"find", lns.Find, nil}, {"ingest", lns.Ingest, nil}, {"admin", lns.Admin, nil}} {
 		if s.ln == nil {
 			continue

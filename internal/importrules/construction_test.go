@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,10 +37,7 @@ const (
 // convention right now: their violations are reported in the log, not as
 // failures. An entry whose tree has no violation any more fails the test,
 // so the list only shrinks: remove the entry when the tree is clean.
-var pending = map[string]string{
-	"lease/...":    "fixed by #14 work in progress: lease is being split; Option writes the exported Config and returns no error, lease/memory and lease/redis take lease.Option, ManagerOption and leasetest's LinearOption return no error",
-	"assigner/...": "fixed by #14 work in progress: assigner's ServiceOption and admin's Option and ClientOption return no error",
-}
+var pending = map[string]string{}
 
 // cviolation is one breach of the convention.
 type cviolation struct {
@@ -63,10 +61,24 @@ func TestConstructionConvention(t *testing.T) {
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
+	// What the packages forwarding their parent's options (rule 6) read
+	// of the parent's config counts as read for rule 5: the backends of
+	// lease read the lease.Config that lease.NewConfig builds.
+	childReads := map[string]map[string]bool{}
+	for _, d := range dirs {
+		if parent := path.Dir(d); parent != "." && takesParentOptions(d, pkgs[d].files) {
+			if childReads[parent] == nil {
+				childReads[parent] = map[string]bool{}
+			}
+			for _, f := range pkgs[d].files {
+				collectReads(f, childReads[parent])
+			}
+		}
+	}
 	pendingHit := map[string]int{}
 	for _, d := range dirs {
 		p := pkgs[d]
-		for _, v := range checkConstruction(p.fset, d, p.files) {
+		for _, v := range checkConstructionWith(p.fset, d, p.files, childReads[d]) {
 			if tree := pendingTree(d); tree != "" {
 				pendingHit[tree]++
 				t.Logf("pending (%s): %s", tree, v)
@@ -173,6 +185,13 @@ func parseModule(t *testing.T, root string) map[string]*parsedPkg {
 
 // checkConstruction checks the files of one package against the rules.
 func checkConstruction(fset *token.FileSet, pkg string, files []*ast.File) []cviolation {
+	return checkConstructionWith(fset, pkg, files, nil)
+}
+
+// checkConstructionWith is checkConstruction where the field names in
+// childReads count as read (rule 5): they are read by the packages that
+// take this package's options to build their values.
+func checkConstructionWith(fset *token.FileSet, pkg string, files []*ast.File, childReads map[string]bool) []cviolation {
 	var out []cviolation
 	add := func(pos token.Pos, rule, format string, args ...any) {
 		p := fset.Position(pos)
@@ -227,6 +246,9 @@ func checkConstruction(fset *token.FileSet, pkg string, files []*ast.File) []cvi
 			}
 			if !isOptionParam(field, ell.Elt) {
 				continue
+			}
+			if isParentOption(pkg, fileOf(files, field.Pos()), ell.Elt) {
+				continue // a backend forwarding its plug point's options (rule 6)
 			}
 			id, ok := ell.Elt.(*ast.Ident)
 			if !ok {
@@ -335,6 +357,9 @@ func checkConstruction(fset *token.FileSet, pkg string, files []*ast.File) []cvi
 	// Rule 5: every config field an option sets is read by code that is
 	// not an option.
 	read := map[string]bool{}
+	for name := range childReads {
+		read[name] = true
+	}
 	for _, fd := range funcs {
 		if _, isOpt := optFuncs[fd]; isOpt || fd.Body == nil {
 			continue
@@ -373,6 +398,62 @@ func checkConstruction(fset *token.FileSet, pkg string, files []*ast.File) []cvi
 
 	sort.Slice(out, func(i, j int) bool { return out[i].pos < out[j].pos })
 	return out
+}
+
+// isParentOption tells whether elt, the option type of a constructor in
+// the package at dir, is the Option type of the parent package (the
+// directory one level up), imported by f: lease/memory.New(opts
+// ...lease.Option). A backend so forwards the options of the package that
+// defines its plug point (rule 6).
+func isParentOption(dir string, f *ast.File, elt ast.Expr) bool {
+	sel, ok := elt.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Option" || f == nil {
+		return false
+	}
+	x, ok := sel.X.(*ast.Ident)
+	parent := path.Dir(dir)
+	if !ok || parent == "." {
+		return false
+	}
+	for _, imp := range f.Imports {
+		p := strings.Trim(imp.Path.Value, "`\"")
+		name := path.Base(p)
+		if imp.Name != nil {
+			name = imp.Name.Name
+		}
+		if name == x.Name {
+			return p == parent || strings.HasSuffix(p, "/"+parent)
+		}
+	}
+	return false
+}
+
+// takesParentOptions tells whether a constructor of the package at dir
+// takes the options of its parent package.
+func takesParentOptions(dir string, files []*ast.File) bool {
+	for _, f := range files {
+		for _, decl := range f.Decls {
+			fd, ok := decl.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || len(fd.Type.Params.List) == 0 {
+				continue
+			}
+			last := fd.Type.Params.List[len(fd.Type.Params.List)-1]
+			if ell, ok := last.Type.(*ast.Ellipsis); ok && isParentOption(dir, f, ell.Elt) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fileOf returns the file of files that holds pos.
+func fileOf(files []*ast.File, pos token.Pos) *ast.File {
+	for _, f := range files {
+		if f.FileStart <= pos && pos <= f.FileEnd {
+			return f
+		}
+	}
+	return nil
 }
 
 // isOptionParam tells whether the variadic parameter field of type elt
@@ -624,6 +705,52 @@ func WithRetries(n int) Option { return func(c *config) error { c.retries = n; r
 		got := stalePending(map[string]string{"a/...": "in progress", "b/...": "in progress"}, map[string]int{"a/...": 2})
 		if len(got) != 1 || !strings.Contains(got[0], "pending tree b/...") || !strings.Contains(got[0], "remove it from pending") {
 			t.Errorf("stalePending = %q, want one message about b/...", got)
+		}
+	})
+	t.Run("a backend takes the options of its parent package", func(t *testing.T) {
+		check := func(dir, src string) []cviolation {
+			t.Helper()
+			fset := token.NewFileSet()
+			f, err := parser.ParseFile(fset, "p.go", src, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return checkConstruction(fset, dir, []*ast.File{f})
+		}
+		const backend = `package memory
+import %s
+type Store struct{}
+func New(opts ...%s.Option) (*Store, error) { return nil, nil }
+`
+		if got := check("lease/memory", fmt.Sprintf(backend, `"example.com/m/lease"`, "lease")); len(got) != 0 {
+			t.Errorf("lease/memory.New(...lease.Option): unexpected %v", got)
+		}
+		if got := check("lease/memory", fmt.Sprintf(backend, `plug "example.com/m/lease"`, "plug")); len(got) != 0 {
+			t.Errorf("lease/memory.New(...plug.Option), plug the parent: unexpected %v", got)
+		}
+		for name, c := range map[string]struct{ dir, imp, sel string }{
+			"a sibling's options":     {"lease/memory", `"example.com/m/other"`, "other"},
+			"a grandparent's options": {"x/lease/memory", `"example.com/m/x"`, "x"},
+			"a child's options":       {"lease", `"example.com/m/lease/memory"`, "memory"},
+			"no parent":               {"memory", `"example.com/m/lease"`, "lease"},
+		} {
+			got := check(c.dir, fmt.Sprintf(backend, c.imp, c.sel))
+			if len(got) != 1 || got[0].rule != ruleShape || !strings.Contains(got[0].msg, "New takes options of type "+c.sel+".Option") {
+				t.Errorf("%s: got %v, want one violation of %s", name, got, ruleShape)
+			}
+		}
+	})
+	t.Run("a field read by a backend forwarding the options is read", func(t *testing.T) {
+		src := clean + `
+func WithRetries(n int) Option { return func(c *config) error { c.retries = n; return nil } }
+`
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "p.go", src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := checkConstructionWith(fset, "p", []*ast.File{f}, map[string]bool{"retries": true}); len(got) != 0 {
+			t.Errorf("unexpected: %v", got)
 		}
 	})
 	t.Run("with several option types a prefixed logger option passes", func(t *testing.T) {

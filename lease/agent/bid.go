@@ -107,7 +107,7 @@ func (m *Manager) scan(ctx context.Context) {
 
 func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 	res, err := m.s.Bid(ctx, r.ID, m.node, free)
-	hooks := m.lc.Hooks
+	hooks := m.c.hooks
 	if err != nil {
 		if ctx.Err() != nil {
 			return

@@ -51,9 +51,10 @@
 // A Manager's methods are safe for concurrent use; Touch, Pin, Held and
 // Used may be called while Run runs. The Indexer is called from the
 // manager's goroutines and must be safe for concurrent use. Hooks ([Hooks]
-// with [WithHooks], lease.Hooks with [WithLeaseHooks]) are called
-// synchronously and must not block. [Metrics] is a ready-made, lock-free
-// set of counters and gauges fed by both and by the store's hooks.
+// with [WithHooks], its leases' lease.HolderHooks in [Hooks].Lease) are
+// called synchronously and must not block. [Metrics] is a ready-made,
+// lock-free set of counters and gauges fed by both and by the store's
+// hooks.
 //
 // # Errors
 //

@@ -21,7 +21,7 @@ func (m *Manager) won(ctx context.Context, ref lease.Ref, row lease.Row) {
 		row = r
 	}
 	l, err := lease.Acquire(ctx, m.s, ref, lease.WithHolderClock(m.lc.Clock),
-		lease.WithHolderHooks(m.lc.Hooks), lease.WithHolderSafetyMargin(m.lc.SafetyMargin))
+		lease.WithHolderHooks(m.c.hooks.Lease), lease.WithHolderSafetyMargin(m.c.margin))
 	if err != nil {
 		m.c.log.Warn("lease: acquire", "node", m.node, "item", ref.Item, "err", err)
 		return

@@ -2,9 +2,9 @@ package agent
 
 import "github.com/indexkit/indexkit/lease"
 
-// Hooks receive node-side events that [lease.Hooks] does not cover. Every
-// field may be nil; hooks are called synchronously and must not block.
-// [Metrics] provides a ready-made set.
+// Hooks receive a node's events: its manager's and, in Lease, its leases'.
+// Every field may be nil; hooks are called synchronously and must not
+// block. [Metrics] provides a ready-made set.
 type Hooks struct {
 	Won     func(ref lease.Ref)                        // a lease was won and acquired
 	Indexed func(ref lease.Ref, size int64, err error) // Index returned
@@ -16,4 +16,16 @@ type Hooks struct {
 	// LiveNodes gets the store's count of live nodes after each heartbeat,
 	// when the store is a [lease.LiveCounter] (a gauge).
 	LiveNodes func(n int)
+
+	// BidPlaced and BidRejected report the manager's own bids, as the
+	// store's [lease.Hooks] of the same names do for every bid the store
+	// handles. BidRejected gets the sentinel that says why:
+	// lease.ErrBidPending, ErrBidTooLow, ErrLeased or ErrAuctionClosed.
+	BidPlaced   func(item, node string, freeMemory int64)
+	BidRejected func(item, node string, reason error)
+
+	// Lease are the hooks of the manager's leases (LeaseRenewed,
+	// LeaseLost): each [lease.Lease] it acquires gets them
+	// ([lease.WithHolderHooks]).
+	Lease lease.HolderHooks
 }

@@ -74,6 +74,12 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: manager %s: %w", node, err)
 	}
+	if c.margin == 0 {
+		c.margin = lc.TTL / 10
+	}
+	if c.margin >= lc.TTL {
+		return nil, fmt.Errorf("agent: manager %s: safety margin %v with TTL %v: %w", node, c.margin, lc.TTL, lease.ErrInvalid)
+	}
 	if c.renew == 0 {
 		c.renew = lc.TTL / 3
 	}

@@ -340,11 +340,11 @@ func TestManagerCrashTakeover(t *testing.T) {
 		}})
 		ids := putItems(t, s, 3, 100)
 		a := start(t, s, "a", newIndexer(0), agent.WithDrainTimeout(-1),
-			agent.WithLeaseHooks(lease.Hooks{LeaseLost: func(ref lease.Ref, _ error) {
+			agent.WithHooks(agent.Hooks{Lease: lease.HolderHooks{LeaseLost: func(ref lease.Ref, _ error) {
 				mu.Lock()
 				defer mu.Unlock()
 				lost[ref.Item] = time.Now()
-			}}))
+			}}}))
 		time.Sleep(time.Minute)
 		checkOwned(t, s, ids, 1<<30, map[string]*node{"a": a})
 		b := start(t, s, "b", newIndexer(0))
@@ -444,11 +444,13 @@ func TestNewManagerInvalid(t *testing.T) {
 		node string
 		opts []agent.Option
 	}{
-		"no indexer":  {"a", nil},
-		"empty node":  {"", []agent.Option{agent.WithIndexer(idx)}},
-		"zero budget": {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBudget(0)}},
-		"bad backoff": {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBidBackoff(time.Second, time.Millisecond)}},
-		"bad lease":   {"a", []agent.Option{agent.WithIndexer(idx), agent.WithTTL(-1)}},
+		"no indexer":   {"a", nil},
+		"empty node":   {"", []agent.Option{agent.WithIndexer(idx)}},
+		"zero budget":  {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBudget(0)}},
+		"bad backoff":  {"a", []agent.Option{agent.WithIndexer(idx), agent.WithBidBackoff(time.Second, time.Millisecond)}},
+		"bad lease":    {"a", []agent.Option{agent.WithIndexer(idx), agent.WithTTL(-1)}},
+		"margin ≥ TTL": {"a", []agent.Option{agent.WithIndexer(idx), agent.WithTTL(time.Minute), agent.WithSafetyMargin(time.Minute)}},
+		"margin < 0":   {"a", []agent.Option{agent.WithIndexer(idx), agent.WithSafetyMargin(-1)}},
 	} {
 		if _, err := agent.NewManager(s, c.node, c.opts...); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("%s: err %v, want ErrInvalid", name, err)

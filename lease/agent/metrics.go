@@ -7,8 +7,8 @@ import (
 	"github.com/indexkit/indexkit/lease"
 )
 
-// Metrics is a ready-made set of counters and gauges fed by [lease.Hooks]
-// and [Hooks], for a binary that exports them (as JSON, Prometheus, …)
+// Metrics is a ready-made set of counters and gauges fed by [lease.Hooks],
+// [lease.HolderHooks] and [Hooks], for a binary that exports them (as JSON, Prometheus, …)
 // without writing the hooks itself. The zero value is ready; a Metrics
 // must not be copied once its hooks are in use. It is safe for concurrent
 // use, and its hooks never block.
@@ -19,16 +19,15 @@ import (
 //	s, err := redis.New(rdb, "fleet:", lease.WithHooks(met.StoreHooks())) // auctions and bids
 //	mgr, err := agent.NewManager(s, node,
 //		agent.WithIndexer(idx),
-//		agent.WithLeaseHooks(met.LeaseHooks()), // renewals and losses
-//		agent.WithHooks(met.Hooks()))           // wins, indexing, evictions, gauges
+//		agent.WithHooks(met.Hooks())) // wins, indexing, evictions, gauges, renewals and losses
 //	...
 //	json.NewEncoder(w).Encode(met.Snapshot())
 //
 // The store's hooks see the auctions and bids it handles in this process:
 // with lease/redis, those of this node's calls; with a lease/memory store
 // shared by several managers, the whole fleet's. A manager also reports
-// its own bids to its lease hooks, which is why it gets LeaseHooks (no bid
-// hooks) when the store has StoreHooks.
+// its own bids to its Hooks' BidPlaced and BidRejected, which
+// [Metrics.Hooks] leaves nil: the store's StoreHooks count them.
 type Metrics struct {
 	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
 	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64
@@ -79,10 +78,9 @@ type MetricsSnapshot struct {
 }
 
 // StoreHooks returns hooks that count every [lease.Hooks] event, for a
-// store (lease.WithHooks): auctions, bids and, if the hooks reach a
-// [lease.Lease], renewals and losses.
+// store (lease.WithHooks): auctions and bids.
 func (m *Metrics) StoreHooks() lease.Hooks {
-	h := m.LeaseHooks()
+	var h lease.Hooks
 	h.AuctionStarted = func(string, uint64) { m.auctionsStarted.Add(1) }
 	h.AuctionWon = func(r lease.AuctionResult) {
 		m.auctionsWon.Add(1)
@@ -111,12 +109,11 @@ func (m *Metrics) StoreHooks() lease.Hooks {
 	return h
 }
 
-// LeaseHooks returns hooks that count only lease renewals and losses, for
-// a [Manager]'s leases ([WithLeaseHooks]) when the store already has
-// [Metrics.StoreHooks]: the manager would count its bids twice
-// otherwise.
-func (m *Metrics) LeaseHooks() lease.Hooks {
-	return lease.Hooks{
+// LeaseHooks returns hooks that count lease renewals, losses and
+// releases, for a [lease.Lease] (lease.WithHolderHooks); [Metrics.Hooks]
+// gives them to a [Manager]'s leases ([Hooks].Lease).
+func (m *Metrics) LeaseHooks() lease.HolderHooks {
+	return lease.HolderHooks{
 		LeaseRenewed: func(lease.Ref) { m.renewed.Add(1) },
 		LeaseLost: func(_ lease.Ref, reason error) {
 			if errors.Is(reason, lease.ErrReleased) {
@@ -129,7 +126,8 @@ func (m *Metrics) LeaseHooks() lease.Hooks {
 }
 
 // Hooks returns hooks that count a [Manager]'s wins, indexing and
-// evictions and keep its held-lease and live-node gauges ([WithHooks]).
+// evictions, keep its held-lease and live-node gauges, and count its
+// leases' renewals and losses (Lease: [Metrics.LeaseHooks]) ([WithHooks]).
 func (m *Metrics) Hooks() Hooks {
 	return Hooks{
 		Won: func(lease.Ref) { m.won.Add(1) },
@@ -146,6 +144,7 @@ func (m *Metrics) Hooks() Hooks {
 		},
 		Held:      func(n int) { m.held.Store(int64(n)) },
 		LiveNodes: func(n int) { m.liveNodes.Store(int64(n)) },
+		Lease:     m.LeaseHooks(),
 	}
 }
 

@@ -67,8 +67,6 @@ func noopHooks() lease.Hooks {
 		ItemStarved:           func(string, int) {},
 		BidPlaced:             func(string, string, int64) {},
 		BidRejected:           func(string, string, error) {},
-		LeaseRenewed:          func(lease.Ref) {},
-		LeaseLost:             func(lease.Ref, error) {},
 	}
 }
 

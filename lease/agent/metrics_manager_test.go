@@ -25,7 +25,7 @@ func TestMetricsManager(t *testing.T) {
 		idx := newIndexer(0)
 		idx.sizes = map[string]int64{"big": 100} // the catalog says 0
 		n := start(t, s, "a", idx, agent.WithBudget(350),
-			agent.WithLeaseHooks(met.LeaseHooks()), agent.WithHooks(met.Hooks()))
+			agent.WithHooks(met.Hooks()))
 		time.Sleep(time.Minute)
 		checkOwned(t, s, ids, 350, map[string]*node{"a": n})
 		got := met.Snapshot()
@@ -51,7 +51,7 @@ func TestMetricsManager(t *testing.T) {
 
 		// A node that crashes loses its leases at their deadline.
 		c := start(t, s, "c", newIndexer(0), agent.WithDrainTimeout(-1),
-			agent.WithLeaseHooks(crashed.LeaseHooks()), agent.WithHooks(crashed.Hooks()))
+			agent.WithHooks(crashed.Hooks()))
 		time.Sleep(time.Minute)
 		held := len(c.m.Held())
 		if held == 0 || crashed.Snapshot().LeasesHeld != held {

@@ -24,7 +24,8 @@ type config struct {
 	drainTimeout time.Duration
 	policy       EvictionPolicy
 	source       lease.Lister
-	leaseOpts    []lease.Option // TTL, clock, lease hooks, safety margin
+	leaseOpts    []lease.Option // TTL and clock, checked by lease.NewConfig
+	margin       time.Duration  // of the leases; 0: a tenth of the TTL
 	hooks        Hooks
 	log          *slog.Logger
 	replication  bool
@@ -157,16 +158,15 @@ func WithClock(clk lease.Clock) Option {
 
 // WithSafetyMargin sets how long before expiry, by the manager's clock,
 // each of its leases counts itself lost (default a tenth of the TTL; see
-// [lease.Lease]). It must be below the TTL.
+// [lease.Lease]). It must be below the TTL; 0 is the default.
 func WithSafetyMargin(d time.Duration) Option {
-	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithSafetyMargin(d)); return nil }
-}
-
-// WithLeaseHooks sets the hooks of the manager's leases (LeaseRenewed,
-// LeaseLost); the manager also reports its own bids to their BidPlaced
-// and BidRejected. The auction hooks are the store's and are not called.
-func WithLeaseHooks(h lease.Hooks) Option {
-	return func(c *config) error { c.leaseOpts = append(c.leaseOpts, lease.WithHooks(h)); return nil }
+	return func(c *config) error {
+		if d < 0 {
+			return invalid("safety margin %v", d)
+		}
+		c.margin = d
+		return nil
+	}
 }
 
 // WithReplication makes the manager treat the replica slots of an item
@@ -181,7 +181,8 @@ func WithReplication() Option {
 	return func(c *config) error { c.replication = true; return nil }
 }
 
-// WithHooks sets the manager's hooks.
+// WithHooks sets the manager's hooks, those of its leases included
+// ([Hooks].Lease).
 func WithHooks(h Hooks) Option {
 	return func(c *config) error { c.hooks = h; return nil }
 }

@@ -15,7 +15,7 @@ func testDoneBeforeRegrant(t *testing.T, s *suite) {
 	ref := e.grant("a", "n1")
 	var lost atomic.Int32
 	l, err := lease.Acquire(e.ctx, e.s, ref, lease.WithHolderClock(e.clk), lease.WithHolderSafetyMargin(marginU*s.u),
-		lease.WithHolderHooks(lease.Hooks{LeaseLost: func(lease.Ref, error) { lost.Add(1) }}))
+		lease.WithHolderHooks(lease.HolderHooks{LeaseLost: func(lease.Ref, error) { lost.Add(1) }}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,6 @@ func baseOptions(u time.Duration) []lease.Option {
 		lease.WithAuctionWindow(windowU * u),
 		lease.WithPendingGrace(graceU * u),
 		lease.WithStarveAfter(starveN),
-		lease.WithSafetyMargin(marginU * u),
 	}
 }
 

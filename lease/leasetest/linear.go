@@ -257,7 +257,7 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	ttl, window, grace := 8*u, 4*u, u
 	storeOpts := []lease.Option{
 		lease.WithTTL(ttl), lease.WithAuctionWindow(window), lease.WithPendingGrace(grace),
-		lease.WithMinBidFactor(1), lease.WithSafetyMargin(u),
+		lease.WithMinBidFactor(1),
 	}
 	lcfg, err := lease.NewConfig(storeOpts...)
 	if err != nil {

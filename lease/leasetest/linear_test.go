@@ -143,7 +143,7 @@ func shortLeases(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease
 		t.Fatal(err)
 	}
 	half := cfg.TTL / 2
-	return shortLease{memoryStore(t, clk, append(opts, lease.WithTTL(half), lease.WithSafetyMargin(half/2))...), half}
+	return shortLease{memoryStore(t, clk, append(opts, lease.WithTTL(half))...), half}
 }
 
 func (s shortLease) later(r *lease.AuctionResult) {

@@ -40,7 +40,7 @@ func TestModelUntimed(t *testing.T) { leasetest.RunModelUntimed(t, newStore, 100
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []lease.Option{
 		lease.WithTTL(0), lease.WithAuctionWindow(-1), lease.WithMaxBids(-1),
-		lease.WithStarveAfter(0), lease.WithClock(nil), lease.WithSafetyMargin(time.Hour),
+		lease.WithStarveAfter(0), lease.WithClock(nil),
 	} {
 		if _, err := memory.New(o); !errors.Is(err, lease.ErrInvalid) {
 			t.Errorf("New: %v, want ErrInvalid", err)

@@ -275,7 +275,7 @@ func (o *owner) acquire(ctx context.Context, ref lease.Ref) *lease.Lease {
 	// granted_us is never earlier than the grant.
 	granted := row.Expiry.Add(-o.cfg.TTL)
 	o.lostAt.Store(0)
-	hooks := lease.Hooks{LeaseLost: func(lease.Ref, error) { o.lostAt.Store(time.Now().UnixMicro()) }}
+	hooks := lease.HolderHooks{LeaseLost: func(lease.Ref, error) { o.lostAt.Store(time.Now().UnixMicro()) }}
 	l, err := lease.Acquire(octx, o.s, ref, lease.WithHolderSafetyMargin(o.cfg.Margin),
 		lease.WithHolderHooks(hooks))
 	if err != nil {
