@@ -47,7 +47,11 @@ func newAdminNode(t *testing.T, useAssigner bool) (*admin.Client, store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(admin.NewHandler(node))
+	h, err := admin.NewHandler(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	c, err := admin.NewClient(srv.URL)
 	if err != nil {
