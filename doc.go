@@ -12,6 +12,8 @@
 //     fetch, the publisher protocol, announces, the provider registry;
 //   - freeze and handoff: a node whose disk fills up stops ingesting, and
 //     its publishers move to an active node that resumes after its last ad;
+//   - the IPNI find API: its wire model, handler, HTTP client and store
+//     backend;
 //   - the assigner, which spreads publishers over a pool of indexers;
 //   - scatter/gather find, which fans a query out to many indexers and
 //     merges their answers;
@@ -20,8 +22,11 @@
 //   - a piece sampler, which answers which payload CID is in piece P of
 //     provider X, with signed answers.
 //
-// The binaries under examples/ are thin wiring of these packages: flags in,
-// constructors called, hooks connected. By design every HTTP surface
+// The role packages under examples/ assemble them into a complete indexer
+// node, front end, assigner, piece sampler and generated publisher, each a
+// typed, importable API (Config, Listeners, New, Run, Close), and
+// examples/localpool runs a whole pool of them in one call; the binaries
+// under examples/ are flags and metrics over those packages. By design every HTTP surface
 // matches the deployed IPNI reference, so that an indexkit node can join a
 // pool of reference nodes and replace them one part at a time.
 //
@@ -56,17 +61,25 @@
 //     crash-safe freeze and unfreeze steps.
 //   - handoff: moving a publisher from a frozen indexer to an active one,
 //     which resumes right after the frozen indexer's last ad; the
-//     persisted assignment registry.
+//     persisted assignment registry; the freeze snapshot and the unfreeze
+//     resume; and Node, the indexer's side of the admin contract over
+//     ingest, freeze and handoff, whose refusals are the contract's own
+//     sentinels.
 //   - assigner: the publisher to indexer assignment state machine and the
 //     service that drives it.
 //   - assigner/admin: the indexer admin API contract, handler and client.
-//   - scatter: the IPNI find HTTP API over any Backend (a store, a remote
-//     indexer, or a Gather over many), with honest partial-result status,
+//   - scatter/find: the IPNI find HTTP API in one place: the find and
+//     /providers wire model, the handler over any Backend, the HTTP client
+//     of a remote find API and the store backend, with honest
+//     partial-result status.
+//   - scatter: fan-out of a find over many Backends (Gather), with
 //     per-backend circuit breakers, a result cache and a keyspace ring.
-//   - lease: catalog rows, TTL leases with fencing tokens granted only by
-//     auction, and the node manager (heartbeats, renewals, bidding,
-//     eviction under a memory budget, drain); metrics hooks and optional
-//     replica slots.
+//   - lease: the lease model: catalog rows, TTL leases with fencing tokens
+//     granted only by auction, the Store interface its backends implement,
+//     and the Lease handle (renew, drain, Done); optional replica slots.
+//   - lease/agent: the node agent over a lease.Store: the Manager
+//     (heartbeats, renewals, bidding, eviction under a memory budget,
+//     drain) and metrics hooks.
 //   - lease/memory, lease/redis: lease backends; Redis scripts use the
 //     server's clock as the only clock.
 //   - lease/leasetest: conformance suite every lease backend passes, on a
@@ -98,14 +111,16 @@
 //     that win git repositories by auction, with demo and sim modes),
 //     benchtable (turns benchmark output into a table), and pool, one
 //     command that runs a whole local pool and shows it live (make demo).
-//   - examples/internal/...: each role's program as a package, so that a
-//     pool runs it in goroutines or as a process: indexernode,
-//     assignernode, scatternode, publishernode, piecenode (each with Run,
-//     which the binary's main calls); logtap, which reads the listening
-//     addresses off a role's log in process; and pool, the orchestration
-//     of a whole pool (start, stop, kill, restart, add an indexer,
-//     snapshots, ground truth) that examples/pool and the end-to-end
-//     tests use.
+//   - examples/indexernode, scatternode, assignernode, piecenode,
+//     publishernode: each role as an importable, typed package (Config with
+//     time.Duration fields, Listeners the caller binds, New, Addrs, Run,
+//     Close), and Main, the binary over it.
+//   - examples/localpool: a whole pool in one call (start, stop, kill,
+//     restart, add an indexer, snapshots, ground truth, completeness
+//     checks), in goroutines or one process per role; examples/pool, the
+//     end-to-end tests and other modules' tests use it.
+//   - examples/internal/logtap: reads the listening addresses off a role's
+//     log (the pool's processes mode).
 //
 // # Import rules
 //
@@ -118,10 +133,15 @@
 //     module.
 //   - Backends import only their parent (and, for store, store/internal);
 //     conformance suites import only their parent.
-//   - ingest imports store and ingest/*; handoff imports ingest and store;
+//   - ingest imports store and ingest/*; handoff imports ingest and store,
+//     scatter/find (the /providers model), and the leaves assigner/admin
+//     and freeze (it implements the indexer's side of the admin contract);
 //     assigner imports handoff, ingest/announce, and ingest/ipnisync with
-//     ingest/netpolicy (to verify unknown publishers); scatter imports store;
-//     piece imports ingest and its subpackages.
+//     ingest/netpolicy (to verify unknown publishers); assigner/admin, the
+//     contract both sides build on, imports only freeze; scatter/find
+//     imports store; scatter imports store and scatter/find; piece imports
+//     ingest and its subpackages, and scatter/find; lease/agent imports
+//     lease.
 //   - A parent never imports its backends. Only the examples, and tests,
 //     import backends and conformance suites; only store/pebble imports
 //     Pebble and only store/leveldb imports LevelDB.
