@@ -177,14 +177,7 @@ func (a *Assigner) Run(ctx context.Context) error {
 		cli.Serve(ctx, eg, a.names[i], cli.NewHTTPServer(a.handlers[i], a.log), ln, a.shutdownTimeout)
 	}
 	eg.Go(func() error { return a.svc.Run(ctx) })
-	<-ctx.Done()
-	a.log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil {
-		a.log.Error("stopped", "err", err)
-		return err
-	}
-	a.log.Info("stopped")
-	return nil
+	return cli.WaitStopped(ctx, eg, a.log)
 }
 
 // Close releases what New opened: the libp2p host, and the listeners if

@@ -50,14 +50,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.gossip != nil {
 		eg.Go(func() error { return n.gossip.Run(gctx) })
 	}
-	<-gctx.Done()
-	n.log.Info("shutting down", "cause", context.Cause(gctx).Error())
-	if err := eg.Wait(); err != nil {
-		n.log.Error("stopped", "err", err)
-		return err
-	}
-	n.log.Info("stopped")
-	return nil
+	return cli.WaitStopped(gctx, eg, n.log)
 }
 
 func (n *Node) storeName() string {

@@ -156,14 +156,7 @@ func (s *Sampler) Run(ctx context.Context) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	cli.Serve(ctx, eg, "api", cli.NewHTTPServer(s.handler, s.log), s.ln, s.shutdownTimeout)
 	eg.Go(func() error { return s.tracker.Run(ctx) })
-	<-ctx.Done()
-	s.log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		s.log.Error("stopped", "err", err)
-		return err
-	}
-	s.log.Info("stopped")
-	return nil
+	return cli.WaitStopped(ctx, eg, s.log)
 }
 
 // Close releases what New opened: the walker, the in-memory store, and

@@ -214,14 +214,7 @@ func (n *Node) Run(ctx context.Context) error {
 		cli.Serve(ctx, eg, "publisher-"+strconv.Itoa(i), cli.NewHTTPServer(p, r.log), n.lns[i], r.cfg.ShutdownTimeout)
 	}
 	eg.Go(func() error { return r.produce(ctx) })
-	<-ctx.Done()
-	r.log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil {
-		r.log.Error("stopped", "err", err)
-		return err
-	}
-	r.log.Info("stopped")
-	return nil
+	return cli.WaitStopped(ctx, eg, r.log)
 }
 
 // Close releases what New opened: the announce senders, and the

@@ -195,14 +195,7 @@ func (s *Scatter) Run(ctx context.Context) error {
 	defer close(s.stop)
 	eg, ctx := errgroup.WithContext(ctx)
 	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.front, s.log), s.ln, s.shutdownTimeout)
-	<-ctx.Done()
-	s.log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil {
-		s.log.Error("stopped", "err", err)
-		return err
-	}
-	s.log.Info("stopped")
-	return nil
+	return cli.WaitStopped(ctx, eg, s.log)
 }
 
 // Close releases what New opened: the listener if Run never ran, and the

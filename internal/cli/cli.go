@@ -303,3 +303,19 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	}
 	return out, nil
 }
+
+// WaitStopped is the end of a role's Run: it waits for ctx to end, logs
+// msg="shutting down" with the cause, waits for everything started under
+// eg, and logs msg=stopped (with the error, if any). It returns eg's
+// error; context.Canceled, the way a member reports that ctx ended, counts
+// as a clean stop.
+func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) error {
+	<-ctx.Done()
+	log.Info("shutting down", "cause", context.Cause(ctx).Error())
+	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stopped", "err", err)
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
