@@ -2,7 +2,6 @@ package assignernode
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -93,21 +92,7 @@ type filePolicy struct {
 }
 
 // duration is a time.Duration that reads and writes as "5m" in JSON.
-type duration time.Duration
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"5m\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	*d = duration(v)
-	return err
-}
-
-func (d duration) d() time.Duration { return time.Duration(d) }
+type duration = cli.Duration
 
 // defaultFileConfig is the configuration without file or flags.
 func defaultFileConfig() fileConfig {
@@ -176,12 +161,12 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Var(indexerFlag{c}, "indexer", "add an indexer to the pool: `admin=URL,find=URL,ingest=URL[,id=NAME][,preset=PEER...]` (repeatable)")
 	fs.IntVar(&c.Replication, "replication", c.Replication, "indexers per publisher")
 	fs.IntVar(&c.PresetReplication, "preset-replication", c.PresetReplication, "indexers per preset publisher")
-	fs.Func("poll-interval", "`interval` of the status polls (default "+c.PollInterval.d().String()+")", func(s string) error {
+	fs.Func("poll-interval", "`interval` of the status polls (default "+c.PollInterval.D().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.PollInterval = duration(d)
 		return err
 	})
-	fs.Func("request-timeout", "`timeout` of each request to an indexer (default "+c.RequestTimeout.d().String()+")", func(s string) error {
+	fs.Func("request-timeout", "`timeout` of each request to an indexer (default "+c.RequestTimeout.D().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.RequestTimeout = duration(d)
 		return err
@@ -195,7 +180,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the bearer token of the indexers' admin APIs")
 	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "fetch unknown publishers' signed heads from loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
-	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
+	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.D().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.ShutdownTimeout = duration(d)
 		return err
@@ -265,7 +250,7 @@ func (c fileConfig) level() slog.Level {
 func (c fileConfig) serviceConfig() (assigner.ServiceConfig, error) {
 	sc := assigner.ServiceConfig{
 		Replication: c.Replication, PresetReplication: c.PresetReplication,
-		PollInterval: c.PollInterval.d(), Topic: c.Topic,
+		PollInterval: c.PollInterval.D(), Topic: c.Topic,
 	}
 	ids := func(what string, ss []string) ([]peer.ID, error) {
 		var out []peer.ID
@@ -312,10 +297,10 @@ func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, 
 	return Config{
 		Service:            sc,
 		P2P:                c.P2P,
-		RequestTimeout:     c.RequestTimeout.d(),
+		RequestTimeout:     c.RequestTimeout.D(),
 		AdminToken:         tok,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,
-		ShutdownTimeout:    c.ShutdownTimeout.d(),
+		ShutdownTimeout:    c.ShutdownTimeout.D(),
 		AnnounceRate:       c.AnnounceRate,
 		AnnounceRateExempt: exempt,
 		GossipPeerRate:     c.GossipPeerRate,
@@ -392,7 +377,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		cli.LogListening(log, "p2p", m.String())
 	}
 	log.Info("starting", "indexers", len(cfg.Service.Indexers), "replication", fc.Replication,
-		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.d().String(), "p2p", a.PeerID != "",
+		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.D().String(), "p2p", a.PeerID != "",
 		"dial_policy", node.DialPolicy().String())
 
 	eg, ctx := errgroup.WithContext(ctx)

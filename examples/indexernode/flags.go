@@ -1,7 +1,6 @@
 package indexernode
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -93,22 +92,7 @@ type fileConfig struct {
 }
 
 // duration is a time.Duration that reads and writes as "30s" in JSON.
-type duration time.Duration
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"30s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = duration(v)
-	return nil
-}
+type duration = cli.Duration
 
 // defaultFileConfig is the configuration without file or flags: every
 // listener on loopback, and DefaultConfig's settings.
@@ -263,15 +247,12 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 		UnfreezeOnStart:    c.UnfreezeOnStart,
 		UseAssigner:        c.UseAssigner,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,
-		Progress:           c.Progress.d(),
-		Poll:               c.Poll.d(),
-		ShutdownTimeout:    c.ShutdownTimeout.d(),
+		Progress:           c.Progress.D(),
+		Poll:               c.Poll.D(),
+		ShutdownTimeout:    c.ShutdownTimeout.D(),
 		AnnounceRate:       c.AnnounceRate,
 		AnnounceRateExempt: exempt,
 		GossipPeerRate:     c.GossipPeerRate,
 		Logger:             log,
 	}, nil
 }
-
-// d returns the duration.
-func (d duration) d() time.Duration { return time.Duration(d) }

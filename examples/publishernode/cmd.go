@@ -2,7 +2,6 @@ package publishernode
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -75,24 +74,7 @@ type fileConfig struct {
 }
 
 // duration is a time.Duration that reads and writes as "1s" in JSON.
-type duration time.Duration
-
-func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-func (d *duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"1s\": %w", err)
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = duration(v)
-	return nil
-}
-
-func (d duration) d() time.Duration { return time.Duration(d) }
+type duration = cli.Duration
 
 // defaultFileConfig is the configuration without file or flags: one
 // honest publisher on 127.0.0.1:3100 that publishes an ad of 100
@@ -149,7 +131,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP `address` of publisher 0; publisher i gets port+i (port 0: a free port each)")
 	fs.IntVar(&c.Publishers, "publishers", c.Publishers, "`number` of publishers")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` of every key, multihash and choice (publisher i: PublisherSeed(seed, i))")
-	fs.Func("interval", "`time` between two ads of each publisher (default "+c.Interval.d().String()+")", func(s string) error {
+	fs.Func("interval", "`time` between two ads of each publisher (default "+c.Interval.D().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.Interval = duration(d)
 		return err
@@ -165,7 +147,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` that keeps the publishers' positions across restarts (\"\": none)")
 	fs.TextVar(&c.Fault, "fault", c.Fault, "misbehave: bad-signature, corrupt or huge (\"\": an honest publisher)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")
-	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.d().String()+")", func(s string) error {
+	fs.Func("shutdown-timeout", "how long requests in flight may take on SIGTERM (default "+c.ShutdownTimeout.D().String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.ShutdownTimeout = duration(d)
 		return err
@@ -216,7 +198,7 @@ func (c *fileConfig) validate() error {
 	case c.Publishers < 1:
 		return fmt.Errorf("-publishers %d: want at least 1", c.Publishers)
 	case c.Interval <= 0:
-		return fmt.Errorf("-interval %v must be positive", c.Interval.d())
+		return fmt.Errorf("-interval %v must be positive", c.Interval.D())
 	case c.InitialAds < 0 || c.MaxAds < 0:
 		return fmt.Errorf("-initial-ads %d and -max-ads %d must not be negative", c.InitialAds, c.MaxAds)
 	case c.Entries < 1:
@@ -228,7 +210,7 @@ func (c *fileConfig) validate() error {
 	case c.PieceContextEvery < 0:
 		return fmt.Errorf("-piece-context-every %d must not be negative", c.PieceContextEvery)
 	case c.ShutdownTimeout <= 0:
-		return fmt.Errorf("-shutdown-timeout %v must be positive", c.ShutdownTimeout.d())
+		return fmt.Errorf("-shutdown-timeout %v must be positive", c.ShutdownTimeout.D())
 	}
 	if err := c.Fault.validate(); err != nil {
 		return fmt.Errorf("-fault: %w", err)
@@ -248,10 +230,10 @@ func (c *fileConfig) validate() error {
 // config is the typed Config of c (validated).
 func (c fileConfig) config() Config {
 	return Config{
-		Publishers: c.Publishers, Seed: c.Seed, Interval: c.Interval.d(), InitialAds: c.InitialAds, MaxAds: c.MaxAds,
+		Publishers: c.Publishers, Seed: c.Seed, Interval: c.Interval.D(), InitialAds: c.InitialAds, MaxAds: c.MaxAds,
 		Entries: c.Entries, ChunkSize: c.ChunkSize, RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery,
 		PieceContextEvery: c.PieceContextEvery, Announce: c.Announce, Dir: c.Dir, Fault: c.Fault,
-		ShutdownTimeout: c.ShutdownTimeout.d(),
+		ShutdownTimeout: c.ShutdownTimeout.D(),
 	}
 }
 

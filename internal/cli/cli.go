@@ -319,3 +319,28 @@ func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) erro
 	log.Info("stopped")
 	return nil
 }
+
+// Duration is a time.Duration that a JSON config file writes as a string
+// such as "30s" (time.ParseDuration); a number is refused, naming the
+// form wanted.
+type Duration time.Duration
+
+// D returns the duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes d as "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a string such as "30s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration: want a string such as \"5m\" or \"30s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
