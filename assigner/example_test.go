@@ -38,6 +38,7 @@ func Example() {
 		}
 	}
 
+	// README: assigner
 	s, err := assigner.NewState(assigner.Config{
 		Indexers: []assigner.IndexerConfig{{ID: "a"}, {ID: "b"}, {ID: "c"}},
 	})
@@ -61,6 +62,7 @@ func Example() {
 	show(s.HandoffResult("a", "b", pubB, assigner.Refused)) // b froze meanwhile
 	show(s.HandoffResult("a", "c", pubB, assigner.Done))
 	show(s.HandoffResult("a", "c", pubC, assigner.Done))
+	// README end
 
 	for _, ix := range s.Snapshot().Indexers {
 		fmt.Printf("%s: frozen %v, %d assigned\n", ix.ID, ix.Frozen, len(ix.Assigned))

@@ -3,6 +3,7 @@ package freeze_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,48 +29,51 @@ func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "freeze-example")
 	defer os.RemoveAll(dir)
-	state := freeze.FileStore(filepath.Join(dir, "freeze.json"))
 
-	// In a node the Monitor watches the value store's and datastore's
-	// directories with the default statfs reader and the default schedule.
+	// In a node the Monitor reads the disk with the default statfs reader
+	// on the default schedule; here it reads the example's disk, often.
 	disk := &exampleDisk{}
 	disk.set(50)
 	checked := make(chan float64, 1)
-	mon, err := freeze.NewMonitor([]string{"/var/lib/indexer/values", "/var/lib/indexer/datastore"},
+	monOpts := []freeze.MonitorOption{
 		freeze.WithDiskReader(disk),
-		freeze.WithPollIntervals(time.Millisecond, 10*time.Millisecond), // short for the example
+		freeze.WithPollIntervals(time.Millisecond, 10*time.Millisecond),
 		freeze.WithOnCheck(func(u float64, _ error) {
 			select {
 			case checked <- u:
 			default:
 			}
-		}))
-	if err != nil {
-		fmt.Println(err)
-		return
+		}),
 	}
 	frozen := make(chan struct{})
-	f, err := freeze.Open(ctx, state, mon,
-		// The node snapshots every provider's last ad as FrozenAt here,
-		// and stops storing new multihashes while f.Frozen().
-		freeze.WithOnFreeze(func(ctx context.Context, at time.Time) error {
-			fmt.Println("snapshot: FrozenAt = each provider's last ad")
-			return nil
-		}),
-		freeze.WithOnStateChange(func(s freeze.State, at time.Time) {
-			fmt.Println("state:", s)
-			if s == freeze.Frozen {
-				close(frozen)
-			}
-		}))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-
+	onState := freeze.WithOnStateChange(func(s freeze.State, at time.Time) {
+		fmt.Println("state:", s)
+		if s == freeze.Frozen {
+			close(frozen)
+		}
+	})
 	runCtx, cancel := context.WithCancel(ctx)
 	ran := make(chan error)
-	go func() { ran <- f.Run(runCtx) }()
+
+	// README: freeze
+	mon, err := freeze.NewMonitor([]string{"/var/lib/indexer/values", "/var/lib/indexer/datastore"}, monOpts...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	state := freeze.FileStore(filepath.Join(dir, "freeze.json")) // crash-safe, survives restarts
+	f, err := freeze.Open(ctx, state, mon,
+		freeze.WithOnFreeze(func(ctx context.Context, at time.Time) error {
+			// A node snapshots each provider's last ad as FrozenAt here
+			// (handoff.Snapshot), and stores no new multihash while f.Frozen().
+			fmt.Println("snapshot: FrozenAt = each provider's last ad")
+			return nil
+		}), onState)
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() { ran <- f.Run(runCtx) }() // polls disk usage; freezes at 90%, stays frozen across restarts
+	// README end
+
 	fmt.Printf("usage %.0f%%, frozen: %v\n", <-checked, f.Frozen())
 	disk.set(91) // the disk fills up
 	<-frozen

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -15,7 +16,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store/memory"
@@ -55,14 +58,7 @@ func Example() {
 	}
 	publisher, provider, frozenID := id(1), id(2), id(3)
 
-	// The frozen indexer's find API, in the reference's JSON.
-	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `[{"AddrInfo":{"ID":%q,"Addrs":["/ip4/10.0.0.2/tcp/3001/http"]},
-		  "LastAdvertisement":{"/":"baguqeeraoxzsahvvf4vwtic4sqohzbf4zne6nne5rrivwmcsfwekyd6ejs2a"},
-		  "Publisher":{"ID":%q,"Addrs":["/ip4/10.0.0.3/tcp/3002/http"]},
-		  "FrozenAt":{"/":"baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a"},
-		  "FrozenAtTime":"2024-05-06T06:08:09Z"}]`, provider, publisher)
-	}))
+	frozen := frozenIndexer(provider, publisher) // its find API
 	defer frozen.Close()
 
 	// The active indexer: store, registry in its datastore (go-ds-leveldb
@@ -70,15 +66,24 @@ func Example() {
 	// its pool.
 	st := memory.New()
 	defer st.Close()
-	reg, _ := handoff.NewRegistry(dssync.MutexWrap(datastore.NewMapDatastore()))
+	ing := printIngest{provider} // handoff.FromIngester(ing) in a node
+	ds := dssync.MutexWrap(datastore.NewMapDatastore())
+	// README: handoff-receiver
+	reg, err := handoff.NewRegistry(ds) // the node's assignments
+	if err != nil {
+		log.Fatal(err)
+	}
 	// The frozen indexer of this example listens on 127.0.0.1: only a
 	// private pool's dial policy lets the receiver reach it.
-	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
-	recv, err := handoff.NewReceiver(st, printIngest{provider}, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
+	pool, err := netpolicy.New(netpolicy.AllowPrivate())
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
+	recv, err := handoff.NewReceiver(st, ing, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
+	if err != nil {
+		log.Fatal(err)
+	}
+	// README end
 
 	// What the admin API does with POST /ingest/handoff/{publisher}: the
 	// body decoded by handoff.DecodeRequest, then the handoff.
@@ -105,6 +110,78 @@ func Example() {
 	// assignments: 1 continued from the frozen indexer: true
 	// again: true
 	// unknown publisher: true
+}
+
+// The admin API of an active indexer, as the assigner calls it: a Node
+// over the indexer's parts answers POST /ingest/handoff/{publisher} with
+// its Receiver.
+func Example_adminAPI() {
+	ctx := context.Background()
+	id := func(seed byte) peer.ID {
+		priv, _ := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(make32(seed)))
+		p, _ := peer.IDFromPrivateKey(priv)
+		return p
+	}
+	publisher, provider, frozenID, self := id(1), id(2), id(3), id(5)
+	frozen := frozenIndexer(provider, publisher)
+	defer frozen.Close()
+
+	st := memory.New()
+	defer st.Close()
+	ds := dssync.MutexWrap(datastore.NewMapDatastore())
+	reg, _ := handoff.NewRegistry(ds)
+	pool, _ := netpolicy.New(netpolicy.AllowPrivate())
+	recv, _ := handoff.NewReceiver(st, printIngest{provider}, reg, handoff.WithDialPolicy(pool), handoff.WithFrozenIndexers(frozen.URL))
+	// The node's ingester; this one is never asked to walk.
+	ing, err := ingest.New(st, ds, func(peer.ID, []multiaddr.Multiaddr) (ingest.Syncer, error) {
+		return nil, errors.New("no publisher in this example")
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// README: handoff-admin
+	// The active indexer: its parts behind the admin API.
+	node, err := handoff.NewNode(handoff.NodeConfig{
+		ID: self, Store: st, Ingester: ing, Receiver: recv, UseAssigner: true,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(admin.NewHandler(node, admin.WithToken("s3cret")))
+	defer srv.Close()
+
+	// The assigner: a client of each indexer's admin API.
+	client, err := admin.NewClient(srv.URL, admin.WithClientToken("s3cret"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = client.Handoff(ctx, publisher, admin.HandoffRequest{FrozenID: frozenID, FrozenURL: frozen.URL})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// README end
+
+	as, _ := client.Assigned(ctx)
+	fmt.Println("assigned:", len(as), "continued from the frozen indexer:", as[0].Continued == frozenID)
+	// Output:
+	// check baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a with the publisher at [/ip4/10.0.0.3/tcp/3002/http]
+	// walk resumes after baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a
+	// announce to [/ip4/10.0.0.3/tcp/3002/http] head defined: false
+	// assigned: 1 continued from the frozen indexer: true
+}
+
+// frozenIndexer serves a frozen indexer's find API, in the reference's
+// JSON: one provider of publisher, frozen at its last ad.
+func frozenIndexer(provider, publisher peer.ID) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `[{"AddrInfo":{"ID":%q,"Addrs":["/ip4/10.0.0.2/tcp/3001/http"]},
+		  "LastAdvertisement":{"/":"baguqeeraoxzsahvvf4vwtic4sqohzbf4zne6nne5rrivwmcsfwekyd6ejs2a"},
+		  "Publisher":{"ID":%q,"Addrs":["/ip4/10.0.0.3/tcp/3002/http"]},
+		  "FrozenAt":{"/":"baguqeeraetk4qkajkg7t7nhqvzxp6lljc6ea3bcws2ml6c2yduacsd7nb27a"},
+		  "FrozenAtTime":"2024-05-06T06:08:09Z"}]`, provider, publisher)
+	}))
 }
 
 func make32(b byte) []byte {

@@ -3,6 +3,9 @@ package ingest_test
 import (
 	"context"
 	"fmt"
+	"log"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -13,6 +16,8 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -21,43 +26,59 @@ import (
 // chain and puts its advertisements into the store.
 func Example() {
 	// A publisher's chain of 4 signed ads, 100 multihashes each; the last
-	// one removes an earlier context. In a node, the Syncer is an
-	// ingest/ipnisync client made from the announced addresses.
+	// one removes an earlier context. It is served over ipnisync HTTP on a
+	// loopback listener.
 	chain, _ := chaingen.Generate(chaingen.Config{Seed: 1, Ads: 4, MhsPerAd: 100, RemoveEvery: 4})
-	newSyncer := func(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
-		return chain.Source(), nil
-	}
+	pub, _ := ipnisync.NewPublisher(chain.PublisherKey, ipnisync.BlockSourceFunc(chain.Block))
+	_ = pub.SetHead(context.Background(), chain.Head())
+	srv := httptest.NewServer(pub)
+	defer srv.Close()
+	host, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	addrs := []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/" + host + "/tcp/" + port + "/http")}
 
+	done := make(chan struct{})
+	hooks := ingest.Hooks{WalkDone: func(peer.ID, cid.Cid, int, time.Duration) { close(done) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// README: ingest
 	st := memory.New()
 	defer st.Close()
 	ds := dssync.MutexWrap(datastore.NewMapDatastore()) // go-ds-leveldb on disk in a node
-	done := make(chan struct{})
-	ing, err := ingest.New(st, ds, newSyncer, ingest.WithHooks(ingest.Hooks{
-		WalkDone: func(peer.ID, cid.Cid, int, time.Duration) { close(done) },
-	}))
+	// The publisher is on 127.0.0.1: only a private pool's policy dials it.
+	pool, err := netpolicy.New(netpolicy.AllowPrivate())
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
-
-	ctx, cancel := context.WithCancel(context.Background())
+	newSyncer := func(publisher peer.ID, addrs []multiaddr.Multiaddr) (ingest.Syncer, error) {
+		return ipnisync.New(peer.AddrInfo{ID: publisher, Addrs: addrs}, ipnisync.WithDialPolicy(pool))
+	}
+	ing, err := ingest.New(st, ds, newSyncer, ingest.WithHooks(hooks))
+	if err != nil {
+		log.Fatal(err)
+	}
 	ran := make(chan error)
 	go func() { ran <- ing.Run(ctx) }()
-	addrs := []multiaddr.Multiaddr{multiaddr.StringCast("/dns4/publisher.example/tcp/443/https")}
-	_ = ing.Announce(chain.Publisher, addrs, chain.Head())
-	<-done
-	cancel()
-	fmt.Println("Run:", <-ran)
 
+	// An announce is a hint: the walk starts from the publisher's signed
+	// head. Announces come from an announce.Receiver in a node.
+	if err := ing.Announce(chain.Publisher, addrs, chain.Head()); err != nil {
+		log.Fatal(err)
+	}
+	<-done // hooks.WalkDone
 	s, _ := ing.Status(chain.Publisher)
 	fmt.Printf("applied %d ads, indexed %d multihashes, lag %d, up to date: %v\n",
 		s.AdsApplied, s.EntriesIndexed, s.Pending, s.LastHead.Equals(chain.Head()))
+	// README end
+
+	cancel()
+	fmt.Println("Run:", <-ran)
 	fmt.Println("store equals the model:", chain.Model().Equal(context.Background(), st) == nil)
 	info, _ := st.Provider(context.Background(), chain.Provider)
 	fmt.Println("provider's last ad is the head:", info.LastAdvertisement.Equals(chain.Head()))
 	// Output:
-	// Run: <nil>
 	// applied 4 ads, indexed 200 multihashes, lag 0, up to date: true
+	// Run: <nil>
 	// store equals the model: true
 	// provider's last ad is the head: true
 }

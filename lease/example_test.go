@@ -12,6 +12,7 @@ import (
 // the lease, indexes the repository under its fence, and drains it.
 func Example() {
 	ctx := context.Background()
+	// README: lease
 	s, err := memory.New(lease.WithMaxBids(3)) // close as soon as all 3 nodes bid
 	if err != nil {
 		panic(err)
@@ -49,6 +50,8 @@ func Example() {
 	<-l.Done()
 	row, _ = s.Get(ctx, "repo-1")
 	fmt.Println(err, row.State, row.Owner == "")
+	// README end
+
 	// Output:
 	// granted node-b true
 	// node-b leased true true

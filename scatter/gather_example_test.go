@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/memory"
 )
 
 // memIndexer is a tiny in-memory Backend: every multihash has the same
@@ -58,4 +63,71 @@ func ExampleNewGather() {
 	slices.Sort(got) // results arrive in the order backends yield them
 	fmt.Println(got)
 	// Output: [A/ctx B/ctx]
+}
+
+// A front end: the find API over a gather of indexers' find APIs, one of
+// which is down. Both the gather and the front end's answer say that not
+// every indexer answered.
+func Example_frontEnd() {
+	ctx := context.Background()
+	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
+	// An indexer's find API over its store, with one value of provider.
+	indexer := func(provider string) *httptest.Server {
+		s := memory.New()
+		id, _ := peer.Decode(provider)
+		_ = s.Put(ctx, store.Value{ProviderID: id, ContextID: []byte("ctx")}, mh)
+		b, _ := find.NewStoreBackend(s)
+		h, _ := find.NewHandler(b)
+		return httptest.NewServer(h)
+	}
+	ixA := indexer("12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y")
+	defer ixA.Close()
+	ixB := indexer("12D3KooWKRyzVWW6ChFjQjK4miCty85Niy48tpPV95XdKu1BcvMA")
+	defer ixB.Close()
+	down := indexer("12D3KooWKRyzVWW6ChFjQjK4miCty85Niy48tpPV95XdKu1BcvMA")
+	down.Close()
+
+	// README: gather
+	var backends []find.Backend
+	for _, url := range []string{ixA.URL, ixB.URL, down.URL} {
+		c, err := find.NewClient(url) // any find API: indexkit's, storetheindex's, indexstar's
+		if err != nil {
+			log.Fatal(err)
+		}
+		backends = append(backends, c)
+	}
+	g, err := scatter.NewGather(backends)
+	if err != nil {
+		log.Fatal(err)
+	}
+	front, err := find.NewHandler(g) // the front end: the same find API over the gather
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	var providers []string
+	for r, err := range g.Find(ctx, mh) { // each result as soon as any indexer yields it
+		if pe, ok := errors.AsType[*find.PartialError](err); ok {
+			fmt.Printf("only %d of %d indexers answered\n", pe.Answered, pe.Total)
+			break
+		}
+		providers = append(providers, r.Provider.ID.String())
+	}
+	// README end
+
+	slices.Sort(providers) // results arrive in the order backends yield them
+	fmt.Println(providers)
+	srv := httptest.NewServer(front)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/multihash/" + mh.B58String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status, "X-IPNI-Backends:", resp.Header.Get("X-IPNI-Backends"))
+	// Output:
+	// only 2 of 3 indexers answered
+	// [12D3KooWKRyzVWW6ChFjQjK4miCty85Niy48tpPV95XdKu1BcvMA 12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y]
+	// 200 OK X-IPNI-Backends: 2/3
 }

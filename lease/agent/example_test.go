@@ -37,6 +37,12 @@ func Example() {
 
 	idx := fixedIndexer{indexed: make(chan string, 1)}
 	ready := make(chan struct{}, 1)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+
+	// README: agent
+	// The node's agent heartbeats, renews, bids, indexes and evicts; it
+	// drains every lease when its context ends.
 	m, err := agent.NewManager(s, "node-a",
 		agent.WithIndexer(idx),
 		agent.WithBudget(64<<20),
@@ -45,9 +51,8 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
 	go func() { done <- m.Run(runCtx) }()
+	// README end
 
 	fmt.Println("indexed", <-idx.indexed)
 	<-ready

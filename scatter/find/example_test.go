@@ -33,18 +33,20 @@ func ExampleNewHandler() {
 	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
 	s.Put(ctx, store.Value{ProviderID: id, ContextID: []byte("ctx"), Metadata: []byte{0x80, 0x12}}, mh)
 
-	b, err := find.NewStoreBackend(s)
+	// README: find-handler
+	b, err := find.NewStoreBackend(s) // one indexer: the find API over its store
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	h, err := find.NewHandler(b)
+	h, err := find.NewHandler(b) // GET /multihash/{mh}, /cid/{cid}, /providers, ...
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	// README end
 
 	resp, err := http.Get(srv.URL + "/multihash/" + mh.B58String())
 	if err != nil {

@@ -14,9 +14,12 @@ import (
 	"github.com/multiformats/go-multihash"
 )
 
+// README: conformance
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return memory.New() })
 }
+
+// README end
 
 func newStore(t *testing.T) *memory.Store {
 	t.Helper()

@@ -12,11 +12,14 @@ import (
 	"github.com/indexkit/indexkit/store/storetest"
 )
 
+// README: conformance-persistent
 func TestConformance(t *testing.T) {
 	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
 		return pebble.Open(dir, pebble.WithCacheSize(8<<20))
 	})
 }
+
+// README end
 
 // A multihash whose values are all removed leaves no key behind once swept,
 // whether its list was emptied by Remove or by removing its context.
