@@ -366,7 +366,7 @@ func (n *Node) Frozen() bool { return n.fr != nil && n.fr.Frozen() }
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
-		if !n.running.Load() {
+		if !n.running.Swap(true) { // Run never ran, and will not
 			for _, s := range n.srv {
 				s.ln.Close()
 			}

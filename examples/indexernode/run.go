@@ -14,8 +14,9 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 )
 
-// ErrRunning is returned by [Node.Run] called a second time.
-var ErrRunning = errors.New("indexernode: Run called twice")
+// ErrRunTwice is returned by [Node.Run] called a second time or after
+// [Node.Close].
+var ErrRunTwice = errors.New("indexernode: Run called twice or after Close")
 
 // Run runs the node until ctx ends: it asks every publisher it follows for
 // its head, serves its listeners, ingests, takes announces, watches the
@@ -26,7 +27,7 @@ var ErrRunning = errors.New("indexernode: Run called twice")
 // Call [Node.Close] after it.
 func (n *Node) Run(ctx context.Context) error {
 	if n.running.Swap(true) {
-		return ErrRunning
+		return ErrRunTwice
 	}
 	n.log.Info("starting", "id", n.id.String(), "dir", n.cfg.Dir, "store", n.storeName(), "frozen", n.frozen(),
 		"assigner_mode", n.cfg.UseAssigner, "p2p", n.host != nil, "dial_policy", n.policy.String())
