@@ -45,8 +45,8 @@ test: ## everything CI checks: services, vet, gofmt, import rules, race tests, i
 	fi
 	go test -run TestImportRules ./internal/importrules/
 	go test -race -count=1 ./...
-	@echo "go test -count=1 ./lease/ (the manager tests, which are built without -race: see lease/manager_test.go)"
-	go test -count=1 ./lease/
+	@echo "go test -count=1 ./lease/agent/ (the manager tests, which are built without -race: see lease/agent/manager_test.go)"
+	go test -count=1 ./lease/agent/
 	@if [ -f interop/go.mod ]; then \
 		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
 		cd interop && go vet ./... && go test -race -count=1 ./...; \
