@@ -149,7 +149,11 @@ func Example_adminAPI() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	srv := httptest.NewServer(admin.NewHandler(node, admin.WithToken("s3cret")))
+	h, err := admin.NewHandler(node, admin.WithToken("s3cret"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	// The assigner: a client of each indexer's admin API.
