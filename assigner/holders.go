@@ -38,3 +38,33 @@ func (s *State) Known(p peer.ID) bool {
 	}
 	return false
 }
+
+// MayHold returns the IDs of the indexers that may hold publisher p
+// without the state knowing, in pool order: those eligible for p (in its
+// preset list, when it has one) that were never polled, or where a
+// request for p failed since their last poll, and have no request for p
+// pending. They are the maybe term of p's count (see the package
+// documentation, section Counting): while p waits for [ReasonUnknown],
+// polling them ([State.Polled]) is what lets it go on. A service polls
+// them when an announce of a waiting p arrives, rather than wait for its
+// next periodic poll. Nil for a publisher the policy rejects. It changes
+// nothing.
+func (s *State) MayHold(p peer.ID) []string {
+	if !s.Allowed(p) {
+		return nil
+	}
+	preset := s.presetList(p)
+	var out []string
+	for _, ix := range s.indexers {
+		if preset && !ix.preset[p] {
+			continue
+		}
+		if _, ok := ix.pending[p]; ok {
+			continue
+		}
+		if !ix.known || ix.uncertain[p] {
+			out = append(out, ix.id)
+		}
+	}
+	return out
+}

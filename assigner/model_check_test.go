@@ -138,12 +138,58 @@ func (m *model) checkQuiescent() {
 				name(p), active, want, m.required(p), capacity)
 		}
 	}
+	for _, p := range m.pubs {
+		if ids := m.s.MayHold(p); len(ids) != 0 {
+			m.fail("quiescent: %s may be held by %v without the state knowing", name(p), ids)
+		}
+	}
 	if len(snap.Handoffs) != 0 {
 		for _, h := range snap.Handoffs {
 			if a, c := m.active(h.Publisher); a == c && h.Waiting == ReasonNoCandidate {
 				continue // no capacity left
 			}
 			m.fail("liveness: handoff left: %+v", h)
+		}
+	}
+}
+
+// checkMayHold checks State.MayHold of every publisher against what the
+// state was told: the indexers never polled must be listed, and nothing
+// but those and the ones where a request failed since their last poll.
+func (m *model) checkMayHold() {
+	m.t.Helper()
+	for _, p := range m.pubs {
+		got := m.s.MayHold(p)
+		if m.deny[p] {
+			if got != nil {
+				m.fail("MayHold(%s) = %v for a publisher the policy rejects", name(p), got)
+			}
+			continue
+		}
+		inFlight := func(id string) bool {
+			return slices.ContainsFunc(m.outstanding, func(d Decision) bool { return d.Publisher == p && d.Indexer == id })
+		}
+		last := -1
+		for _, id := range got {
+			i := slices.Index(m.pool, id)
+			switch {
+			case i < 0:
+				m.fail("MayHold(%s) lists %s, not in the pool", name(p), id)
+			case i <= last:
+				m.fail("MayHold(%s) = %v, not in pool order", name(p), got)
+			case !m.eligible(id, p):
+				m.fail("MayHold(%s) lists %s, outside its preset list", name(p), id)
+			case inFlight(id):
+				m.fail("MayHold(%s) lists %s, with a request for it in flight", name(p), id)
+			case m.known[id] && !m.failed[id][p]:
+				m.fail("MayHold(%s) lists %s, polled since its last failed request", name(p), id)
+			}
+			last = i
+		}
+		for _, id := range m.pool {
+			if !m.known[id] && m.eligible(id, p) && !inFlight(id) && !slices.Contains(got, id) {
+				m.fail("MayHold(%s) = %v, without %s, never polled", name(p), got, id)
+			}
 		}
 	}
 }

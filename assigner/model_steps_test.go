@@ -34,6 +34,7 @@ func (m *model) poll(id string) {
 	}
 	m.known[id], m.online[id], m.frozen[id] = true, true, w.frozen
 	m.held[id] = maps(w.held)
+	clear(m.failed[id])
 	m.take(m.s.Polled(id, st))
 }
 
@@ -103,6 +104,8 @@ func (m *model) deliver(i int) {
 			}
 		case Refused:
 			m.refused[d.Indexer][d.Publisher] = true
+		case Failed:
+			m.failed[d.Indexer][d.Publisher] = true
 		}
 	}
 	if d.Kind == KindAssign {
@@ -128,6 +131,7 @@ func (m *model) addIndexer() {
 	m.online[w.id] = true
 	m.held[w.id] = map[peer.ID]peer.ID{}
 	m.refused[w.id] = map[peer.ID]bool{}
+	m.failed[w.id] = map[peer.ID]bool{}
 	m.take(m.s.AddIndexer(IndexerConfig{ID: w.id, PresetPublishers: w.preset}))
 }
 

@@ -28,11 +28,17 @@ import (
 //     frozen that holds the publisher;
 //   - no fresh assignment is made while a handoff of the publisher from a
 //     frozen indexer is possible and not done;
+//   - State.MayHold lists, in pool order, every eligible indexer of the
+//     pool never polled and without a request for the publisher in flight,
+//     and besides those only eligible ones where a request for it failed
+//     since their last poll; it is not empty while the publisher waits for
+//     ReasonUnknown (so polling it is what an announce can do);
 //
 // and at quiescence (every indexer of the pool online and polled, every
 // request answered): the state agrees with the world, and every pursued
 // publisher (announced since the assigner started, or held by a frozen
-// indexer) has min(replication, capacity) unfrozen holders.
+// indexer) has min(replication, capacity) unfrozen holders, and no
+// indexer may hold a publisher without the state knowing.
 
 // chooser is the source of choices: math/rand/v2, or fuzz bytes.
 type chooser interface {
@@ -80,6 +86,7 @@ type model struct {
 	frozen    map[string]bool
 	held      map[string]map[peer.ID]peer.ID
 	refused   map[string]map[peer.ID]bool
+	failed    map[string]map[peer.ID]bool // a request failed since the last poll
 }
 
 func newModel(t testing.TB, r chooser) *model {
@@ -177,10 +184,12 @@ func (m *model) start() {
 	m.announced = map[peer.ID]bool{}
 	m.known, m.online, m.frozen = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	m.held, m.refused = map[string]map[peer.ID]peer.ID{}, map[string]map[peer.ID]bool{}
+	m.failed = map[string]map[peer.ID]bool{}
 	for _, id := range m.pool {
 		m.online[id] = true
 		m.held[id] = map[peer.ID]peer.ID{}
 		m.refused[id] = map[peer.ID]bool{}
+		m.failed[id] = map[peer.ID]bool{}
 	}
 }
 
@@ -250,12 +259,16 @@ func (m *model) take(ds []Decision, err error) {
 			if d.Reason == "" {
 				m.fail("retry without a reason: %+v", d)
 			}
+			if d.Reason == ReasonUnknown && len(m.s.MayHold(d.Publisher)) == 0 {
+				m.fail("%s waits for %s, and no indexer may hold it", name(d.Publisher), d.Reason)
+			}
 			continue
 		}
 		m.checkProposal(d)
 		m.outstanding = append(m.outstanding, d)
 	}
 	m.checkReplication()
+	m.checkMayHold()
 }
 
 func maps(m map[peer.ID]peer.ID) map[peer.ID]peer.ID {

@@ -488,3 +488,34 @@ func TestKnown(t *testing.T) {
 		t.Error("Known changed the state")
 	}
 }
+
+// MayHold names what to poll for a publisher waiting for
+// assignments-unknown: the eligible indexers never polled, and those where
+// a request for it failed since their last poll.
+func TestMayHold(t *testing.T) {
+	h := newH(t, Config{Indexers: []IndexerConfig{{ID: "a"}, {ID: "b"}, {ID: "c", PresetPublishers: pids("Q")}},
+		Allow: func(p peer.ID) bool { return p != pid("D") }})
+	mayHold := func(p string) []string { return h.s.MayHold(pid(p)) }
+	want := func(step string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: MayHold %q, want %q", step, got, want)
+		}
+	}
+	want("start", mayHold("P1"), "a", "b", "c")
+	want("preset", mayHold("Q"), "c")
+	want("denied", mayHold("D"))
+	h.poll("a", false, as("Y"), as("Z"))
+	h.want("announce", h.announce("P1"), "retry P1 assignments-unknown")
+	want("a polled", mayHold("P1"), "b", "c")
+	h.offline("b")
+	want("b offline, never polled", mayHold("P1"), "b", "c")
+	h.poll("b", false, as("X"))
+	h.want("c polled", h.poll("c", false), "assign P1 c")
+	want("all polled, P1 pending on c", mayHold("P1"))
+	h.want("P1 failed", h.assigned("c", "P1", Failed), "retry P1 assignments-unknown")
+	want("P1 failed on c", mayHold("P1"), "c")
+	want("P2 unaffected", mayHold("P2"))
+	h.want("c polled again", h.poll("c", false), "assign P1 c")
+	want("c polled again", mayHold("P1"))
+}
