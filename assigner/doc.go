@@ -72,7 +72,9 @@
 // publisher it is not listed for), and a failed request only its own
 // publisher. With Replication 1, an unknown indexer still blocks every
 // other publisher ([ReasonUnknown]) until it is polled or removed from
-// the pool: safety before liveness, as in the reference.
+// the pool: safety before liveness, as in the reference. [State.MayHold]
+// names the indexers of P's maybe term, those whose poll lets P go on;
+// the service polls them when P is announced.
 //
 // # Candidates
 //
@@ -131,8 +133,17 @@
 // event; each assign, handoff, forwarded announce and poll runs in its own
 // goroutine bounded by [WithRequestTimeout], so a hung indexer delays
 // nothing else. Startup polls every indexer (GET /ingest/assigned,
-// /status, /ingest/preferred; unreachable: [State.Offline], retried each
-// PollInterval or on [Service.PollNow]). A poll that overlapped an assign
+// /status, /ingest/preferred; unreachable: [State.Offline]), then every
+// PollInterval and on [Service.PollNow]. An announce of a publisher that
+// must wait polls at once the indexers that may hold it unknown to the
+// state ([State.MayHold]: never polled, such as one down at startup, or
+// where a request for it failed since their last poll), as the seed's
+// assigner retries offline indexers on an announce that needs an
+// assignment; once such a poll succeeds the publisher is assigned, not at
+// the next PollInterval. No indexer is polled for announces more than
+// once per [WithAnnouncePollInterval] (a second): the announces in
+// between share one poll at the end of the interval, so a flood of
+// announces is not a flood of polls. A poll that overlapped an assign
 // or handoff request to the same indexer is discarded and repeated once
 // no request is in flight (the ordering contract of [State.Polled]). After
 // an assign (or handoff) succeeds, the publisher's latest announce is PUT

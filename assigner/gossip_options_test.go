@@ -3,6 +3,7 @@ package assigner_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 
@@ -38,13 +39,15 @@ func TestInvalidServiceOptions(t *testing.T) {
 		{ID: "a", AdminURL: "http://127.0.0.1:1", IngestURL: "http://127.0.0.1:2"},
 	}}
 	for name, opt := range map[string]assigner.ServiceOption{
-		"WithLogger(nil)":          assigner.WithLogger(nil),
-		"WithRequestTimeout(0)":    assigner.WithRequestTimeout(0),
-		"WithGossip(nil)":          assigner.WithGossip(nil),
-		"WithHTTPClient(nil)":      assigner.WithHTTPClient(nil),
-		"WithVerifyConcurrency(0)": assigner.WithVerifyConcurrency(0),
-		"WithVerifyTimeout(-1)":    assigner.WithVerifyTimeout(-1),
-		"WithVerifyRetryAfter(0)":  assigner.WithVerifyRetryAfter(0),
+		"WithLogger(nil)":              assigner.WithLogger(nil),
+		"WithRequestTimeout(0)":        assigner.WithRequestTimeout(0),
+		"WithGossip(nil)":              assigner.WithGossip(nil),
+		"WithHTTPClient(nil)":          assigner.WithHTTPClient(nil),
+		"WithVerifyConcurrency(0)":     assigner.WithVerifyConcurrency(0),
+		"WithVerifyTimeout(-1)":        assigner.WithVerifyTimeout(-1),
+		"WithVerifyRetryAfter(0)":      assigner.WithVerifyRetryAfter(0),
+		"WithAnnouncePollInterval(0)":  assigner.WithAnnouncePollInterval(0),
+		"WithAnnouncePollInterval(-1)": assigner.WithAnnouncePollInterval(-time.Second),
 	} {
 		if svc, err := assigner.NewService(cfg, opt); !errors.Is(err, assigner.ErrInvalidOption) || svc != nil {
 			t.Errorf("NewService(%s) = %v, %v; want nil, ErrInvalidOption", name, svc, err)

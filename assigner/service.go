@@ -25,6 +25,9 @@ const (
 	// DefaultRequestTimeout bounds each request to an indexer (admin
 	// call, forwarded announce).
 	DefaultRequestTimeout = 30 * time.Second
+	// DefaultAnnouncePollInterval is the least time between two polls of
+	// an indexer that announces ask for ([WithAnnouncePollInterval]).
+	DefaultAnnouncePollInterval = time.Second
 	// DefaultTopic is the reference's Assignment.PubSubTopic.
 	DefaultTopic = announce.TopicPrefix + announce.DefaultNetwork
 )
@@ -125,6 +128,8 @@ type Service struct {
 	latest map[peer.ID]announce.Message
 	verify verifier // its maps too
 
+	wantPoll *time.Timer // fires when a poll an announce asked for is due
+
 	events  chan func(context.Context)
 	pollNow chan struct{}
 	ran     atomic.Bool
@@ -142,12 +147,14 @@ type svcIndexer struct {
 	gen      uint64 // assign and handoff requests started so far
 	inflight int    // of those, awaiting their result
 	polling  bool
-	repoll   bool // poll again once no request is in flight
+	repoll   bool      // poll again once no request is in flight
+	polled   time.Time // when its latest poll started
+	wanted   bool      // an announce asked for a poll not started yet
 }
 
 // NewService validates cfg and returns a service; it starts nothing.
 func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
-	o := serviceConfig{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true,
+	o := serviceConfig{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true, announcePoll: DefaultAnnouncePollInterval,
 		vConc: DefaultVerifyConcurrency, vTimeout: DefaultVerifyTimeout, vRetryAfter: DefaultVerifyRetryAfter}
 	for _, opt := range opts {
 		if opt == nil {
@@ -344,6 +351,9 @@ func (s *Service) send(ctx context.Context, ev func(context.Context)) {
 func (s *Service) loop(ctx context.Context) error {
 	defer close(s.stopped)
 	defer s.wg.Wait() // requests end with ctx; their results are dropped
+	s.wantPoll = time.NewTimer(s.opts.announcePoll)
+	s.wantPoll.Stop()
+	defer s.wantPoll.Stop()
 	s.opts.log.Info("rebuilding state", "indexers", len(s.order))
 	s.pollAll(ctx)
 	t := time.NewTicker(s.cfg.PollInterval)
@@ -358,6 +368,8 @@ func (s *Service) loop(ctx context.Context) error {
 			s.pollAll(ctx)
 		case <-s.pollNow:
 			s.pollAll(ctx)
+		case <-s.wantPoll.C:
+			s.startWanted(ctx)
 		}
 	}
 }

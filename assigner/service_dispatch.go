@@ -37,7 +37,14 @@ func (s *Service) acceptAnnounce(ctx context.Context, a announce.Announce) {
 			s.goForward(ctx, s.ixs[id], a.Publisher, m)
 		}
 	}
-	s.apply(ctx, s.state.Announce(a.Publisher))
+	ds := s.state.Announce(a.Publisher)
+	s.apply(ctx, ds)
+	for _, d := range ds {
+		if d.Kind == KindRetryLater && d.Publisher == a.Publisher {
+			s.pollMayHold(ctx, a.Publisher) // p waits: poll what may hold it now
+			break
+		}
+	}
 }
 
 // apply carries decisions out, each request in its own goroutine.

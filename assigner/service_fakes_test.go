@@ -132,6 +132,7 @@ type fakeNode struct {
 	id          peer.ID
 	frozen      bool
 	down        bool // answer every request 503
+	polls       int  // GET /ingest/assigned requests (each poll's first), down or not
 	assigned    map[peer.ID]peer.ID
 	preferred   []peer.ID
 	hangAssign  bool
@@ -224,6 +225,12 @@ func (n *fakeNode) set(f func(n *fakeNode)) {
 	f(n)
 }
 
+func (n *fakeNode) pollCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.polls
+}
+
 func (n *fakeNode) holds(p peer.ID) (continued peer.ID, ok bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -266,6 +273,9 @@ func newFakeIndexer(t *testing.T, name string, assigned ...admin.Assignment) *fa
 	adm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.mu.Lock()
 		down := n.down
+		if r.Method == http.MethodGet && r.URL.Path == "/ingest/assigned" {
+			n.polls++
+		}
 		n.mu.Unlock()
 		if down {
 			http.Error(w, "down", http.StatusServiceUnavailable)

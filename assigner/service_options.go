@@ -27,6 +27,8 @@ type serviceConfig struct {
 	// gossipOp are WithGossipOptions'.
 	gossipOp []announce.GossipOption
 
+	announcePoll time.Duration
+
 	policy      *netpolicy.Policy
 	vConc       int
 	vTimeout    time.Duration
@@ -59,6 +61,25 @@ func WithRequestTimeout(d time.Duration) ServiceOption {
 			return fmt.Errorf("%w: WithRequestTimeout(%v): want > 0", ErrInvalidOption, d)
 		}
 		o.timeout = d
+		return nil
+	}
+}
+
+// WithAnnouncePollInterval sets the least time between two starts of a
+// poll of one indexer when announces ask for it (default
+// [DefaultAnnouncePollInterval]). An announce of a publisher that must
+// wait while some indexers may hold it unknown to the state
+// ([State.MayHold]: never polled, or a request for it failed since their
+// last poll) polls those indexers at once, rather than at the next
+// PollInterval; an indexer whose latest poll started less than d ago is
+// polled when d has passed, once for all the announces meanwhile. So a
+// flood of announces polls each indexer at most once per d.
+func WithAnnouncePollInterval(d time.Duration) ServiceOption {
+	return func(o *serviceConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: WithAnnouncePollInterval(%v): want > 0", ErrInvalidOption, d)
+		}
+		o.announcePoll = d
 		return nil
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/indexkit/indexkit/assigner/admin"
 )
 
@@ -26,6 +28,7 @@ func (s *Service) startPoll(ctx context.Context, ix *svcIndexer) {
 		return
 	}
 	ix.polling, ix.repoll = true, false
+	ix.polled = time.Now()
 	gen := ix.gen
 	s.wg.Add(1)
 	go func() {
@@ -38,6 +41,48 @@ func (s *Service) startPoll(ctx context.Context, ix *svcIndexer) {
 		d := time.Since(start)
 		s.send(ctx, func(ctx context.Context) { s.onPolled(ctx, ix, gen, st, err, d) })
 	}()
+}
+
+// pollMayHold asks for a poll of the indexers that may hold p without the
+// state knowing (never polled, or a request for p failed since their
+// last poll), for an announce of p that must wait: polling them is what
+// lets p go on, and the periodic poll may be minutes away.
+func (s *Service) pollMayHold(ctx context.Context, p peer.ID) {
+	ids := s.state.MayHold(p)
+	for _, id := range ids {
+		if ix := s.ixs[id]; ix != nil {
+			ix.wanted = true
+		}
+	}
+	if len(ids) > 0 {
+		s.opts.log.Debug("poll on announce", "publisher", p, "indexers", ids)
+		s.startWanted(ctx)
+	}
+}
+
+// startWanted starts the polls announces asked for, each once no poll of
+// its indexer has started for the announce poll interval; the others are
+// started when the wantPoll timer fires. One under way is waited for:
+// it may have started before the indexer came up.
+func (s *Service) startWanted(ctx context.Context) {
+	now := time.Now()
+	var next time.Duration
+	for _, ix := range s.order {
+		if !ix.wanted || ix.polling {
+			continue
+		}
+		if wait := ix.polled.Add(s.opts.announcePoll).Sub(now); wait > 0 {
+			if next == 0 || wait < next {
+				next = wait
+			}
+			continue
+		}
+		ix.wanted = false
+		s.startPoll(ctx, ix) // or, while requests are in flight, once they end
+	}
+	if next > 0 {
+		s.wantPoll.Reset(next)
+	}
 }
 
 // fetch reads the indexer's lists and status, each request bounded.
@@ -89,6 +134,7 @@ func (s *Service) onPolled(ctx context.Context, ix *svcIndexer, gen uint64, st I
 			s.opts.log.Warn("indexer status", "indexer", ix.ID, "err", err)
 			ds, _ = s.state.Offline(ix.ID)
 		} else {
+			ix.wanted = false // its assignments are known now
 			s.opts.log.Debug("polled", "indexer", ix.ID, "frozen", st.Frozen, "assigned", len(st.Assigned))
 		}
 	}
@@ -98,5 +144,8 @@ func (s *Service) onPolled(ctx context.Context, ix *svcIndexer, gen uint64, st I
 	s.apply(ctx, ds)
 	if ix.repoll && ix.inflight == 0 {
 		s.startPoll(ctx, ix)
+	}
+	if ix.wanted {
+		s.startWanted(ctx)
 	}
 }
