@@ -27,6 +27,23 @@ type Truth struct {
 	Publishers []publishernode.Truth
 	// Entries is the union of their entries, sorted by multihash.
 	Entries []publishernode.Entry
+	// Removed is the union of their removed multihashes (base58btc,
+	// publishernode.Truth.Removed: advertised, every context removed; at
+	// most publishernode.MaxRemoved per publisher), without those another
+	// publisher still holds (they are in Entries), sorted by multihash.
+	// The front end must answer none of them.
+	Removed []string
+}
+
+// Queries returns what a check of the whole truth asks: Entries, then one
+// Entry with no values for each Removed multihash, which must be
+// answered with nothing (see [Pool.Check]).
+func (t Truth) Queries() []publishernode.Entry {
+	q := slices.Clip(t.Entries)
+	for _, mh := range t.Removed {
+		q = append(q, publishernode.Entry{Multihash: mh})
+	}
+	return q
 }
 
 // Digest is publishernode.Digest of the entries.
@@ -65,6 +82,19 @@ func (p *Pool) Truth(ctx context.Context) (Truth, error) {
 	slices.SortFunc(t.Entries, func(a, b publishernode.Entry) int {
 		return strings.Compare(keys[a.Multihash], keys[b.Multihash])
 	})
+	removed := map[string]string{} // base58 -> bytes
+	for _, pt := range t.Publishers {
+		for _, mh := range pt.Removed {
+			if _, live := byMH[mh]; !live {
+				b, _ := multihash.FromB58String(mh)
+				removed[mh] = string(b)
+			}
+		}
+	}
+	for mh := range removed {
+		t.Removed = append(t.Removed, mh)
+	}
+	slices.SortFunc(t.Removed, func(a, b string) int { return strings.Compare(removed[a], removed[b]) })
 	return t, nil
 }
 
@@ -96,8 +126,13 @@ func (p *Pool) HaltPublishers(ctx context.Context) error {
 // and comparing each answer with the truth.
 type Check struct {
 	// Multihashes is how many were asked; Complete how many were
-	// answered with exactly their true values (each once).
+	// answered with exactly their true values (each once), or with none
+	// for a removed one.
 	Multihashes, Complete int
+	// Removed is how many of the Multihashes were removed ones (asked
+	// with no true value, [Truth.Queries]): any value answered for them
+	// is stale, counted in Extra.
+	Removed int
 	// Missing counts true values absent from the answers; Extra values
 	// answered that are not true (stale or foreign); Duplicates values
 	// answered more than once.
@@ -119,8 +154,8 @@ func (c Check) OK() bool {
 }
 
 func (c Check) String() string {
-	return fmt.Sprintf("%d/%d complete, %d values missing, %d extra, %d duplicated, %d partial, %d failed",
-		c.Complete, c.Multihashes, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed)
+	return fmt.Sprintf("%d/%d complete (%d removed, asked to be gone), %d values missing, %d extra, %d duplicated, %d partial, %d failed",
+		c.Complete, c.Multihashes, c.Removed, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed)
 }
 
 // checkConcurrency bounds the queries of a Check in flight.
@@ -128,7 +163,10 @@ const checkConcurrency = 8
 
 // Check asks the front end (GET /multihash/{mh}) for every entry and
 // compares each answer with the entry's values: provider, context ID and
-// metadata.
+// metadata. An entry with no values is a removed multihash
+// ([Truth.Queries]): it is complete when answered with nothing (404), and
+// every value answered for it is Extra (stale). Pass [Truth.Queries] to
+// check the whole truth, removals included.
 func (p *Pool) Check(ctx context.Context, entries []publishernode.Entry) Check {
 	return p.checkAt(ctx, p.URLs().Find, entries)
 }
@@ -140,12 +178,23 @@ func (p *Pool) CheckIndexer(ctx context.Context, name string, entries []publishe
 			return p.checkAt(ctx, ix.Find, entries)
 		}
 	}
-	return Check{Multihashes: len(entries), Failed: len(entries), Examples: []string{"no indexer " + name}}
+	return Check{Multihashes: len(entries), Removed: removedIn(entries), Failed: len(entries), Examples: []string{"no indexer " + name}}
+}
+
+// removedIn counts the entries with no values: removed multihashes.
+func removedIn(entries []publishernode.Entry) int {
+	n := 0
+	for _, e := range entries {
+		if len(e.Values) == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode.Entry) Check {
 	var mu sync.Mutex
-	c := Check{Multihashes: len(entries)}
+	c := Check{Multihashes: len(entries), Removed: removedIn(entries)}
 	sem := make(chan struct{}, checkConcurrency)
 	var wg sync.WaitGroup
 	for _, e := range entries {
@@ -172,6 +221,9 @@ func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode
 				c.Extra += extra
 				c.Duplicates += dup
 				problem = fmt.Sprintf("%d of %d values missing, %d extra, %d duplicated", missing, len(e.Values), extra, dup)
+				if len(e.Values) == 0 {
+					problem = fmt.Sprintf("removed, yet %d values answered (stale)", len(got))
+				}
 			}
 			if len(c.Examples) < 5 {
 				c.Examples = append(c.Examples, e.Multihash+": "+problem)
@@ -292,16 +344,17 @@ func (p *Pool) Probe(ctx context.Context, e publishernode.Entry) Probe {
 }
 
 // WaitComplete waits until the front end answers every multihash of the
-// honest publishers' truth in full (see [Check.OK]), asking again every
-// 500 ms, and returns the last check. A truth with no multihash does not
-// count as complete.
+// honest publishers' truth in full and none of their removed multihashes
+// ([Truth.Queries], [Check.OK]), asking again every 500 ms, and returns
+// the last check. A truth with no live multihash does not count as
+// complete.
 func (p *Pool) WaitComplete(ctx context.Context) (Check, error) {
 	var last Check
 	for {
 		t, err := p.Truth(ctx)
 		if err == nil {
-			last = p.Check(ctx, t.Entries)
-			if last.Multihashes > 0 && last.OK() {
+			last = p.Check(ctx, t.Queries())
+			if last.Multihashes > last.Removed && last.OK() {
 				return last, nil
 			}
 		}

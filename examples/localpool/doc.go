@@ -117,10 +117,13 @@
 // what a role has logged.
 //
 // [Pool.Truth] is the honest publishers' ground truth (GET
-// /truth?entries=1); [Pool.Check] asks the front end for each multihash and
-// compares the answer with it (missing, extra and duplicated values),
+// /truth?entries=1), with the multihashes they removed ([Truth.Removed],
+// at most publishernode.MaxRemoved per publisher); [Pool.Check] asks the
+// front end for each multihash and compares the answer with it (missing,
+// extra and duplicated values; any value of a removed one is extra,
+// stale: pass [Truth.Queries] to ask for them too),
 // [Pool.CheckIndexer] asks one indexer, [Pool.WaitComplete] waits until
-// every truth multihash is answered in full, and [Pool.Probe] asks one
+// every truth multihash is answered in full and no removed one at all, and [Pool.Probe] asks one
 // multihash of the front end and of every indexer. [Pool.PublisherSpec]
 // regenerates any publisher's chain in the caller's process from the
 // flags its role runs with (publishernode.Publisher.Advertised lists what

@@ -161,10 +161,10 @@ func convDumpLogs(t *testing.T, p *localpool.Pool) {
 // answers.
 func convExplain(ctx context.Context, t *testing.T, p *localpool.Pool, truth localpool.Truth) {
 	t.Helper()
-	c := p.Check(ctx, truth.Entries)
+	c := p.Check(ctx, truth.Queries())
 	t.Logf("front end: %v; examples: %s", c, strings.Join(c.Examples, "; "))
 	for _, ix := range p.Indexers() {
-		t.Logf("%s: %v", ix, p.CheckIndexer(ctx, ix, truth.Entries))
+		t.Logf("%s: %v", ix, p.CheckIndexer(ctx, ix, truth.Queries()))
 	}
 	n := 0
 	for _, e := range truth.Entries {
@@ -179,9 +179,11 @@ func convExplain(ctx context.Context, t *testing.T, p *localpool.Pool, truth loc
 // handed off from the frozen indexer-0 has its contexts advertised up to
 // indexer-0's FrozenAt there, with their current metadata, and the later
 // ones on its receiver; every other publisher is held whole by its owner;
-// and no indexer answers for a publisher it never held.
+// no indexer answers for a publisher it never held; and no indexer, the
+// frozen one included, answers a removed multihash.
 func convCheckSplit(ctx context.Context, t *testing.T, p *localpool.Pool, s *localpool.Snapshot, truth localpool.Truth, handedOff map[string]string) {
 	t.Helper()
+	checkGone(ctx, t, p, truth)
 	frozenAt := convFrozenPoints(ctx, t, p)
 	byPub := map[string][]publishernode.Entry{}
 	for _, e := range truth.Entries {

@@ -118,7 +118,9 @@ func TestKillIndexer(t *testing.T) {
 	}
 	t.Logf("front end: %v", c)
 
-	// Each indexer on its own: exactly its publishers' truth, once.
+	// Each indexer on its own: exactly its publishers' truth, once, and
+	// none of the removed multihashes.
+	checkGone(ctx, t, p, truth)
 	held := map[string][]string{} // indexer → publisher IDs
 	for _, ps := range s.Publishers {
 		held[ps.Owners[0]] = append(held[ps.Owners[0]], ps.ID)

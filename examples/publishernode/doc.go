@@ -34,7 +34,8 @@
 // metadata update of an earlier context. It is an http.Handler serving
 // GET /ipni/v1/ad/head (signed by its key), GET /ipni/v1/ad/{cid} and GET
 // /truth, its [Truth] as JSON (?entries=1 lists every multihash with its
-// values). [Publisher.Publish] appends ads and moves the head;
+// values, and the multihashes whose every context was removed, which an
+// indexer must no longer answer: [Truth.Removed]). [Publisher.Publish] appends ads and moves the head;
 // [Publisher.Model] is the ground truth as a chaingen model for
 // chaingen.Model.Equal against a store, and [Digest] compares an index
 // read back through a find API with [Truth.Digest].

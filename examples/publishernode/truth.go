@@ -38,11 +38,26 @@ type Truth struct {
 	// Entries are every multihash with its values, sorted by multihash;
 	// listed only when asked for (GET /truth?entries=1).
 	Entries []Entry `json:",omitempty"`
+	// RemovedMultihashes is the number of multihashes advertised up to
+	// the head that have no value left: every context that held them has
+	// been removed (IsRm). A multihash that lost some contexts but not all
+	// is not removed: it is in Entries with its remaining values.
+	RemovedMultihashes int `json:",omitempty"`
+	// Removed lists removed multihashes (base58btc), sorted by multihash:
+	// an indexer that applied every removal answers none of them (the
+	// find API's 404). All of them up to [MaxRemoved]; beyond, a
+	// deterministic sample of MaxRemoved, evenly spaced in that order.
+	// Listed only with Entries (GET /truth?entries=1).
+	Removed []string `json:",omitempty"`
 	// Pieces are the Filecoin pieces its ads name, with their payloads
 	// (see [Publisher.Pieces]); listed only when asked for (GET
 	// /truth?pieces=1). A faulty publisher lists none.
 	Pieces []Piece `json:",omitempty"`
 }
+
+// MaxRemoved bounds [Truth.Removed], so that a check that asks for every
+// removed multihash costs at most this many queries per publisher.
+const MaxRemoved = 4096
 
 // Piece is one Filecoin piece of a publisher's ground truth: what a piece
 // sampler (package piece) that has walked the chain up to the head answers
@@ -84,7 +99,9 @@ func (p *Publisher) Model() *chaingen.Model {
 }
 
 // Truth returns the ground truth at the head; with entries, every
-// multihash and its values too.
+// multihash and its values too, and the removed multihashes (up to
+// [MaxRemoved]). A faulty publisher has neither: nothing it publishes is
+// indexed, so nothing of it is removed either.
 func (p *Publisher) Truth(entries bool) Truth {
 	p.mu.RLock()
 	n, head := p.published, p.head
@@ -94,7 +111,10 @@ func (p *Publisher) Truth(entries bool) Truth {
 	if head.Defined() {
 		t.Head = head.String()
 	}
-	var es []Entry
+	var (
+		es      []Entry
+		removed []multihash.Multihash
+	)
 	if p.spec.Fault == Honest {
 		m := p.chain.ModelAt(n - 1)
 		// Sorted by the multihash's bytes, not by its base58 string.
@@ -103,6 +123,7 @@ func (p *Publisher) Truth(entries bool) Truth {
 		for _, mh := range sorted {
 			vs := m.Values(mh)
 			if len(vs) == 0 {
+				removed = append(removed, mh) // advertised, every context removed
 				continue
 			}
 			e := Entry{Multihash: mh.B58String(), Values: make([]Value, len(vs))}
@@ -118,10 +139,28 @@ func (p *Publisher) Truth(entries bool) Truth {
 	}
 	t.Multihashes = len(es)
 	t.Digest = Digest(es)
+	t.RemovedMultihashes = len(removed)
 	if entries {
 		t.Entries = es
+		for _, mh := range sample(removed, MaxRemoved) {
+			t.Removed = append(t.Removed, mh.B58String())
+		}
 	}
 	return t
+}
+
+// sample returns s if it has at most n elements, otherwise n of them
+// evenly spaced (the first included), in their order: deterministic for a
+// given s.
+func sample[T any](s []T, n int) []T {
+	if len(s) <= n {
+		return s
+	}
+	out := make([]T, n)
+	for i := range out {
+		out[i] = s[i*len(s)/n]
+	}
+	return out
 }
 
 // Pieces returns the Filecoin pieces the ads up to the head name, with
