@@ -11,6 +11,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // TestPoolFromAnotherModule starts a whole pool from outside indexkit's
@@ -19,16 +20,18 @@ import (
 // end and a piece sampler, in goroutines. Once the publishers have
 // published their last ad, the reference client (go-libipni's find
 // client) finds every multihash of the truth through the front end with
-// exactly its true (provider, context, metadata) values. The oracle is
+// exactly its true (provider, context, metadata) values, and finds nothing
+// for the multihashes whose every context was removed. The oracle is
 // the publishers' truth and the reference client: no indexkit code
 // checks the answers.
 func TestPoolFromAnotherModule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const ads = 6
+	const ads = 8
 	p, err := localpool.Start(ctx, localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
 		Interval: 50 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
+		RemoveEvery: 4, // removals too: what was removed must not be found
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +61,21 @@ func TestPoolFromAnotherModule(t *testing.T) {
 		t.Fatalf("truth of %d publishers, %d multihashes; want 2 publishers and at least 10 multihashes", len(truth.Publishers), len(truth.Entries))
 	}
 
+	if len(truth.Removed) == 0 {
+		t.Fatal("the truth has no removed multihash: the test would check no removal")
+	}
+
 	fc, err := findclient.New(p.URLs().Find)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type value struct{ provider, context, metadata string }
 	left := truth.Entries
+	// A removed multihash is a truth entry with no value: the reference
+	// client must find nothing for it.
+	for _, mh := range truth.Removed {
+		left = append(left, publishernode.Entry{Multihash: mh})
+	}
 	for len(left) > 0 {
 		var still []string
 		next := left[:0:0]
@@ -76,8 +88,15 @@ func TestPoolFromAnotherModule(t *testing.T) {
 			for _, v := range e.Values {
 				want = append(want, value{v.ProviderID, string(v.ContextID), string(v.Metadata)})
 			}
+			// A 404 is an empty answer with no error (go-libipni's
+			// client); any other failure is retried.
 			resp, err := fc.Find(ctx, mh)
-			if err == nil && len(resp.MultihashResults) == 1 && bytes.Equal(resp.MultihashResults[0].Multihash, mh) {
+			if err != nil {
+				still = append(still, e.Multihash)
+				next = append(next, e)
+				continue
+			}
+			if len(resp.MultihashResults) == 1 && bytes.Equal(resp.MultihashResults[0].Multihash, mh) {
 				for _, r := range resp.MultihashResults[0].ProviderResults {
 					got = append(got, value{r.Provider.ID.String(), string(r.ContextID), string(r.Metadata)})
 				}
@@ -101,5 +120,5 @@ func TestPoolFromAnotherModule(t *testing.T) {
 		}
 		left = next
 	}
-	t.Logf("%d multihashes of %d publishers found in full through the front end", len(truth.Entries), len(truth.Publishers))
+	t.Logf("%d multihashes of %d publishers found in full, %d removed ones not found, through the front end", len(truth.Entries), len(truth.Publishers), len(truth.Removed))
 }
