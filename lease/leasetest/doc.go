@@ -41,7 +41,9 @@
 // fencing (fences increasing across grants; stale-fence operations
 // refused; a fenced-register check over random concurrent histories), the
 // [lease.Lease] handle (Done closed before the item can be granted again,
-// and on refusal), hooks, cancelled contexts and use after Close.
+// and on refusal; its deadline counted from when a renewal was sent, not
+// from the reply, checked through a store whose replies come late), hooks,
+// cancelled contexts and use after Close.
 //
 // [RunModel] drives the backend and a trivially correct reference model
 // with the same random operations and compares them step by step.
