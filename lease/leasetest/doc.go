@@ -53,7 +53,10 @@
 // [RunLinearizable] records concurrent histories on real time, several
 // clients (nodes) against one fresh store each, on three items with a short
 // TTL and auction window, so that leases lapse and are granted again while
-// the clients work. Clients win items only by bidding and evaluating; holders
+// the clients work, each call delayed on its way to the store and back as
+// by a network, so that calls overlap (at least 30% of the operations of
+// the histories must overlap another on the same item, or the test
+// fails). Clients win items only by bidding and evaluating; holders
 // renew (one lease, or all theirs in one batched call), update their rows,
 // release, pause past the TTL, and use stale refs on purpose; everyone
 // reads rows. Each history ([RecordHistory]) is then checked twice:
