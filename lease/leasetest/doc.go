@@ -41,7 +41,9 @@
 // fencing (fences increasing across grants; stale-fence operations
 // refused; a fenced-register check over random concurrent histories), the
 // [lease.Lease] handle (Done closed before the item can be granted again,
-// and on refusal), hooks, cancelled contexts and use after Close.
+// and on refusal; its deadline counted from when a renewal was sent, not
+// from the reply, checked through a store whose replies come late), hooks,
+// cancelled contexts and use after Close.
 //
 // [RunModel] drives the backend and a trivially correct reference model
 // with the same random operations and compares them step by step.
@@ -51,7 +53,10 @@
 // [RunLinearizable] records concurrent histories on real time, several
 // clients (nodes) against one fresh store each, on three items with a short
 // TTL and auction window, so that leases lapse and are granted again while
-// the clients work. Clients win items only by bidding and evaluating; holders
+// the clients work, each call delayed on its way to the store and back as
+// by a network, so that calls overlap (at least 30% of the operations of
+// the histories must overlap another on the same item, or the test
+// fails). Clients win items only by bidding and evaluating; holders
 // renew (one lease, or all theirs in one batched call), update their rows,
 // release, pause past the TTL, and use stale refs on purpose; everyone
 // reads rows. Each history ([RecordHistory]) is then checked twice:

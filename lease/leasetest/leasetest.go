@@ -100,6 +100,7 @@ func run(t *testing.T, newStore Factory, u time.Duration, real bool) {
 		{"FencedRegister", testFencedRegister},
 		{"DoneBeforeRegrant", testDoneBeforeRegrant},
 		{"DoneOnRefusal", testDoneOnRefusal},
+		{"DeadlineFromSend", testDeadlineFromSend},
 		{"Starvation", testStarvation},
 		{"Hooks", testHooks},
 		{"CancelledContext", testCancelledContext},

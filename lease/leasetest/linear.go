@@ -40,6 +40,8 @@ type linearConfig struct {
 	unit    time.Duration
 	margin  time.Duration
 	timeout time.Duration
+	latency time.Duration
+	overlap float64
 }
 
 func defaultLinear() linearConfig {
@@ -50,7 +52,24 @@ func defaultLinear() linearConfig {
 		unit:    5 * time.Millisecond,
 		margin:  5 * time.Millisecond,
 		timeout: time.Minute,
+		latency: -1, // a quarter of the unit
+		overlap: 0.3,
 	}
+}
+
+// linearOptions applies opts to the defaults; an invalid one fails t.
+func linearOptions(t *testing.T, opts []LinearOption) linearConfig {
+	t.Helper()
+	cfg := defaultLinear()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cfg.latency < 0 {
+		cfg.latency = cfg.unit / 4
+	}
+	return cfg
 }
 
 // WithRounds sets how many histories [RunLinearizable] records and checks,
@@ -99,6 +118,38 @@ func WithClockMargin(d time.Duration) LinearOption {
 	}
 }
 
+// WithLatency sets the most a client's call waits on its way to the store
+// and again on its way back, a random time below d each way, as a network
+// would add (default: a quarter of the unit; 0 turns it off). It makes
+// the calls of different clients overlap however fast the store answers,
+// so that porcupine has orders to choose between: without it, the calls
+// to an in-process store last microseconds between pauses of
+// milliseconds, and almost none overlap.
+func WithLatency(d time.Duration) LinearOption {
+	return func(c *linearConfig) error {
+		if d < 0 {
+			return fmt.Errorf("leasetest: latency %v: %w", d, lease.ErrInvalid)
+		}
+		c.latency = d
+		return nil
+	}
+}
+
+// WithMinOverlap sets the fraction of operations that must overlap
+// another operation on the same item across the histories of
+// [RunLinearizable] (default 0.3, see [HistoryStats.OverlapFraction]);
+// below it the test fails, since a history without concurrency checks
+// little but the model. 0 turns the check off.
+func WithMinOverlap(f float64) LinearOption {
+	return func(c *linearConfig) error {
+		if f < 0 || f > 1 {
+			return fmt.Errorf("leasetest: overlap fraction %v: %w", f, lease.ErrInvalid)
+		}
+		c.overlap = f
+		return nil
+	}
+}
+
 // WithCheckTimeout bounds porcupine's search per history (default 1m).
 func WithCheckTimeout(d time.Duration) LinearOption {
 	return func(c *linearConfig) error {
@@ -120,7 +171,10 @@ func WithCheckTimeout(d time.Duration) LinearOption {
 // logged. Finally it checks that the histories, together, exercised what
 // they claim to: grants, accepted renewals and updates, holders that lost
 // their leases, owner operations refused both as stale and as not held,
-// and writes to the register.
+// writes to the register, and real concurrency: at least 30% of the
+// operations overlapping another on the same item ([WithMinOverlap]),
+// with each call delayed on its way to the store and back
+// ([WithLatency]). It logs the overlap of each history and of all.
 //
 // The factory gets a real clock ([RealClock]) and the history's options
 // (TTL, window, grace, minimum-bid factor); a backend with an in-process
@@ -128,12 +182,7 @@ func WithCheckTimeout(d time.Duration) LinearOption {
 // store's clock must agree with the test machine's within the clock margin
 // ([WithClockMargin]): run it on the same host.
 func RunLinearizable(t *testing.T, newStore Factory, opts ...LinearOption) {
-	cfg := defaultLinear()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := linearOptions(t, opts)
 	var total HistoryStats
 	for r := range cfg.rounds {
 		t.Run(fmt.Sprintf("history=%d", r), func(t *testing.T) {
@@ -142,7 +191,7 @@ func RunLinearizable(t *testing.T, newStore Factory, opts ...LinearOption) {
 				return // a store call failed outright; the history is incomplete
 			}
 			st := h.Stats()
-			t.Logf("%d ops: %+v", len(h.ops), st)
+			t.Logf("%d ops, %.0f%% overlapping: %+v", len(h.ops), 100*st.OverlapFraction(), st)
 			start := time.Now()
 			if err := h.CheckLinearizable(""); err != nil {
 				t.Fatal(err)
@@ -159,7 +208,7 @@ func RunLinearizable(t *testing.T, newStore Factory, opts ...LinearOption) {
 	}
 	// The histories must have exercised what they check. The bars are low:
 	// a loaded machine slows clients, not the checks.
-	t.Logf("all histories: %+v", total)
+	t.Logf("all histories: %.1f%% of %d operations overlapping: %+v", 100*total.OverlapFraction(), total.Ops, total)
 	for _, c := range []struct {
 		what     string
 		got, min int
@@ -175,6 +224,10 @@ func RunLinearizable(t *testing.T, newStore Factory, opts ...LinearOption) {
 		if c.got < c.min {
 			t.Errorf("the histories had %d %s, want at least %d: the check exercised too little", c.got, c.what, c.min)
 		}
+	}
+	if f := total.OverlapFraction(); f < cfg.overlap {
+		t.Errorf("%.1f%% of the histories' %d operations overlapped another on the same item, want at least %.0f%%: porcupine had little order to find",
+			100*f, total.Ops, 100*cfg.overlap)
 	}
 }
 
@@ -192,6 +245,19 @@ type HistoryStats struct {
 	// RegisterAccepted and RegisterRejected count the writes of lease
 	// holders to the fenced register outside the store.
 	RegisterAccepted, RegisterRejected int
+	// Overlapping counts the operations that ran at the same time as
+	// another operation on the same item (their call-to-return spans
+	// intersect): the ones whose order porcupine has to find.
+	Overlapping int
+}
+
+// OverlapFraction is the fraction of the operations that overlapped
+// another on the same item, 0 for no operations.
+func (s HistoryStats) OverlapFraction() float64 {
+	if s.Ops == 0 {
+		return 0
+	}
+	return float64(s.Overlapping) / float64(s.Ops)
 }
 
 func (s *HistoryStats) add(o HistoryStats) {
@@ -206,6 +272,31 @@ func (s *HistoryStats) add(o HistoryStats) {
 	s.LateBids += o.LateBids
 	s.RegisterAccepted += o.RegisterAccepted
 	s.RegisterRejected += o.RegisterRejected
+	s.Overlapping += o.Overlapping
+}
+
+// overlapping counts the operations of ops whose call-to-return span
+// intersects that of another operation on the same item.
+func overlapping(ops []porcupine.Operation) int {
+	byItem := map[string][]porcupine.Operation{}
+	for _, op := range ops {
+		id := op.Input.(*linInput).item
+		byItem[id] = append(byItem[id], op)
+	}
+	n := 0
+	for _, ops := range byItem {
+		sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+		var lastRet int64 // the latest return of the operations called before ops[i]
+		for i, op := range ops {
+			// Sorted by call, the next operation is the first to start
+			// after op: if it starts after op returned, none does earlier.
+			if (i > 0 && op.Call < lastRet) || (i+1 < len(ops) && ops[i+1].Call < op.Return) {
+				n++
+			}
+			lastRet = max(lastRet, op.Return)
+		}
+	}
+	return n
 }
 
 // History is one recorded concurrent history of a store: every call with
@@ -237,7 +328,10 @@ var linItems = []lease.Item{
 // sometimes pause for longer than the TTL so that their leases lapse and
 // are granted again; everyone reads rows; clients also use old refs on
 // purpose. After every accepted update the holder writes its fence to a
-// fenced register outside the store, sometimes after such a pause.
+// fenced register outside the store, sometimes after such a pause. Each
+// call waits a random time on its way to the store and back
+// ([WithLatency]); its recorded span runs from before the first wait to
+// after the second, as a client across a network sees it.
 //
 // Each client bids under its own holder name per item ("n3-a"), so that
 // the store's rule of one pending bid per node, which spans items, stays
@@ -247,12 +341,7 @@ var linItems = []lease.Item{
 // A store error that is not a sentinel of package lease fails t.
 func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOption) *History {
 	t.Helper()
-	cfg := defaultLinear()
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg := linearOptions(t, opts)
 	u := cfg.unit
 	ttl, window, grace := 8*u, 4*u, u
 	storeOpts := []lease.Option{
@@ -263,8 +352,9 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	if err != nil {
 		t.Fatalf("linearizability options: %v", err)
 	}
-	s := newStore(t, RealClock(), storeOpts...)
-	defer s.Close()
+	st := newStore(t, RealClock(), storeOpts...)
+	defer st.Close()
+	s := withLatency(st, cfg.latency)
 	ctx := context.Background()
 
 	m := &linModel{
@@ -308,6 +398,7 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	}
 	sort.SliceStable(h.ops, func(i, j int) bool { return h.ops[i].Call < h.ops[j].Call })
 	h.stats.Ops = len(h.ops)
+	h.stats.Overlapping = overlapping(h.ops)
 	for _, r := range h.reg {
 		for _, w := range r.log {
 			if w.accepted {

@@ -13,7 +13,8 @@
 //	}
 //
 // Each subtest asks the factory for a fresh, empty store. The suite checks
-// the bottom-k sample against a brute-force model over random offers,
+// the bottom-k sample against a brute-force model over random offers and
+// against a fixed vector computed from [piece.PayloadHash]'s formula,
 // idempotence, order independence, capacity, the not-found errors (provider
 // vs piece), counters and status updates, concurrent use (run it under
 // -race), argument validation and Close. Errors are checked with errors.Is.

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore Factory) {
 		fn   func(*testing.T, Factory)
 	}{
 		{"BottomKModel", testBottomKModel},
+		{"FixedVector", testFixedVector},
 		{"Idempotent", testIdempotent},
 		{"OrderIndependent", testOrderIndependent},
 		{"Capacity", testCapacity},
@@ -194,6 +195,45 @@ func testBottomKModel(t *testing.T, newStore Factory) {
 			}
 		})
 	}
+}
+
+// testFixedVector pins a reservoir to values computed outside Go from
+// [piece.PayloadHash]'s documented formula (see piece's
+// sample_vectors_test.go), so that a store is checked against the formula
+// itself and not only against piece.PayloadKey: of six payloads offered
+// (with repeats) under capacity 3, the store keeps these three, in this
+// order.
+func testFixedVector(t *testing.T, newStore Factory) {
+	dec := func(ss ...string) []cid.Cid {
+		out := make([]cid.Cid, len(ss))
+		for i, s := range ss {
+			c, err := cid.Decode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = c
+		}
+		return out
+	}
+	p, err := peer.Decode("12D3KooWGT2YpdT4ARd8wWJigsREMHZgZZVJft6gRDiDrfPboNak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := dec("baga6ea4seaqhotmbp4trjkitw24tduqknn6zaxhd2xvwn5wmibutcqzilnbjckq")[0]
+	offered := dec(
+		"bafkreialkdaws3doa32zmdlfouluso6xcj2nr6vkgusoqf4fmm5z44uo4u", // hash 0xc180c3b4370fc8f7
+		"bafkreido5jtjx42wdle36uclo2b5kirgoumb4tbvniorl6nyk7bo2mgfwe", // 0xbdd7b60b3b55615d
+		"bafkreigsvanqwpi6uwf3v7gv4pqq43wbvrga67uqd3ghz7642wrquh2bni", // 0xfc7c2e3f9f1c6d2a
+		"bafkreifig6zdpbkc46figrcgf5bfun5gyvk7apmehkir3eqa2kvsuwl52u", // 0xc8b6a0ccba21d79a
+		"QmNWBLEhbMPayg7n96wHaKo4WXYP396yGMcEXK6AnyJ64u",              // 0x64489a80a8439179
+		"bafybeiacodne3kwfctzqx3hfpcfipll3qahvsr3nbv7g64guwyp3yt26ty", // 0x894ad5d08f5a9118
+	)
+	want := []cid.Cid{offered[4], offered[5], offered[1]}
+	s := newStore(t, 3)
+	mustAdd(t, s, p, pc, offered[2], offered[0], offered[2])
+	mustAdd(t, s, p, pc, offered[5], offered[3])
+	mustAdd(t, s, p, pc, offered[1], offered[4], offered[0])
+	equal(t, "kept of the fixed vector", mustPayloads(t, s, p, pc), want)
 }
 
 func testIdempotent(t *testing.T, newStore Factory) {
