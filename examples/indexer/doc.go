@@ -175,6 +175,12 @@
 //	datastore/     go-ds-leveldb: walker state (/walk/…), assignments (/handoff/assigned/…)
 //	freeze.json    the freeze state (freeze.FileStore), written on the first freeze
 //
+// With -store memory the index does not survive a stop while datastore/
+// does: at start the node drops the walker state but the publishers'
+// addresses (a WARN line says for how many publishers) and keeps the
+// assignments, so it walks its publishers again from the start of their
+// chains instead of taking them for up to date.
+//
 // # Shutdown
 //
 // SIGINT or SIGTERM stops the listeners (requests in flight get

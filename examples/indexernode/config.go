@@ -24,8 +24,11 @@ type Config struct {
 	// and the freeze state. Created if missing. Required.
 	Dir string
 	// Store names the index backend opened under Dir: "pebble", "leveldb"
-	// or "memory" (whose index is lost when the node stops while its
-	// walker state is kept). Leave it empty when Index is set.
+	// or "memory" (whose index is lost when the node stops: at each start
+	// the node drops the walk state of the last run with
+	// [ingest.DropWalkState], logged at WARN, and keeps its assignments,
+	// so that its publishers are walked again from the start of their
+	// chains). Leave it empty when Index is set.
 	Store string
 	// Index, when set, is an index store of the caller's (any
 	// [store.Store], such as one of the caller's backend): the node uses

@@ -190,6 +190,21 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
 		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
+	if n.ownS && cfg.Store == "memory" {
+		// The index did not survive the last stop, but the walk state
+		// did: without this, the node would take every publisher it
+		// walked for up to date and never index it again. The
+		// assignments (the handoff registry) are kept, so an assigned
+		// publisher is walked again from the start of its chain.
+		dropped, err := ingest.DropWalkState(ctx, n.ds)
+		if err != nil {
+			return fmt.Errorf("datastore %s: memory store: %w", ds, err)
+		}
+		if dropped > 0 {
+			log.Warn("memory store: the index of the last run is gone; dropped the walk state of its publishers, which are walked again from the start",
+				"publishers", dropped)
+		}
+	}
 	if n.policy, err = cli.DialPolicy(cfg.AllowPrivateAddrs, log, "publishers and frozen indexers"); err != nil {
 		return err
 	}

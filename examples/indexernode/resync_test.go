@@ -189,3 +189,44 @@ func compareFind(ctx context.Context, base string, e publishernode.Entry) string
 	}
 	return ""
 }
+
+// An indexer on the memory store forgets its index when it stops; started
+// again on the same directory, it must not believe from its walk state
+// that it is up to date: announced the same head, it walks the chain
+// again from scratch and answers the truth.
+func TestMemoryStoreRestartWalksAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 11, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(pub)
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+	dir := t.TempDir()
+	announceHead := func(ingest string) {
+		t.Helper()
+		s, err := announce.NewHTTPSender([]string{ingest}, pub.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.Send(ctx, announce.Message{Cid: pub.Head(), Addrs: []multiaddr.Multiaddr{addr}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	find, stop := startIndexer(ctx, t, dir, "-store", "memory")
+	announceHead(find.ingest)
+	waitTruth(ctx, t, find.find, pub)
+	stop()
+
+	// Same directory, same head announced again: the index is empty, so
+	// the walk must start over.
+	find, stop = startIndexer(ctx, t, dir, "-store", "memory")
+	defer stop()
+	announceHead(find.ingest)
+	waitTruth(ctx, t, find.find, pub)
+}

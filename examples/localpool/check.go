@@ -347,20 +347,35 @@ func (p *Pool) Probe(ctx context.Context, e publishernode.Entry) Probe {
 // honest publishers' truth in full and none of their removed multihashes
 // ([Truth.Queries], [Check.OK]), asking again every 500 ms, and returns
 // the last check. A truth with no live multihash does not count as
-// complete.
+// complete. When ctx ends first, the error says why and gives the last
+// check (a check that ctx cut short replaces the one before only if there
+// was none, so its queries that the deadline failed are not counted as
+// failed answers) and, if the truth could not be read at the last try,
+// why.
 func (p *Pool) WaitComplete(ctx context.Context) (Check, error) {
 	var last Check
+	checked := false
 	for {
-		t, err := p.Truth(ctx)
-		if err == nil {
-			last = p.Check(ctx, t.Queries())
-			if last.Multihashes > last.Removed && last.OK() {
-				return last, nil
+		t, terr := p.Truth(ctx)
+		if terr == nil {
+			c := p.Check(ctx, t.Queries())
+			if c.Multihashes > c.Removed && c.OK() {
+				return c, nil
+			}
+			if ctx.Err() == nil || !checked {
+				last, checked = c, true
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return last, fmt.Errorf("waiting for complete answers: %w (last check: %v; truth: %v)", context.Cause(ctx), last, err)
+			what := "no check finished"
+			if checked {
+				what = fmt.Sprintf("last check: %v", last)
+			}
+			if terr != nil {
+				what += fmt.Sprintf("; the truth could not be read: %v", terr)
+			}
+			return last, fmt.Errorf("waiting for complete answers: %w (%s)", context.Cause(ctx), what)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

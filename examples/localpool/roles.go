@@ -321,11 +321,11 @@ func (p *Pool) stop(name string, kill bool) error {
 		p.cfg.Logger.Info("role killed", "role", name)
 		return nil
 	}
-	err = cur.stop()
-	p.cfg.Logger.Info("role stopped", "role", name, "err", err)
-	if err != nil {
+	if err = cur.stop(); err != nil {
+		p.cfg.Logger.Warn("role stopped", "role", name, "err", err)
 		return fmt.Errorf("stop %s: %w", name, err)
 	}
+	p.cfg.Logger.Info("role stopped", "role", name)
 	return nil
 }
 

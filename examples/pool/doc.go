@@ -30,9 +30,38 @@
 // sampler's answer for that piece: how many payloads, whether its
 // signature verifies (piece.VerifySample) and whether every sample is a
 // payload of the piece in the publisher's ground truth (GET
-// /truth?pieces=1). On Ctrl-C or after --duration it samples the piece
-// again, checks every multihash of the publishers' ground truth through
-// the front end, prints the results, and stops every role.
+// /truth?pieces=1). The probes and the sample have their own deadline
+// (--probe-timeout), not the refresh interval: they read the publishers'
+// whole truth, which grows with the run.
+//
+// # End check
+//
+// On Ctrl-C (SIGINT or SIGTERM) or after --duration it samples the piece
+// again, halts the publishers so that their truth holds still, and waits
+// until the front end answers every multihash of that truth in full
+// (localpool's Pool.WaitComplete): up to a bound that scales with the
+// work, 1 ms a multihash of the truth plus 100 ms an advertisement its
+// owners have not walked yet, kept between --check-min and --check-max
+// (--check-timeout sets it outright). It prints the bound and how it was
+// set, the number of multihashes and ads it waited for, and either
+// "complete after <time>" or "INCOMPLETE after <time>", then, when
+// incomplete, a "why:" line per cause it sees in a last snapshot
+// (indexers down or frozen, publishers held by no active indexer or
+// behind by so many ads, handoffs not done) and a few failing
+// multihashes with their answers. Then it stops every role. A second
+// Ctrl-C cuts the wait short (the pool counts as incomplete); a third
+// kills the process.
+//
+// # Exit status
+//
+//	0  the pool answered every multihash of the truth in full (also -h)
+//	1  an error: a bad flag, a pool that did not start
+//	3  the end check found the pool incomplete (see above; stderr says
+//	   "pool: the pool did not answer every multihash of its truth in full")
+//
+// `make demo` builds this command into a temporary directory and runs it,
+// so that its exit status is make's recipe status and Ctrl-C reaches it
+// (`go run` exits 1 when interrupted, whatever the program returns).
 //
 // # Flags
 //
@@ -49,6 +78,10 @@
 //	--freeze-budget  524288      disk budget of indexer-0 in bytes, frozen at 90% (0: none)
 //	--malicious      ""          faults of extra malicious publishers: bad-signature,corrupt,huge
 //	--log-level      warn        level of the roles' log lines on stderr
+//	--probe-timeout  10s         deadline of the live probes and piece sample of every third view
+//	--check-timeout  0           bound of the end check's wait (0: scaled with the work)
+//	--check-min      30s         least bound of the end check when scaled
+//	--check-max      10m         greatest bound of the end check when scaled
 //
 // The view goes to standard output, the roles' logs (prefixed role=<name>)
 // to standard error.

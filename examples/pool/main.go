@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,12 +20,37 @@ import (
 
 func main() {
 	localpool.RoleMain() // --processes re-executes this binary as each role
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if err != nil {
-		os.Exit(cli.ExitCode("pool", err, os.Stderr))
+	// The first SIGINT or SIGTERM ends the show and starts the end check;
+	// a second one cuts the end check short; a third one kills the
+	// process as by default.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, end := context.WithCancel(context.Background())
+	abort := make(chan struct{})
+	go func() {
+		<-sigs
+		end()
+		<-sigs
+		close(abort)
+		signal.Stop(sigs)
+	}()
+	err := run(ctx, abort, os.Args[1:], os.Stdout, os.Stderr)
+	end()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode is the exit status of a run that returned err (see doc.go):
+// 0 for nil and -h, [exitIncomplete] when the end check found the pool
+// incomplete, [exitError] otherwise; it writes err to stderr.
+func exitCode(err error, stderr io.Writer) int {
+	if errors.Is(err, errIncomplete) {
+		fmt.Fprintln(stderr, "pool:", err)
+		return exitIncomplete
 	}
+	if code := cli.ExitCode("pool", err, stderr); code != 0 {
+		return exitError
+	}
+	return 0
 }
 
 // options are the command line.
@@ -42,6 +68,10 @@ type options struct {
 	freezeBudget int64
 	malicious    string
 	logLevel     string
+	probeTimeout time.Duration
+	checkTimeout time.Duration
+	checkMin     time.Duration
+	checkMax     time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -61,18 +91,27 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.freezeBudget, "freeze-budget", localpool.DefaultFreezeBudget, "disk budget of indexer-0 in bytes, which freezes it at 90% (0: no freeze)")
 	fs.StringVar(&o.malicious, "malicious", "", "comma-separated faults of extra malicious publishers: bad-signature, corrupt, huge")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "level of the roles' log lines on stderr: debug, info, warn or error")
+	fs.DurationVar(&o.probeTimeout, "probe-timeout", 10*time.Second, "deadline of the live probes and piece sample of every third view")
+	fs.DurationVar(&o.checkTimeout, "check-timeout", 0, "how long the end check waits for complete answers (0: scaled with the work, between --check-min and --check-max)")
+	fs.DurationVar(&o.checkMin, "check-min", defaultCheckMin, "least wait of the end check when it is scaled with the work")
+	fs.DurationVar(&o.checkMax, "check-max", defaultCheckMax, "longest wait of the end check when it is scaled with the work")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if o.probeTimeout <= 0 || o.checkTimeout < 0 || o.checkMin < 0 || o.checkMax <= 0 || o.checkMin > o.checkMax {
+		return nil, errors.New("--probe-timeout and --check-max must be positive, --check-timeout and --check-min not negative, --check-min at most --check-max")
+	}
 	return o, nil
 }
 
 // run is the program: it starts the pool, shows it until ctx is done or
-// --duration has passed, prints a summary and stops it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// --duration has passed, runs the end check (see summary; closing abort
+// cuts it short), prints its result and stops the pool. It returns
+// errIncomplete when the end check found the pool incomplete.
+func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -151,22 +190,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
-			summary(p, stdout, time.Since(start), pc, havePiece)
-			return nil
+			return summary(p, stdout, o, abort, time.Since(start), pc, havePiece)
 		case <-t.C:
 		}
 		sctx, cancel := context.WithTimeout(ctx, o.refresh)
 		s, err := p.Snapshot(sctx)
+		cancel()
 		if err == nil && ctx.Err() == nil {
 			v.render(s, time.Since(start).Round(time.Second).String())
 		}
 		if tick%3 == 0 && ctx.Err() == nil {
-			v.probes(probes(sctx, p))
-			if repick(sctx); havePiece {
-				v.piece(p.SamplePiece(sctx, pc, pieceSeed, pieceSamples))
+			// The probes read the whole truth and ask every indexer: they
+			// get their own deadline, not the refresh interval.
+			pctx, cancel := context.WithTimeout(ctx, o.probeTimeout)
+			ps, err := probes(pctx, p)
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stdout, "  probes: %v\n", err)
 			}
+			v.probes(ps)
+			if repick(pctx); havePiece {
+				v.piece(p.SamplePiece(pctx, pc, pieceSeed, pieceSamples))
+			}
+			cancel()
 		}
-		cancel()
 	}
 }
 
@@ -193,10 +239,10 @@ func printURLs(w io.Writer, u localpool.URLs, tokenFile string, budget int64) {
 // first and the last in multihash order (so of any age: once a publisher
 // has been handed off, some are held by the frozen indexer, some by the
 // active one), and asks the front end and every indexer.
-func probes(ctx context.Context, p *localpool.Pool) []localpool.Probe {
+func probes(ctx context.Context, p *localpool.Pool) ([]localpool.Probe, error) {
 	t, err := p.Truth(ctx)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("no truth to probe: %w", err)
 	}
 	var out []localpool.Probe
 	for _, pt := range t.Publishers {
@@ -211,7 +257,7 @@ func probes(ctx context.Context, p *localpool.Pool) []localpool.Probe {
 			out = append(out, p.Probe(ctx, e))
 		}
 	}
-	return out
+	return out, nil
 }
 
 // pieceSeed and pieceSamples are the seed and size of the demo's piece
@@ -248,33 +294,4 @@ func pickPiece(ctx context.Context, p *localpool.Pool) (publishernode.Piece, boo
 		return publishernode.Piece{}, false
 	}
 	return *first, true
-}
-
-// summary checks the demo's piece through the piece sampler, halts the
-// publishers so that their truth holds still, and waits (up to its
-// deadline) until the front end answers every multihash of that truth in
-// full, printing the result.
-func summary(p *localpool.Pool, w io.Writer, ran time.Duration, pc publishernode.Piece, havePiece bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	fmt.Fprintf(w, "── summary after %s ──\n", ran.Round(time.Second))
-	if s, err := p.Snapshot(ctx); err == nil {
-		newView(w).render(s, "final")
-	}
-	if havePiece {
-		newView(w).piece(p.SamplePiece(ctx, pc, pieceSeed, pieceSamples))
-	}
-	// Stop production so that the truth holds still, then give the
-	// indexers until the deadline to catch up with the last ads.
-	if err := p.HaltPublishers(ctx); err != nil {
-		fmt.Fprintln(w, "  halting the publishers:", err)
-	}
-	c, err := p.WaitComplete(ctx)
-	fmt.Fprintf(w, "  publishers halted; every multihash of their truth through the front end: %v\n", c)
-	if err != nil {
-		fmt.Fprintln(w, "  not complete within the summary's deadline:", err)
-		for _, e := range c.Examples {
-			fmt.Fprintln(w, "   ", e)
-		}
-	}
 }

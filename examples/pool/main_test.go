@@ -3,23 +3,113 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/proctest"
 )
+
+// tinyPool are the flags of a small, quick pool: one publisher, one
+// indexer on the memory store, no freeze.
+func tinyPool(dir string) []string {
+	return []string{"--refresh", "1s", "--publishers", "1", "--indexers", "1",
+		"--store", "memory", "--entries", "5", "--interval", "200ms", "--freeze-budget", "0", "--dir", dir}
+}
 
 // TestRun runs the demo briefly in goroutines on the memory store, with
 // the default budget of indexer-0 off, and checks its output.
 func TestRun(t *testing.T) {
 	var out, errOut bytes.Buffer
-	err := run(context.Background(), []string{"--duration", "4s", "--refresh", "1s", "--publishers", "1", "--indexers", "1",
-		"--store", "memory", "--entries", "5", "--interval", "200ms", "--freeze-budget", "0", "--dir", t.TempDir()}, &out, &errOut)
+	err := run(context.Background(), nil, append([]string{"--duration", "4s"}, tinyPool(t.TempDir())...), &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}
 	for _, want := range []string{"the pool is up", "/multihash/", "/sample/", "?seed=demo", "piece sample", "INDEXER", "indexer-0  active", "publisher-0", "── summary after",
-		"publishers halted; every multihash of their truth through the front end"} {
+		"publishers halted; waiting up to 30s (1ms a multihash + 100ms an ad to walk, raised to --check-min)",
+		"every multihash of their truth through the front end: complete after"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// The end check of a pool whose only indexer is down cannot complete: it
+// waits for its bound, says so, names the indexer down and a few failing
+// multihashes, and the program's exit status is exitIncomplete.
+func TestSummaryIncomplete(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := parseFlags([]string{"--check-timeout", "2s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 1, Indexers: 1, Store: "memory",
+		Entries: 5, Interval: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.WaitComplete(ctx); err != nil { // the pool works...
+		t.Fatal(err)
+	}
+	if err := p.Stop(localpool.IndexerName(0)); err != nil { // ...until its only indexer stops
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = summary(p, &out, o, nil, time.Second, publishernode.Piece{}, false)
+	if !errors.Is(err, errIncomplete) {
+		t.Fatalf("summary: %v, want errIncomplete\n%s", err, out.String())
+	}
+	t.Logf("summary:\n%s", out.String())
+	for _, want := range []string{"waiting up to 2s (--check-timeout)", "INCOMPLETE after 2", "(the bound passed)",
+		"why: indexer-0 is down", "failing multihashes (a few):"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "<nil>") {
+		t.Errorf("output holds a <nil>:\n%s", out.String())
+	}
+	var stderr bytes.Buffer
+	if code := exitCode(err, &stderr); code != exitIncomplete || !strings.Contains(stderr.String(), "pool: the pool did not answer every multihash") {
+		t.Errorf("exit code %d, stderr %q; want %d and the error", code, stderr.String(), exitIncomplete)
+	}
+}
+
+// The built binary, stopped by SIGINT once the pool shows, checks it,
+// finds it complete and exits 0; with an end check bounded below what any
+// check takes, it exits exitIncomplete and says why.
+func TestBinaryExitStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary; skipped with -short")
+	}
+	bin := proctest.Build(t, "./examples/pool")
+	t.Run("interrupted and complete", func(t *testing.T) {
+		p := proctest.Start(t, bin, tinyPool(t.TempDir())...)
+		from := 0
+		p.WaitLine(&from, `^── \d+s ── assigner up`, proctest.DefaultTimeout)
+		p.Signal(syscall.SIGINT)
+		if code := p.Wait(2 * time.Minute); code != 0 {
+			t.Errorf("exit status %d after SIGINT, want 0; output:\n%s", code, p.Output())
+		}
+		if !strings.Contains(p.Output(), "complete after") {
+			t.Errorf("no complete end check in the output:\n%s", p.Output())
+		}
+	})
+	t.Run("incomplete", func(t *testing.T) {
+		p := proctest.Start(t, bin, append([]string{"--duration", "3s", "--check-timeout", "1ns"}, tinyPool(t.TempDir())...)...)
+		if code := p.Wait(2 * time.Minute); code != exitIncomplete {
+			t.Errorf("exit status %d, want %d; output:\n%s", code, exitIncomplete, p.Output())
+		}
+		for _, want := range []string{"waiting up to 1ns (--check-timeout)", "INCOMPLETE after", "pool: the pool did not answer every multihash"} {
+			if !strings.Contains(p.Output(), want) {
+				t.Errorf("output lacks %q:\n%s", want, p.Output())
+			}
+		}
+	})
 }
