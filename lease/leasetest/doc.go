@@ -37,7 +37,8 @@
 // backstop; one pending bid per node; marker expiry; minimum bids; skipping
 // bidders that are no longer live; one grant per round under 16 concurrent
 // evaluators; the starvation count), leases (renewal single and batched,
-// renewal after expiry, release, drain, owner updates with versions),
+// renewal after expiry, refused and leaving the row unheld both when nobody
+// has bid since and when another node's auction is open, release, drain, owner updates with versions),
 // fencing (fences increasing across grants; stale-fence operations
 // refused; a fenced-register check over random concurrent histories), the
 // [lease.Lease] handle (Done closed before the item can be granted again,
@@ -58,7 +59,8 @@
 // the histories must overlap another on the same item, or the test
 // fails). Clients win items only by bidding and evaluating; holders
 // renew (one lease, or all theirs in one batched call), update their rows,
-// release, pause past the TTL, and use stale refs on purpose; everyone
+// release, pause past the TTL (and renew as they wake, so histories hold
+// renewals of lapsed leases), and use stale refs on purpose; everyone
 // reads rows. Each history ([RecordHistory]) is then checked twice:
 //
 //   - [History.CheckLinearizable] checks it with porcupine
@@ -87,5 +89,7 @@
 //
 // The package's own tests wrap lease/memory in broken stores (an update that
 // skips the owner check, stale reads, a frozen fence, leases that lapse
-// before their reported expiry) and require both checks to catch them.
+// before their reported expiry, renewals of lapsed leases nobody has taken
+// since) and require the checks to catch them (the fence check, those that
+// break fences; the RenewLapsed case, the lapsed renewals).
 package leasetest

@@ -92,6 +92,7 @@ func run(t *testing.T, newStore Factory, u time.Duration, real bool) {
 		{"ConcurrentEvaluators", testConcurrentEvaluators},
 		{"Renew", testRenew},
 		{"RenewAfterExpiry", testRenewAfterExpiry},
+		{"RenewLapsed", testRenewLapsed},
 		{"Release", testRelease},
 		{"Drain", testDrain},
 		{"Update", testUpdate},

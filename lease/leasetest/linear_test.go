@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -189,6 +191,38 @@ func (s shortLease) Update(ctx context.Context, ref lease.Ref, m lease.Mutation)
 	return s.row(s.Store.Update(ctx, ref, m))
 }
 
+// renewsLapsed renews a lease after its expiry as long as nobody has been
+// granted the item since, as a store does that checks the holder and the
+// fence but not the expiry: a renewal the store refused with ErrNotHeld
+// while the row still carries the lease's fence is reported as accepted,
+// with a fresh expiry.
+type renewsLapsed struct {
+	lease.Store
+	clk *leasetest.Clock
+	ttl time.Duration
+}
+
+func renewsLapsedStores(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
+	cfg, err := lease.NewConfig(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return renewsLapsed{memoryStore(t, clk, opts...), clk, cfg.TTL}
+}
+
+func (s renewsLapsed) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	rs, err := s.Store.Renew(ctx, refs...)
+	for i := range rs {
+		if !errors.Is(rs[i].Err, lease.ErrNotHeld) {
+			continue
+		}
+		if r, gerr := s.Store.Get(ctx, refs[i].Item); gerr == nil && r.Owner == "" && r.Fence == refs[i].Fence {
+			rs[i].Err, rs[i].Expiry, rs[i].TTL = nil, s.clk.Now().Add(s.ttl), s.ttl
+		}
+	}
+	return rs, err
+}
+
 // broken records up to n histories of a broken store and returns the first
 // error check finds, or nil.
 func broken(t *testing.T, f leasetest.Factory, n int, check func(*leasetest.History) error) error {
@@ -206,21 +240,30 @@ func TestLinearizableCatchesBrokenStores(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		brk  func(lease.Store) lease.Store
+		f    leasetest.Factory // when brk is nil
 	}{
-		{"NoFenceCheckOnUpdate", func(s lease.Store) lease.Store { return noFenceCheck{s} }},
+		{"NoFenceCheckOnUpdate", func(s lease.Store) lease.Store { return noFenceCheck{s} }, nil},
 		{"StaleReads", func(s lease.Store) lease.Store {
 			return staleReads{s, &sync.Mutex{}, map[string]int{}, map[string]lease.Row{}}
-		}},
-		{"FrozenFence", func(s lease.Store) lease.Store { return frozenFence{s} }},
-		{"ShortLease", nil},
+		}, nil},
+		{"FrozenFence", func(s lease.Store) lease.Store { return frozenFence{s} }, nil},
+		{"ShortLease", nil, shortLeases},
+		{"RenewsLapsed", nil, renewsLapsedStores},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			f := shortLeases
+			f := tc.f
 			if tc.brk != nil {
 				f = wrap(tc.brk)
 			}
-			err := broken(t, f, 3, func(h *leasetest.History) error { return h.CheckLinearizable(dir) })
+			// A lapsed renewal needs a holder paused past its expiry
+			// whose item nobody took meanwhile: about four histories in
+			// five have one, so RenewsLapsed gets more tries.
+			n := 3
+			if tc.name == "RenewsLapsed" {
+				n = 8
+			}
+			err := broken(t, f, n, func(h *leasetest.History) error { return h.CheckLinearizable(dir) })
 			if !errors.Is(err, leasetest.ErrNotLinearizable) {
 				t.Fatalf("CheckLinearizable = %v, want ErrNotLinearizable", err)
 			}
@@ -252,6 +295,31 @@ func TestFencesCatchBrokenStores(t *testing.T) {
 			t.Log(err)
 		})
 	}
+}
+
+// The RenewLapsed case of the conformance suite fails on a store that
+// renews lapsed leases. The case runs in a child process (the test binary
+// again, with brokenEnv set), whose failure is the expected outcome.
+const brokenEnv = "LEASETEST_BROKEN_RENEWS_LAPSED"
+
+func TestRenewLapsedCatchesBrokenStore(t *testing.T) {
+	if os.Getenv(brokenEnv) != "" {
+		leasetest.RunRenewLapsed(t, renewsLapsedStores)
+		return
+	}
+	// The case itself passes on a correct store.
+	leasetest.RunRenewLapsed(t, memoryStore)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRenewLapsedCatchesBrokenStore$", "-test.count=1")
+	cmd.Env = append(os.Environ(), brokenEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("RenewLapsed on a store that renews lapsed leases: %v, want a failure\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "renew of a lapsed lease") {
+		t.Fatalf("RenewLapsed failed on a store that renews lapsed leases, but not on the lapsed renewal:\n%s", out)
+	}
+	t.Logf("RenewLapsed on RenewsLapsed:\n%s", out)
 }
 
 // A correct store passes both checks; RunLinearizable runs them on the

@@ -121,6 +121,10 @@ func (w *linWorker) run(n int) {
 			w.get(item)
 		case held && p < 84:
 			w.pause()
+			// A paused holder's renewal loop fires as it wakes: the
+			// history renews leases that have lapsed, which a store
+			// must refuse.
+			w.renew(item)
 		case held:
 			w.evaluate(item)
 		case p < 40:

@@ -197,3 +197,58 @@ func testStaleFence(t *testing.T, s *suite) {
 		t.Fatalf("CheckFence: %v", err)
 	}
 }
+
+// testRenewLapsed checks that a lease left past its expiry stays lost: its
+// holder's Renew is refused with ErrNotHeld and the row does not name the
+// holder, both when nobody has bid on the item since the expiry ("a") and
+// when another node has opened an auction on it that is still open ("b").
+// A store that renews a lapsed lease because nobody else has taken the
+// item yet fails here.
+func testRenewLapsed(t *testing.T, s *suite) {
+	e := s.open(t)
+	e.put(lease.Item{ID: "a"})
+	e.put(lease.Item{ID: "b"})
+	refA := e.grant("a", "n1")
+	refB := e.grant("b", "n1")
+	// b now takes three bids, so one bid leaves its auction open.
+	e.put(lease.Item{ID: "b", MaxBids: 3})
+	e.advance(ttlU + 0.5) // past both expiries on the store's clock
+	if r := e.bid("b", "n2", 100); r.Result != nil {
+		t.Fatalf("bid on b closed the auction: %+v", r.Result)
+	}
+
+	for _, c := range []struct {
+		ref  lease.Ref
+		bids int
+		what string
+	}{
+		{refA, 0, "nobody bid since"},
+		{refB, 1, "another node bid since"},
+	} {
+		rs := e.renew(c.ref)
+		if !errors.Is(rs[0].Err, lease.ErrNotHeld) {
+			t.Fatalf("renew of a lapsed lease (%s) = %+v, want ErrNotHeld", c.what, rs[0])
+		}
+		row := e.get(c.ref.Item)
+		if row.Owner != "" || row.State != lease.Idle || row.Fence != c.ref.Fence || row.Bids != c.bids || !row.Expiry.IsZero() {
+			t.Fatalf("row of a lapsed lease (%s) after its holder's renew: %+v", c.what, row)
+		}
+		if _, err := e.s.Update(e.ctx, c.ref, lease.Mutation{}); !errors.Is(err, lease.ErrNotHeld) {
+			t.Fatalf("update of a lapsed lease (%s): %v", c.what, err)
+		}
+	}
+	// In a batch, beside a live lease.
+	refC := e.grant("a", "n3")
+	if rs := e.renew(refC, refB); rs[0].Err != nil || !errors.Is(rs[1].Err, lease.ErrNotHeld) {
+		t.Fatalf("batch renew of a live and a lapsed lease: %+v", rs)
+	}
+	if refC.Fence <= refA.Fence {
+		t.Fatalf("fence %d after %d", refC.Fence, refA.Fence)
+	}
+	// The open auction on b runs its course and n2 wins it.
+	e.advance(windowU)
+	r := e.evaluate("b")
+	if g := wantGrant(t, &r, "n2"); g.Fence <= refB.Fence {
+		t.Fatalf("fence %d after %d", g.Fence, refB.Fence)
+	}
+}
