@@ -181,7 +181,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
@@ -448,8 +448,9 @@ func lockHint(err error) error {
 }
 
 // openStore opens the index store; on error the store is a nil interface
-// (not a typed nil pointer that Close would dereference).
-func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
+// (not a typed nil pointer that Close would dereference). A Pebble store
+// under a disk budget gets memtables sized to it ([memTableSize]).
+func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	var err error
 	switch kind {
@@ -462,7 +463,11 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		}
 	default:
 		var s *pebble.Store
-		if s, err = pebble.Open(dir, pebble.WithLogger(log)); err == nil {
+		opts := []pebble.Option{pebble.WithLogger(log)}
+		if n := memTableSize(budget); n > 0 {
+			opts = append(opts, pebble.WithMemTableSize(n))
+		}
+		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s
 		}
 	}
@@ -470,6 +475,19 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
+}
+
+// memTableSize is the Pebble memtable size for a disk budget: a
+// sixteenth of it, at least [pebble.MinMemTableSize] and at most the
+// 64 MiB of [pebble.DefaultOptions]. Pebble preallocates each write-ahead
+// log to 110% of the memtable and keeps up to five used ones for recycling,
+// so with the default memtable a budget of a few MiB would be spent on
+// empty log space alone. 0 (no budget) keeps the default.
+func memTableSize(budget int64) uint64 {
+	if budget <= 0 {
+		return 0
+	}
+	return min(max(uint64(budget)/16, pebble.MinMemTableSize), 64<<20)
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has
