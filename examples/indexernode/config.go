@@ -56,7 +56,9 @@ type Config struct {
 	// usage is then the bytes allocated to the files under Dir out of
 	// DiskBudget ([freeze.Budget]), read every 1 to 5 s, and a Pebble
 	// store gets memtables of a sixteenth of it (64 KiB to 64 MiB) so that
-	// its preallocated write-ahead logs fit. 0: the filesystem's usage.
+	// its preallocated write-ahead logs fit, and the walk-state datastore
+	// a write buffer (journal) of a sixteenth too (64 KiB to 4 MiB).
+	// 0: the filesystem's usage.
 	DiskBudget int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.

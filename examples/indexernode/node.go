@@ -187,7 +187,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		n.ownS = true
 	}
 	ds := filepath.Join(cfg.Dir, datastoreDir)
-	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
+	if n.ds, err = dsleveldb.NewDatastore(ds, datastoreOptions(cfg.DiskBudget)); err != nil {
 		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
 	if n.ownS && cfg.Store == "memory" {
@@ -488,6 +488,18 @@ func memTableSize(budget int64) uint64 {
 		return 0
 	}
 	return min(max(uint64(budget)/16, pebble.MinMemTableSize), 64<<20)
+}
+
+// datastoreOptions are the options of the walk-state datastore under a
+// disk budget: goleveldb's journal grows to its write buffer (4 MiB by
+// default) before it is written out as a table, so under a budget the
+// buffer is a sixteenth of it, 64 KiB to 4 MiB. nil (no budget) keeps
+// goleveldb's defaults.
+func datastoreOptions(budget int64) *dsleveldb.Options {
+	if budget <= 0 {
+		return nil
+	}
+	return &dsleveldb.Options{WriteBuffer: int(min(max(budget/16, 64<<10), 4<<20))}
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has
