@@ -11,8 +11,11 @@ import (
 // disk of that size to itself. Every directory reads as one device
 // ([DeviceReader]), so a [Monitor] watching dir and directories below it
 // reads dir once per check. A file removed during the walk (a compaction)
-// is skipped. Sizes are apparent sizes (what stat reports), not the blocks
-// allocated.
+// is skipped. Bytes are the bytes allocated on disk (stat's blocks times
+// 512 on Linux, macOS and FreeBSD), not apparent sizes: a file preallocated
+// beyond its length (Pebble's WAL) counts all it holds, a sparse file only
+// what is written. Elsewhere, and on a file whose stat gives no block count,
+// the apparent size is counted.
 //
 // A usage that moves with what the node ingests is worth reading often:
 // pair it with [WithPollIntervals] of a second or a few.
@@ -35,7 +38,7 @@ func (r budgetReader) Usage(string) (used, total uint64, err error) {
 			return nil
 		}
 		if info, err := d.Info(); err == nil {
-			used += uint64(info.Size())
+			used += allocated(info)
 		}
 		return nil
 	})

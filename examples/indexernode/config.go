@@ -53,8 +53,12 @@ type Config struct {
 	// negative disables freezing (0: 90).
 	FreezeAt float64
 	// DiskBudget, when positive, is the disk the node may use, in bytes:
-	// usage is then the size of the files under Dir out of DiskBudget
-	// ([freeze.Budget]), read every 1 to 5 s. 0: the filesystem's usage.
+	// usage is then the bytes allocated to the files under Dir out of
+	// DiskBudget ([freeze.Budget]), read every 1 to 5 s, and a Pebble
+	// store gets memtables of a sixteenth of it (64 KiB to 64 MiB) so that
+	// its preallocated write-ahead logs fit, and the walk-state datastore
+	// a write buffer (journal) of a sixteenth too (64 KiB to 4 MiB).
+	// 0: the filesystem's usage.
 	DiskBudget int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.

@@ -181,13 +181,13 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
 	}
 	ds := filepath.Join(cfg.Dir, datastoreDir)
-	if n.ds, err = dsleveldb.NewDatastore(ds, nil); err != nil {
+	if n.ds, err = dsleveldb.NewDatastore(ds, datastoreOptions(cfg.DiskBudget)); err != nil {
 		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
 	}
 	if n.ownS && cfg.Store == "memory" {
@@ -448,8 +448,9 @@ func lockHint(err error) error {
 }
 
 // openStore opens the index store; on error the store is a nil interface
-// (not a typed nil pointer that Close would dereference).
-func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
+// (not a typed nil pointer that Close would dereference). A Pebble store
+// under a disk budget gets memtables sized to it ([memTableSize]).
+func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	var err error
 	switch kind {
@@ -462,7 +463,11 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		}
 	default:
 		var s *pebble.Store
-		if s, err = pebble.Open(dir, pebble.WithLogger(log)); err == nil {
+		opts := []pebble.Option{pebble.WithLogger(log)}
+		if n := memTableSize(budget); n > 0 {
+			opts = append(opts, pebble.WithMemTableSize(n))
+		}
+		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s
 		}
 	}
@@ -470,6 +475,31 @@ func openStore(kind, dir string, log *slog.Logger) (store.Store, error) {
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
+}
+
+// memTableSize is the Pebble memtable size for a disk budget: a
+// sixteenth of it, at least [pebble.MinMemTableSize] and at most the
+// 64 MiB of [pebble.DefaultOptions]. Pebble preallocates each write-ahead
+// log to 110% of the memtable and keeps up to five used ones for recycling,
+// so with the default memtable a budget of a few MiB would be spent on
+// empty log space alone. 0 (no budget) keeps the default.
+func memTableSize(budget int64) uint64 {
+	if budget <= 0 {
+		return 0
+	}
+	return min(max(uint64(budget)/16, pebble.MinMemTableSize), 64<<20)
+}
+
+// datastoreOptions are the options of the walk-state datastore under a
+// disk budget: goleveldb's journal grows to its write buffer (4 MiB by
+// default) before it is written out as a table, so under a budget the
+// buffer is a sixteenth of it, 64 KiB to 4 MiB. nil (no budget) keeps
+// goleveldb's defaults.
+func datastoreOptions(budget int64) *dsleveldb.Options {
+	if budget <= 0 {
+		return nil
+	}
+	return &dsleveldb.Options{WriteBuffer: int(min(max(budget/16, 64<<10), 4<<20))}
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has

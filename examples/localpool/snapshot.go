@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/freeze"
 )
 
 // Snapshot is the pool as its roles report it at one moment: what the
@@ -41,8 +40,8 @@ type IndexerState struct {
 	ID     string // peer ID
 	Frozen bool
 	// Usage is its disk usage in percent of its budget (−1: unknown);
-	// DiskBytes the size of the files under its data directory; Budget
-	// its -disk-budget.
+	// DiskBytes the bytes allocated to the files under its data
+	// directory; Budget its -disk-budget.
 	Usage     float64
 	DiskBytes int64
 	Budget    int64
@@ -325,21 +324,11 @@ func (p *Pool) indexerState(ctx context.Context, ix IndexerURLs, st *IndexerStat
 	return byID
 }
 
-// dirSize is the size of the regular files under dir (0 if none).
+// dirSize is the bytes allocated to the regular files under dir (0 if
+// none), as the node's budget counts them ([freeze.Budget]).
 func dirSize(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
+	used, _, _ := freeze.Budget(dir, 0).Usage(dir)
+	return int64(used)
 }
 
 // WaitFor takes a Snapshot every 250 ms until cond holds of one, which it

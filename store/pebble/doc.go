@@ -24,8 +24,11 @@
 //
 // [DefaultOptions] is tuned for ingest: 64 MiB memtables and a high L0
 // stop-writes threshold, so that writes do not stall, with a 256 MiB block
-// cache ([WithCacheSize]) and bloom filters above the last level. Everything
-// passes through: [WithOptions] takes any *pebble.Options, and
+// cache ([WithCacheSize]) and bloom filters above the last level. The
+// memtable size also sizes the disk: Pebble preallocates each write-ahead
+// log to 110% of it, some 70 MiB by default however little is stored, so
+// a store on a small disk budget sets a small one ([WithMemTableSize]).
+// Everything passes through: [WithOptions] takes any *pebble.Options, and
 // [Store.Pebble] exposes the database for metrics (read amplification, L0
 // file count, compaction debt), checkpoints and manual compactions.
 //

@@ -14,6 +14,7 @@ type Option func(*config) error
 type config struct {
 	opts      *pebble.Options
 	cacheSize int64
+	memTable  uint64
 	logger    *slog.Logger
 }
 
@@ -35,6 +36,9 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	o := c.opts
 	if o == nil {
 		o = DefaultOptions()
+	}
+	if c.memTable > 0 {
+		o.MemTableSize = c.memTable
 	}
 	if o.Merger == nil {
 		o.Merger = Merger
@@ -71,6 +75,28 @@ func WithCacheSize(n int64) Option {
 			return errors.New("negative cache size")
 		}
 		c.cacheSize = n
+		return nil
+	}
+}
+
+// MinMemTableSize is the smallest memtable [WithMemTableSize] accepts.
+const MinMemTableSize = 64 << 10
+
+// WithMemTableSize sets the size in bytes of each memtable, over the
+// MemTableSize of [DefaultOptions] (64 MiB) or of [WithOptions]. It sizes
+// the disk too: Pebble preallocates every write-ahead log file to 110% of
+// the memtable size and keeps up to MemTableStopWritesThreshold+1 used
+// logs for recycling (5 with [DefaultOptions]), so a database holds from
+// 1.1 to 6.6 times the memtable size in allocated log space however little
+// it stores (about 145 MB, two logs, measured with the default). A node
+// with a small disk budget wants a small memtable; n must be at least
+// [MinMemTableSize] and below 4 GiB.
+func WithMemTableSize(n uint64) Option {
+	return func(c *config) error {
+		if n < MinMemTableSize || n >= 4<<30 {
+			return fmt.Errorf("memtable size %d out of [%d, 4 GiB)", n, MinMemTableSize)
+		}
+		c.memTable = n
 		return nil
 	}
 }
