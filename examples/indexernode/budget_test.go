@@ -3,8 +3,6 @@ package indexernode_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
@@ -29,14 +27,7 @@ func TestPebbleSizedToBudget(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 12, Ads: 20, Entries: 10, ChunkSize: 4, RemoveEvery: 3, UpdateEvery: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(pub)
-			defer srv.Close()
-			u, _ := url.Parse(srv.URL)
-			addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+			pub, addr := servePublisher(t, publishernode.Spec{Seed: 12, Ads: 20, Entries: 10, ChunkSize: 4, RemoveEvery: 3, UpdateEvery: 2})
 			dir := t.TempDir()
 			allocated := func(when string) uint64 {
 				t.Helper()

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
@@ -26,14 +24,7 @@ import (
 func TestResyncAtStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 9, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pub)
-	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
-	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+	pub, addr := servePublisher(t, publishernode.Spec{Seed: 9, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
 	dir := t.TempDir()
 
 	// First run: the publisher announces its head; the indexer walks it.
@@ -64,14 +55,7 @@ func TestResyncAtStart(t *testing.T) {
 func TestPollCatchesUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 10, Ads: 3, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pub)
-	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
-	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+	pub, addr := servePublisher(t, publishernode.Spec{Seed: 10, Ads: 3, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
 
 	find, stop := startIndexer(ctx, t, t.TempDir(), "-poll", "200ms")
 	defer stop()
@@ -197,14 +181,7 @@ func compareFind(ctx context.Context, base string, e publishernode.Entry) string
 func TestMemoryStoreRestartWalksAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pub, err := publishernode.NewPublisher(publishernode.Spec{Seed: 11, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(pub)
-	defer srv.Close()
-	u, _ := url.Parse(srv.URL)
-	addr := multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%s/http/p2p/%s", u.Port(), pub.ID()))
+	pub, addr := servePublisher(t, publishernode.Spec{Seed: 11, Ads: 4, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
 	dir := t.TempDir()
 	announceHead := func(ingest string) {
 		t.Helper()
