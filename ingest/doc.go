@@ -159,11 +159,13 @@
 //	spilled                 bytes of the blocks collected (uvarint)
 //	q/<%016x>               collected advertisement i (0 = newest): flags,
 //	                        CID, verified signer and block
-//	seen/<cid>, done/<cid>  collected in this walk; applied (kept for good,
-//	                        so an announce of an old head does nothing)
+//	seen/<cid>              collected in this walk
+//	done/<cid>              applied while not frozen (kept for good, next
+//	                        to the entries it indexed, so that a walk
+//	                        asked for an old head does nothing)
+//	heads                   the heads of the last 16 walks that finished:
+//	                        a walk stops at them, as at the last head
 //	rm/<provider>.<ctx>     contexts removed in this walk
-//	frozen/<cid>            applied while frozen, metadata only; Reset
-//	                        drops it with done/<cid> (see below)
 //	addrs                   the publisher's verified addresses (its signed
 //	                        head was fetched from them), used after a
 //	                        restart by an announce or sync that names none
@@ -191,11 +193,21 @@
 // ([Ad].Frozen). A frozen advertisement with entries is applied as a
 // metadata update of its context: no entry block is fetched, no multihash
 // is put. Removals, metadata updates and provider records (addresses,
-// LastAdvertisement, extended providers) are applied as always. The
-// walker marks every advertisement it applied frozen
-// (frozen/<cid>); [Walker.Reset] drops those marks and their applied
-// markers, so that after an unfreeze (which resets the walker to the
-// frozen point) the next walk applies them again, with their entries.
+// LastAdvertisement, extended providers) are applied as always.
+//
+// A frozen node walks for as long as its publishers publish, the ones it
+// handed off included, so nothing it keeps may grow with the
+// advertisements it walks: an advertisement applied while frozen leaves no
+// done/<cid> marker, and walks stop at the last head or at the head of
+// one of the last 16 walks instead. After an unfreeze, which resets the
+// walker to the frozen point ([Walker.Reset] forgets the recent heads),
+// the next walk therefore applies the frozen-period advertisements again,
+// with their entries. The price is paid only by a publisher that goes
+// back to an advertisement it published while the node was frozen and is
+// not one of the last 16 heads: the walk from it applies again, metadata
+// only, the frozen-period advertisements before it (removals and puts
+// repeat to the same end; a metadata update of a context may go back to
+// that advertisement's until the publisher's next one).
 //
 // # Scheduling and lifecycle
 //

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ipfs/go-cid"
+	"github.com/ipfs/go-datastore/query"
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/ingest"
@@ -160,3 +161,95 @@ func sameValueSet(a, b []store.Value) bool {
 	}
 	return true
 }
+
+// A frozen node walks its publishers for as long as they publish, so what
+// it keeps per advertisement must not grow: after a first walk, forty
+// walks of five advertisements each while frozen leave the walker's state
+// with as many keys as it had, and a walk asked for a recent head walks
+// nothing. Once unfrozen and reset to the frozen point, the next walk
+// applies the frozen-period advertisements again with their entries.
+func TestFrozenWalksKeepNoMarkers(t *testing.T) {
+	ctx := context.Background()
+	chain := generate(t, chaingen.Config{Seed: 32, Ads: 10, MhsPerAd: 4, ChunkSize: 4, RemoveEvery: 4, UpdateEvery: 3})
+	st := memory.New()
+	defer st.Close()
+	ds := newDS()
+	srcs := newSources()
+	srcs.set(chain.Publisher, chain.Source())
+	var frozen atomic.Bool
+	ing := newIngester(t, st, ds, srcs, ingest.WithFrozen(frozen.Load))
+	keys := func() int {
+		t.Helper()
+		res, err := ds.Query(ctx, query.Query{Prefix: "/walk/", KeysOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := res.Rest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(all)
+	}
+	if err := ing.Sync(ctx, chain.Publisher, testAddrs, chain.Head()); err != nil {
+		t.Fatal(err)
+	}
+	frozenAt := chain.Head()
+	// The first walk leaves one marker per ad, and its head: let one more
+	// walk add its head too, so that the count below is the steady one.
+	if err := chain.Extend(1); err != nil {
+		t.Fatal(err)
+	}
+	frozen.Store(true)
+	if err := ing.Sync(ctx, chain.Publisher, testAddrs, chain.Head()); err != nil {
+		t.Fatal(err)
+	}
+	before := keys()
+	w, err := ing.Walker(chain.Publisher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heads []cid.Cid
+	for range 40 {
+		if err := chain.Extend(5); err != nil {
+			t.Fatal(err)
+		}
+		if err := ing.Sync(ctx, chain.Publisher, testAddrs, chain.Head()); err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, chain.Head())
+	}
+	if after := keys(); after != before {
+		t.Fatalf("the walker's state went from %d keys to %d over 200 ads walked frozen", before, after)
+	}
+	// A walk asked for the head of a recent walk walks nothing.
+	var count countingApplier
+	if err := w.Walk(ctx, chain.Source(), heads[len(heads)-3], &count); err != nil {
+		t.Fatal(err)
+	}
+	if count.n != 0 {
+		t.Fatalf("a walk to a recent head applied %d ads", count.n)
+	}
+	s, err := w.State(ctx)
+	if err != nil || !s.LastHead.Equals(chain.Head()) {
+		t.Fatalf("walker state %+v, %v: want LastHead at the head", s, err)
+	}
+
+	frozen.Store(false)
+	if err := w.Reset(ctx, frozenAt); err != nil {
+		t.Fatal(err)
+	}
+	if err := ing.Sync(ctx, chain.Publisher, testAddrs, chain.Head()); err != nil {
+		t.Fatal(err)
+	}
+	equalModel(t, chain.Model(), st)
+}
+
+// countingApplier counts the ads it is given, and applies nothing.
+type countingApplier struct{ n int }
+
+func (a *countingApplier) Apply(context.Context, ingest.Syncer, ingest.Ad) error {
+	a.n++
+	return nil
+}
+
+func (a *countingApplier) Flush(context.Context) error { return nil }

@@ -25,9 +25,14 @@ import (
 //	                flags byte, uvarint CID length, CID, with
 //	                flagVerified uvarint signer length and signer, block
 //	seen/<cid>      advertisement collected by the walk in progress
-//	done/<cid>      advertisement applied (kept for good)
-//	frozen/<cid>    advertisement applied while frozen (WithFrozen),
-//	                metadata only; Reset drops it with its done/<cid>
+//	done/<cid>      advertisement applied while not frozen (kept for
+//	                good, next to the entries it indexed); none is
+//	                written for an advertisement applied while frozen
+//	heads           the heads of the last walks that finished, newest
+//	                first, at most maxRecentHeads: uvarint CID length
+//	                and CID, each
+//	frozen/<cid>    written by earlier versions for an advertisement
+//	                applied while frozen; Reset drops it with its done/<cid>
 //	rm/<prov>.<ctx> a context removed by an advertisement of this walk
 //	addrs           the publisher's addresses (written by the Ingester)
 //
@@ -41,6 +46,7 @@ const (
 	keyBackoff  = "backoff"
 	keyApplied  = "applied"
 	keyAddrs    = "addrs"
+	keyHeads    = "heads"
 	dirQueue    = "q"
 	dirSeen     = "seen"
 	dirDone     = "done"
@@ -50,6 +56,11 @@ const (
 	flagRemoved  = 1 << 0 // a newer ad of the walk removes this ad's context
 	flagVerified = 1 << 1 // its signature was verified when it was collected; the signer follows the CID
 )
+
+// maxRecentHeads bounds the heads of finished walks a walker remembers
+// (keyHeads): a walk stops at any of them, and a walk asked for one of
+// them does nothing, without a marker for each advertisement.
+const maxRecentHeads = 16
 
 // walkRoot is the datastore prefix of every walker, and walkingRoot that of
 // the list of walks in progress: /walking/<publisher> exists while the
@@ -75,9 +86,6 @@ func (k keys) queue(i int) datastore.Key {
 }
 func (k keys) seen(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirSeen) + c.String()) }
 func (k keys) done(c cid.Cid) datastore.Key { return datastore.RawKey(k.dir(dirDone) + c.String()) }
-func (k keys) frozen(c cid.Cid) datastore.Key {
-	return datastore.RawKey(k.dir(dirFrozen) + c.String())
-}
 func (k keys) removed(provider peer.ID, contextID []byte) datastore.Key {
 	return datastore.RawKey(k.dir(dirRemoved) + hex.EncodeToString([]byte(provider)) + "." + hex.EncodeToString(contextID))
 }
@@ -137,6 +145,33 @@ func getInt(ctx context.Context, ds datastore.Read, k datastore.Key) (int, error
 		return 0, fmt.Errorf("corrupt walker state %s", k)
 	}
 	return int(v), nil
+}
+
+// encodeHeads and decodeHeads convert the value of keyHeads.
+func encodeHeads(heads []cid.Cid) []byte {
+	var b []byte
+	for _, c := range heads {
+		cb := c.Bytes()
+		b = binary.AppendUvarint(b, uint64(len(cb)))
+		b = append(b, cb...)
+	}
+	return b
+}
+
+func decodeHeads(b []byte) ([]cid.Cid, error) {
+	var heads []cid.Cid
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return nil, errors.New("corrupt walker state: bad head length")
+		}
+		_, c, err := cid.CidFromBytes(b[k : k+int(n)])
+		if err != nil {
+			return nil, fmt.Errorf("corrupt walker state: head: %w", err)
+		}
+		heads, b = append(heads, c), b[k+int(n):]
+	}
+	return heads, nil
 }
 
 func intBytes(v int) []byte { return binary.AppendUvarint(nil, uint64(v)) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -15,8 +16,7 @@ import (
 // apply applies the collected advertisements, oldest first, checkpointing
 // as it goes.
 func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, sl *slot) error {
-	var done []cid.Cid   // applied since the last checkpoint
-	var frozen []cid.Cid // of done, those applied while frozen
+	var done []appliedAd // applied since the last checkpoint
 	last := time.Now()
 	checkpoint := func(ctx context.Context) error {
 		if len(done) == 0 && s.Applied < s.Collected {
@@ -30,19 +30,28 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, 
 			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
 		}
 		first := s.Applied - len(done)
-		for i, c := range done {
+		for i, d := range done {
 			err = errors.Join(err,
 				b.Delete(ctx, w.keys.queue(s.Collected-1-(first+i))),
-				b.Delete(ctx, w.keys.seen(c)),
-				b.Put(ctx, w.keys.done(c), nil))
+				b.Delete(ctx, w.keys.seen(d.cid)))
+			// A frozen node walks for as long as its publishers
+			// publish, storing nothing new: a marker for each of those
+			// advertisements would be the one thing that grows its
+			// disk. The walk stops at the last head or a recent one.
+			if !d.frozen {
+				err = errors.Join(err, b.Put(ctx, w.keys.done(d.cid), nil))
+			}
 		}
-		for _, c := range frozen {
-			err = errors.Join(err, b.Put(ctx, w.keys.frozen(c), nil))
-		}
-		next := s
+		next, heads := s, w.heads
 		if s.Applied == s.Collected {
 			next = WalkState{LastHead: s.Head}
-			err = errors.Join(err, b.Put(ctx, w.keys.key(keyLastHead), s.Head.Bytes()), w.discard(ctx, b))
+			var herr error
+			if heads, herr = w.recentHeads(ctx); herr == nil {
+				heads = append([]cid.Cid{s.Head}, slices.DeleteFunc(slices.Clone(heads), s.Head.Equals)...)
+				heads = heads[:min(len(heads), maxRecentHeads)]
+			}
+			err = errors.Join(err, herr, b.Put(ctx, w.keys.key(keyLastHead), s.Head.Bytes()),
+				b.Put(ctx, w.keys.key(keyHeads), encodeHeads(heads)), w.discard(ctx, b))
 		} else {
 			err = errors.Join(err, b.Put(ctx, w.keys.key(keyApplied), intBytes(s.Applied)))
 		}
@@ -53,12 +62,13 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, 
 			return fmt.Errorf("ingest: walk %s: checkpoint: %w", w.publisher, err)
 		}
 		w.setState(next)
-		done, frozen, last = done[:0], frozen[:0], time.Now()
+		w.heads = heads
+		done, last = done[:0], time.Now()
 		return nil
 	}
 
 	for s.Applied < s.Collected {
-		if err := w.applyOne(ctx, src, s, a, &done, &frozen); err != nil {
+		if err := w.applyOne(ctx, src, s, a, &done); err != nil {
 			// Keep what was applied before the failure; a cancelled ctx
 			// must not stop this short, local write.
 			if cerr := checkpoint(context.WithoutCancel(ctx)); cerr != nil {
@@ -82,8 +92,15 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, 
 	return checkpoint(ctx)
 }
 
-// applyOne applies the advertisement numbered s.Applied from the oldest.
-func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done, frozen *[]cid.Cid) error {
+// appliedAd is an advertisement applied since the last checkpoint.
+type appliedAd struct {
+	cid    cid.Cid
+	frozen bool // applied while frozen: no done/ marker
+}
+
+// applyOne applies the advertisement numbered s.Applied from the oldest,
+// and appends it to done.
+func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applier, done *[]appliedAd) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -116,12 +133,7 @@ func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applie
 		}
 		return &AdError{Ad: p.cid, Provider: provider, Err: err}
 	}
-	*done = append(*done, p.cid)
-	if isFrozen {
-		// Every one, not only those with entries: a walk stops at the
-		// first applied ad it meets.
-		*frozen = append(*frozen, p.cid)
-	}
+	*done = append(*done, appliedAd{p.cid, isFrozen})
 	w.applied.Add(1)
 	if h := w.cfg.hooks.AdApplied; h != nil {
 		h(w.publisher, provider, p.cid, time.Since(start))

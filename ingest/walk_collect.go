@@ -19,13 +19,9 @@ import (
 // chain.
 func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *collectBatch) (WalkState, error) {
 	c := s.Tail
-	stop := c.Equals(s.LastHead)
-	if !stop {
-		done, err := w.ds.Has(ctx, w.keys.done(c))
-		if err != nil {
-			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-		}
-		stop = done
+	stop, err := w.isApplied(ctx, s, c)
+	if err != nil {
+		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 	}
 	if stop {
 		cb.add(collectWrite{key: w.keys.key(keyTail), del: true})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,6 +70,9 @@ type Walker struct {
 	log       *slog.Logger
 
 	walkMu sync.Mutex // held by Walk and Reset
+	// heads mirrors keyHeads once headsLoaded; guarded by walkMu.
+	heads       []cid.Cid
+	headsLoaded bool
 
 	stateMu sync.Mutex
 	state   WalkState // mirror of the persisted state, valid when loaded
@@ -148,10 +152,13 @@ func (w *Walker) setState(s WalkState) {
 // (cid.Undef: walk the whole chain again), marking lastHead applied. A
 // handoff uses it to resume ingestion right after the frozen indexer's last
 // advertisement. The applied markers of earlier advertisements stay, so
-// an advertisement applied before is not applied again, except those
-// applied while frozen ([WithFrozen]): their markers are dropped, so that
-// a walk applies them again, with their entries, once the node is no
-// longer frozen (an unfreeze resets the walker to the frozen point).
+// an advertisement applied before is not applied again, with two
+// exceptions, so that a walk applies them again, with their entries, once
+// the node is no longer frozen (an unfreeze resets the walker to the
+// frozen point): advertisements applied while frozen ([WithFrozen]) have
+// no marker, and the heads of the last walks are forgotten (a walk stops
+// at them without a marker of their own). Applying again what was applied
+// unfrozen since lastHead ends in the same store.
 func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 	w.walkMu.Lock()
 	defer w.walkMu.Unlock()
@@ -163,6 +170,9 @@ func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
 	if err := w.forgetFrozen(ctx, b, lastHead); err != nil {
+		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
+	}
+	if err := b.Delete(ctx, w.keys.key(keyHeads)); err != nil {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
 	if lastHead.Defined() {
@@ -177,12 +187,49 @@ func (w *Walker) Reset(ctx context.Context, lastHead cid.Cid) error {
 	if err != nil {
 		return fmt.Errorf("ingest: reset walker of %s: %w", w.publisher, err)
 	}
+	w.heads, w.headsLoaded = nil, true
 	w.setState(WalkState{LastHead: lastHead})
 	return nil
 }
 
+// recentHeads returns the heads of the last walks that finished, newest
+// first (keyHeads). The caller holds walkMu.
+func (w *Walker) recentHeads(ctx context.Context) ([]cid.Cid, error) {
+	if w.headsLoaded {
+		return w.heads, nil
+	}
+	b, err := w.ds.Get(ctx, w.keys.key(keyHeads))
+	if err != nil && !errors.Is(err, datastore.ErrNotFound) {
+		return nil, err
+	}
+	heads, err := decodeHeads(b)
+	if err != nil {
+		return nil, err
+	}
+	w.heads, w.headsLoaded = heads, true
+	return heads, nil
+}
+
+// isApplied reports whether the advertisement c is known to be applied,
+// so that a walk stops there: it is the last head, the head of one of the
+// last walks, or marked applied (done/<cid>). The caller holds walkMu.
+func (w *Walker) isApplied(ctx context.Context, s WalkState, c cid.Cid) (bool, error) {
+	if c.Equals(s.LastHead) {
+		return true, nil
+	}
+	heads, err := w.recentHeads(ctx)
+	if err != nil {
+		return false, err
+	}
+	if slices.ContainsFunc(heads, c.Equals) {
+		return true, nil
+	}
+	return w.ds.Has(ctx, w.keys.done(c))
+}
+
 // forgetFrozen adds to b the deletes of the markers of the advertisements
-// applied while frozen (but that of keep).
+// applied while frozen by versions that wrote them (frozen/<cid>), but
+// that of keep.
 func (w *Walker) forgetFrozen(ctx context.Context, b datastore.Write, keep cid.Cid) error {
 	prefix := w.keys.dir(dirFrozen)
 	res, err := w.ds.Query(ctx, query.Query{Prefix: prefix, KeysOnly: true})
@@ -282,10 +329,7 @@ func (w *Walker) walk(ctx context.Context, src Syncer, head cid.Cid, a Applier, 
 			return nil // nothing published
 		}
 	}
-	if head.Equals(s.LastHead) {
-		return nil
-	}
-	if done, err := w.ds.Has(ctx, w.keys.done(head)); err != nil {
+	if done, err := w.isApplied(ctx, s, head); err != nil {
 		return fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 	} else if done {
 		return nil
