@@ -3,6 +3,7 @@ package indexernode_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/scatter/find"
 )
 
 // A Pebble node given a disk budget sizes its memtables, and so its
@@ -66,5 +68,82 @@ func TestPebbleSizedToBudget(t *testing.T) {
 				allocated(fmt.Sprintf("ingested %d ads", pub.Truth(false).Ads))
 			}
 		})
+	}
+}
+
+// A frozen node keeps walking its publishers (removals, metadata updates
+// and provider records still apply) but its disk must not grow with the
+// advertisements it walks: with a 1 MiB budget, frozen by its admin API
+// after a first walk, it walks 5,000 more advertisements in ten walks,
+// and the bytes allocated under its directory stay under the budget after
+// each. Per-advertisement markers (some 230 bytes of walk state for each
+// advertisement walked while frozen) took it past the budget.
+func TestFrozenNodeStaysInBudget(t *testing.T) {
+	const (
+		budget = 1 << 20
+		rounds = 10
+		perRun = 500
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pub, addr := servePublisher(t, publishernode.Spec{Seed: 14, Ads: 10, Entries: 4, ChunkSize: 4, RemoveEvery: 5, UpdateEvery: 3})
+	dir := t.TempDir()
+	urls, stop := startIndexer(ctx, t, dir, "-disk-budget", fmt.Sprint(budget))
+	defer stop()
+	s, err := announce.NewHTTPSender([]string{urls.ingest}, pub.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	send := func() {
+		t.Helper()
+		if err := s.Send(ctx, announce.Message{Cid: pub.Head(), Addrs: []multiaddr.Multiaddr{addr}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send()
+	waitTruth(ctx, t, urls.find, pub)
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, urls.admin+"/freeze", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT /freeze: %s", resp.Status)
+	}
+
+	fc, err := find.NewClient(urls.find)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peak uint64
+	for round := range rounds {
+		if err := pub.Publish(ctx, perRun); err != nil {
+			t.Fatal(err)
+		}
+		send()
+		// A frozen node still records the provider's last advertisement.
+		for {
+			info, err := fc.Provider(ctx, pub.ID())
+			if err == nil && info.LastAdvertisement.Equals(pub.Head()) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("round %d: the frozen node never walked to the head %s: %+v, %v", round, pub.Head(), info, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		used, _, err := freeze.Budget(dir, 0).Usage(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, used)
+		t.Logf("walked %d ads frozen: %d bytes allocated (%.0f%% of the budget)", (round+1)*perRun, used, 100*float64(used)/budget)
+	}
+	if peak > budget {
+		t.Errorf("a frozen node's disk grew to %d bytes allocated, over its budget of %d", peak, budget)
 	}
 }

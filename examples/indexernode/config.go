@@ -54,10 +54,10 @@ type Config struct {
 	FreezeAt float64
 	// DiskBudget, when positive, is the disk the node may use, in bytes:
 	// usage is then the bytes allocated to the files under Dir out of
-	// DiskBudget ([freeze.Budget]), read every 1 to 5 s, and a Pebble
-	// store gets memtables of a sixteenth of it (64 KiB to 64 MiB) so that
-	// its preallocated write-ahead logs fit, and the walk-state datastore
-	// a write buffer (journal) of a sixteenth too (64 KiB to 4 MiB).
+	// DiskBudget ([freeze.Budget]), read every 1 to 5 s; a Pebble store
+	// is sized to it ([pebble.WithDiskBudget]: memtables, preallocated
+	// write-ahead logs and MANIFEST), and the walk-state datastore gets a
+	// write buffer (journal) of a sixteenth of it (64 KiB to 4 MiB).
 	// 0: the filesystem's usage.
 	DiskBudget int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is

@@ -143,7 +143,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` (\"\" or \"none\" disables libp2p and gossip)")
 	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
 	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
-	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the bytes allocated under -dir out of this, and Pebble's memtables are sized to it (0: the filesystem's usage)")
+	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the bytes allocated under -dir out of this, and Pebble's memtables, logs and MANIFEST are sized to it (0: the filesystem's usage)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")

@@ -449,7 +449,7 @@ func lockHint(err error) error {
 
 // openStore opens the index store; on error the store is a nil interface
 // (not a typed nil pointer that Close would dereference). A Pebble store
-// under a disk budget gets memtables sized to it ([memTableSize]).
+// under a disk budget is sized to it ([pebble.WithDiskBudget]).
 func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	var err error
@@ -464,8 +464,11 @@ func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, e
 	default:
 		var s *pebble.Store
 		opts := []pebble.Option{pebble.WithLogger(log)}
-		if n := memTableSize(budget); n > 0 {
-			opts = append(opts, pebble.WithMemTableSize(n))
+		if budget > 0 {
+			// Memtables, logs and MANIFEST sized to the budget: with
+			// Pebble's defaults its empty logs alone would spend a
+			// budget of a few MiB.
+			opts = append(opts, pebble.WithDiskBudget(budget))
 		}
 		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s
@@ -475,19 +478,6 @@ func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, e
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
-}
-
-// memTableSize is the Pebble memtable size for a disk budget: a
-// sixteenth of it, at least [pebble.MinMemTableSize] and at most the
-// 64 MiB of [pebble.DefaultOptions]. Pebble preallocates each write-ahead
-// log to 110% of the memtable and keeps up to five used ones for recycling,
-// so with the default memtable a budget of a few MiB would be spent on
-// empty log space alone. 0 (no budget) keeps the default.
-func memTableSize(budget int64) uint64 {
-	if budget <= 0 {
-		return 0
-	}
-	return min(max(uint64(budget)/16, pebble.MinMemTableSize), 64<<20)
 }
 
 // datastoreOptions are the options of the walk-state datastore under a

@@ -74,7 +74,7 @@ func TestPollCatchesUp(t *testing.T) {
 	waitTruth(ctx, t, find.find, pub)
 }
 
-type indexerURLs struct{ find, ingest string }
+type indexerURLs struct{ find, ingest, admin string }
 
 // startIndexer runs the indexer program in this process on dir, with
 // free ports, and returns its URLs and a function that stops it.
@@ -100,7 +100,7 @@ func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string
 	for _, l := range []struct {
 		name string
 		to   *string
-	}{{"find", &urls.find}, {"ingest", &urls.ingest}} {
+	}{{"find", &urls.find}, {"ingest", &urls.ingest}, {"admin", &urls.admin}} {
 		a, err := tap.Addr(ctx, l.name)
 		if err != nil {
 			stop()

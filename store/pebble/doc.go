@@ -27,7 +27,9 @@
 // cache ([WithCacheSize]) and bloom filters above the last level. The
 // memtable size also sizes the disk: Pebble preallocates each write-ahead
 // log to 110% of it, some 70 MiB by default however little is stored, so
-// a store on a small disk budget sets a small one ([WithMemTableSize]).
+// a store on a small disk budget sets a small one ([WithMemTableSize]), or
+// sizes memtables, logs and MANIFEST to the budget at once
+// ([WithDiskBudget]).
 // Everything passes through: [WithOptions] takes any *pebble.Options, and
 // [Store.Pebble] exposes the database for metrics (read amplification, L0
 // file count, compaction debt), checkpoints and manual compactions.

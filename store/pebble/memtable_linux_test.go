@@ -82,3 +82,48 @@ func allocated(t *testing.T, dir string) uint64 {
 	}
 	return used
 }
+
+// WithDiskBudget keeps what Pebble holds on disk, beyond what it stores,
+// within the budget: a store of 512 KiB budget that holds a few hundred
+// multihashes and rewrites the metadata of their contexts 3,000 times,
+// flushing after each (as a frozen node does while it walks its
+// publishers), stays under a third of the budget allocated. With the
+// same memtable and DefaultOptions' four memtables queued before writes
+// stall (so up to six logs) it reached 192 KiB.
+func TestWithDiskBudget(t *testing.T) {
+	const budget = 512 << 10
+	if _, err := pebble.Open(t.TempDir(), pebble.WithDiskBudget(0)); err == nil {
+		t.Error("WithDiskBudget(0) accepted")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := pebble.Open(dir, pebble.WithDiskBudget(budget), pebble.WithCacheSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := storetest.PeerID("p")
+	for i := range 4 {
+		v := store.Value{ProviderID: p, ContextID: fmt.Appendf(nil, "c%d", i), Metadata: []byte("m")}
+		if err := s.Put(ctx, v, storetest.Multihashes(fmt.Sprint("budget", i), 100)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var peak uint64
+	for i := range 3000 {
+		md := fmt.Appendf(nil, "metadata %d %s", i, make([]byte, 200))
+		if err := s.UpdateMetadata(ctx, p, fmt.Appendf(nil, "c%d", i%4), md); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			peak = max(peak, allocated(t, dir))
+		}
+	}
+	t.Logf("peak %d bytes allocated", peak)
+	if peak > budget/3 {
+		t.Errorf("%d bytes allocated, over a third of the %d budget", peak, budget)
+	}
+}

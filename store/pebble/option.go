@@ -15,6 +15,7 @@ type config struct {
 	opts      *pebble.Options
 	cacheSize int64
 	memTable  uint64
+	budget    int64
 	logger    *slog.Logger
 }
 
@@ -39,6 +40,9 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	}
 	if c.memTable > 0 {
 		o.MemTableSize = c.memTable
+	}
+	if c.budget > 0 {
+		sizeToBudget(o, c.budget)
 	}
 	if o.Merger == nil {
 		o.Merger = Merger
@@ -80,7 +84,7 @@ func WithCacheSize(n int64) Option {
 }
 
 // MinMemTableSize is the smallest memtable [WithMemTableSize] accepts.
-const MinMemTableSize = 64 << 10
+const MinMemTableSize = 16 << 10
 
 // WithMemTableSize sets the size in bytes of each memtable, over the
 // MemTableSize of [DefaultOptions] (64 MiB) or of [WithOptions]. It sizes
@@ -99,6 +103,45 @@ func WithMemTableSize(n uint64) Option {
 		c.memTable = n
 		return nil
 	}
+}
+
+// WithDiskBudget sizes what Pebble holds on disk however little it stores
+// to a budget of n bytes, for a node that must stay under one (see the
+// freeze package's Budget), over [DefaultOptions] or [WithOptions]:
+//
+//   - the memtable is n/16, at least [MinMemTableSize] and at most the
+//     64 MiB of DefaultOptions ([WithMemTableSize] is then ignored);
+//   - fewer memtables may wait for a flush before writes stall
+//     (MemTableStopWritesThreshold, 2 to 4) when that keeps the
+//     write-ahead logs, each preallocated to 110% of the memtable and up
+//     to MemTableStopWritesThreshold+1 of them kept for recycling, within
+//     a quarter of n; at the smallest threshold they take at most 4.4
+//     memtables, some 28% of n;
+//   - the MANIFEST is rewritten once it passes n/32 (at least 64 KiB, at
+//     most Pebble's 128 MiB), where it would otherwise grow by a record
+//     per flush and compaction for as long as the process runs.
+//
+// With a budget of 4 GiB or more every setting is DefaultOptions'. n must
+// be positive.
+func WithDiskBudget(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("disk budget %d: want a positive number of bytes", n)
+		}
+		c.budget = n
+		return nil
+	}
+}
+
+// sizeToBudget applies [WithDiskBudget] to o.
+func sizeToBudget(o *pebble.Options, n int64) {
+	const defaultMemTable = 64 << 20
+	mem := min(max(uint64(n)/16, MinMemTableSize), defaultMemTable)
+	o.MemTableSize = mem
+	// Logs on disk: the live one and up to threshold+1 recycled ones.
+	logs := int(uint64(n) / 4 * 10 / (11 * mem))
+	o.MemTableStopWritesThreshold = min(max(logs-2, 2), max(o.MemTableStopWritesThreshold, 2))
+	o.MaxManifestFileSize = min(max(n/32, 64<<10), 128<<20)
 }
 
 // WithLogger sends Pebble's log lines to l: informational ones at debug
