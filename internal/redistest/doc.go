@@ -26,7 +26,10 @@
 // Without options it keeps nothing on disk ([Server.Kill] then [Server.Start]
 // gives an empty server on the same port); with [WithAOF] it writes an
 // append-only file fsynced at every write, so a killed server comes back
-// with every acknowledged write. The process is signalled by its PID only,
+// with every acknowledged write. [Server.Restart] stops it (SIGKILL, or
+// SIGTERM for a graceful shutdown) and starts it again in one step that
+// returns its failure, so that it can run on a goroutine of its own while
+// the test's clients keep calling. The process is signalled by its PID only,
 // reaped, and killed at the end of the test.
 //
 // # Missing components

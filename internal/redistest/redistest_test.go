@@ -187,3 +187,49 @@ func TestServerAOFKeepsWrites(t *testing.T) {
 func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
 }
+
+// Restart, graceful or not, comes back on the same port with a new
+// process, a new run_id and, with the append-only file, every
+// acknowledged write; it may run on a goroutine of its own.
+func TestServerRestart(t *testing.T) {
+	s := redistest.StartServer(t, redistest.WithAOF(""), redistest.WithStartTimeout(2*redistest.DefaultStartTimeout))
+	c := goredis.NewClient(&goredis.Options{Addr: s.Addr()})
+	defer c.Close()
+	ctx := context.Background()
+	for _, graceful := range []bool{true, false} {
+		if err := c.Incr(ctx, "n").Err(); err != nil {
+			t.Fatal(err)
+		}
+		pid, run := s.PID(), runID(t, c)
+		done := make(chan error)
+		go func() { done <- s.Restart(graceful) }()
+		if err := <-done; err != nil {
+			t.Fatalf("graceful=%v: %v", graceful, err)
+		}
+		if s.PID() == pid || alive(pid) {
+			t.Errorf("graceful=%v: pid %d before, %d after (old one alive: %v)", graceful, pid, s.PID(), alive(pid))
+		}
+		if r := runID(t, c); r == run {
+			t.Errorf("graceful=%v: run_id %s unchanged", graceful, r)
+		}
+	}
+	if n, err := c.Get(ctx, "n").Int(); err != nil || n != 2 {
+		t.Errorf("after two restarts: n = %d, %v; want 2", n, err)
+	}
+}
+
+// runID returns the server's run_id, new at every start.
+func runID(t *testing.T, c *goredis.Client) string {
+	t.Helper()
+	info, err := c.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no run_id in INFO server:\n%s", info)
+	return ""
+}

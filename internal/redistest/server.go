@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,6 +186,39 @@ func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill() // os.Process never signals a reaped PID
 	<-s.done
 	s.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port and
+// directory, and waits until it answers PING. With graceful it sends
+// SIGTERM, on which redis-server shuts down as on SHUTDOWN (it flushes the
+// append-only file and closes its clients' connections), and waits up to
+// the start timeout for the process to exit, then kills it; otherwise it
+// kills it at once, as [Server.Kill] does. Unlike Kill and Start it
+// returns a failure instead of reporting it through the test, so that it
+// may run on a goroutine of its own, for example in the middle of a
+// history of concurrent calls; the test's goroutine must wait for it
+// before it calls another method of the server, since they must never run
+// concurrently.
+func (s *Server) Restart(graceful bool) error {
+	if s.cmd == nil {
+		return errors.New("redis-server on " + s.Addr() + ": Restart while it is not running")
+	}
+	if graceful {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+			s.cmd = nil
+		case <-time.After(s.timeout):
+			s.Kill()
+			return errors.New("redis-server on " + s.Addr() + ": still running " + s.timeout.String() + " after SIGTERM")
+		}
+	}
+	s.Kill()
+	if out, err := s.start(); err != nil {
+		s.Kill()
+		return errors.New("redis-server on " + s.Addr() + ": restart: " + err.Error() + "\n" + strings.TrimSpace(out))
+	}
+	return nil
 }
 
 // syncBuffer collects a process's output for error messages.

@@ -87,9 +87,20 @@
 //     after each accepted update, sometimes after a pause past the TTL: its
 //     accepted writes never mix two holders under one fence.
 //
+// A history may run across faults of the store: with [WithUnknownOutcome]
+// a call that fails with an error the caller classes as indeterminate (a
+// connection lost while Redis restarts) is recorded with an unknown
+// outcome. The model lets it take effect, with any result, at any instant
+// from its call to the end of the history, or not at all, and the fence
+// check leaves it out; a history whose lost calls are counted as failures
+// that changed nothing would be wrong whenever one of them had acted.
+//
 // The package's own tests wrap lease/memory in broken stores (an update that
 // skips the owner check, stale reads, a frozen fence, leases that lapse
 // before their reported expiry, renewals of lapsed leases nobody has taken
 // since) and require the checks to catch them (the fence check, those that
-// break fences; the RenewLapsed case, the lapsed renewals).
+// break fences; the RenewLapsed case, the lapsed renewals). A store that
+// loses one reply in seven (the call carried out before the error, after
+// it, or never) must pass with [WithUnknownOutcome], and stay caught when
+// its leases also lapse early.
 package leasetest

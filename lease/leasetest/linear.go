@@ -42,6 +42,7 @@ type linearConfig struct {
 	timeout time.Duration
 	latency time.Duration
 	overlap float64
+	unknown func(error) bool
 }
 
 func defaultLinear() linearConfig {
@@ -150,6 +151,21 @@ func WithMinOverlap(f float64) LinearOption {
 	}
 }
 
+// WithUnknownOutcome makes the history record a call that fails with an
+// error for which indeterminate returns true (a connection lost, a server
+// restarting) as a call of unknown outcome, instead of failing the test:
+// the store may or may not have carried it out, at any instant from its
+// call on, even after the client saw the error (a request still in the
+// server's socket when the client gave up). The model lets such a call
+// take effect with any of its possible results at any instant from its call
+// to the end of the history, or not at all; the fence check leaves it out,
+// since it observed nothing. indeterminate is called only for errors that
+// wrap none of the sentinels of package lease; every other error still
+// fails the test. Without this option every such error does.
+func WithUnknownOutcome(indeterminate func(error) bool) LinearOption {
+	return func(c *linearConfig) error { c.unknown = indeterminate; return nil }
+}
+
 // WithCheckTimeout bounds porcupine's search per history (default 1m).
 func WithCheckTimeout(d time.Duration) LinearOption {
 	return func(c *linearConfig) error {
@@ -242,6 +258,9 @@ type HistoryStats struct {
 	NotHeld  int // owner operations refused with lease.ErrNotHeld
 	Lapsed   int // clients that found a lease they held refused (lapsed or taken over)
 	LateBids int // bids refused with lease.ErrAuctionClosed, which closed the auction unseen
+	// Unknown counts the operations whose outcome the client never learnt
+	// (see [WithUnknownOutcome]); a batched renewal counts once per item.
+	Unknown int
 	// RegisterAccepted and RegisterRejected count the writes of lease
 	// holders to the fenced register outside the store.
 	RegisterAccepted, RegisterRejected int
@@ -270,6 +289,7 @@ func (s *HistoryStats) add(o HistoryStats) {
 	s.NotHeld += o.NotHeld
 	s.Lapsed += o.Lapsed
 	s.LateBids += o.LateBids
+	s.Unknown += o.Unknown
 	s.RegisterAccepted += o.RegisterAccepted
 	s.RegisterRejected += o.RegisterRejected
 	s.Overlapping += o.Overlapping
@@ -338,7 +358,12 @@ var linItems = []lease.Item{
 // within one item's partition of the model; the conformance suite checks
 // that rule.
 //
-// A store error that is not a sentinel of package lease fails t.
+// A store error that is not a sentinel of package lease fails t, unless
+// [WithUnknownOutcome] classes it as indeterminate: then the call is
+// recorded with an unknown outcome, and its recorded span runs to the end
+// of the history, since it may have taken effect at any time after its
+// call. The overlap of the history ([HistoryStats.Overlapping]) counts
+// such a call over the span its client saw, from call to error.
 func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOption) *History {
 	t.Helper()
 	cfg := linearOptions(t, opts)
@@ -384,7 +409,7 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	var wg sync.WaitGroup
 	for i := range workers {
 		w := &linWorker{
-			t: t, s: s, ctx: ctx, id: i, now: now, reg: h.reg, unit: u, ttl: ttl,
+			t: t, s: s, ctx: ctx, id: i, now: now, reg: h.reg, unit: u, ttl: ttl, unknown: cfg.unknown,
 			rng:  rand.New(rand.NewPCG(seed, uint64(i)+1)),
 			held: map[string]lease.Ref{}, old: map[string][]lease.Ref{}, version: map[string]uint64{},
 		}
@@ -399,6 +424,19 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 	sort.SliceStable(h.ops, func(i, j int) bool { return h.ops[i].Call < h.ops[j].Call })
 	h.stats.Ops = len(h.ops)
 	h.stats.Overlapping = overlapping(h.ops)
+	// A call of unknown outcome may take effect at any time after its
+	// call: after the last return of the history is the same as never.
+	var end int64
+	for _, op := range h.ops {
+		end = max(end, op.Return)
+	}
+	for i := range h.ops {
+		if in, out := h.ops[i].Input.(*linInput), h.ops[i].Output.(*linOutput); isUnknown(out.err) {
+			in.seen, in.ret = in.ret, end
+			h.ops[i].Return = end
+			h.stats.Unknown++
+		}
+	}
 	for _, r := range h.reg {
 		for _, w := range r.log {
 			if w.accepted {

@@ -29,6 +29,10 @@ import (
 //     store to the holder that wrote it, so no two holders ever had
 //     accepted writes under one fence, interleaved or not.
 //
+// Operations of unknown outcome ([WithUnknownOutcome]) are left out: they
+// observed nothing, and whatever they did shows in the operations after
+// them.
+//
 // It returns nil, or the violations joined, each wrapping
 // [ErrFenceViolation].
 func (h *History) CheckFences() error {
@@ -49,6 +53,9 @@ func (h *History) CheckFences() error {
 	owners := map[string][]ownerOp{}
 	for _, op := range h.ops {
 		in, out := op.Input.(*linInput), op.Output.(*linOutput)
+		if isUnknown(out.err) {
+			continue // it observed nothing, and may or may not have acted
+		}
 		add := func(f lease.Fence, holder string, grant bool) {
 			if f == 0 {
 				return

@@ -20,8 +20,9 @@ import (
 // does not record. The model is therefore nondeterministic in time, and
 // only there: an operation takes effect at some instant between its call
 // and its return (and no earlier than the call of any operation ordered
-// before it), the store's clock reads that instant to within the clock
-// margin, and an expiry, deadline or marker that falls inside that range
+// before it, nor than an expiry, deadline or marker end that one of them
+// let pass, less the margin), the store's clock reads that instant to
+// within the clock margin, and an expiry, deadline or marker that falls inside that range
 // may have passed or not: the model follows both branches (porcupine's
 // power-set construction). One outside it has certainly passed, or
 // certainly not. Every expiry the store reports (a grant's, a renewal's, a
@@ -32,6 +33,12 @@ import (
 // markers expire on time.
 //
 // # What the history cannot see
+//
+// A call of unknown outcome (WithUnknownOutcome) returned nothing: its
+// span runs to the end of the history, and the model follows both the
+// state it leaves untouched and every state it can leave with any result
+// (a grant of unknown fence and expiry, a renewal to an unknown expiry),
+// as it does for a late bid below.
 //
 // A bid that arrives after the window closes the auction and fails with
 // lease.ErrAuctionClosed without saying who won or with what fence. The
@@ -67,7 +74,8 @@ type linInput struct {
 	batch  int         // Renew: refs in the whole call
 	mut    linMutation // Update
 	call   int64       // ns on the history's clock
-	ret    int64
+	ret    int64       // for an unknown outcome, the end of the history
+	seen   int64       // an unknown outcome: when the client saw the error
 }
 
 type linMutation struct {
@@ -80,7 +88,8 @@ type linMutation struct {
 }
 
 // linOutput is what the operation returned; err is the sentinel of package
-// lease the error wraps, or nil.
+// lease the error wraps, an *unknownOutcome, or nil. The model's operations
+// take a nil *linOutput for an unknown outcome: it matches every result.
 type linOutput struct {
 	err      error
 	row      lease.Row           // Get, Update
@@ -198,6 +207,22 @@ func (m *linModel) possible(lo, hi int64, in *linInput, tmin int64) (before, aft
 	return from-m.margin < hi, in.ret+m.margin >= lo
 }
 
+// passed returns s at an instant when the store's clock has reached lo
+// (an expiry, a deadline or a marker's end that the model follows as
+// passed): the operation takes effect no earlier than lo less the clock
+// margin, and neither does any operation ordered after it. Without it, a
+// call whose span is long (an unknown outcome's runs to the end of the
+// history) could let an expiry pass for the operations after it, however
+// early they returned.
+func (m *linModel) passed(s linState, lo int64) linState {
+	s.tmin = max(s.tmin, lo-m.margin)
+	return s
+}
+
+// is reports whether the operation returned err (nil: success); an
+// unknown outcome (o nil) matches every result.
+func (o *linOutput) is(err error) bool { return o == nil || o.err == err }
+
 // within reports whether a time x reported by the store agrees with the
 // range [lo, hi].
 func (m *linModel) within(x, lo, hi int64, exact bool) bool {
@@ -218,6 +243,17 @@ func (m *linModel) step(s0 linState, in *linInput, out *linOutput) []linState {
 		s0 = m.initial[in.item]
 	}
 	var next []linState
+	if isUnknown(out.err) {
+		// The call took no effect (or only after everything the history
+		// saw), or it took effect with any of its results, at an instant
+		// from its call on: the operations below take out == nil as a
+		// result that matches every one.
+		next = append(next, s0)
+		if in.kind == opGet {
+			return next
+		}
+		out = nil
+	}
 	for _, s := range m.lapse(s0, in) {
 		switch in.kind {
 		case opGet:
@@ -234,7 +270,7 @@ func (m *linModel) step(s0 linState, in *linInput, out *linOutput) []linState {
 			next = append(next, m.renew(s, in, out)...)
 		case opRelease:
 			for _, c := range m.check(s, in.refs[0]) {
-				if c.err != out.err {
+				if !out.is(c.err) {
 					continue
 				}
 				t := c.s
@@ -251,9 +287,15 @@ func (m *linModel) step(s0 linState, in *linInput, out *linOutput) []linState {
 	return next
 }
 
-// lapse applies the expiry of the lease, if it may have come.
+// lapse applies the expiry of the lease, if it may have come. It is the
+// first thing every step does, so it also refuses an operation that
+// cannot come here: one that returned before the earliest instant the
+// operations ordered before it leave (s.tmin).
 func (m *linModel) lapse(s linState, in *linInput) []linState {
 	s.tmin = max(s.tmin, in.call)
+	if s.tmin > in.ret {
+		return nil
+	}
 	if s.owner == "" {
 		return []linState{s}
 	}
@@ -263,6 +305,7 @@ func (m *linModel) lapse(s linState, in *linInput) []linState {
 		out = append(out, s)
 	}
 	if after {
+		s = m.passed(s, s.expLo)
 		s.owner, s.draining, s.ready = "", false, false
 		s.expLo, s.expHi, s.expExact = 0, 0, false
 		out = append(out, s)

@@ -7,22 +7,23 @@ import (
 )
 
 func (m *linModel) renew(s linState, in *linInput, out *linOutput) []linState {
-	if out.err != nil || len(out.renewals) != len(in.refs) {
+	if out != nil && (out.err != nil || len(out.renewals) != len(in.refs)) {
 		return nil
 	}
 	states := []linState{s}
 	for i, ref := range in.refs {
-		rn := &out.renewals[i]
 		var next []linState
 		for _, s := range states {
 			for _, c := range m.check(s, ref) {
-				if c.err != class(rn.Err) {
+				if out != nil && c.err != class(out.renewals[i].Err) {
 					continue
 				}
 				t := c.s
-				if c.err == nil {
-					x := rn.Expiry.UnixNano()
-					from := max(in.call, t.tmin)
+				from := max(in.call, t.tmin)
+				if c.err == nil && out == nil {
+					t.expLo, t.expHi, t.expExact = from+m.ttl, in.ret+m.ttl, false
+				} else if c.err == nil {
+					x := out.renewals[i].Expiry.UnixNano()
 					if !m.within(x, from+m.ttl, in.ret+m.ttl, false) {
 						continue
 					}
@@ -41,19 +42,19 @@ func (m *linModel) update(s linState, in *linInput, out *linOutput) []linState {
 	for _, c := range m.check(s, in.refs[0]) {
 		t := c.s
 		if c.err != nil {
-			if out.err == c.err {
+			if out.is(c.err) {
 				next = append(next, t)
 			}
 			continue
 		}
 		mu := &in.mut
 		if mu.hasIfVer && mu.ifVersion != t.version {
-			if out.err == lease.ErrVersionConflict {
+			if out.is(lease.ErrVersionConflict) {
 				next = append(next, t)
 			}
 			continue
 		}
-		if out.err != nil {
+		if !out.is(nil) {
 			continue
 		}
 		if mu.commit != "" {
@@ -69,7 +70,9 @@ func (m *linModel) update(s linState, in *linInput, out *linOutput) []linState {
 			t.draining = true
 		}
 		t.version++
-		if u, ok := m.matchRow(t, &out.row); ok {
+		if out == nil {
+			next = append(next, t)
+		} else if u, ok := m.matchRow(t, &out.row); ok {
 			next = append(next, u)
 		}
 	}
@@ -79,28 +82,29 @@ func (m *linModel) update(s linState, in *linInput, out *linOutput) []linState {
 func (m *linModel) bid(s linState, in *linInput, out *linOutput) []linState {
 	switch {
 	case s.owner != "":
-		return when(out.err == lease.ErrLeased, s)
+		return when(out.is(lease.ErrLeased), s)
 	case in.free < s.minBid:
-		return when(out.err == lease.ErrBidTooLow, s)
+		return when(out.is(lease.ErrBidTooLow), s)
 	}
 	var next []linState
 	if i := slices.IndexFunc(s.pend, func(p linPend) bool { return p.holder == in.holder }); i >= 0 {
 		p := s.pend[i]
 		before, after := m.possible(p.lo, p.hi, in, s.tmin)
-		if before && out.err == lease.ErrBidPending {
+		if before && out.is(lease.ErrBidPending) {
 			next = append(next, s)
 		}
 		if !after {
 			return next
 		}
+		s = m.passed(s, p.lo)
 		s.pend = slices.Delete(slices.Clone(s.pend), i, i+1)
 	}
 	if s.open {
 		before, after := m.possible(s.dlLo, s.dlHi, in, s.tmin)
-		if after && out.err == lease.ErrAuctionClosed {
+		if after && out.is(lease.ErrAuctionClosed) {
 			// A late bid closes the auction, unseen, and is not placed.
 			th := m.threshold(&s)
-			if t, ok := m.close(s, in, true, th > 0 && len(s.bids) >= th, nil); ok {
+			if t, ok := m.close(m.passed(s, s.dlLo), in, true, th > 0 && len(s.bids) >= th, nil); ok {
 				next = append(next, t)
 			}
 		}
@@ -108,7 +112,7 @@ func (m *linModel) bid(s linState, in *linInput, out *linOutput) []linState {
 			return next
 		}
 	}
-	if out.err != nil {
+	if !out.is(nil) {
 		return next
 	}
 	from := max(in.call, s.tmin)
@@ -120,20 +124,24 @@ func (m *linModel) bid(s linState, in *linInput, out *linOutput) []linState {
 	s.bids = append(slices.Clone(s.bids), linOffer{in.holder, in.free})
 	s.pend = append(slices.Clone(s.pend), linPend{in.holder, s.round, from + m.window + m.grace, in.ret + m.window + m.grace})
 	n := len(s.bids)
-	b := &out.bid
-	if b.Round != s.round || b.Seq != uint64(n) || b.Bids != n {
-		return next
-	}
-	if th := m.threshold(&s); th > 0 && n >= th {
-		if b.Result == nil {
+	var r *lease.AuctionResult // nil for an unknown outcome
+	if out != nil {
+		b := &out.bid
+		if b.Round != s.round || b.Seq != uint64(n) || b.Bids != n {
 			return next
 		}
-		if t, ok := m.close(s, in, false, true, b.Result); ok {
+		r = b.Result
+	}
+	if th := m.threshold(&s); th > 0 && n >= th {
+		if out != nil && r == nil {
+			return next
+		}
+		if t, ok := m.close(s, in, false, true, r); ok {
 			next = append(next, t)
 		}
 		return next
 	}
-	if b.Result == nil {
+	if r == nil {
 		next = append(next, s)
 	}
 	return next
@@ -147,19 +155,22 @@ func when(ok bool, s linState) []linState {
 }
 
 func (m *linModel) evaluate(s linState, in *linInput, out *linOutput) []linState {
-	r := &out.eval
-	if out.err != nil {
+	if !out.is(nil) {
 		return nil
 	}
+	var r *lease.AuctionResult // nil for an unknown outcome
+	if out != nil {
+		r = &out.eval
+	}
 	if !s.open {
-		return when(r.Outcome == lease.NoAuction && r.Unleased == s.unleased, s)
+		return when(r == nil || r.Outcome == lease.NoAuction && r.Unleased == s.unleased, s)
 	}
 	th := m.threshold(&s)
 	short := th > 0 && len(s.bids) >= th
 	before, after := m.possible(s.dlLo, s.dlHi, in, s.tmin)
 	var next []linState
 	if after {
-		if t, ok := m.close(s, in, true, short, r); ok {
+		if t, ok := m.close(m.passed(s, s.dlLo), in, true, short, r); ok {
 			next = append(next, t)
 		}
 	}
@@ -168,6 +179,8 @@ func (m *linModel) evaluate(s linState, in *linInput, out *linOutput) []linState
 			if t, ok := m.close(s, in, false, true, r); ok {
 				next = append(next, t)
 			}
+		} else if r == nil {
+			next = append(next, s) // NotDue
 		} else if r.Outcome == lease.NotDue && r.Round == s.round && r.Bids == len(s.bids) && r.Unleased == s.unleased {
 			t := s
 			if m.revealDeadline(&t, r.Deadline.UnixNano()) {

@@ -137,3 +137,16 @@ func describeResult(r *lease.AuctionResult) string {
 // errUnexpected marks an error that is not one of the sentinels an
 // operation may return; it fails the history.
 var errUnexpected = errors.New("unexpected error")
+
+// unknownOutcome is the error of a call whose outcome the client never
+// learnt: its cause is an error that [WithUnknownOutcome] classed as
+// indeterminate. The model lets the call take effect with any result, or
+// not at all.
+type unknownOutcome struct{ cause error }
+
+func (e *unknownOutcome) Error() string { return "unknown outcome: " + e.cause.Error() }
+
+func isUnknown(err error) bool {
+	_, ok := err.(*unknownOutcome)
+	return ok
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,4 +333,168 @@ func TestCorrectStorePasses(t *testing.T) {
 	if err := h.CheckFences(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// errLost is the error lostReplies returns: the client never learns what
+// became of its call.
+var errLost = errors.New("connection lost")
+
+// lostReplies fails every seventh call with errLost, as a store does
+// whose connection breaks: a third of those calls never reach the store,
+// a third are carried out and lose their reply, and a third are carried
+// out later, after the client saw the error (a request still queued at
+// the server when the client gave up). Close waits for the late ones.
+type lostReplies struct {
+	lease.Store
+	n    *atomic.Int64
+	late *sync.WaitGroup
+	wait time.Duration
+}
+
+// lostReplyStores returns a factory of the stores of f, wrapped in
+// lostReplies.
+func lostReplyStores(f leasetest.Factory) leasetest.Factory {
+	return func(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {
+		cfg, err := lease.NewConfig(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lostReplies{f(t, clk, opts...), &atomic.Int64{}, &sync.WaitGroup{}, cfg.TTL / 4}
+	}
+}
+
+// lose decides the fate of a call: nil after running call(true), or
+// errLost after running call(true) now, call(false) later (its result
+// goes nowhere), or nothing.
+func (s lostReplies) lose(call func(keep bool)) error {
+	n := s.n.Add(1)
+	if n%7 != 0 {
+		call(true)
+		return nil
+	}
+	switch n / 7 % 3 {
+	case 1:
+		call(true)
+	case 2:
+		s.late.Go(func() { time.Sleep(s.wait); call(false) })
+	}
+	return errLost
+}
+
+func (s lostReplies) Close() error { s.late.Wait(); return s.Store.Close() }
+
+func (s lostReplies) Get(ctx context.Context, id string) (lease.Row, error) {
+	var r lease.Row
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if x, e := s.Store.Get(ctx, id); keep {
+			r, err = x, e
+		}
+	}); lost != nil {
+		return lease.Row{}, lost
+	}
+	return r, err
+}
+
+func (s lostReplies) Bid(ctx context.Context, id, node string, free int64) (lease.BidResult, error) {
+	var r lease.BidResult
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if x, e := s.Store.Bid(ctx, id, node, free); keep {
+			r, err = x, e
+		}
+	}); lost != nil {
+		return lease.BidResult{}, lost
+	}
+	return r, err
+}
+
+func (s lostReplies) Evaluate(ctx context.Context, id string) (lease.AuctionResult, error) {
+	var r lease.AuctionResult
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if x, e := s.Store.Evaluate(ctx, id); keep {
+			r, err = x, e
+		}
+	}); lost != nil {
+		return lease.AuctionResult{}, lost
+	}
+	return r, err
+}
+
+func (s lostReplies) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	var rs []lease.Renewal
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if x, e := s.Store.Renew(ctx, refs...); keep {
+			rs, err = x, e
+		}
+	}); lost != nil {
+		return nil, lost
+	}
+	return rs, err
+}
+
+func (s lostReplies) Release(ctx context.Context, ref lease.Ref) error {
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if e := s.Store.Release(ctx, ref); keep {
+			err = e
+		}
+	}); lost != nil {
+		return lost
+	}
+	return err
+}
+
+func (s lostReplies) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
+	var r lease.Row
+	var err error
+	if lost := s.lose(func(keep bool) {
+		if x, e := s.Store.Update(ctx, ref, m); keep {
+			r, err = x, e
+		}
+	}); lost != nil {
+		return lease.Row{}, lost
+	}
+	return r, err
+}
+
+var lost = leasetest.WithUnknownOutcome(func(err error) bool { return errors.Is(err, errLost) })
+
+// Calls whose replies are lost (WithUnknownOutcome) are recorded with an
+// unknown outcome: whether the store carried them out, before the error
+// or after it, or never, the history is linearizable and keeps its
+// fences.
+func TestUnknownOutcomes(t *testing.T) {
+	for seed := range uint64(2) {
+		h := leasetest.RecordHistory(t, lostReplyStores(memoryStore), seed, leasetest.WithOpsPerClient(80), lost)
+		st := h.Stats()
+		t.Logf("seed %d: %d of %d operations of unknown outcome: %+v", seed, st.Unknown, st.Ops, st)
+		if st.Unknown < st.Ops/20 {
+			t.Errorf("seed %d: %d of %d operations of unknown outcome, want about one in seven", seed, st.Unknown, st.Ops)
+		}
+		if err := h.CheckLinearizable(t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.CheckFences(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Calls of unknown outcome, which may take effect until the end of the
+// history, do not hide a broken store: one whose leases lapse early is
+// caught behind lost replies too.
+func TestUnknownOutcomesCatchShortLease(t *testing.T) {
+	dir := t.TempDir()
+	f := lostReplyStores(shortLeases)
+	var err error
+	for seed := uint64(0); seed < 3 && err == nil; seed++ {
+		err = leasetest.RecordHistory(t, f, seed, leasetest.WithOpsPerClient(80), lost).CheckLinearizable(dir)
+	}
+	if !errors.Is(err, leasetest.ErrNotLinearizable) {
+		t.Fatalf("CheckLinearizable = %v, want ErrNotLinearizable", err)
+	}
+	t.Log(err)
 }

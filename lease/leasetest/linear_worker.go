@@ -50,6 +50,9 @@ type linWorker struct {
 	unit time.Duration
 	ttl  time.Duration
 	rng  *rand.Rand
+	// unknown classes the errors that leave a call's outcome unknown
+	// (WithUnknownOutcome); nil: none.
+	unknown func(error) bool
 
 	held    map[string]lease.Ref   // the grant the client believes current, per item
 	old     map[string][]lease.Ref // its earlier grants, per item
@@ -66,8 +69,9 @@ func (w *linWorker) record(in *linInput, out *linOutput) {
 	w.ops = append(w.ops, porcupine.Operation{ClientId: w.id, Input: in, Call: in.call, Output: out, Return: in.ret})
 }
 
-// errOf classifies err: nil, or the sentinel of package lease it wraps.
-// Any other error fails the test.
+// errOf classifies err: nil, the sentinel of package lease it wraps, or
+// an *unknownOutcome if w.unknown classes it as indeterminate. Any other
+// error fails the test.
 func (w *linWorker) errOf(what string, err error) error {
 	if err == nil {
 		return nil
@@ -75,6 +79,9 @@ func (w *linWorker) errOf(what string, err error) error {
 	c := class(err)
 	if isSentinel(c) {
 		return c
+	}
+	if w.unknown != nil && w.unknown(err) {
+		return &unknownOutcome{err}
 	}
 	w.t.Errorf("%s: %v", what, err)
 	return errUnexpected

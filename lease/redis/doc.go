@@ -117,7 +117,17 @@
 //
 // Persistence decides what a Redis restart costs. With appendonly and
 // appendfsync always, a restart keeps every row, so leases and fences
-// survive it. Without persistence (or with a lossy fsync policy) the rows
+// survive it: concurrent histories across a restart (SIGKILL or graceful)
+// stay linearizable, the calls that lost their connection counted as of
+// unknown outcome. That holds for a client that does not retry
+// (MaxRetries -1). go-redis retries by default (3 times): a script that
+// ran but whose reply was lost with its connection runs again once the
+// server is back, and the caller gets the second run's answer: in the
+// tests an evaluation that granted answered NoAuction, and a bid that had
+// been placed (and then won) answered lease.ErrAuctionClosed, so about
+// one history in two across a restart was not linearizable. A caller
+// that retries must expect such answers; an update run twice would bump
+// the version twice. Without persistence (or with a lossy fsync policy) the rows
 // are gone: owners learn it at their next renewal (lease.ErrNotFound, which
 // closes Done), the catalog must be put again before anyone can bid, and
 // fences still increase (above). Between the loss and the old holder's next

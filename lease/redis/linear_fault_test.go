@@ -2,9 +2,17 @@ package redis_test
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indexkit/indexkit/internal/netproxy"
 	"github.com/indexkit/indexkit/internal/redistest"
@@ -99,4 +107,215 @@ func (s *delayedStore) Release(ctx context.Context, ref lease.Ref) error {
 func (s *delayedStore) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
 	s.tick()
 	return s.Store.Update(ctx, ref, m)
+}
+
+// Concurrent histories across a restart of Redis. Each history runs
+// against a redis-server of its own that keeps every acknowledged write
+// (appendonly, appendfsync always); at the restartAt-th store call the
+// server is restarted, killed with SIGKILL or shut down gracefully
+// (SIGTERM, as SHUTDOWN), while the other clients keep calling: calls in
+// flight lose their connection, calls made while the server is down are
+// refused. A call that fails so is recorded with an unknown outcome
+// (leasetest.WithUnknownOutcome): it may or may not have taken effect.
+// Each history must still be linearizable and keep its fences, and the
+// restart must be inside it: the server's run_id changed, some call
+// failed during it, every failed call overlapped it, and calls after it
+// succeeded.
+//
+// The client does not retry (MaxRetries -1). go-redis's default retries
+// (3) send a command again when its connection broke, so a script that
+// ran but whose reply was lost runs a second time and the caller sees
+// the second run's result: an Evaluate that granted answers NoAuction, a
+// Bid that was placed answers ErrAuctionClosed or ErrBidPending. With
+// them about one history in two across a restart was not linearizable
+// (see the package documentation).
+func TestLinearizableRedisRestart(t *testing.T) {
+	const restartAt = 400 // of about 1100 calls per history
+	for _, graceful := range []bool{false, true} {
+		name := "kill"
+		if graceful {
+			name = "shutdown"
+		}
+		t.Run(name, func(t *testing.T) {
+			leasetest.RunLinearizable(t, func(t *testing.T, _ *leasetest.Clock, opts ...lease.Option) lease.Store {
+				srv := redistest.StartServer(t, redistest.WithAOF(""))
+				c := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), PoolSize: 64, MaxRetries: -1})
+				t.Cleanup(func() { _ = c.Close() })
+				s, err := leaseredis.New(c, "lease:", opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := &restartingStore{Store: s, srv: srv, at: restartAt, graceful: graceful, done: make(chan struct{})}
+				run := runID(t, c)
+				t.Cleanup(func() { r.check(t, c, run) }) // before the client closes and the server dies
+				return r
+			}, leasetest.WithRounds(3), leasetest.WithUnknownOutcome(connectionLost))
+		})
+	}
+}
+
+// connectionLost reports whether err is what a call sees while Redis
+// restarts: its connection closed or refused, or the server still loading
+// its append-only file.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) ||
+		goredis.IsLoadingError(err)
+}
+
+// runID returns the server's run_id, new at every start.
+func runID(t *testing.T, c *goredis.Client) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // also in a cleanup
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	t.Fatalf("no run_id in INFO server:\n%s", info)
+	return ""
+}
+
+// restartingStore restarts srv, on a goroutine of its own, when the count
+// of calls to its store reaches at, and records every call's span and
+// whether it failed.
+type restartingStore struct {
+	lease.Store
+	srv      *redistest.Server
+	at       int64
+	graceful bool
+	calls    atomic.Int64
+
+	done     chan struct{} // closed when the restart has returned
+	down, up time.Time     // the restart's start and end; set before done closes
+	err      error         // the restart's
+
+	mu  sync.Mutex
+	log []callSpan
+}
+
+type callSpan struct {
+	start, end time.Time
+	failed     bool // with a non-sentinel error (a lost connection)
+}
+
+// call counts a call, starts the restart at the at-th, and returns the
+// function that records the call's end.
+func (s *restartingStore) call() func(error) {
+	if s.calls.Add(1) == s.at {
+		go func() {
+			defer close(s.done)
+			s.down = time.Now()
+			s.err = s.srv.Restart(s.graceful)
+			s.up = time.Now()
+		}()
+	}
+	start := time.Now()
+	return func(err error) {
+		end := time.Now()
+		failed := err != nil && connectionLost(err)
+		s.mu.Lock()
+		s.log = append(s.log, callSpan{start, end, failed})
+		s.mu.Unlock()
+	}
+}
+
+// check waits for the restart and asserts that it happened inside the
+// history.
+func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) {
+	if n := s.calls.Load(); n < s.at {
+		t.Errorf("the history made %d store calls, fewer than the %d that restart Redis", n, s.at)
+		return
+	}
+	<-s.done
+	if s.err != nil {
+		t.Error(s.err)
+		return
+	}
+	if after := runID(t, c); after == before {
+		t.Errorf("run_id %s unchanged: the server did not restart", after)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Calls that succeeded despite the restart: in flight from before it
+	// began to after the server was back (straddled), or made during it
+	// and answered after it (waited).
+	var failed, straddled, waited, afterOK, failedOutside int
+	for _, c := range s.log {
+		switch {
+		case c.failed && (c.end.Before(s.down) || c.start.After(s.up)):
+			failedOutside++
+		case c.failed:
+			failed++
+		case c.start.Before(s.down) && c.end.After(s.up):
+			straddled++
+		case c.start.Before(s.up) && c.end.After(s.up):
+			waited++
+		case c.start.After(s.up):
+			afterOK++
+		}
+	}
+	how := "SIGKILL"
+	if s.graceful {
+		how = "SIGTERM"
+	}
+	t.Logf("Redis restarted (%s) at store call %d of %d in %v: %d calls failed during it, %d straddled it and %d were made during it and answered after it, %d succeeded after it",
+		how, s.at, len(s.log), s.up.Sub(s.down).Round(time.Millisecond), failed, straddled, waited, afterOK)
+	if failed == 0 {
+		t.Errorf("no call failed during the restart")
+	}
+	if failedOutside > 0 {
+		t.Errorf("%d calls failed with a lost connection outside the restart", failedOutside)
+	}
+	if afterOK == 0 {
+		t.Errorf("no call succeeded after the restart")
+	}
+}
+
+func (s *restartingStore) Get(ctx context.Context, id string) (lease.Row, error) {
+	end := s.call()
+	r, err := s.Store.Get(ctx, id)
+	end(err)
+	return r, err
+}
+
+func (s *restartingStore) Bid(ctx context.Context, id, node string, free int64) (lease.BidResult, error) {
+	end := s.call()
+	r, err := s.Store.Bid(ctx, id, node, free)
+	end(err)
+	return r, err
+}
+
+func (s *restartingStore) Evaluate(ctx context.Context, id string) (lease.AuctionResult, error) {
+	end := s.call()
+	r, err := s.Store.Evaluate(ctx, id)
+	end(err)
+	return r, err
+}
+
+func (s *restartingStore) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	end := s.call()
+	rs, err := s.Store.Renew(ctx, refs...)
+	end(err)
+	return rs, err
+}
+
+func (s *restartingStore) Release(ctx context.Context, ref lease.Ref) error {
+	end := s.call()
+	err := s.Store.Release(ctx, ref)
+	end(err)
+	return err
+}
+
+func (s *restartingStore) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (lease.Row, error) {
+	end := s.call()
+	r, err := s.Store.Update(ctx, ref, m)
+	end(err)
+	return r, err
 }
