@@ -119,7 +119,7 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 		fmt.Fprintf(out, "redis-server started on %s (pid %d)\n", f.addr, f.redis.cmd.Process.Pid)
 	}
 	f.prefix = randomPrefix(ff.Prefix)
-	f.rdb = goredis.NewClient(&goredis.Options{Addr: f.addr})
+	f.rdb = goredis.NewClient(&goredis.Options{Addr: f.addr, MaxRetries: -1}) // see lease/redis: a retried script may run twice
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = f.rdb.Ping(pctx).Err()
 	cancel()

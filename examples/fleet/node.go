@@ -286,7 +286,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := cli.NewLogger(stderr, level)
 
-	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Redis, PoolSize: 16})
+	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Redis, PoolSize: 16, MaxRetries: -1}) // see lease/redis: a retried script may run twice
 	defer rdb.Close()
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	err = rdb.Ping(pctx).Err()

@@ -6,7 +6,7 @@
 //
 // # Usage
 //
-//	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379"})
+//	rdb := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:6379", MaxRetries: -1})
 //	defer rdb.Close()
 //	s, err := redis.New(rdb, "fleet:", lease.WithTTL(30*time.Second), lease.WithDynamicMaxBids(30*time.Second))
 //	if err != nil { ... }

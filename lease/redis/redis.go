@@ -37,6 +37,11 @@ var (
 // server's clock is the only clock). The caller owns rdb: Close does not
 // close it. prefix must not be empty; use one per catalog, such as
 // "fleet:". New starts nothing and makes no request.
+//
+// rdb should not retry commands (go-redis: MaxRetries -1; it retries 3
+// times by default): a script whose reply is lost with its connection
+// runs again when retried, and answers as a second run does (see
+// "Faults" in the package documentation).
 func New(rdb goredis.UniversalClient, prefix string, opts ...lease.Option) (*Store, error) {
 	cfg, err := lease.NewConfig(opts...)
 	if err != nil {
