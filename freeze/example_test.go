@@ -56,7 +56,7 @@ func Example() {
 	ran := make(chan error)
 
 	// README: freeze
-	mon, err := freeze.NewMonitor([]string{"/var/lib/indexer/values", "/var/lib/indexer/datastore"}, monOpts...)
+	mon, err := freeze.NewMonitor([]string{"/var/lib/indexer/values", "/var/lib/indexer/state"}, monOpts...)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -150,9 +150,9 @@
 //
 // # Persistence and restart
 //
-// The walker's state lives in a go-datastore (go-ds-leveldb on disk; its
-// batches are atomic, which the walker relies on), under
-// /walk/<publisher>/:
+// The walker's state lives in a go-datastore (on disk, go-ds-pebble or
+// go-ds-leveldb: their batches are atomic, which the walker relies on),
+// under /walk/<publisher>/:
 //
 //	lastHead, head, tail    CIDs, as above
 //	count, applied          advertisements collected and applied (uvarint)

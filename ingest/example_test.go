@@ -44,7 +44,7 @@ func Example() {
 	// README: ingest
 	st := memory.New()
 	defer st.Close()
-	ds := dssync.MutexWrap(datastore.NewMapDatastore()) // go-ds-leveldb on disk in a node
+	ds := dssync.MutexWrap(datastore.NewMapDatastore()) // go-ds-pebble on disk in a node
 	// The publisher is on 127.0.0.1: only a private pool's policy dials it.
 	pool, err := netpolicy.New(netpolicy.AllowPrivate())
 	if err != nil {

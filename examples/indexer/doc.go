@@ -172,10 +172,14 @@
 //
 //	identity.key   libp2p private key (Ed25519, protobuf), created on first start, mode 0600
 //	index/         the index: pebble or leveldb files (absent with -store memory)
-//	datastore/     go-ds-leveldb: walker state (/walk/…), assignments (/handoff/assigned/…)
+//	state/         go-ds-pebble: walker state (/walk/…), assignments (/handoff/assigned/…)
 //	freeze.json    the freeze state (freeze.FileStore), written on the first freeze
 //
-// With -store memory the index does not survive a stop while datastore/
+// A data directory of an earlier version, with its state in go-ds-leveldb
+// under datastore/, is moved to state/ at start (logged), once; a node
+// killed during the move copies again at its next start.
+//
+// With -store memory the index does not survive a stop while state/
 // does: at start the node drops the walker state but the publishers'
 // addresses (a WARN line says for how many publishers) and keeps the
 // assignments, so it walks its publishers again from the start of their

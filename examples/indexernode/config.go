@@ -20,7 +20,9 @@ import (
 // its default, so start from DefaultConfig.
 type Config struct {
 	// Dir is the data directory: the identity key ([KeyFile]), the index
-	// (unless Index is given), the datastore (walker state, assignments)
+	// (unless Index is given), the state (walker positions, assignments: a
+	// go-datastore on Pebble under Dir/state; a Dir/datastore in
+	// go-ds-leveldb, as versions before kept it, is moved there at start)
 	// and the freeze state. Created if missing. Required.
 	Dir string
 	// Store names the index backend opened under Dir: "pebble", "leveldb"
@@ -56,8 +58,8 @@ type Config struct {
 	// usage is then the bytes allocated to the files under Dir out of
 	// DiskBudget ([freeze.Budget]), read every 1 to 5 s; a Pebble store
 	// is sized to it ([pebble.WithDiskBudget]: memtables, preallocated
-	// write-ahead logs and MANIFEST), and the walk-state datastore gets a
-	// write buffer (journal) of a sixteenth of it (64 KiB to 4 MiB).
+	// write-ahead logs and MANIFEST), and the state's Pebble to a quarter
+	// of it.
 	// 0: the filesystem's usage.
 	DiskBudget int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is

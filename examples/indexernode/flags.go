@@ -19,7 +19,7 @@ import (
 // the token file, the log level and the connection caps are the
 // program's.
 type fileConfig struct {
-	// Dir is the data directory (identity key, index, datastore, freeze
+	// Dir is the data directory (identity key, index, state, freeze
 	// state).
 	Dir string
 	// Store is the index backend: pebble, leveldb or memory.

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	dsleveldb "github.com/ipfs/go-ds-leveldb"
+	dspebble "github.com/ipfs/go-ds-pebble"
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -53,9 +53,8 @@ const (
 
 // Other paths inside the data directory.
 const (
-	indexDir     = "index"       // the index store (pebble or leveldb)
-	datastoreDir = "datastore"   // go-ds-leveldb: walker state, assignments
-	freezeFile   = "freeze.json" // freeze state (freeze.FileStore)
+	indexDir   = "index"       // the index store (pebble or leveldb)
+	freezeFile = "freeze.json" // freeze state (freeze.FileStore)
 )
 
 // Listeners are the HTTP listeners a [Node] serves on; the caller binds
@@ -106,7 +105,7 @@ type Node struct {
 	id   peer.ID
 	st   store.Store
 	ownS bool // st was opened by the node, which closes it
-	ds   *dsleveldb.Datastore
+	ds   *dspebble.Datastore
 	host host.Host // nil without libp2p
 	hc   *http.Client
 	// policy is where the node may connect: publishers over HTTP and
@@ -186,9 +185,9 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		}
 		n.ownS = true
 	}
-	ds := filepath.Join(cfg.Dir, datastoreDir)
-	if n.ds, err = dsleveldb.NewDatastore(ds, datastoreOptions(cfg.DiskBudget)); err != nil {
-		return lockHint(fmt.Errorf("datastore %s: %w", ds, err))
+	ds := filepath.Join(cfg.Dir, stateDir)
+	if n.ds, err = openState(ctx, cfg.Dir, cfg.DiskBudget, log); err != nil {
+		return lockHint(err)
 	}
 	if n.ownS && cfg.Store == "memory" {
 		// The index did not survive the last stop, but the walk state
@@ -198,7 +197,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		// publisher is walked again from the start of its chain.
 		dropped, err := ingest.DropWalkState(ctx, n.ds)
 		if err != nil {
-			return fmt.Errorf("datastore %s: memory store: %w", ds, err)
+			return fmt.Errorf("state %s: memory store: %w", ds, err)
 		}
 		if dropped > 0 {
 			log.Warn("memory store: the index of the last run is gone; dropped the walk state of its publishers, which are walked again from the start",
@@ -256,7 +255,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		return err
 	}
 	// Watch every directory the node writes; the memory store has none.
-	watched := []string{cfg.Dir, filepath.Join(cfg.Dir, datastoreDir)}
+	watched := []string{cfg.Dir, filepath.Join(cfg.Dir, stateDir)}
 	if n.ownS && cfg.Store != "memory" {
 		watched = append(watched, filepath.Join(cfg.Dir, indexDir))
 	}
@@ -478,18 +477,6 @@ func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, e
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
-}
-
-// datastoreOptions are the options of the walk-state datastore under a
-// disk budget: goleveldb's journal grows to its write buffer (4 MiB by
-// default) before it is written out as a table, so under a budget the
-// buffer is a sixteenth of it, 64 KiB to 4 MiB. nil (no budget) keeps
-// goleveldb's defaults.
-func datastoreOptions(budget int64) *dsleveldb.Options {
-	if budget <= 0 {
-		return nil
-	}
-	return &dsleveldb.Options{WriteBuffer: int(min(max(budget/16, 64<<10), 4<<20))}
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has

@@ -42,7 +42,7 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 		o.MemTableSize = c.memTable
 	}
 	if c.budget > 0 {
-		sizeToBudget(o, c.budget)
+		SizeToBudget(o, c.budget)
 	}
 	if o.Merger == nil {
 		o.Merger = Merger
@@ -117,7 +117,7 @@ func WithMemTableSize(n uint64) Option {
 //     to MemTableStopWritesThreshold+1 of them kept for recycling, within
 //     a quarter of n; at the smallest threshold they take at most 4.4
 //     memtables, some 28% of n;
-//   - the MANIFEST is rewritten once it passes n/32 (at least 64 KiB, at
+//   - the MANIFEST is rewritten once it passes n/32 (at least 16 KiB, at
 //     most Pebble's 128 MiB), where it would otherwise grow by a record
 //     per flush and compaction for as long as the process runs.
 //
@@ -133,16 +133,22 @@ func WithDiskBudget(n int64) Option {
 	}
 }
 
-// sizeToBudget applies [WithDiskBudget] to o.
-func sizeToBudget(o *pebble.Options, n int64) {
+// SizeToBudget sizes o to a disk budget of n bytes (n > 0) as
+// [WithDiskBudget] does, for a Pebble database this package does not
+// open (a go-datastore on Pebble, say).
+func SizeToBudget(o *pebble.Options, n int64) {
 	const defaultMemTable = 64 << 20
 	mem := min(max(uint64(n)/16, MinMemTableSize), defaultMemTable)
 	o.MemTableSize = mem
 	// Logs on disk: the live one and up to threshold+1 recycled ones.
 	logs := int(uint64(n) / 4 * 10 / (11 * mem))
 	o.MemTableStopWritesThreshold = min(max(logs-2, 2), max(o.MemTableStopWritesThreshold, 2))
-	o.MaxManifestFileSize = min(max(n/32, 64<<10), 128<<20)
+	o.MaxManifestFileSize = min(max(n/32, 16<<10), 128<<20)
 }
+
+// Logger adapts l to Pebble's logger: Pebble's informational lines at
+// debug level, its errors at error level; Fatalf logs and panics.
+func Logger(l *slog.Logger) pebble.Logger { return slogLogger{l} }
 
 // WithLogger sends Pebble's log lines to l: informational ones at debug
 // level, errors at error level. By default they are discarded.

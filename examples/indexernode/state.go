@@ -1,0 +1,177 @@
+package indexernode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	cpebble "github.com/cockroachdb/pebble/v2"
+	"github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
+	dsleveldb "github.com/ipfs/go-ds-leveldb"
+	dspebble "github.com/ipfs/go-ds-pebble"
+
+	"github.com/indexkit/indexkit/store/pebble"
+)
+
+// The node's state (walker positions, assignments) is a go-datastore on
+// Pebble under stateDir. Versions before kept it in go-ds-leveldb under
+// legacyStateDir; openState moves it over once.
+const (
+	stateDir        = "state"
+	legacyStateDir  = "datastore"
+	stateMigrateDir = "state.migrating"
+)
+
+// stateMemTable is the memtable of the state database without a disk
+// budget: the state is small (a few keys a publisher, a marker an
+// advertisement), and Pebble preallocates each write-ahead log to 110%
+// of it.
+const stateMemTable = 1 << 20
+
+// openState opens the node's state datastore under dir, sized to a
+// quarter of budget (0: no budget). Its writes are synced, as the walker
+// and the handoff registry expect of their datastore.
+//
+// Why Pebble and not goleveldb, which kept it before: goleveldb appends
+// to its MANIFEST at every flush and to its LOG at every flush and
+// compaction for as long as the process runs (the LOG up to 2 MiB), so a
+// frozen node under a small budget, which walks its publishers for good,
+// went over its budget on those two files alone (some 15 KiB a minute
+// in the demo). Pebble rewrites its MANIFEST past a size
+// ([pebble.SizeToBudget]) and logs through slog.
+func openState(ctx context.Context, dir string, budget int64, log *slog.Logger) (*dspebble.Datastore, error) {
+	path := filepath.Join(dir, stateDir)
+	if err := migrateState(ctx, dir, budget, log); err != nil {
+		return nil, err
+	}
+	return openPebbleState(path, budget, log)
+}
+
+func openPebbleState(path string, budget int64, log *slog.Logger) (*dspebble.Datastore, error) {
+	o := &cpebble.Options{MemTableSize: stateMemTable, Logger: pebble.Logger(log)}
+	if budget > 0 {
+		pebble.SizeToBudget(o, max(budget/4, 1))
+	}
+	ds, err := dspebble.NewDatastore(path, dspebble.WithPebbleOpts(o), dspebble.WithPebbleWriteOptions(cpebble.Sync),
+		dspebble.WithCacheSize(1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %w", path, err)
+	}
+	return ds, nil
+}
+
+// migrateState moves the state a version before this one kept in
+// go-ds-leveldb under dir/datastore into Pebble under dir/state. It
+// copies every key into dir/state.migrating, syncs and closes it, renames
+// it to dir/state, then removes the old directory: a process killed at
+// any point finds either no dir/state (and copies again from the start)
+// or a complete one (and only removes what is left of the old one).
+func migrateState(ctx context.Context, dir string, budget int64, log *slog.Logger) error {
+	legacy := filepath.Join(dir, legacyStateDir)
+	if _, err := os.Stat(legacy); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	path := filepath.Join(dir, stateDir)
+	if _, err := os.Stat(path); err == nil {
+		log.Info("state: removing the leveldb state left by a finished migration", "dir", legacy)
+		return removeDir(legacy)
+	}
+	tmp := filepath.Join(dir, stateMigrateDir)
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	old, err := dsleveldb.NewDatastore(legacy, nil)
+	if err != nil {
+		return fmt.Errorf("state: open %s to migrate it: %w", legacy, err)
+	}
+	n, err := copyState(ctx, old, tmp, budget, log)
+	if cerr := old.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("state: migrate %s to Pebble: %w", legacy, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	log.Info("state: moved from leveldb to Pebble", "keys", n, "from", legacy, "to", path)
+	return removeDir(legacy)
+}
+
+// copyState copies every key of old into a new Pebble state at path, and
+// closes it.
+func copyState(ctx context.Context, old datastore.Datastore, path string, budget int64, log *slog.Logger) (int, error) {
+	nds, err := openPebbleState(path, budget, log)
+	if err != nil {
+		return 0, err
+	}
+	n, err := copyKeys(ctx, old, nds)
+	if err == nil {
+		err = nds.Sync(ctx, datastore.NewKey("/"))
+	}
+	if cerr := nds.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return n, err
+}
+
+// copyKeys copies every key of from into to, in batches.
+func copyKeys(ctx context.Context, from datastore.Datastore, to datastore.Batching) (int, error) {
+	res, err := from.Query(ctx, query.Query{})
+	if err != nil {
+		return 0, err
+	}
+	defer res.Close()
+	n := 0
+	b, err := to.Batch(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for r := range res.Next() {
+		if r.Error != nil {
+			return n, r.Error
+		}
+		if err := b.Put(ctx, datastore.RawKey(r.Key), r.Value); err != nil {
+			return n, err
+		}
+		if n++; n%1024 == 0 {
+			if err := b.Commit(ctx); err != nil {
+				return n, err
+			}
+			if b, err = to.Batch(ctx); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, b.Commit(ctx)
+}
+
+func removeDir(path string) error {
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("state: remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
