@@ -43,7 +43,9 @@
 // The position is kept in the walker's datastore, or, when the [Applier]
 // implements [Positions], by the applier: it then persists each move
 // together with the effects of the advertisement applied (one
-// transaction), and several processes can share one position. Moves are
+// transaction), and several processes can share one position (the
+// datastore still lists the walk as unfinished, /walking/<publisher>, so
+// a restart resumes it). Moves are
 // conditioned on the position they start from ([ErrPositionMoved]), and
 // the head a walk starts from is fetched after the position was read, so
 // a walk never starts below a last head that another process set.

@@ -52,6 +52,8 @@ func (w *Walker) walkUnordered(ctx context.Context, src Syncer, head cid.Cid, a 
 	pos, ok := a.(Positions)
 	if !ok {
 		pos = dsPositions{w}
+	} else {
+		pos = markedPositions{Positions: pos, w: w}
 	}
 	s, err := pos.Position(ctx)
 	if err != nil {
@@ -261,6 +263,48 @@ func (p dsPositions) Move(ctx context.Context, _, to WalkState) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ingest: walk %s: move: %w", w.publisher, err)
+	}
+	return nil
+}
+
+// markedPositions wraps the Positions of an applier so that the walker's
+// datastore still lists the walk as unfinished (/walking/<publisher>)
+// while the applier's position says it is: a restarted Ingester resumes
+// it (Run queues it with its stored addresses) without waiting for an
+// announce.
+type markedPositions struct {
+	Positions
+	w *Walker
+}
+
+func (m markedPositions) Position(ctx context.Context) (WalkState, error) {
+	s, err := m.Positions.Position(ctx)
+	if err != nil {
+		return s, err
+	}
+	return s, m.mark(ctx, s)
+}
+
+func (m markedPositions) Move(ctx context.Context, from, to WalkState) error {
+	if err := m.Positions.Move(ctx, from, to); err != nil {
+		return err
+	}
+	if from.Walking() == to.Walking() {
+		return nil
+	}
+	return m.mark(ctx, to)
+}
+
+func (m markedPositions) mark(ctx context.Context, s WalkState) error {
+	k := walkingKey(m.w.publisher)
+	var err error
+	if s.Walking() {
+		err = m.w.ds.Put(ctx, k, nil)
+	} else {
+		err = m.w.ds.Delete(ctx, k)
+	}
+	if err != nil {
+		return fmt.Errorf("ingest: walk %s: mark: %w", m.w.publisher, err)
 	}
 	return nil
 }
