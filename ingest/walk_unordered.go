@@ -38,11 +38,6 @@ type Positions interface {
 	Move(ctx context.Context, from, to WalkState) error
 }
 
-// maxMoveRaces bounds how many times in a row an unordered walk reads the
-// position again after losing a race to move it, before it gives up (the
-// Ingester tries again after its backoff).
-const maxMoveRaces = 8
-
 // walkUnordered is the walk of [WithUnordered]: every advertisement is
 // applied as it is fetched, newest first, and the position moved after
 // each one. See the package documentation (Unordered walks).
@@ -76,7 +71,6 @@ func (w *Walker) walkUnordered(ctx context.Context, src Syncer, head cid.Cid, a 
 		return nil // up to date, without a request
 	}
 	start := time.Now()
-	races := 0
 	for {
 		if !s.Walking() {
 			// The head a walk starts from is fetched after the position
@@ -92,7 +86,7 @@ func (w *Walker) walkUnordered(ctx context.Context, src Syncer, head cid.Cid, a 
 			}
 			next := WalkState{LastHead: s.LastHead, Head: h, Tail: h}
 			if err := pos.Move(ctx, s, next); err != nil {
-				if s, err = w.raced(ctx, pos, err, &races); err != nil {
+				if s, err = w.raced(ctx, pos, err, sl); err != nil {
 					return err
 				}
 				continue
@@ -103,12 +97,11 @@ func (w *Walker) walkUnordered(ctx context.Context, src Syncer, head cid.Cid, a 
 		}
 		next, err := w.step(ctx, src, pos, s, a)
 		if err != nil {
-			if s, err = w.raced(ctx, pos, err, &races); err != nil {
+			if s, err = w.raced(ctx, pos, err, sl); err != nil {
 				return err
 			}
 			continue
 		}
-		races = 0
 		if !next.Walking() {
 			w.log.Info("walk finished", "cid", s.Head.String(), "ads", s.Collected+1, "elapsed", time.Since(start))
 			if h := w.cfg.hooks.WalkDone; h != nil {
@@ -126,20 +119,22 @@ func (w *Walker) walkUnordered(ctx context.Context, src Syncer, head cid.Cid, a 
 }
 
 // raced handles err from a move: if it is a lost race (ErrPositionMoved),
-// it reads the position again (at most maxMoveRaces times in a row) and
-// returns it; any other error is returned.
-func (w *Walker) raced(ctx context.Context, pos Positions, err error, races *int) (WalkState, error) {
+// it reads the position again and returns it, and the race counts against
+// the slot as a step would (each lost race is another walk's step, so
+// racing walks progress; the slot bounds how long this one keeps at it);
+// any other error is returned.
+func (w *Walker) raced(ctx context.Context, pos Positions, err error, sl *slot) (WalkState, error) {
 	if !errors.Is(err, ErrPositionMoved) {
 		return WalkState{}, err
-	}
-	if *races++; *races > maxMoveRaces {
-		return WalkState{}, fmt.Errorf("ingest: walk %s: %w %d times in a row", w.publisher, err, *races)
 	}
 	s, perr := pos.Position(ctx)
 	if perr != nil {
 		return s, perr
 	}
 	w.setState(s)
+	if err := sl.use(); err != nil {
+		return s, err
+	}
 	return s, nil
 }
 

@@ -177,6 +177,9 @@ func TestTrackersShareRedis(t *testing.T) {
 				if s.AdsWalked != int64(p.chain.Len()) || s.AdsWithoutPiece != int64(without) || s.PiecesIndexed != int64(len(truth)) {
 					t.Errorf("provider %s: %+v; want %d ads walked, %d without piece, %d pieces", p.chain.Provider, s, p.chain.Len(), without, len(truth))
 				}
+				if s.LastError != "" {
+					t.Errorf("provider %s: LastError %q", p.chain.Provider, s.LastError)
+				}
 				adRequests := 0
 				for _, c := range p.chain.Ads {
 					n, _ := logs[i].count(c)
@@ -189,5 +192,48 @@ func TestTrackersShareRedis(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrackerTakesOverWalk stops a Tracker in the middle of a long walk
+// kept in Redis; a second Tracker on the same Redis (another datastore,
+// another claim owner) takes the walk over once the first one's claim
+// lapses, from where it stopped: the chain is walked once overall and
+// counted exactly once.
+func TestTrackerTakesOverWalk(t *testing.T) {
+	st := redisStore(t)
+	log := &requestLog{delay: 5 * time.Millisecond}
+	pub := servePublisherWith(t, chaingen.Config{Seed: 420, Ads: 120, MhsPerAd: 3}, false, log.wrap)
+	addr := pub.addr.String() + "/p2p/" + pub.chain.Publisher.String()
+	opts := testOptions(piece.WithPublishers(addr), piece.WithClaimTTL(300*time.Millisecond),
+		piece.WithIngestOptions(ingest.WithSlot(200*time.Millisecond, 10)))
+	first, err := piece.NewTracker(st, newDatastore(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runTracker(t, first)
+	waitFor(t, 30*time.Second, func() (bool, string) {
+		s := status(st, pub.chain.Provider)
+		return s.AdsWalked >= 30, fmt.Sprintf("%+v", s)
+	})
+	stop()
+	mid := status(st, pub.chain.Provider)
+	if mid.AdsWalked >= int64(pub.chain.Len()) {
+		t.Fatalf("the walk was not stopped half way: %+v", mid)
+	}
+	second, err := piece.NewTracker(st, newDatastore(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runTracker(t, second)
+	waitFor(t, 60*time.Second, func() (bool, string) { return upToDate(st, pub) })
+	checkPieces(t, st, pub, st.Capacity())
+	adRequests := 0
+	for _, c := range pub.chain.Ads {
+		n, _ := log.count(c)
+		adRequests += n
+	}
+	if adRequests > pub.chain.Len()+2 {
+		t.Errorf("%d advertisement requests for %d advertisements: the second Tracker did not resume where the first stopped", adRequests, pub.chain.Len())
 	}
 }
