@@ -3,8 +3,10 @@ package ingest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,3 +201,160 @@ func (f applierFunc) Apply(ctx context.Context, src ingest.Syncer, ad ingest.Ad)
 	return f(ctx, src, ad)
 }
 func (applierFunc) Flush(context.Context) error { return nil }
+
+// sharedPos is a Positions store two walkers share, as two processes share
+// one in a database: moves are compared with the position they start from.
+type sharedPos struct {
+	mu sync.Mutex
+	s  ingest.WalkState
+}
+
+// posApplier applies into a recorder and keeps its position in a
+// sharedPos.
+type posApplier struct {
+	*recorder
+	pos *sharedPos
+}
+
+func (a posApplier) Position(context.Context) (ingest.WalkState, error) {
+	a.pos.mu.Lock()
+	defer a.pos.mu.Unlock()
+	return a.pos.s, nil
+}
+
+func (a posApplier) Move(_ context.Context, from, to ingest.WalkState) error {
+	a.pos.mu.Lock()
+	defer a.pos.mu.Unlock()
+	if a.pos.s != from {
+		return ingest.ErrPositionMoved
+	}
+	a.pos.s = to
+	return nil
+}
+
+// TestUnorderedStaleHead: a walker given a head older than the last head
+// another walker set (sharing the position) walks nothing: the head a walk
+// starts from is fetched after the position is read, never taken from the
+// caller.
+func TestUnorderedStaleHead(t *testing.T) {
+	ctx := context.Background()
+	chain := generate(t, chaingen.Config{Seed: 74, Ads: 20, MhsPerAd: 2})
+	stale := chain.Head()
+	pos := &sharedPos{}
+	a := posApplier{&recorder{src: &counting{Syncer: chain.Source()}}, pos}
+	wa, err := ingest.NewWalker(newDS(), chain.Publisher, ingest.WithWalkerUnordered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wa.Walk(ctx, a.src, cid.Undef, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := chain.Extend(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := wa.Walk(ctx, a.src, cid.Undef, a); err != nil {
+		t.Fatal(err)
+	}
+	b := posApplier{&recorder{src: &counting{Syncer: chain.Source()}}, pos}
+	wb, err := ingest.NewWalker(newDS(), chain.Publisher, ingest.WithWalkerUnordered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wb.Walk(ctx, b.src, stale, b); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.ads) != 25 || len(b.ads) != 0 {
+		t.Fatalf("walker a applied %d ads, b (given a stale head) %d; want 25 and 0", len(a.ads), len(b.ads))
+	}
+}
+
+// TestUnorderedFinishesOrderedWalk: an ordered walk left half applied in
+// the datastore (an earlier version's) is finished, in order, by an
+// unordered walker on the same datastore, and no ad is applied twice.
+func TestUnorderedFinishesOrderedWalk(t *testing.T) {
+	ctx := context.Background()
+	chain := generate(t, chaingen.Config{Seed: 75, Ads: 30, MhsPerAd: 2})
+	src := &counting{Syncer: chain.Source()}
+	rec := &recorder{src: src, failAt: chain.Ads[10]}
+	ds := newDS()
+	ordered, err := ingest.NewWalker(ds, chain.Publisher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ordered.Walk(ctx, src, cid.Undef, rec); err == nil {
+		t.Fatal("the ordered walk did not stall at ad 10")
+	}
+	if s, _ := ordered.State(ctx); s.Pending() != 20 {
+		t.Fatalf("ordered walk state %+v, want 20 pending", s)
+	}
+	w, err := ingest.NewWalker(ds, chain.Publisher, ingest.WithWalkerUnordered())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Walk(ctx, src, cid.Undef, rec); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.ads, chain.Ads) {
+		t.Fatalf("applied %d ads %v, want each once, oldest first", len(rec.ads), rec.ads)
+	}
+	if s, _ := w.State(ctx); s.Walking() || !s.LastHead.Equals(chain.Head()) {
+		t.Fatalf("after the walk: %+v", s)
+	}
+}
+
+// elsewhereApplier says the publisher is walked elsewhere for its first
+// busy Position calls, then keeps its position in pos.
+type elsewhereApplier struct {
+	posApplier
+	busy *atomic.Int64
+}
+
+func (a elsewhereApplier) Position(ctx context.Context) (ingest.WalkState, error) {
+	if a.busy.Add(-1) >= 0 {
+		return ingest.WalkState{}, fmt.Errorf("held by another: %w", ingest.ErrWalkedElsewhere)
+	}
+	return a.posApplier.Position(ctx)
+}
+
+// TestUnorderedWalkedElsewhere: while Positions says another process walks
+// the publisher, the Ingester records no failure and asks again after one
+// slot time, then walks it once it may.
+func TestUnorderedWalkedElsewhere(t *testing.T) {
+	chain := generate(t, chaingen.Config{Seed: 76, Ads: 10, MhsPerAd: 2})
+	srcs := newSources()
+	srcs.set(chain.Publisher, chain.Source())
+	busy := &atomic.Int64{}
+	busy.Store(2)
+	rec := &recorder{src: &counting{Syncer: chain.Source()}}
+	pos := &sharedPos{}
+	ing := newIngester(t, nil, newDS(), srcs, ingest.WithUnordered(), ingest.WithSlot(50*time.Millisecond, 100),
+		ingest.WithBackoff(time.Minute, time.Minute),
+		ingest.WithApplier(func(peer.ID) ingest.Applier {
+			return elsewhereApplier{posApplier{rec, pos}, busy}
+		}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ing.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := ing.Announce(chain.Publisher, testAddrs, cid.Undef); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the walk after the other process's", func() bool {
+		st, _ := ing.Status(chain.Publisher)
+		return st.LastHead.Equals(chain.Head())
+	})
+	st, _ := ing.Status(chain.Publisher)
+	if st.Failures != 0 || st.LastError != nil {
+		t.Errorf("status %+v: a walk elsewhere counted as a failure", st)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.ads) != chain.Len() {
+		t.Errorf("%d ads applied, want %d", len(rec.ads), chain.Len())
+	}
+}
