@@ -46,6 +46,8 @@ func TestTrackerAppliesAsItWalks(t *testing.T) {
 		_, served = log.count(cid.Undef)
 		return err == nil, fmt.Sprintf("piece %s of the newest ad: %v", newest, err)
 	})
+	t.Logf("the newest ad's piece answered after %d block requests of about %d (walk at %d of %d ads)",
+		served, 2*pub.chain.Len(), status(st, pub.chain.Provider).AdsWalked, pub.chain.Len())
 	// Two blocks per ad (the ad and its first chunk): the whole chain is
 	// 300 requests.
 	if served > 20 {
