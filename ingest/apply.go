@@ -162,7 +162,7 @@ func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, erro
 		size:  i.cfg.batchSize,
 		batch: make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384)),
 	}
-	err := i.walkEntries(ctx, src, ad, sink.add)
+	err := i.walkEntries(ctx, src, ad, 0, sink.add)
 	if err == nil {
 		err = sink.flush()
 	}
@@ -187,15 +187,29 @@ func (i *Ingester) Entries(ctx context.Context, src Syncer, ad Ad, yield func(mu
 	if ad.Ad == nil || !ad.Ad.HasEntries() {
 		return nil
 	}
-	return i.walkEntries(ctx, src, ad, yield)
+	return i.walkEntries(ctx, src, ad, 0, yield)
+}
+
+// FirstEntries is [Ingester.Entries] over the first blocks blocks of ad's
+// entries only: the first entry chunks of its chain or, for a HAMT, its
+// root and the nodes after it in depth-first order. The blocks after them
+// are not fetched. A sampler that needs some of an advertisement's
+// multihashes, not all, reads one block per advertisement this way
+// instead of the whole chain of chunks. blocks < 1 reads them all, as
+// Entries does.
+func (i *Ingester) FirstEntries(ctx context.Context, src Syncer, ad Ad, blocks int, yield func(multihash.Multihash) error) error {
+	if ad.Ad == nil || !ad.Ad.HasEntries() {
+		return nil
+	}
+	return i.walkEntries(ctx, src, ad, max(blocks, 0), yield)
 }
 
 // walkEntries passes the multihashes of ad's entries to add: those of the
 // entry chain, or, when the first block is the root of a HAMT, those of
-// the HAMT.
-func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, add func(multihash.Multihash) error) error {
+// the HAMT; of the first maxBlocks blocks only, when maxBlocks > 0.
+func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks int, add func(multihash.Multihash) error) error {
 	chunks := 0
-	for c := ad.Ad.Entries; c.Defined(); {
+	for c := ad.Ad.Entries; c.Defined() && (maxBlocks == 0 || chunks < maxBlocks); {
 		if chunks >= i.cfg.entriesDepth {
 			return fmt.Errorf("%w: entry chain of %s longer than %d chunks", ErrDepthLimit, ad.Cid, i.cfg.entriesDepth)
 		}
@@ -206,7 +220,7 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, add func(
 		ch, err := schema.DecodeEntryChunk(c, block)
 		if err != nil {
 			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
-				return i.otherEntries(ctx, src, ad, c, block, err, add)
+				return i.otherEntries(ctx, src, ad, c, block, err, maxBlocks, add)
 			}
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
@@ -224,7 +238,7 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, add func(
 // otherEntries handles a first Entries block (fetched under c) that did
 // not decode as an entry chunk (chunkErr): it walks it if it is the root of
 // a HAMT, and fails otherwise.
-func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, add func(multihash.Multihash) error) error {
+func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, maxBlocks int, add func(multihash.Multihash) error) error {
 	decodes, hamt, chunk := entriesKind(c, block)
 	switch {
 	case hamt:
@@ -232,7 +246,7 @@ func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Ci
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
-		return i.putHAMT(ctx, src, ad, r, add)
+		return i.putHAMT(ctx, src, ad, r, maxBlocks, add)
 	case !decodes || chunk:
 		return fmt.Errorf("%w: %w", ErrInvalidBlock, chunkErr)
 	default:

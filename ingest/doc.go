@@ -23,6 +23,37 @@
 // in memory: each is written to the datastore with its block (so it is
 // fetched once), and read back one at a time when applied.
 //
+// # Unordered walks
+//
+// A consumer to which order does not matter (the piece sampler: pieces
+// are immutable, and it ignores removals) can walk with [WithUnordered]
+// (or [WithWalkerUnordered]) instead: each advertisement is fetched,
+// verified and applied at once, newest first from head down to lastHead,
+// and the position (head, tail, lastHead) moves past it after each one.
+// Its first advertisements are applied while the rest of a long chain is
+// still being fetched, and nothing collected is held on disk. The slot
+// ([WithSlot]) bounds each turn as it does for ordered walks. An
+// advertisement that cannot be fetched, or whose Apply fails, stalls the
+// walk there, as in an ordered walk; one that does not decode or verify,
+// or a walk over the depth limit, ends the walk at it (lastHead becomes
+// the walk's head, and an [*AdError] is returned): what lies beyond it
+// cannot be reached through it, and starting again from the head would
+// apply the newer ones twice. [Ad].Removed is never set.
+//
+// The position is kept in the walker's datastore, or, when the [Applier]
+// implements [Positions], by the applier: it then persists each move
+// together with the effects of the advertisement applied (one
+// transaction), and several processes can share one position (the
+// datastore still lists the walk as unfinished, /walking/<publisher>, so
+// a restart resumes it). Moves are
+// conditioned on the position they start from ([ErrPositionMoved]), and
+// the head a walk starts from is fetched after the position was read, so
+// a walk never starts below a last head that another process set.
+// [ErrWalkedElsewhere] from Positions says another process walks the
+// publisher: not a failure; the Ingester asks again after one slot time.
+// An ordered walk that an earlier version left half done in the
+// datastore is finished in order first.
+//
 // While collecting, the walker notes each (provider, context) removed by
 // an IsRm advertisement whose signature is acceptable; an older
 // advertisement of the same walk for a removed context is marked
@@ -240,7 +271,8 @@
 //
 // A consumer that is not a store (the piece sampler) keeps all of this
 // scheduling and gives the Ingester its own [Applier] with [WithApplier];
-// the applier reads an advertisement's multihashes with [Ingester.Entries].
+// the applier reads an advertisement's multihashes with [Ingester.Entries]
+// (or the first blocks of them with [Ingester.FirstEntries]).
 //
 // The [Policy] allows or denies publishers ([WithPolicy],
 // [Ingester.SetPolicy]); Announce and Sync refuse denied ones with

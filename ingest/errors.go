@@ -66,6 +66,15 @@ var (
 	// ErrNotAllowed is returned for a publisher that the [Policy] denies.
 	ErrNotAllowed = errors.New("ingest: publisher not allowed")
 
+	// ErrPositionMoved is wrapped by [Positions].Move when the persisted
+	// position is no longer the one the move starts from: another walk
+	// (of another process) moved it.
+	ErrPositionMoved = errors.New("ingest: walk position moved by another walk")
+	// ErrWalkedElsewhere is wrapped by [Positions] when another process
+	// walks the publisher now. It is not a failure: the [Ingester]
+	// neither backs off nor records an error, and asks again after one
+	// slot time ([WithSlot]).
+	ErrWalkedElsewhere = errors.New("ingest: publisher walked by another process")
 	// ErrInvalidOption is wrapped by constructors given an option they
 	// cannot honour; the message names it.
 	ErrInvalidOption = errors.New("ingest: invalid option")

@@ -259,10 +259,12 @@ func hamtKey(k datamodel.Node) ([]byte, error) {
 // putHAMT walks the HAMT of ad's entries, whose root r was fetched under
 // x.Entries, depth first, fetching and verifying each child node through
 // src, and passes its keys to add. The root and the nodes it links count
-// against the entries depth limit, as entry chunks do.
-func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, add func(multihash.Multihash) error) error {
+// against the entries depth limit, as entry chunks do. With maxBlocks > 0,
+// it stops after that many nodes, root included.
+func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, maxBlocks int, add func(multihash.Multihash) error) error {
 	mapLen, bucketSize := len(r.Hamt.Map), int(r.BucketSize)
-	nodes := 1 // the root
+	nodes := 1   // the root
+	fetched := 1 // the root
 	var stack []cid.Cid
 	node := &r.Hamt
 	for {
@@ -282,9 +284,10 @@ func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, 
 			nodes++
 			stack = append(stack, (*e.HashMapNode).(cidlink.Link).Cid) // checked
 		}
-		if len(stack) == 0 {
+		if len(stack) == 0 || maxBlocks > 0 && fetched >= maxBlocks {
 			return nil
 		}
+		fetched++
 		c := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		block, err := src.Block(ctx, c)

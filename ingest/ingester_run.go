@@ -109,6 +109,16 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 					p.want, p.headVerified = walked, true
 				}
 				i.queueLocked(p)
+			} else if errors.Is(err, ErrWalkedElsewhere) {
+				// Not a failure: another process walks the publisher
+				// (an unordered walk with shared Positions). Ask again
+				// after one slot, which is when that walk yields, with a
+				// head fetched then.
+				if !p.queued {
+					p.want, p.headVerified = cid.Undef, false
+				}
+				p.retryAt = time.Now().Add(i.cfg.slotTime)
+				i.queueLocked(p)
 			} else {
 				failures, retryAt, persist = i.recordLocked(p, err)
 				if err == nil {

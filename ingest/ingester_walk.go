@@ -212,7 +212,7 @@ func (i *Ingester) recordLocked(p *publisher, err error) (failures int, retryAt 
 		p.failures, p.retryAt = 0, time.Time{}
 		return 0, time.Time{}, persist
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, ErrWalkedElsewhere) {
 		return 0, time.Time{}, false
 	}
 	now := time.Now()

@@ -118,6 +118,9 @@ func newConfig(opts []Option) (*config, error) {
 			return nil, err
 		}
 	}
+	if c.unordered && c.applier == nil {
+		return nil, fmt.Errorf("%w: unordered walks need an applier (WithApplier): a store needs ordered ones", ErrInvalidOption)
+	}
 	switch {
 	case c.reserved < 0:
 		c.reserved = c.workers / 2
@@ -149,6 +152,18 @@ func WithApplier(newApplier func(publisher peer.ID) Applier) Option {
 		c.applier = newApplier
 		return nil
 	}
+}
+
+// WithUnordered makes the Ingester's walks apply each advertisement as it
+// is fetched, newest first, instead of collecting the chain down to the
+// last head and applying it oldest first: for an [Applier] to which order
+// does not matter (the piece sampler: pieces are immutable and it ignores
+// removals), whose first results then show while the rest of a long chain
+// is still being fetched, and which holds nothing collected on disk. It
+// is refused without [WithApplier]: an indexer's store needs the order
+// IPNI prescribes. See the package documentation (Unordered walks).
+func WithUnordered() Option {
+	return func(c *config) error { c.unordered = true; return nil }
 }
 
 // WithHooks installs metric hooks; see [Hooks].

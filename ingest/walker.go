@@ -307,6 +307,9 @@ func (w *Walker) Walk(ctx context.Context, src Syncer, head cid.Cid, a Applier) 
 // no slot, the walk runs to its end). When sl runs out the walk stops where
 // it is, persisted, and returns errYield (or ErrTooSlow).
 func (w *Walker) walk(ctx context.Context, src Syncer, head cid.Cid, a Applier, sl *slot) error {
+	if w.cfg.unordered {
+		return w.walkUnordered(ctx, src, head, a, sl)
+	}
 	w.walkMu.Lock()
 	defer w.walkMu.Unlock()
 	s, err := w.State(ctx)

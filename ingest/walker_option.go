@@ -29,6 +29,7 @@ type walkerConfig struct {
 	frozen             func() bool
 	spillWalk          int64
 	spillFirst         int64
+	unordered          bool
 }
 
 // defaultWalkerConfig is the one place the walker's defaults are set, for
@@ -173,4 +174,10 @@ func WithWalkerFrozen(frozen func() bool) WalkerOption {
 // (defaults [DefaultSpillLimit], [DefaultFirstSpillLimit]).
 func WithWalkerSpillLimits(walk, first int64) WalkerOption {
 	return func(c *walkerConfig) error { return c.setSpillLimits(walk, first) }
+}
+
+// WithWalkerUnordered makes the Walker apply each advertisement as it is
+// fetched, newest first, as [WithUnordered] does for an Ingester.
+func WithWalkerUnordered() WalkerOption {
+	return func(c *walkerConfig) error { c.unordered = true; return nil }
 }

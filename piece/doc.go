@@ -25,14 +25,26 @@
 // its publisher's HTTP address; it also takes announces
 // ([Tracker.AnnounceHandler], [Tracker.Announce]) and walks the publishers
 // given by [WithPublishers]. Walks run on the ingest package's scheduler
-// (ingest.WithApplier): persisted head/tail/lastHead, verified block hashes
-// and ad signatures, one task per publisher under a bound on total
-// concurrency (ingest options, [WithIngestOptions]), per-publisher rate limits and backoff, so
-// a slow or broken publisher never blocks the others. [PieceOf] finds an ad's
-// PieceCID in its ContextID or in graphsync-filecoinv1 metadata in any
-// protocol position; the ad's multihashes become payload CIDs
+// (ingest.WithApplier), unordered (ingest.WithUnordered): each ad is
+// applied as it is fetched, newest first, so a provider's newest pieces
+// are answered while the rest of its chain is still being fetched; verified
+// block hashes and ad signatures, one task per publisher under a bound on
+// total concurrency (ingest options, [WithIngestOptions]), turns of a few
+// dozen ads ([DefaultWalkSlotAds]), per-publisher rate limits and backoff,
+// so a slow or broken publisher never blocks the others. [PieceOf] finds
+// an ad's PieceCID in its ContextID or in graphsync-filecoinv1 metadata in
+// any protocol position; the multihashes of the ad's first entry chunk
+// ([WithEntryChunks]: the first n, or all) become payload CIDs
 // ([PayloadCID]) offered to the Store. IsRm ads are ignored: pieces are
-// immutable. Publishers' addresses come from /providers records and
+// immutable.
+//
+// The head/tail/lastHead position of each publisher's walk is kept by a
+// Store that has the [Walks] capability (both backends have it), moved
+// together with each ad's counters in one conditional step; several
+// Trackers on one Store (one Redis) share the walks by claims with a time
+// to live ([WithClaimTTL]), each chain walked about once and counted
+// exactly once. With another Store the Tracker's datastore keeps the
+// positions. Publishers' addresses come from /providers records and
 // announces, so requests to them connect only where the dial policy
 // allows ([WithDialPolicy]; public addresses by default), follow no
 // redirect, and no status quotes what a publisher wrote in an error

@@ -3,6 +3,7 @@ package piece
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -85,3 +86,70 @@ var (
 	// ErrClosed is returned (wrapped) by a store's methods after Close.
 	ErrClosed = errors.New("piece: store closed")
 )
+
+// WalkPosition is where a publisher's chain walk stands, as the
+// piece-indexer design keeps it: LastHead is the head of the last finished
+// walk (it and everything before it are walked), Head the head the walk in
+// progress started from, Tail the next advertisement it fetches, and
+// Walked the advertisements it has applied so far. The zero value is a
+// publisher never walked.
+type WalkPosition struct {
+	LastHead, Head, Tail cid.Cid
+	Walked               int64
+}
+
+// WalkStep is one move of a publisher's walk position from From to To,
+// with the counters of the advertisement the move walks past: Add is added
+// to the counters of Provider (none when Provider is empty, as when a walk
+// starts).
+type WalkStep struct {
+	From, To WalkPosition
+	Provider peer.ID
+	Add      Counters
+}
+
+// Walks is an optional capability of a [Store], found by type assertion:
+// the store keeps each publisher's walk position, so that a [Tracker]
+// moves the position and adds an advertisement's counters in one
+// transaction (counters exact however a process stops), and several
+// Trackers pointed at one store share the walks: a walk is claimed by one
+// owner at a time, for a time to live renewed by each step, and every step
+// is conditioned on the position it starts from. Both backends have it.
+type Walks interface {
+	// ClaimWalk returns publisher's position and claims its walk for owner
+	// until ttl from now. It fails with an error wrapping ErrWalkClaimed,
+	// and changes nothing, while another owner's claim lasts.
+	ClaimWalk(ctx context.Context, publisher peer.ID, owner string, ttl time.Duration) (WalkPosition, error)
+	// StepWalk applies step, atomically: if publisher's position is
+	// step.From and no other owner's claim lasts, the position becomes
+	// step.To, step.Add is added to step.Provider's counters and owner's
+	// claim is renewed for ttl. Otherwise nothing changes and the error
+	// wraps ErrWalkMoved (the position is not step.From) or
+	// ErrWalkClaimed.
+	StepWalk(ctx context.Context, publisher peer.ID, owner string, ttl time.Duration, step WalkStep) error
+}
+
+var (
+	// ErrWalkMoved is returned (wrapped) by [Walks].StepWalk when the
+	// publisher's position is not the one the step starts from.
+	ErrWalkMoved = errors.New("piece: walk position moved")
+	// ErrWalkClaimed is returned (wrapped) by [Walks] methods while
+	// another owner's claim on the publisher's walk lasts.
+	ErrWalkClaimed = errors.New("piece: walk claimed by another owner")
+)
+
+// CheckWalkArgs returns an error if the arguments of a [Walks] method are
+// invalid (a publisher ID that does not validate, an empty owner, a TTL
+// that is not positive); backends call it first.
+func CheckWalkArgs(publisher peer.ID, owner string, ttl time.Duration) error {
+	if err := publisher.Validate(); err != nil {
+		return fmt.Errorf("invalid publisher ID: %w", err)
+	}
+	if owner == "" {
+		return errors.New("empty owner")
+	}
+	if ttl <= 0 {
+		return fmt.Errorf("claim TTL %v must be positive", ttl)
+	}
+	return nil
+}

@@ -2,6 +2,8 @@ package piece
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,28 +55,69 @@ import (
 // # Walking
 //
 // Walks are those of the ingest package, run by an ingest.Ingester with an
-// Applier of this package (ingest.WithApplier): per publisher, the
-// head / tail / lastHead position of the piece-indexer design is persisted
-// in the datastore given to [NewTracker] (go-ds-leveldb on disk), so a
-// restarted Tracker resumes every unfinished walk where it stopped; every
-// block is fetched over ipnisync HTTP and checked against its CID, every
-// head's and advertisement's signature is verified (by the provider or the
-// publisher). Publishers are walked concurrently, at most ingest.WithWorkers
-// at once, one walk each; each request is bounded by
+// Applier of this package (ingest.WithApplier), unordered
+// (ingest.WithUnordered): pieces are immutable and removals are ignored,
+// so order does not matter, and each advertisement is applied as it is
+// fetched, newest first, from the head down to the last walked head. A
+// provider's newest pieces are answered while the rest of its chain is
+// still being fetched, and nothing collected waits on disk. Every block is
+// fetched over ipnisync HTTP and checked against its CID, every head's and
+// advertisement's signature is verified (by the provider or the
+// publisher). Publishers are walked concurrently, at most
+// ingest.WithWorkers at once, one walk each; a walk's turn is bounded to
+// [DefaultWalkSlotAds] advertisements or [DefaultWalkSlotTime]
+// (ingest.WithSlot), after which the publisher goes behind the others:
+// the one-step-at-a-time scheduling of the piece-indexer design, in steps
+// of a few dozen advertisements. Each request is bounded by
 // ingest.WithRequestTimeout and rate-limited per publisher
 // (ingest.WithRequestRate); a publisher whose walk fails waits an
-// exponential backoff (ingest.WithBackoff) before it is
-// tried again. So a slow, hanging or broken publisher holds at most one
-// walk slot for one request timeout at a time, and never blocks the others
-// or spins on its bad advertisement.
+// exponential backoff (ingest.WithBackoff) before it is tried again. So a
+// slow, hanging or broken publisher holds at most one walk slot for one
+// request timeout at a time, and never blocks the others or spins on its
+// bad advertisement. An advertisement that cannot be fetched stalls the
+// walk there until the backoff has passed; one that does not verify ends
+// the walk at it (ingest's unordered walks).
+//
+// # Walk state and several Trackers
+//
+// Per publisher the walk state is the head / tail / lastHead position of
+// the piece-indexer design, moved past each advertisement as it is
+// applied. Where it lives depends on the Store:
+//
+//   - a Store that keeps walks ([Walks]: piece/memory and piece/redis do)
+//     keeps it. Each step is one StepWalk that moves the position and adds
+//     the advertisement's counters together, conditioned on the position
+//     it starts from, so counters are exact however a process stops: a
+//     process killed after offering an advertisement's payloads
+//     (idempotent) and before its step offers them again and counts them
+//     once. Several Trackers pointed at one Store (one Redis) share the
+//     walks: a Tracker claims a publisher's walk for [DefaultClaimTTL]
+//     ([WithClaimTTL]), renewed by each step; the others leave it alone
+//     while the claim lasts (asking again every slot time, at no cost to
+//     the publisher) and take it over where it stopped once it lapses.
+//     Each chain is walked about once, whichever Tracker walks it, and
+//     counted once even when two race on it (the loser's step fails and
+//     it reads the position again). Claims name the Tracker
+//     ([WithClaimOwner]; by default a name kept in its datastore).
+//   - otherwise the datastore given to [NewTracker] (go-ds-leveldb on
+//     disk) keeps it, and the counters go to the Store as each
+//     advertisement is applied, before the position moves: a process
+//     killed in between counts that one advertisement again when it
+//     resumes.
+//
+// Either way a restarted Tracker resumes every unfinished walk where it
+// stopped. The datastore also keeps each publisher's verified addresses
+// and backoff.
 //
 // # What each advertisement does
 //
 // An advertisement with entries names its piece in its ContextID or its
 // graphsync-filecoinv1 metadata ([PieceOf]); the payload CIDs are those of
-// its entries' multihashes ([PayloadCID]), of which the k with the smallest
-// [PayloadHash] are offered to the Store ([WithSampleSize]): exactly what a
-// bottom-k Store keeps, at k writes per advertisement whatever its size.
+// the multihashes of its first entry chunk ([WithEntryChunks]: the first n
+// chunks, or all of them; the chunks after them are never requested)
+// ([PayloadCID]), of which the k with the smallest [PayloadHash] are
+// offered to the Store ([WithSampleSize]): exactly what a bottom-k Store
+// keeps, at k writes per advertisement whatever its size.
 // IsRm advertisements, and advertisements a newer one removes, are not
 // undone: pieces are immutable. Per provider the Store counts
 // advertisements walked, advertisements with entries but no piece
@@ -94,9 +137,9 @@ import (
 // date", "walk failed …, retrying at …", "unsupported protocol: …"). Until
 // an advertisement names a publisher's provider (a publisher given by
 // configuration or an announce), these are written under the publisher's
-// own ID, which is the provider's for most deployed publishers.
-// Counters may count again the one advertisement that was being applied
-// when a process was killed; a graceful stop counts exactly.
+// own ID, which is the provider's for most deployed publishers. While
+// another Tracker on the same Store walks a publisher, this one leaves its
+// providers' statuses to that one.
 //
 // # Lifecycle
 //
@@ -116,7 +159,13 @@ type Tracker struct {
 	requestTimeout time.Duration
 	sampleSize     int
 
+	// owner names this Tracker in the claims of a Store that keeps walks
+	// (WithClaimOwner, else kept in the walk-state datastore, so a restart
+	// on it resumes its own claims at once).
+	owner string
+
 	mu        sync.Mutex
+	elsewhere map[peer.ID]bool // publishers another Tracker walks now
 	pubs      map[peer.ID]*trackedPub
 	written   map[peer.ID]writtenStatus // last status written per provider
 	announced map[peer.ID]cid.Cid       // last head announced from /providers
@@ -139,6 +188,7 @@ type writtenStatus struct {
 // ds (whose batches must be atomic, as go-ds-leveldb's are, for a walk to
 // survive a crash). It starts nothing: call [Tracker.Run].
 func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracker, error) {
+	var err error
 	if st == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidTrackerOption)
 	}
@@ -156,6 +206,7 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 		log:        cfg.logger,
 		sampleSize: cfg.sampleSize,
 		pubs:       make(map[peer.ID]*trackedPub),
+		elsewhere:  make(map[peer.ID]bool),
 		written:    make(map[peer.ID]writtenStatus),
 		announced:  make(map[peer.ID]cid.Cid),
 	}
@@ -165,19 +216,31 @@ func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracke
 			t.sampleSize = c.Capacity()
 		}
 	}
+	if t.owner = cfg.owner; t.owner == "" {
+		if t.owner, err = trackerOwner(ds); err != nil {
+			return nil, err
+		}
+	}
 	// The Tracker's defaults first, so that the caller's ingest options
-	// win; its applier and hooks last, because the Tracker is built on them.
+	// win; its applier, order and hooks last, because the Tracker is built
+	// on them.
 	iopts := []ingest.Option{
 		ingest.WithLogger(cfg.logger),
 		ingest.WithRequestRate(DefaultRequestRate, DefaultRequestBurst),
-		// Every applied ad is already in the Store: persisting the walk
-		// position after each one bounds what a crash applies again to
-		// one ad.
-		ingest.WithCheckpoint(1, time.Second),
+		ingest.WithSlot(DefaultWalkSlotTime, DefaultWalkSlotAds),
 	}
 	iopts = append(iopts, cfg.ingestOpts...)
+	walks, _ := st.(Walks)
 	iopts = append(iopts,
-		ingest.WithApplier(func(pub peer.ID) ingest.Applier { return walkApplier{t: t, pub: pub} }),
+		ingest.WithApplier(func(pub peer.ID) ingest.Applier {
+			if walks != nil {
+				return &sharedApplier{walkApplier: walkApplier{t: t, pub: pub}, walks: walks}
+			}
+			return walkApplier{t: t, pub: pub}
+		}),
+		// Pieces are immutable and removals ignored: order does not
+		// matter, so each ad is applied as it is fetched.
+		ingest.WithUnordered(),
 		ingest.WithHooks(ingest.Hooks{WalkDone: t.walkDone}),
 	)
 	t.ing, err = ingest.New(nil, ds, t.newSyncer, iopts...)
@@ -295,4 +358,41 @@ func (t *Tracker) providersOf(pub peer.ID) []peer.ID {
 		return slices.Sorted(maps.Keys(p.providers))
 	}
 	return []peer.ID{pub}
+}
+
+// ownerKey is where a Tracker keeps its owner name in its datastore.
+var ownerKey = datastore.NewKey("/piece/owner")
+
+// trackerOwner returns the owner name kept in ds, making and keeping a
+// random one the first time.
+func trackerOwner(ds datastore.Batching) (string, error) {
+	ctx := context.Background()
+	v, err := ds.Get(ctx, ownerKey)
+	switch {
+	case err == nil && len(v) > 0:
+		return string(v), nil
+	case err != nil && !errors.Is(err, datastore.ErrNotFound):
+		return "", fmt.Errorf("piece: tracker: read owner: %w", err)
+	}
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("piece: tracker: owner: %w", err)
+	}
+	owner := hex.EncodeToString(b[:])
+	if err := ds.Put(ctx, ownerKey, []byte(owner)); err != nil {
+		return "", fmt.Errorf("piece: tracker: keep owner: %w", err)
+	}
+	return owner, nil
+}
+
+// setElsewhere notes whether another Tracker walks pub now; the status
+// loop leaves the statuses of its providers to that one.
+func (t *Tracker) setElsewhere(pub peer.ID, elsewhere bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if elsewhere {
+		t.elsewhere[pub] = true
+	} else {
+		delete(t.elsewhere, pub)
+	}
 }

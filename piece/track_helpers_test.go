@@ -19,6 +19,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
@@ -37,6 +38,13 @@ type publisher struct {
 // the client gives up (a publisher whose head answers but whose blocks never
 // come).
 func servePublisher(t *testing.T, cfg chaingen.Config, hang bool) *publisher {
+	t.Helper()
+	return servePublisherWith(t, cfg, hang, nil)
+}
+
+// servePublisherWith is servePublisher with every request going through
+// wrap (when not nil) first.
+func servePublisherWith(t *testing.T, cfg chaingen.Config, hang bool, wrap func(http.Handler) http.Handler) *publisher {
 	t.Helper()
 	c, err := chaingen.Generate(cfg)
 	if err != nil {
@@ -69,6 +77,9 @@ func servePublisher(t *testing.T, cfg chaingen.Config, hang bool) *publisher {
 			case <-done:
 			}
 		})
+	}
+	if wrap != nil {
+		h = wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { close(done); srv.Close() })
@@ -182,23 +193,28 @@ func upToDate(s piece.Store, pub *publisher) (bool, string) {
 }
 
 // checkPieces checks that s answers every (provider, piece) of pub's ground
-// truth, except the pieces in skip: payloads non-empty, a subset of the
-// truth, and all of it when the truth has at most k payloads.
+// truth, except the pieces in skip, as a Tracker reading the first entry
+// chunk of each ad (the default) fills it: see checkPiecesChunks.
 func checkPieces(t *testing.T, s piece.Store, pub *publisher, k int, skip ...cid.Cid) {
 	t.Helper()
+	checkPiecesChunks(t, s, pub, k, piece.DefaultEntryChunks, skip...)
+}
+
+// checkPiecesChunks checks that s answers every (provider, piece) of pub's
+// ground truth, except the pieces in skip: payloads non-empty, a subset of
+// the payloads of the first chunks entry chunks of the piece's ads (every
+// chunk when chunks is 0), and all of those when there are at most k of
+// them, else k.
+func checkPiecesChunks(t *testing.T, s piece.Store, pub *publisher, k, chunks int, skip ...cid.Cid) {
+	t.Helper()
 	ctx := context.Background()
-	truth, _ := pub.chain.Pieces()
+	truth := sampledTruth(t, pub.chain, chunks)
 	if len(truth) == 0 {
 		t.Fatalf("provider %s: chain has no pieces; the test is broken", pub.chain.Provider)
 	}
-	for pc, mhs := range truth {
+	for pc, want := range truth {
 		if slices.ContainsFunc(skip, pc.Equals) {
 			continue
-		}
-		want := make(map[cid.Cid]bool, len(mhs))
-		for _, mh := range mhs {
-			c, _ := piece.PayloadCID(mh)
-			want[c] = true
 		}
 		got, err := s.Payloads(ctx, pub.chain.Provider, pc)
 		if err != nil {
@@ -210,7 +226,7 @@ func checkPieces(t *testing.T, s piece.Store, pub *publisher, k int, skip ...cid
 		}
 		for _, c := range got {
 			if !want[c] {
-				t.Errorf("provider %s piece %s: payload %s was not advertised in the piece", pub.chain.Provider, pc, c)
+				t.Errorf("provider %s piece %s: payload %s was not advertised in the chunks read", pub.chain.Provider, pc, c)
 			}
 		}
 		if len(want) <= k && len(got) != len(want) {
@@ -220,4 +236,80 @@ func checkPieces(t *testing.T, s piece.Store, pub *publisher, k int, skip ...cid
 			t.Errorf("provider %s piece %s: %d payloads, want k = %d", pub.chain.Provider, pc, len(got), k)
 		}
 	}
+}
+
+// sampledTruth returns, per piece of c, the payload CIDs of the first
+// chunks entry chunks (all with 0) of every ad naming it: what a Tracker
+// with WithEntryChunks(chunks) samples. Chunks the chain lost are skipped.
+func sampledTruth(t *testing.T, c *chaingen.Chain, chunks int) map[cid.Cid]map[cid.Cid]bool {
+	t.Helper()
+	ctx := context.Background()
+	out := make(map[cid.Cid]map[cid.Cid]bool)
+	for i := range c.Len() {
+		ad, err := c.Ad(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ad.IsRm || !ad.HasEntries() {
+			continue
+		}
+		pc, ok := piece.PieceOf(ad.ContextID, ad.Metadata)
+		if !ok {
+			continue
+		}
+		for n, e := 0, ad.Entries; e.Defined() && (chunks == 0 || n < chunks); n++ {
+			b, err := c.Block(ctx, e)
+			if err != nil {
+				break // lost
+			}
+			ch, err := schema.DecodeEntryChunk(e, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out[pc] == nil {
+				out[pc] = make(map[cid.Cid]bool)
+			}
+			for _, mh := range ch.Entries {
+				if p, ok := piece.PayloadCID(mh); ok {
+					out[pc][p] = true
+				}
+			}
+			e = ch.Next
+		}
+	}
+	return out
+}
+
+// requestLog counts a publisher's block requests by CID, optionally
+// delaying each.
+type requestLog struct {
+	delay time.Duration
+	mu    sync.Mutex
+	n     map[string]int // by the last path element
+	total int
+}
+
+func (l *requestLog) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/head") {
+			l.mu.Lock()
+			if l.n == nil {
+				l.n = make(map[string]int)
+			}
+			l.n[r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]]++
+			l.total++
+			l.mu.Unlock()
+			if l.delay > 0 {
+				time.Sleep(l.delay)
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// count returns the requests of c and of every block.
+func (l *requestLog) count(c cid.Cid) (int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n[c.String()], l.total
 }

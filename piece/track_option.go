@@ -32,6 +32,22 @@ const (
 	// MaxProvidersBody is the longest /providers answer read (cid.contact
 	// answers a few megabytes).
 	MaxProvidersBody = 256 << 20
+	// DefaultEntryChunks is how many entry chunks of each advertisement
+	// are read ([WithEntryChunks]): the first, as the piece-indexer design
+	// has it ("it's enough to take the first entry and ignore the rest").
+	DefaultEntryChunks = 1
+	// DefaultWalkSlotTime and DefaultWalkSlotAds bound one publisher's
+	// turn: after that many advertisements or that long its walk yields,
+	// persisted where it is, and the publisher goes behind the others (the
+	// Tracker gives its ingester ingest.WithSlot(DefaultWalkSlotTime,
+	// DefaultWalkSlotAds) before the options of [WithIngestOptions]).
+	DefaultWalkSlotTime = 10 * time.Second
+	DefaultWalkSlotAds  = 64
+	// DefaultClaimTTL is how long a Tracker's claim on a publisher's walk
+	// lasts after its last step, in a Store that keeps walks ([Walks]):
+	// another Tracker on the same Store takes the walk over that long
+	// after the one walking it stopped ([WithClaimTTL]).
+	DefaultClaimTTL = time.Minute
 )
 
 // ErrInvalidTrackerOption is wrapped by [NewTracker] given an option it
@@ -53,6 +69,9 @@ type trackerConfig struct {
 	client         *http.Client      // /providers
 	policy         *netpolicy.Policy // publishers
 	sampleSize     int
+	entryChunks    int           // 0: all
+	claimTTL       time.Duration // Walks claims
+	owner          string        // "": kept in the datastore
 	ingestOpts     []ingest.Option
 	announceOpts   []announce.Option
 }
@@ -61,6 +80,8 @@ func newTrackerConfig(opts []TrackerOption) (*trackerConfig, error) {
 	c := &trackerConfig{
 		pollInterval:   DefaultPollInterval,
 		statusInterval: DefaultStatusInterval,
+		entryChunks:    DefaultEntryChunks,
+		claimTTL:       DefaultClaimTTL,
 		logger:         slog.New(slog.DiscardHandler),
 		client:         http.DefaultClient,
 	}
@@ -173,12 +194,14 @@ func WithDialPolicy(p *netpolicy.Policy) TrackerOption {
 // and defaults the ingest package gives them, but for two defaults of the
 // Tracker's own, given before these so that these win: a request rate of
 // [DefaultRequestRate] with bursts of [DefaultRequestBurst] (a perSecond of
-// 0 removes the limit), and a checkpoint after every advertisement (every
-// applied one is already in the Store, so a crash applies at most one
-// again). The ingester's logger is the Tracker's ([WithTrackerLogger])
-// unless one is given here. ingest.WithApplier and ingest.WithHooks are
-// the Tracker's own: NewTracker sets them after these, and those given
-// here have no effect.
+// 0 removes the limit), and a slot of [DefaultWalkSlotTime] and
+// [DefaultWalkSlotAds] advertisements per turn (ingest.WithSlot). The
+// ingester's logger is the Tracker's ([WithTrackerLogger]) unless one is
+// given here. ingest.WithApplier, ingest.WithUnordered and
+// ingest.WithHooks are the Tracker's own: NewTracker sets them after
+// these, and those given here have no effect; walks are unordered, so
+// ingest.WithCheckpoint has none either (the position moves after every
+// advertisement).
 func WithIngestOptions(opts ...ingest.Option) TrackerOption {
 	return func(c *trackerConfig) error {
 		c.ingestOpts = append(c.ingestOpts, opts...)
@@ -207,6 +230,61 @@ func WithSampleSize(k int) TrackerOption {
 			return fmt.Errorf("%w: sample size %d must be positive", ErrInvalidTrackerOption, k)
 		}
 		c.sampleSize = k
+		return nil
+	}
+}
+
+// WithEntryChunks sets how many entry chunks of each advertisement with a
+// piece are read: the first n of its chain (or the first n nodes of a HAMT
+// of entries), whose payloads are sampled; the chunks after them are never
+// requested from the publisher. The default, [DefaultEntryChunks], reads
+// the first chunk only, as the piece-indexer design does: one request per
+// advertisement for its entries, however many it has, and a sample of the
+// payloads the provider lists first. 0 reads every chunk: a uniform sample
+// of all the advertisement's payloads, at one request per chunk (IPNI
+// allows tens of thousands per advertisement).
+func WithEntryChunks(n int) TrackerOption {
+	return func(c *trackerConfig) error {
+		if n < 0 {
+			return fmt.Errorf("%w: entry chunks %d must not be negative", ErrInvalidTrackerOption, n)
+		}
+		c.entryChunks = n
+		return nil
+	}
+}
+
+// WithClaimTTL sets how long a Tracker's claim on a publisher's walk
+// lasts after its last step, when the Store keeps walks ([Walks]): while
+// it lasts, other Trackers on the Store leave the publisher alone (they
+// ask again every slot time); once it expires, one of them takes the walk
+// over where it stopped. Default [DefaultClaimTTL]. It should exceed the
+// time of one step (an advertisement and its entry chunks, each bounded
+// by ingest.WithRequestTimeout): a claim that lapses while its holder
+// still walks costs requests, not exactness (steps are conditioned on the
+// position).
+func WithClaimTTL(d time.Duration) TrackerOption {
+	return func(c *trackerConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: claim TTL %v must be positive", ErrInvalidTrackerOption, d)
+		}
+		c.claimTTL = d
+		return nil
+	}
+}
+
+// WithClaimOwner names the Tracker in its claims on publishers' walks,
+// when the Store keeps walks ([Walks]); the Store's errors quote it. The
+// default is a random name made once and kept in the Tracker's datastore,
+// so that a Tracker restarted on its datastore takes its own claims back at
+// once. Trackers sharing a Store need distinct names: two with the same
+// name are not kept apart by claims, and only the conditional steps keep
+// their counters exact (they then fetch each advertisement twice).
+func WithClaimOwner(name string) TrackerOption {
+	return func(c *trackerConfig) error {
+		if name == "" {
+			return fmt.Errorf("%w: empty claim owner", ErrInvalidTrackerOption)
+		}
+		c.owner = name
 		return nil
 	}
 }

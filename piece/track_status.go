@@ -45,13 +45,19 @@ func (t *Tracker) writeStatuses(ctx context.Context) {
 		if p := t.pubs[st.Publisher]; p != nil {
 			url = p.url
 		}
+		elsewhere := t.elsewhere[st.Publisher]
 		t.mu.Unlock()
+		if elsewhere {
+			// Another Tracker on the Store walks it and writes its
+			// statuses; this one's view of the walk is stale.
+			continue
+		}
 		w := writtenStatus{address: url, head: st.Head, lastHead: st.LastHead}
 		switch {
-		case st.Walking && st.Pending > 0:
-			w.text = fmt.Sprintf("walking: applying advertisements, %d pending", st.Pending)
 		case st.Walking && st.Head.Defined():
-			w.text = "walking: collecting advertisements"
+			w.text = "walking: applying advertisements as they are fetched"
+		case !st.Walking && st.Head.Defined() && st.Failures == 0:
+			w.text = "walking: waiting for its next turn"
 		case st.Walking && st.LastHead.Defined() && st.Failures == 0:
 			// Asking the publisher for its head, with no new head known:
 			// as of now the provider is up to date. (A configured

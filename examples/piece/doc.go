@@ -25,6 +25,8 @@
 //	--key             signing key file, created if absent (default <dir>/key)
 //	--concurrency     publishers walked at once (default 10)
 //	--capacity        payloads kept per (provider, piece) (default 16)
+//	--entry-chunks    entry chunks of each advertisement read and sampled
+//	                  (default 1, the first; 0: all)
 //	--request-timeout bound of each request to a publisher (default 10s)
 //	--request-rate    requests per second to each publisher (default 10)
 //	--allow-private-addrs  dial publishers on loopback and private addresses
@@ -50,12 +52,15 @@
 //
 // # State
 //
-// With --store redis the pieces live in Redis and the walker positions in
-// a LevelDB under <dir>/walk, so a restarted (even killed) process resumes
-// every walk where it stopped. With --store memory nothing outlives the
-// process: the walker positions are kept in memory too, and every start
-// walks every chain from its head again (a position on disk over an empty
-// store would skip what was walked before). The Ed25519 key in --key is
+// With --store redis the pieces and the walk positions live in Redis, so a
+// restarted (even killed) process resumes every walk where it stopped,
+// with exact counters; a LevelDB under <dir>/walk keeps the publishers'
+// verified addresses, their backoff and the sampler's claim name. Several
+// samplers on one Redis and --redis-prefix, each with its own --dir,
+// share the walks: each publisher is walked by one of them at a time
+// (a claim that lapses a minute after the last step), and each chain about
+// once overall. With --store memory nothing outlives the process: every
+// start walks every chain from its head again. The Ed25519 key in --key is
 // kept across restarts in both cases, so answers stay verifiable with the
 // same public key.
 //

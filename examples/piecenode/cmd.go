@@ -34,6 +34,7 @@ type options struct {
 	keyPath         string
 	concurrency     int
 	capacity        int
+	entryChunks     int
 	requestTimeout  time.Duration
 	requestRate     float64
 	logLevel        string
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.keyPath, "key", "", "file of the server's Ed25519 signing key, created if absent (default <dir>/key)")
 	fs.IntVar(&o.concurrency, "concurrency", ingest.DefaultWorkers, "publishers walked at once")
 	fs.IntVar(&o.capacity, "capacity", piece.DefaultCapacity, "payload CIDs kept per (provider, piece)")
+	fs.IntVar(&o.entryChunks, "entry-chunks", piece.DefaultEntryChunks, "entry chunks of each advertisement read and sampled (0: all)")
 	fs.DurationVar(&o.requestTimeout, "request-timeout", ingest.DefaultRequestTimeout, "bound of every request to a publisher")
 	fs.Float64Var(&o.requestRate, "request-rate", piece.DefaultRequestRate, "requests per second to each publisher (0: unlimited)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -91,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.entryChunks < 0 {
+		return nil, fmt.Errorf("-entry-chunks %d must not be negative", o.entryChunks)
 	}
 	if o.store != "memory" && o.store != "redis" {
 		return nil, fmt.Errorf("-store %q: want memory or redis", o.store)
@@ -138,10 +143,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-key: %w", err)
 	}
 
-	// The walker state must live exactly as long as the pieces it
-	// produced: on disk with Redis, in memory with the memory store (a
-	// persisted position over an empty store would skip the ads walked
-	// before the restart).
+	// Both stores keep the walk positions with the pieces (piece.Walks);
+	// the walker state (addresses, backoff, the claim name) is on disk
+	// with Redis, so a restart takes its own claims back at once, and in
+	// memory with the memory store.
 	switch o.store {
 	case "memory":
 		cfg.Capacity = o.capacity
@@ -179,6 +184,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg.AnnounceRateExempt, _ = cli.ParsePrefixes(o.announceRateExempt) // checked by parseFlags
 	cfg.ProvidersURL, cfg.PollInterval = o.providersURL, o.pollInterval
 	cfg.Concurrency, cfg.RequestTimeout, cfg.RequestRate = o.concurrency, o.requestTimeout, o.requestRate
+	cfg.EntryChunks = o.entryChunks
 	cfg.AnnounceRate, cfg.AllowPrivateAddrs = o.announceRate, o.allowPrivateAddrs
 	cfg.ShutdownTimeout, cfg.Logger = o.shutdownTimeout, log
 

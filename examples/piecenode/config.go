@@ -35,11 +35,19 @@ type Config struct {
 	// (provider, piece); 0 with a Store of the caller's (its own capacity
 	// rules), else positive.
 	Capacity int
-	// WalkState keeps the walks' positions; it must live exactly as long
-	// as Store (a position kept over an emptied store would skip the ads
-	// walked before). Nil: in memory, which is what an in-memory Store
-	// needs; set only with a Store of the caller's. The caller closes it.
+	// WalkState keeps each publisher's verified addresses, backoff and
+	// the sampler's claim name (piece.WithClaimOwner), and the walks'
+	// positions when Store does not keep them (both piece backends do,
+	// piece.Walks: several samplers on one Redis then share the walks,
+	// each with its own WalkState). Nil: in memory; set only with a Store
+	// of the caller's. The caller closes it.
 	WalkState datastore.Batching
+	// EntryChunks is how many entry chunks of each advertisement are read
+	// and sampled (piece.WithEntryChunks): the first, by default
+	// (piece.DefaultEntryChunks), as the piece-indexer design has it; 0
+	// reads every chunk (a uniform sample of all of an ad's payloads, at a
+	// request per chunk).
+	EntryChunks int
 	// Key signs the API's answers; nil: a fresh Ed25519 key each New (see
 	// piece.LoadOrCreateKey for one kept in a file).
 	Key crypto.PrivKey
@@ -80,6 +88,7 @@ func DefaultConfig() Config {
 		Concurrency:     ingest.DefaultWorkers,
 		RequestTimeout:  ingest.DefaultRequestTimeout,
 		RequestRate:     piece.DefaultRequestRate,
+		EntryChunks:     piece.DefaultEntryChunks,
 		AnnounceRate:    cli.DefaultAnnounceRate,
 		ShutdownTimeout: 10 * time.Second,
 	}
@@ -94,6 +103,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("Capacity %d: set only for the in-memory store (Store nil); a Store of yours keeps its own", c.Capacity)
 	case c.Store == nil && c.WalkState != nil:
 		return fmt.Errorf("WalkState without a Store: a kept walk position over the in-memory store would skip the ads walked before")
+	case c.EntryChunks < 0:
+		return fmt.Errorf("EntryChunks %d must not be negative", c.EntryChunks)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	}

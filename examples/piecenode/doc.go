@@ -22,8 +22,11 @@
 //
 // By default the pieces and the walk positions are in memory and the
 // signing key is fresh; [Config.Store] and [Config.WalkState] take a
-// lasting store (piece/redis) with its walk state, [Config.Key] a lasting
+// lasting store (piece/redis, which keeps the walk positions too, shared
+// by every sampler on it) with its walker state, [Config.Key] a lasting
 // key. New refuses the combinations that would lose or skip pieces.
+// [Config.EntryChunks] says how many entry chunks of each advertisement
+// are read (the first, by default).
 //
 // # Lifecycle
 //

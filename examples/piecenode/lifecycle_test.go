@@ -41,6 +41,7 @@ func TestLifecycle(t *testing.T) {
 		{"walk state without a store", func(c *piecenode.Config) { c.WalkState = datastore.NewMapDatastore() }, "WalkState"},
 		{"no capacity", func(c *piecenode.Config) { c.Capacity = 0 }, "Capacity 0"},
 		{"no shutdown timeout", func(c *piecenode.Config) { c.ShutdownTimeout = 0 }, "ShutdownTimeout"},
+		{"negative entry chunks", func(c *piecenode.Config) { c.EntryChunks = -1 }, "EntryChunks"},
 	} {
 		bad := cfg
 		tc.edit(&bad)

@@ -113,6 +113,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (_ *Sampler, err error)
 			ingest.WithRequestRate(cfg.RequestRate, max(1, int(cfg.RequestRate))),
 		),
 		piece.WithTrackerLogger(log),
+		piece.WithEntryChunks(cfg.EntryChunks),
 		piece.WithAnnounceOptions(announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
 			announce.WithSourceRateExempt(cfg.AnnounceRateExempt...)),
 	}

@@ -58,6 +58,14 @@ type Store struct {
 	mu        sync.RWMutex
 	closed    bool
 	providers map[peer.ID]*provider
+	walks     map[peer.ID]*walk
+}
+
+// walk is a publisher's walk position and claim.
+type walk struct {
+	pos   piece.WalkPosition
+	owner string
+	until time.Time // the claim's expiry
 }
 
 type provider struct {
@@ -71,7 +79,10 @@ type reservoir struct {
 	payloads []cid.Cid
 }
 
-var _ piece.Store = (*Store)(nil)
+var (
+	_ piece.Store = (*Store)(nil)
+	_ piece.Walks = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New(opts ...Option) (*Store, error) {
@@ -81,7 +92,7 @@ func New(opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	return &Store{k: c.capacity, now: c.now, providers: make(map[peer.ID]*provider)}, nil
+	return &Store{k: c.capacity, now: c.now, providers: make(map[peer.ID]*provider), walks: make(map[peer.ID]*walk)}, nil
 }
 
 // Capacity returns k, the number of payloads kept per (provider, piece).
@@ -252,6 +263,79 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.providers = nil
+	s.providers, s.walks = nil, nil
 	return nil
+}
+
+// ClaimWalk implements [piece.Walks]; claims expire by the store's clock
+// ([WithClock]).
+func (s *Store) ClaimWalk(ctx context.Context, publisher peer.ID, owner string, ttl time.Duration) (piece.WalkPosition, error) {
+	if err := piece.CheckWalkArgs(publisher, owner, ttl); err != nil {
+		return piece.WalkPosition{}, fmt.Errorf("piece/memory: ClaimWalk: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return piece.WalkPosition{}, fmt.Errorf("piece/memory: ClaimWalk: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return piece.WalkPosition{}, fmt.Errorf("piece/memory: ClaimWalk: %w", piece.ErrClosed)
+	}
+	w, now := s.walk(publisher), s.now()
+	if w.owner != owner && now.Before(w.until) {
+		return piece.WalkPosition{}, fmt.Errorf("piece/memory: ClaimWalk of %s: %w", publisher, piece.ErrWalkClaimed)
+	}
+	w.owner, w.until = owner, now.Add(ttl)
+	return w.pos, nil
+}
+
+// StepWalk implements [piece.Walks].
+func (s *Store) StepWalk(ctx context.Context, publisher peer.ID, owner string, ttl time.Duration, step piece.WalkStep) error {
+	if err := piece.CheckWalkArgs(publisher, owner, ttl); err != nil {
+		return fmt.Errorf("piece/memory: StepWalk: %w", err)
+	}
+	if step.Provider != "" {
+		if err := checkArgs("StepWalk", step.Provider, nil); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("piece/memory: StepWalk: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("piece/memory: StepWalk: %w", piece.ErrClosed)
+	}
+	w, now := s.walk(publisher), s.now()
+	switch {
+	case w.owner != owner && now.Before(w.until):
+		return fmt.Errorf("piece/memory: StepWalk of %s: %w", publisher, piece.ErrWalkClaimed)
+	case !samePosition(w.pos, step.From):
+		return fmt.Errorf("piece/memory: StepWalk of %s: %w", publisher, piece.ErrWalkMoved)
+	}
+	w.pos, w.owner, w.until = step.To, owner, now.Add(ttl)
+	if step.Provider != "" {
+		st := &s.provider(step.Provider).st
+		st.AdsWalked += step.Add.AdsWalked
+		st.AdsWithoutPiece += step.Add.AdsWithoutPiece
+		st.EntriesUnretrievable += step.Add.EntriesUnretrievable
+		st.Updated = now
+	}
+	return nil
+}
+
+// walk returns publisher's walk, creating it. s.mu must be held for
+// writing.
+func (s *Store) walk(publisher peer.ID) *walk {
+	w := s.walks[publisher]
+	if w == nil {
+		w = &walk{}
+		s.walks[publisher] = w
+	}
+	return w
+}
+
+func samePosition(a, b piece.WalkPosition) bool {
+	return a.LastHead.Equals(b.LastHead) && a.Head.Equals(b.Head) && a.Tail.Equals(b.Tail) && a.Walked == b.Walked
 }

@@ -17,5 +17,9 @@
 // against a fixed vector computed from [piece.PayloadHash]'s formula,
 // idempotence, order independence, capacity, the not-found errors (provider
 // vs piece), counters and status updates, concurrent use (run it under
-// -race), argument validation and Close. Errors are checked with errors.Is.
+// -race), argument validation and Close; and, for a store that keeps walk
+// positions ([piece.Walks], optional: skipped otherwise), conditional
+// steps that add counters once, claims that keep other owners out until
+// they expire, and racing steps of which exactly one wins. Errors are
+// checked with errors.Is.
 package piecetest

@@ -41,6 +41,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"InvalidArguments", testInvalid},
 		{"Concurrent", testConcurrent},
 		{"Close", testClose},
+		{"Walks", testWalks},
+		{"WalksConcurrent", testWalksConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newStore) })

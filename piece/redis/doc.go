@@ -23,6 +23,23 @@
 //	                                walked nopiece unretr (HINCRBY counters)
 //	                                pieces (distinct pieces, HINCRBY) updated (Unix ns)
 //	P{provider}:piece:<cid>   ZSET  the reservoir of the piece <cid> (cid.Cid.String)
+//	P{publisher}:walk         STRING  the publisher's walk position ([piece.Walks]):
+//	                                "lastHead head tail walked", CIDs or "-"
+//	P{publisher}:walkclaim    STRING  the owner that claims the walk, with a TTL (PX)
+//
+// # Walk positions
+//
+// The store keeps walk positions ([piece.Walks]), so that Trackers on one
+// Redis share the walks of their publishers. ClaimWalk is one script: it
+// refuses while another owner's claim key exists, else sets the claim
+// with its TTL and returns the position. StepWalk is one script: it
+// refuses while another owner's claim exists, or when the position is not
+// the step's From (compared as strings), else sets the position, renews
+// the claim and adds the counters to the provider's status, atomically.
+// Claims expire by the Redis server's clock. On Redis Cluster a step's
+// keys must share a slot: the publisher's keys and the status of the ad's
+// provider do when the provider is the publisher, as for most deployed
+// publishers; a step for another provider is refused (CROSSSLOT).
 //
 // # Reservoir encoding
 //
