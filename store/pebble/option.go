@@ -117,11 +117,12 @@ func WithMemTableSize(n uint64) Option {
 //     to MemTableStopWritesThreshold+1 of them kept for recycling, within
 //     a quarter of n; at the smallest threshold they take at most 4.4
 //     memtables, some 28% of n;
-//   - the MANIFEST is rewritten once it passes n/32 (at least 16 KiB, at
+//   - the MANIFEST is rewritten once it passes n/64 (at least 4 KiB, at
 //     most Pebble's 128 MiB), where it would otherwise grow by a record
-//     per flush and compaction for as long as the process runs.
+//     per flush and compaction for as long as the process runs; Pebble
+//     keeps the previous one too.
 //
-// With a budget of 4 GiB or more every setting is DefaultOptions'. n must
+// With a budget of 8 GiB or more every setting is DefaultOptions'. n must
 // be positive.
 func WithDiskBudget(n int64) Option {
 	return func(c *config) error {
@@ -143,7 +144,7 @@ func SizeToBudget(o *pebble.Options, n int64) {
 	// Logs on disk: the live one and up to threshold+1 recycled ones.
 	logs := int(uint64(n) / 4 * 10 / (11 * mem))
 	o.MemTableStopWritesThreshold = min(max(logs-2, 2), max(o.MemTableStopWritesThreshold, 2))
-	o.MaxManifestFileSize = min(max(n/32, 16<<10), 128<<20)
+	o.MaxManifestFileSize = min(max(n/64, 4<<10), 128<<20)
 }
 
 // Logger adapts l to Pebble's logger: Pebble's informational lines at
