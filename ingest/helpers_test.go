@@ -229,3 +229,17 @@ func equalModel(t testing.TB, m *chaingen.Model, st store.Store) {
 		t.Fatal(err)
 	}
 }
+
+// runIngester runs ing until the returned function is called, which waits
+// for Run to return and reports its error.
+func runIngester(t testing.TB, ing *ingest.Ingester) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ing.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -122,15 +122,7 @@ func TestUnorderedIngesterSlots(t *testing.T) {
 				return nil
 			})
 		}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ing.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runIngester(t, ing)()
 	if err := ing.Announce(chain.Publisher, testAddrs, cid.Undef); err != nil {
 		t.Fatal(err)
 	}
@@ -332,15 +324,7 @@ func TestUnorderedWalkedElsewhere(t *testing.T) {
 		ingest.WithApplier(func(peer.ID) ingest.Applier {
 			return elsewhereApplier{posApplier{rec, pos}, busy}
 		}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ing.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	defer runIngester(t, ing)()
 	if err := ing.Announce(chain.Publisher, testAddrs, cid.Undef); err != nil {
 		t.Fatal(err)
 	}

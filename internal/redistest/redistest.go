@@ -144,3 +144,23 @@ func Match(prefix string) string {
 	}
 	return b.String() + "*"
 }
+
+// RunID returns the run_id of the server c talks to (INFO server), new at
+// every start of a redis-server: a test tells by it that a server
+// restarted.
+func RunID(tb testing.TB, c *goredis.Client) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // also in a cleanup
+	defer cancel()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v
+		}
+	}
+	tb.Fatalf("no run_id in INFO server:\n%s", info)
+	return ""
+}

@@ -200,7 +200,7 @@ func TestServerRestart(t *testing.T) {
 		if err := c.Incr(ctx, "n").Err(); err != nil {
 			t.Fatal(err)
 		}
-		pid, run := s.PID(), runID(t, c)
+		pid, run := s.PID(), redistest.RunID(t, c)
 		done := make(chan error)
 		go func() { done <- s.Restart(graceful) }()
 		if err := <-done; err != nil {
@@ -209,27 +209,11 @@ func TestServerRestart(t *testing.T) {
 		if s.PID() == pid || alive(pid) {
 			t.Errorf("graceful=%v: pid %d before, %d after (old one alive: %v)", graceful, pid, s.PID(), alive(pid))
 		}
-		if r := runID(t, c); r == run {
+		if r := redistest.RunID(t, c); r == run {
 			t.Errorf("graceful=%v: run_id %s unchanged", graceful, r)
 		}
 	}
 	if n, err := c.Get(ctx, "n").Int(); err != nil || n != 2 {
 		t.Errorf("after two restarts: n = %d, %v; want 2", n, err)
 	}
-}
-
-// runID returns the server's run_id, new at every start.
-func runID(t *testing.T, c *goredis.Client) string {
-	t.Helper()
-	info, err := c.Info(context.Background(), "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return v
-		}
-	}
-	t.Fatalf("no run_id in INFO server:\n%s", info)
-	return ""
 }

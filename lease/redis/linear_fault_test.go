@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -146,7 +145,7 @@ func TestLinearizableRedisRestart(t *testing.T) {
 					t.Fatal(err)
 				}
 				r := &restartingStore{Store: s, srv: srv, at: restartAt, graceful: graceful, done: make(chan struct{})}
-				run := runID(t, c)
+				run := redistest.RunID(t, c)
 				t.Cleanup(func() { r.check(t, c, run) }) // before the client closes and the server dies
 				return r
 			}, leasetest.WithRounds(3), leasetest.WithUnknownOutcome(connectionLost))
@@ -162,24 +161,6 @@ func connectionLost(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) ||
 		goredis.IsLoadingError(err)
-}
-
-// runID returns the server's run_id, new at every start.
-func runID(t *testing.T, c *goredis.Client) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // also in a cleanup
-	defer cancel()
-	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return v
-		}
-	}
-	t.Fatalf("no run_id in INFO server:\n%s", info)
-	return ""
 }
 
 // restartingStore restarts srv, on a goroutine of its own, when the count
@@ -238,7 +219,7 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 		t.Error(s.err)
 		return
 	}
-	if after := runID(t, c); after == before {
+	if after := redistest.RunID(t, c); after == before {
 		t.Errorf("run_id %s unchanged: the server did not restart", after)
 	}
 	s.mu.Lock()
