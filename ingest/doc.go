@@ -54,6 +54,13 @@
 // An ordered walk that an earlier version left half done in the
 // datastore is finished in order first.
 //
+// An unordered walk knows only its last head: it keeps no marker per
+// advertisement. A publisher whose head goes back to an older
+// advertisement of its chain is therefore walked from there down to the
+// start of its chain again, and each of those advertisements applied a
+// second time (for the piece sampler: idempotent samples, counters that
+// count them again).
+//
 // While collecting, the walker notes each (provider, context) removed by
 // an IsRm advertisement whose signature is acceptable; an older
 // advertisement of the same walk for a removed context is marked
