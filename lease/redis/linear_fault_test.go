@@ -118,8 +118,8 @@ func (s *delayedStore) Update(ctx context.Context, ref lease.Ref, m lease.Mutati
 // (leasetest.WithUnknownOutcome): it may or may not have taken effect.
 // Each history must still be linearizable and keep its fences, and the
 // restart must be inside it: the server's run_id changed, some call
-// failed during it, every failed call overlapped it, and calls after it
-// succeeded.
+// failed, straddled it or waited for it, every failed call overlapped it,
+// and calls after it succeeded.
 //
 // The client does not retry (MaxRetries -1). go-redis's default retries
 // (3) send a command again when its connection broke, so a script that
@@ -248,8 +248,11 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 	}
 	t.Logf("Redis restarted (%s) at store call %d of %d in %v: %d calls failed during it, %d straddled it and %d were made during it and answered after it, %d succeeded after it",
 		how, s.at, len(s.log), s.up.Sub(s.down).Round(time.Millisecond), failed, straddled, waited, afterOK)
-	if failed == 0 {
-		t.Errorf("no call failed during the restart")
+	// A graceful shutdown may find no call in flight, and the calls made
+	// while the server is down may all wait for it to come back (a busy
+	// machine): the restart must still have met some call.
+	if failed+straddled+waited == 0 {
+		t.Errorf("no call failed, straddled or waited during the restart")
 	}
 	if failedOutside > 0 {
 		t.Errorf("%d calls failed with a lost connection outside the restart", failedOutside)
