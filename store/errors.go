@@ -18,3 +18,8 @@ var (
 	// does not decode.
 	ErrInvalidMultihash = errors.New("store: invalid multihash")
 )
+
+// ErrNotSampled is returned by [Sampler.Sample] for a context stored by an
+// older version of a backend that kept no sample; putting the context again
+// (re-ingesting it) does not help, removing and putting it again does.
+var ErrNotSampled = errors.New("store: context has no sample")

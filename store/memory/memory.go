@@ -45,6 +45,7 @@ type Store struct {
 var (
 	_ store.Store   = (*Store)(nil)
 	_ store.Sweeper = (*Store)(nil)
+	_ store.Sampler = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -109,6 +110,7 @@ func (s *Store) Put(ctx context.Context, v store.Value, mhs ...multihash.Multiha
 		sh.add(mh, id)
 		sh.mu.Unlock()
 	}
+	s.recs.updateSample(id, mhs, false) // after the entries, like the disk backends
 	return nil
 }
 
@@ -147,6 +149,7 @@ func (s *Store) Remove(ctx context.Context, provider peer.ID, contextID []byte, 
 	if r == nil {
 		return nil
 	}
+	s.recs.updateSample(r.id, mhs, true) // before the entries
 	for i, mh := range mhs {
 		if i > 0 && i%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -197,6 +200,23 @@ func (s *Store) UpdateMetadata(ctx context.Context, provider peer.ID, contextID,
 		return wrap("update metadata", store.ErrNotFound)
 	}
 	return nil
+}
+
+// Sample implements [store.Sampler].
+func (s *Store) Sample(ctx context.Context, provider peer.ID, contextID []byte) ([]multihash.Multihash, error) {
+	if err := s.begin(ctx, "sample"); err != nil {
+		return nil, err
+	}
+	defer s.opMu.RUnlock()
+	r := s.recs.lookup(provider, contextID)
+	if r == nil {
+		return nil, wrap("sample", store.ErrNotFound)
+	}
+	mhs, ok := s.recs.sample(r.id)
+	if !ok {
+		return nil, wrap("sample", store.ErrNotFound) // removed meanwhile
+	}
+	return mhs, nil
 }
 
 // All implements [store.Store]. It visits the shards in turn; for each it
@@ -332,7 +352,7 @@ func (s *Store) Size(ctx context.Context) (int64, error) {
 		n += sh.size()
 		sh.mu.RUnlock()
 	}
-	n += s.recs.size()
+	n += s.recs.size() + s.recs.sampleSize()
 	s.provMu.RLock()
 	n += s.provBytes
 	s.provMu.RUnlock()

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,6 +42,7 @@ func RunPersistent(t *testing.T, open func(dir string) (store.Store, error)) {
 		return s
 	})
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
+	t.Run("SampleReopen", func(t *testing.T) { testSampleReopen(t, open) })
 	t.Run("Crash", func(t *testing.T) { testCrash(t, open) })
 }
 
@@ -221,6 +223,24 @@ func testCrash(t *testing.T, open func(string) (store.Store, error)) {
 			default:
 				t.Fatalf("round %d mh %d: %s, want %s", r, i, fmtValues(vals), fmtValues([]store.Value{want}))
 			}
+		}
+	}
+	// A sample names only multihashes Get finds in its context, and a round
+	// flushed whole has its sample.
+	if sp, ok := s.(store.Sampler); ok {
+		for r := range crashMaxRounds {
+			v := crashValue(r, false)
+			got, err := sp.Sample(ctx, v.ProviderID, v.ContextID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("round %d: Sample after kill: %v", r, err)
+			}
+			if _, removed, mayBeGone, _ := crashState(r, flushed); r <= flushed && !removed && !mayBeGone && len(got) == 0 {
+				t.Fatalf("round %d was flushed, but its sample is empty", r)
+			}
+			checkSampleIn(t, s, v, got, crashMultihashes(r))
 		}
 	}
 	// Rounds after the last flush may be partly there; what is there must be

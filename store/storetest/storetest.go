@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ProviderRecords", testProviderRecords},
 		{"All", testAll},
 		{"Sweep", testSweep},
+		{"Sample", testSample},
 		{"Size", testSize},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},

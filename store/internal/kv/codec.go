@@ -17,6 +17,7 @@ const (
 	prefixIndex    = 0x01
 	prefixRecord   = 0x02
 	prefixProvider = 0x03
+	prefixSample   = 0x04
 
 	idLen         = 8
 	schemaVersion = 1
@@ -30,6 +31,7 @@ const indexSuffixLen = idLen + 1
 var (
 	keyVersion = []byte{prefixMeta, 'v', 0}
 	keyNextID  = []byte{prefixMeta, 'n', 0}
+	keySampler = []byte{prefixMeta, 's', 0}
 
 	errCorrupt = errors.New("kv: corrupt record")
 )
@@ -58,6 +60,12 @@ func parseIndexKey(key []byte) (mh []byte, id uint64, ok bool) {
 
 func recordKey(id uint64) []byte {
 	k := binary.BigEndian.AppendUint64([]byte{prefixRecord}, id)
+	return append(k, 0)
+}
+
+// sampleKey is the key of the sample of record id.
+func sampleKey(id uint64) []byte {
+	k := binary.BigEndian.AppendUint64([]byte{prefixSample}, id)
 	return append(k, 0)
 }
 

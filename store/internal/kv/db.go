@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/internal/sample"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -79,11 +80,16 @@ type DB struct {
 	byCtx  map[string]*record
 	byProv map[peer.ID]map[uint64]*record
 	nextID uint64
+	// tau holds the sample threshold of every record that has a sample;
+	// guarded like the maps above.
+	tau    map[uint64]uint64
+	hasher sample.Hasher
 }
 
 var (
 	_ store.Store   = (*DB)(nil)
 	_ store.Sweeper = (*DB)(nil)
+	_ store.Sampler = (*DB)(nil)
 )
 
 // Open loads the value records of eng into memory and returns a DB that owns
@@ -103,6 +109,7 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		byID:     make(map[uint64]*record),
 		byCtx:    make(map[string]*record),
 		byProv:   make(map[peer.ID]map[uint64]*record),
+		tau:      make(map[uint64]uint64),
 	}
 	switch l {
 	case Entries:
@@ -145,6 +152,9 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, db.wrap("open: read next ID", err)
+	}
+	if err := db.openSampler(); err != nil {
+		return nil, err
 	}
 	err = eng.Scan([]byte{prefixRecord}, []byte{prefixRecord + 1}, func(key, val []byte) error {
 		if len(key) != 1+idLen+1 {
@@ -195,6 +205,7 @@ func (db *DB) index(r *record) {
 func (db *DB) unindex(r *record) {
 	delete(db.byID, r.id)
 	delete(db.byCtx, r.key)
+	delete(db.tau, r.id)
 	if m := db.byProv[r.v.ProviderID]; m != nil {
 		delete(m, r.id)
 		if len(m) == 0 {

@@ -6,9 +6,11 @@
 //
 //	0x00 'v' 0x00              schema: version (uvarint) and layout (1 byte)
 //	0x00 'n' 0x00              next record ID (8 bytes, big-endian)
+//	0x00 's' 0x00              the secret key of the sample hash (8 bytes)
 //	0x01 mh 0x00 ...           index entries, in one of two layouts (below)
 //	0x02 id 0x00               value record: provider, context ID, metadata
 //	0x03 provider 0x00         provider record (JSON)
+//	0x04 id 0x00               the sample of record id (see store.Sampler)
 //
 // The index takes one of two [Layout]s. [Merged] keeps one key per multihash,
 // 0x01‖mh‖0x00, holding its record IDs, built by the engine's merge operator;
@@ -21,6 +23,20 @@
 //
 // Value records are few (one per provider context) and all of them are held
 // in memory, so a lookup is one engine read plus map reads.
+//
+// # Samples
+//
+// A record created by this code gets a sample key in the batch that creates
+// it; a record without one predates samples, and Sample reports
+// store.ErrNotSampled for it. Only each sample's threshold is held in memory
+// (8 bytes a context): Put hashes its multihashes and compares them with it,
+// and reads and rewrites the sample key only for the few that pass, after
+// the entries are committed. Remove takes multihashes out of the sample
+// before it deletes their entries, and deleting a record deletes its sample
+// key in the same batch, so a sample never names a multihash that Get does
+// not find, also after a crash. Sample updates are serialised with the
+// writers of value records (recMu), which also orders them against
+// RemoveProviderContext.
 //
 // # Concurrency
 //

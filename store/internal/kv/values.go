@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 
 	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/internal/sample"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 )
@@ -44,8 +45,13 @@ func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multiha
 	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
 		return 0, false, err
 	}
+	var emptySample *sample.Set
 	if old == nil {
 		if err := b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
+			return 0, false, err
+		}
+		emptySample = sample.New()
+		if err := b.Set(sampleKey(id), emptySample.Encode(nil)); err != nil {
 			return 0, false, err
 		}
 	}
@@ -62,6 +68,7 @@ func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multiha
 	db.mu.Lock()
 	if old == nil {
 		db.nextID++
+		db.tau[id] = emptySample.Tau
 	}
 	db.index(r) // replaces old, which has the same keys
 	db.mu.Unlock()
@@ -82,6 +89,7 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 		return err
 	}
 	defer db.opMu.RUnlock()
+	all := mhs
 	first := mhs[:min(len(mhs), db.maxBatch)]
 	id, wrote, err := db.ensureRecord(v, true, first)
 	if err != nil {
@@ -92,6 +100,10 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 	}
 	if err := db.writeEntries(ctx, mhs, id, false); err != nil {
 		return db.wrap("put", err)
+	}
+	// After the entries: the sample never names a multihash Get misses.
+	if err := db.updateSample(id, all, false); err != nil {
+		return db.wrap("put: update sample", err)
 	}
 	return nil
 }
@@ -179,6 +191,10 @@ func (db *DB) Remove(ctx context.Context, provider peer.ID, contextID []byte, mh
 	if r == nil {
 		return nil
 	}
+	// Before the entries: the sample never names a multihash Get misses.
+	if err := db.updateSample(r.id, mhs, true); err != nil {
+		return db.wrap("remove: update sample", err)
+	}
 	if err := db.writeEntries(ctx, mhs, r.id, true); err != nil {
 		return db.wrap("remove", err)
 	}
@@ -236,6 +252,9 @@ func (db *DB) deleteRecords(recs []*record) error {
 	defer b.Close()
 	for _, r := range recs {
 		if err := b.Delete(recordKey(r.id)); err != nil {
+			return err
+		}
+		if err := b.Delete(sampleKey(r.id)); err != nil {
 			return err
 		}
 	}
