@@ -171,7 +171,12 @@ func (rs *records) updateSample(id uint64, mhs []multihash.Multihash, del bool) 
 	if set == nil {
 		return
 	}
-	cands := sample.Candidates(nil, rs.hasher, tau, mhs) // hashing outside the lock
+	var cands []sample.Item // hashed outside the lock
+	if del {
+		cands = sample.Below(rs.hasher, tau, mhs)
+	} else {
+		cands = sample.Candidates(rs.hasher, tau, mhs)
+	}
 	if len(cands) == 0 {
 		return
 	}

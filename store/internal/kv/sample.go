@@ -77,7 +77,12 @@ func (db *DB) updateSample(id uint64, mhs []multihash.Multihash, del bool) error
 	if !ok {
 		return nil // a record from before samples, or removed meanwhile
 	}
-	cands := sample.Candidates(nil, db.hasher, tau, mhs)
+	var cands []sample.Item // hashed outside the lock
+	if del {
+		cands = sample.Below(db.hasher, tau, mhs)
+	} else {
+		cands = sample.Candidates(db.hasher, tau, mhs)
+	}
 	if len(cands) == 0 {
 		return nil
 	}

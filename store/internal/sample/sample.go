@@ -64,19 +64,26 @@ func cmpItem(a, b Item) int {
 // Add adds the candidates below Tau, copying their multihashes, and reports
 // whether the set changed.
 func (s *Set) Add(cands []Item) bool {
-	changed := false
+	n0 := len(s.Items)
 	for _, c := range cands {
-		if c.Hash >= s.Tau {
-			continue
+		if c.Hash < s.Tau {
+			c.MH = bytes.Clone(c.MH)
+			s.Items = append(s.Items, c)
 		}
-		i, found := slices.BinarySearchFunc(s.Items, c, cmpItem)
-		if found {
-			continue
-		}
-		c.MH = bytes.Clone(c.MH)
-		s.Items = slices.Insert(s.Items, i, c)
-		changed = true
 	}
+	if len(s.Items) == n0 {
+		return false
+	}
+	old := slices.Clone(s.Items[:n0])
+	s.trim()
+	return !slices.EqualFunc(old, s.Items, func(a, b Item) bool { return cmpItem(a, b) == 0 })
+}
+
+// trim sorts the items, drops repeats and, past the bound, lowers Tau to
+// the smallest hash left out and drops every item at or above it.
+func (s *Set) trim() {
+	slices.SortFunc(s.Items, cmpItem)
+	s.Items = slices.CompactFunc(s.Items, func(a, b Item) bool { return cmpItem(a, b) == 0 })
 	if len(s.Items) > store.SampleKeep {
 		s.Tau = s.Items[store.SampleKeep].Hash
 		n := store.SampleKeep
@@ -86,7 +93,6 @@ func (s *Set) Add(cands []Item) bool {
 		clear(s.Items[n:])
 		s.Items = s.Items[:n]
 	}
-	return changed
 }
 
 // Remove removes the members among cands and reports whether the set
@@ -157,12 +163,46 @@ func Decode(b []byte, h Hasher) (*Set, error) {
 	return s, nil
 }
 
-// Candidates appends to dst the multihashes of mhs that hash below tau.
-func Candidates[M ~[]byte](dst []Item, h Hasher, tau uint64, mhs []M) []Item {
+// Candidates returns the multihashes of mhs that hash below tau and could
+// enter a sample with that threshold: of those, only the SampleKeep+1
+// smallest by (hash, multihash) matter to [Set.Add], so it keeps no more
+// than about twice that many, lowering its own threshold as it goes. Its
+// cost is one hash per multihash plus a small sort now and then. The items
+// share the bytes of mhs.
+func Candidates[M ~[]byte](h Hasher, tau uint64, mhs []M) []Item {
+	const keep = store.SampleKeep + 1
+	var out []Item
 	for _, mh := range mhs {
-		if x := h.Sum(mh); x < tau {
-			dst = append(dst, Item{Hash: x, MH: []byte(mh)})
+		x := h.Sum(mh)
+		if x >= tau {
+			continue
+		}
+		out = append(out, Item{Hash: x, MH: []byte(mh)})
+		if len(out) == 2*keep {
+			slices.SortFunc(out, cmpItem)
+			out = slices.CompactFunc(out, func(a, b Item) bool { return cmpItem(a, b) == 0 })
+			if len(out) > keep {
+				// Anything at or above the (keep)th smallest distinct
+				// candidate can never be among the keep smallest.
+				tau = out[keep-1].Hash + 1
+				if tau == 0 {
+					tau = out[keep-1].Hash // wrapped: MaxUint64 stays
+				}
+				out = out[:keep]
+			}
 		}
 	}
-	return dst
+	return out
+}
+
+// Below returns every multihash of mhs that hashes below tau: the ones
+// [Set.Remove] may have to take out. The items share the bytes of mhs.
+func Below[M ~[]byte](h Hasher, tau uint64, mhs []M) []Item {
+	var out []Item
+	for _, mh := range mhs {
+		if x := h.Sum(mh); x < tau {
+			out = append(out, Item{Hash: x, MH: []byte(mh)})
+		}
+	}
+	return out
 }
