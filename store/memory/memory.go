@@ -383,3 +383,22 @@ func (s *Store) Close() error {
 	s.providers = nil
 	return nil
 }
+
+// CountEntries returns the number of multihashes in the index, counting
+// those whose values were all removed but not yet swept: exact after
+// [Store.Sweep]. It reads one counter per shard, so it is cheap to poll;
+// the find listener's GET /stats reports it as EntriesCount.
+func (s *Store) CountEntries(ctx context.Context) (int64, error) {
+	if err := s.begin(ctx, "count entries"); err != nil {
+		return 0, err
+	}
+	defer s.opMu.RUnlock()
+	var n int64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += int64(len(sh.ids))
+		sh.mu.RUnlock()
+	}
+	return n, nil
+}
