@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -40,16 +41,22 @@ type Handler struct {
 	log *slog.Logger
 }
 
-// Option configures a [Handler].
-type Option func(*Handler)
+// Option configures a [Handler] ([NewHandler]).
+type Option func(*config) error
 
-// WithLogger logs the store errors that become 500 answers; the default
-// discards them.
+type config struct {
+	log *slog.Logger
+}
+
+// WithLogger sets the logger of the store errors that become 500 answers.
+// The default discards.
 func WithLogger(l *slog.Logger) Option {
-	return func(h *Handler) {
-		if l != nil {
-			h.log = l
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("WithLogger: nil logger")
 		}
+		c.log = l
+		return nil
 	}
 }
 
@@ -59,13 +66,17 @@ func NewHandler(s store.Store, opts ...Option) (*Handler, error) {
 	if s == nil {
 		return nil, errors.New("sample: handler: nil store")
 	}
-	h := &Handler{log: slog.New(slog.DiscardHandler)}
-	h.s, _ = s.(store.Sampler)
+	cfg := config{log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
-		if o != nil {
-			o(h)
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return nil, fmt.Errorf("sample: handler: %w", err)
 		}
 	}
+	h := &Handler{log: cfg.log}
+	h.s, _ = s.(store.Sampler)
 	return h, nil
 }
 
