@@ -34,6 +34,8 @@ import (
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/find/health"
+	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -61,7 +63,9 @@ const (
 // them (a test passes net.Listen("tcp", "127.0.0.1:0")) and the node
 // closes them. A nil listener: that API is not served.
 type Listeners struct {
-	// Find serves the IPNI find API (GET /multihash, /cid, /providers).
+	// Find serves the IPNI find API (GET /multihash, /cid, /providers),
+	// GET /health and /stats (scatter/find/health) and the IPNI sampling
+	// API (GET /ipni/v0/sample/..., scatter/find/sample).
 	Find net.Listener
 	// Ingest serves announces (PUT /announce, /ingest/announce) and
 	// GET /health.
@@ -314,6 +318,19 @@ func (n *Node) serve(lns Listeners) error {
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
 	}
+	// The find listener: the find API at the root, each other API on its
+	// own prefix. /health and /stats are mounted without a method so that
+	// their handler answers OPTIONS preflights.
+	findMux := http.NewServeMux()
+	findMux.Handle("/", findAPI)
+	conv := health.NewHandler(health.Config{ID: n.id, Frozen: n.fr.Frozen, Store: n.st, Logger: n.log})
+	findMux.Handle("/health", conv)
+	findMux.Handle("/stats", conv)
+	sampleAPI, err := sample.NewHandler(n.st, sample.WithLogger(n.log))
+	if err != nil {
+		return err
+	}
+	findMux.Handle(sample.Prefix, sampleAPI)
 	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
 	if err != nil {
 		return err
@@ -324,7 +341,7 @@ func (n *Node) serve(lns Listeners) error {
 		}
 		switch s.name {
 		case "find":
-			s.srv = cli.NewHTTPServer(findAPI, n.log)
+			s.srv = cli.NewHTTPServer(findMux, n.log)
 		case "ingest":
 			s.srv = cli.NewHTTPServer(ingestMux, n.log)
 		default:
