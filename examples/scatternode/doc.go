@@ -2,7 +2,10 @@
 // a [Scatter] serves the IPNI find API over a scatter/gather of other find
 // APIs (indexkit indexers, storetheindex, indexstar), and [Main] is the
 // examples/scatter program around it (whose documentation is the manual
-// of every flag, the config file and the logs).
+// of every flag, the config file and the logs). Its listener also answers
+// GET /health ({"Status":"ok","State":"active","Backends":N}) and GET
+// /stats, the sums of the backends' /stats from one round of requests,
+// reused for a second (scatter/find/health).
 //
 // # Embedding
 //

@@ -16,12 +16,15 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/find/health"
 )
 
 // Listeners are the HTTP listeners a front end serves on; the caller
 // binds them (a test passes net.Listen("tcp", "127.0.0.1:0")).
 type Listeners struct {
-	// Find serves the IPNI find API (scatter.Handler's routes). Required.
+	// Find serves the IPNI find API (scatter.Handler's routes), GET
+	// /health and GET /stats (the sums of the backends' /stats, see
+	// scatter/find/health). Required.
 	Find net.Listener
 }
 
@@ -45,6 +48,7 @@ type Scatter struct {
 	ln              net.Listener
 	client          *http.Client // shared by every generation's backends
 	front           *swapHandler
+	mux             *http.ServeMux // the find listener: front and the other routes
 
 	mu  sync.Mutex // serialises Reload; guards cur
 	cur *generation
@@ -89,6 +93,19 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 		s.hooks.Serving(gen.gather)
 	}
 	s.front = newSwapHandler(gen.handler)
+	s.mux = http.NewServeMux()
+	s.mux.Handle("/", s.front)
+	// /health and /stats without a method, so that OPTIONS reaches them.
+	conv := health.NewHandler(health.Config{
+		Backends: func() int { return len(s.Config().Backends) },
+		Stats: func(ctx context.Context) (health.Stats, error) {
+			cfg := s.Config()
+			return health.Sum(ctx, s.client, cfg.Backends, cfg.Timeout), nil
+		},
+		Logger: log,
+	})
+	s.mux.Handle("/health", conv)
+	s.mux.Handle("/stats", conv)
 	return s, nil
 }
 
@@ -194,7 +211,7 @@ func (s *Scatter) Run(ctx context.Context) error {
 	defer s.drains.Wait()
 	defer close(s.stop)
 	eg, ctx := errgroup.WithContext(ctx)
-	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.front, s.log), s.ln, s.shutdownTimeout)
+	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.mux, s.log), s.ln, s.shutdownTimeout)
 	return cli.WaitStopped(ctx, eg, s.log)
 }
 
