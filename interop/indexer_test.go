@@ -407,6 +407,16 @@ func TestIndexerIngestsReferencePublishers(t *testing.T) {
 		}
 	}
 
+	// go-libipni's client reads the find port's /stats (model.Stats): the
+	// memory store counts its entries, and EntriesEstimate is its size / 40.
+	stats, err := fc.GetStats(ctx)
+	if err != nil {
+		t.Fatalf("go-libipni GetStats: %v", err)
+	}
+	if stats.EntriesCount != int64(len(all)) || stats.EntriesEstimate <= 0 {
+		t.Errorf("go-libipni GetStats = %+v, want EntriesCount %d (every multihash advertised) and a positive EntriesEstimate", stats, len(all))
+	}
+
 	// An unknown multihash: the find API answers 404, which go-libipni's
 	// client maps to an empty response and no error.
 	unknown := mh("never advertised by anyone")
