@@ -20,6 +20,16 @@
 // Multihashes are stored and compared by their bytes, whatever the codec of
 // the CID they came from.
 //
+// # Samples
+//
+// The index has no reverse map from a context to its multihashes. For the
+// IPNI multihash-sampling API (scatter/find/sample), every backend also
+// implements the optional [Sampler]: it keeps, per (provider, context), a
+// bottom-k sample of at most [SampleKeep] multihashes under a secret hash
+// key, updated by Put and Remove and dropped with the context. Once a
+// context's sample is full, a Put pays one keyed hash per multihash and
+// rarely more (store/internal/sample's BenchmarkCandidates).
+//
 // # Backends
 //
 // This package holds only the interface and the data model; it never imports
