@@ -30,12 +30,13 @@
 // it; a record without one predates samples, and Sample reports
 // store.ErrNotSampled for it. Only each sample's threshold is held in memory
 // (8 bytes a context): Put hashes its multihashes and compares them with it,
-// and reads and rewrites the sample key only for the few that pass, after
-// the entries are committed. Remove takes multihashes out of the sample
-// before it deletes their entries, and deleting a record deletes its sample
-// key in the same batch, so a sample never names a multihash that Get does
-// not find, also after a crash. Sample updates are serialised with the
-// writers of value records (recMu), which also orders them against
+// and reads and rewrites the sample key only when some pass, in the batch
+// of its last entries (a new context's in the batch that creates it), so
+// it costs no extra commit. Remove takes multihashes out of the sample in
+// the batch of its first deletions, and deleting a record deletes its
+// sample key in the same batch, so a sample never names a multihash that
+// Get does not find, also after a crash. Sample updates are serialised with
+// the writers of value records (recMu), which also orders them against
 // RemoveProviderContext.
 //
 // # Concurrency

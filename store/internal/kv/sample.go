@@ -68,61 +68,96 @@ func (db *DB) sampleTau(id uint64) (uint64, bool) {
 	return tau, ok
 }
 
-// updateSample adds mhs to (or, with del, removes them from) the sample of
-// record id. It reads and rewrites the sample only if a multihash hashes
-// below its threshold, which after the first SampleKeep multihashes of a
-// context is rare.
-func (db *DB) updateSample(id uint64, mhs []multihash.Multihash, del bool) error {
-	tau, ok := db.sampleTau(id)
-	if !ok {
-		return nil // a record from before samples, or removed meanwhile
-	}
-	var cands []sample.Item // hashed outside the lock
-	if del {
-		cands = sample.Below(db.hasher, tau, mhs)
-	} else {
-		cands = sample.Candidates(db.hasher, tau, mhs)
+// putEntries writes the index entries of mhs for record id, in batches of
+// at most db.maxBatch, and adds the multihashes of toSample that belong in
+// the record's sample to it in the same batch as the last entries, so the
+// sample never names a multihash whose entry is not committed. Only
+// multihashes that hash below the sample's threshold cost more than a
+// hash, and after the first SampleKeep of a context they are rare; when
+// there are none, nothing of the sample is read or written.
+func (db *DB) putEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, toSample []multihash.Multihash) error {
+	var cands []sample.Item
+	if tau, ok := db.sampleTau(id); ok {
+		cands = sample.Candidates(db.hasher, tau, toSample)
 	}
 	if len(cands) == 0 {
-		return nil
+		return db.writeEntries(ctx, mhs, id, false)
 	}
+	n := max(0, len(mhs)-db.maxBatch) // mhs[n:] is the last batch
+	if err := db.writeEntries(ctx, mhs[:n], id, false); err != nil {
+		return err
+	}
+	return db.commitSampled(mhs[n:], id, false, cands)
+}
+
+// removeEntries deletes the index entries of mhs for record id, in batches
+// of at most db.maxBatch, taking the sample's members among them out of it
+// in the same batch as the first deletions: the sample never names a
+// multihash whose entry is gone.
+func (db *DB) removeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64) error {
+	var cands []sample.Item
+	if tau, ok := db.sampleTau(id); ok {
+		cands = sample.Below(db.hasher, tau, mhs)
+	}
+	if len(cands) == 0 {
+		return db.writeEntries(ctx, mhs, id, true)
+	}
+	n := min(len(mhs), db.maxBatch)
+	if err := db.commitSampled(mhs[:n], id, true, cands); err != nil {
+		return err
+	}
+	return db.writeEntries(ctx, mhs[n:], id, true)
+}
+
+// commitSampled commits, in one batch, the entries of mhs for id (set, or
+// deleted with del) and the sample of id with cands added (or removed). It
+// holds recMu, which serialises sample updates and orders them against the
+// removal of the record: a sample removed meanwhile is not written back.
+func (db *DB) commitSampled(mhs []multihash.Multihash, id uint64, del bool, cands []sample.Item) error {
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
-	if _, ok := db.sampleTau(id); !ok {
-		return nil // removed since: do not bring its sample key back
-	}
-	key := sampleKey(id)
-	var set *sample.Set
-	err := db.eng.Get(key, func(v []byte) error {
-		var err error
-		set, err = sample.Decode(v, db.hasher)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("read sample of record %d: %w", id, err)
-	}
-	var changed bool
-	if del {
-		changed = set.Remove(cands)
-	} else {
-		changed = set.Add(cands)
-	}
-	if !changed {
-		return nil
-	}
+	db.indexMu.RLock()
+	defer db.indexMu.RUnlock()
 	b := db.eng.NewBatch()
 	defer b.Close()
-	if err := b.Set(key, set.Encode(nil)); err != nil {
+	if err := db.layout.write(b, mhs, id, del); err != nil {
 		return err
+	}
+	var set *sample.Set
+	if _, ok := db.sampleTau(id); ok {
+		key := sampleKey(id)
+		err := db.eng.Get(key, func(v []byte) error {
+			var err error
+			set, err = sample.Decode(v, db.hasher)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("read sample of record %d: %w", id, err)
+		}
+		var changed bool
+		if del {
+			changed = set.Remove(cands)
+		} else {
+			changed = set.Add(cands)
+		}
+		if changed {
+			if err := b.Set(key, set.Encode(nil)); err != nil {
+				return err
+			}
+		} else {
+			set = nil
+		}
 	}
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	db.mu.Lock()
-	if _, ok := db.tau[id]; ok {
-		db.tau[id] = set.Tau
+	if set != nil {
+		db.mu.Lock()
+		if _, ok := db.tau[id]; ok {
+			db.tau[id] = set.Tau
+		}
+		db.mu.Unlock()
 	}
-	db.mu.Unlock()
 	return nil
 }
 

@@ -17,19 +17,20 @@ import (
 // or replacing its metadata as needed. With create false a missing record is
 // an error wrapping store.ErrNotFound. When it writes the record, it writes
 // the index entries of first in the same batch and reports wrote, so that a
-// Put of a new context is one atomic commit, not two.
-func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multihash) (id uint64, wrote bool, err error) {
+// Put of a new context is one atomic commit, not two; when it creates the
+// record, first is in the new record's sample too.
+func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multihash) (id uint64, wrote, created bool, err error) {
 	if r := db.lookup(v.ProviderID, v.ContextID); r != nil && bytes.Equal(r.v.Metadata, v.Metadata) {
-		return r.id, false, nil
+		return r.id, false, false, nil
 	}
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
 	old := db.lookup(v.ProviderID, v.ContextID)
 	if old != nil && bytes.Equal(old.v.Metadata, v.Metadata) {
-		return old.id, false, nil
+		return old.id, false, false, nil
 	}
 	if old == nil && !create {
-		return 0, false, store.ErrNotFound
+		return 0, false, false, store.ErrNotFound
 	}
 	var r *record
 	if old != nil {
@@ -43,36 +44,39 @@ func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multiha
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
-	var emptySample *sample.Set
+	var newSample *sample.Set
 	if old == nil {
 		if err := b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
-		emptySample = sample.New()
-		if err := b.Set(sampleKey(id), emptySample.Encode(nil)); err != nil {
-			return 0, false, err
+		// The new context's sample, with first in it: it lands with
+		// first's entries, at no extra commit.
+		newSample = sample.New()
+		newSample.Add(sample.Candidates(db.hasher, newSample.Tau, first))
+		if err := b.Set(sampleKey(id), newSample.Encode(nil)); err != nil {
+			return 0, false, false, err
 		}
 	}
 	if len(first) > 0 {
 		db.indexMu.RLock()
 		defer db.indexMu.RUnlock()
 		if err := db.layout.write(b, first, id, false); err != nil {
-			return 0, false, err
+			return 0, false, false, err
 		}
 	}
 	if err := b.Commit(); err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	db.mu.Lock()
 	if old == nil {
 		db.nextID++
-		db.tau[id] = emptySample.Tau
+		db.tau[id] = newSample.Tau
 	}
 	db.index(r) // replaces old, which has the same keys
 	db.mu.Unlock()
-	return id, true, nil
+	return id, true, old == nil, nil
 }
 
 // Put implements [store.Index].
@@ -89,21 +93,20 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 		return err
 	}
 	defer db.opMu.RUnlock()
-	all := mhs
 	first := mhs[:min(len(mhs), db.maxBatch)]
-	id, wrote, err := db.ensureRecord(v, true, first)
+	id, wrote, created, err := db.ensureRecord(v, true, first)
 	if err != nil {
 		return db.wrap("put: write value record", err)
 	}
+	rest, toSample := mhs, mhs
 	if wrote {
-		mhs = mhs[len(first):]
+		rest = mhs[len(first):]
+		if created {
+			toSample = rest // first is in the new context's sample
+		}
 	}
-	if err := db.writeEntries(ctx, mhs, id, false); err != nil {
+	if err := db.putEntries(ctx, rest, id, toSample); err != nil {
 		return db.wrap("put", err)
-	}
-	// After the entries: the sample never names a multihash Get misses.
-	if err := db.updateSample(id, all, false); err != nil {
-		return db.wrap("put: update sample", err)
 	}
 	return nil
 }
@@ -191,11 +194,7 @@ func (db *DB) Remove(ctx context.Context, provider peer.ID, contextID []byte, mh
 	if r == nil {
 		return nil
 	}
-	// Before the entries: the sample never names a multihash Get misses.
-	if err := db.updateSample(r.id, mhs, true); err != nil {
-		return db.wrap("remove: update sample", err)
-	}
-	if err := db.writeEntries(ctx, mhs, r.id, true); err != nil {
+	if err := db.removeEntries(ctx, mhs, r.id); err != nil {
 		return db.wrap("remove", err)
 	}
 	return nil
@@ -278,7 +277,7 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 		return err
 	}
 	defer db.opMu.RUnlock()
-	if _, _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false, nil); err != nil {
+	if _, _, _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false, nil); err != nil {
 		return db.wrap("update metadata", err)
 	}
 	return nil
