@@ -79,6 +79,17 @@ func testSample(t *testing.T, s store.Store) {
 		t.Fatalf("a context of %d multihashes: Sample has %d, want all of them", len(smallMHs), len(got))
 	}
 
+	// A Put that changes the metadata writes its first multihashes with
+	// the record: they enter the sample too.
+	more := Multihashes("sample-small-more", 5)
+	small.Metadata = []byte("m-changed")
+	mustPut(t, s, small, more...)
+	if got := mustSample(t, sp, small); len(got) != len(smallMHs)+len(more) {
+		t.Fatalf("a Put that changed the metadata: Sample has %d multihashes, want %d", len(got), len(smallMHs)+len(more))
+	} else {
+		checkSampleIn(t, s, small, got, append(slices.Clone(smallMHs), more...))
+	}
+
 	// The same 2000 multihashes put into two contexts, one in order in big
 	// Puts, the other shuffled in small ones, each with a re-Put.
 	big := Multihashes("sample-big", 2000)
