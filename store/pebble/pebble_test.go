@@ -2,6 +2,7 @@ package pebble_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -76,5 +77,51 @@ func TestSweepPrunesEmptiedKeys(t *testing.T) {
 	vals, err := s.Get(ctx, keep)
 	if err != nil || len(vals) != 1 || string(vals[0].ContextID) != "a" {
 		t.Fatalf("Get(keep) = %v, %v", vals, err)
+	}
+}
+
+// A context stored before the store kept samples (its record has no sample
+// key) reports store.ErrNotSampled, before and after a re-Put, and stays
+// found by Get; a context created afterwards is sampled.
+func TestSampleOfOlderContext(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := pebble.Open(dir, pebble.WithCacheSize(8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("old"), Metadata: []byte("m")}
+	mhs := storetest.Multihashes("older", 10)
+	if err := s.Put(ctx, v, mhs...); err != nil {
+		t.Fatal(err)
+	}
+	// What an older version wrote: the record (ID 0) without its sample.
+	if err := s.Pebble().Delete([]byte{0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0}, cpebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = pebble.Open(dir, pebble.WithCacheSize(8<<20)); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for range 2 {
+		if _, err := s.Sample(ctx, v.ProviderID, v.ContextID); !errors.Is(err, store.ErrNotSampled) {
+			t.Fatalf("Sample of a context without a sample key: %v, want ErrNotSampled", err)
+		}
+		if err := s.Put(ctx, v, storetest.Multihashes("older-more", 3)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vals, err := s.Get(ctx, mhs[0]); err != nil || len(vals) != 1 {
+		t.Fatalf("Get: %v, %v", vals, err)
+	}
+	nv := store.Value{ProviderID: v.ProviderID, ContextID: []byte("new"), Metadata: []byte("m")}
+	if err := s.Put(ctx, nv, mhs...); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Sample(ctx, nv.ProviderID, nv.ContextID); err != nil || len(got) != len(mhs) {
+		t.Fatalf("Sample of a new context: %d multihashes, %v", len(got), err)
 	}
 }
