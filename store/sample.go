@@ -29,9 +29,10 @@ const SampleKeep = 64
 // Puts that built it, that a provider cannot steer because it does not know
 // the key. A context of at most SampleKeep multihashes keeps all of them.
 //
-// Put adds a multihash to the sample after its index entries are written,
-// and Remove takes it out before its entries are deleted, so the sample
-// holds only multihashes that Get finds, also after a crash; repeating a
+// Put adds a multihash to the sample no earlier than its index entry is
+// written, and Remove takes it out no later than its entry is deleted (the
+// disk backends do both in the same engine batch), so the sample holds only
+// multihashes that Get finds, also after a crash; repeating a
 // Put that a crash cut short completes the sample as it completes the index.
 // Remove does not refill the sample: what is left stays a uniform sample of
 // the remaining multihashes, only smaller. RemoveProviderContext and
