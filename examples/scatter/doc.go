@@ -45,7 +45,10 @@
 // counters, every backend's GET /health and GET /stats (asked at most once
 // a second, whatever the number of readers; a backend without them shows
 // as "unknown"), and with -assigner-state the assigner's publishers and
-// handoffs. The page loads nothing from elsewhere.
+// handoffs. The page loads nothing from elsewhere. Mind that /status.json
+// names the backends' URLs and, with -assigner-state, the publishers and
+// which indexer holds each: a front end on a public address shows them to
+// anyone.
 //
 // # Backends and the config file
 //

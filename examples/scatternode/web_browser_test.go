@@ -3,6 +3,7 @@ package scatternode_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -263,15 +264,20 @@ func TestWebPageInBrowser(t *testing.T) {
 // screenshot lets the pool run for a while with lookups going on, so that
 // the chart has a history, and saves a PNG of the page.
 func screenshot(ctx context.Context, t *testing.T, p *localpool.Pool, e publishernode.Entry, path string) {
-	end := time.Now().Add(40 * time.Second)
-	for i := 0; time.Now().Before(end); i++ {
-		for range i % 7 {
+	start := time.Now()
+	for time.Since(start) < 60*time.Second {
+		// 4 to 20 lookups a second, changing slowly.
+		n := 3 + int(2*math.Sin(time.Since(start).Seconds()/6))
+		for range n {
 			resp, err := http.Get(p.URLs().Find + "/multihash/" + e.Multihash)
 			if err == nil {
 				resp.Body.Close()
 			}
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 820)); err != nil {
+		t.Fatal(err)
 	}
 	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 	if err != nil {
