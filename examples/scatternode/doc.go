@@ -1,8 +1,12 @@
 // Package scatternode is the front end of an indexkit pool as a library:
 // a [Scatter] serves the IPNI find API over a scatter/gather of other find
-// APIs (indexkit indexers, storetheindex, indexstar), and [Main] is the
-// examples/scatter program around it (whose documentation is the manual
-// of every flag, the config file and the logs).
+// APIs (indexkit indexers, storetheindex, indexstar), with a page for
+// people at GET / and its JSON status at GET /status.json (package
+// scatter/web; [Config.AssignerURL] adds the assigner's publishers and
+// handoffs to them, [Scatter.Stats] are the lookup counters they show),
+// and [Main] is the examples/scatter program around it (whose
+// documentation is the manual of every flag, the config file and the
+// logs).
 //
 // # Embedding
 //

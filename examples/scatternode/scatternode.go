@@ -16,6 +16,7 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/web"
 )
 
 // Listeners are the HTTP listeners a front end serves on; the caller
@@ -45,6 +46,9 @@ type Scatter struct {
 	ln              net.Listener
 	client          *http.Client // shared by every generation's backends
 	front           *swapHandler
+	status          *web.Status // GET /status.json
+
+	lookups, partial atomic.Uint64 // Stats, across generations
 
 	mu  sync.Mutex // serialises Reload; guards cur
 	cur *generation
@@ -85,6 +89,10 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 		return nil, fmt.Errorf("scatternode: %w", err)
 	}
 	s.cur = gen
+	if s.status, err = s.newStatus(cfg.AssignerURL); err != nil {
+		s.client.CloseIdleConnections()
+		return nil, fmt.Errorf("scatternode: %w", err)
+	}
 	if s.hooks.Serving != nil {
 		s.hooks.Serving(gen.gather)
 	}
@@ -123,7 +131,7 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := find.NewHandler(g, find.WithLogger(s.log))
+	h, err := find.NewHandler(countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial}, find.WithLogger(s.log))
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +155,8 @@ func (s *Scatter) Config() Config {
 // with it). A cfg that builds the same Gather as the current one changes
 // nothing and returns applied false, keeping the breaker state and cache;
 // an invalid cfg returns an error and keeps the current Gather. The
-// other fields of cfg (ShutdownTimeout, Logger, Hooks) stay those of New.
+// other fields of cfg (ShutdownTimeout, AssignerURL, Logger, Hooks) stay
+// those of New.
 // Reloads are serialised; Reload may be called before or while Run runs,
 // not after it has returned.
 func (s *Scatter) Reload(cfg Config) (applied bool, err error) {
@@ -183,7 +192,7 @@ func (s *Scatter) Reload(cfg Config) (applied bool, err error) {
 	return true, nil
 }
 
-// Run serves the find API until ctx is done, then shuts down, waiting at
+// Run serves the find API, the page and its status until ctx is done, then shuts down, waiting at
 // most Config.ShutdownTimeout for requests in flight, and returns once
 // every goroutine it started has exited: nil after a clean stop. Run may
 // be called once.
@@ -194,7 +203,7 @@ func (s *Scatter) Run(ctx context.Context) error {
 	defer s.drains.Wait()
 	defer close(s.stop)
 	eg, ctx := errgroup.WithContext(ctx)
-	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.front, s.log), s.ln, s.shutdownTimeout)
+	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.handler(), s.log), s.ln, s.shutdownTimeout)
 	return cli.WaitStopped(ctx, eg, s.log)
 }
 

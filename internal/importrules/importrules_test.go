@@ -87,6 +87,8 @@ var rules = []rule{
 		why: "scatter -> store, scatter/find"},
 	{pkg: "scatter/find", allow: []string{"store", "internal/..."},
 		why: "scatter/find, the IPNI find API, -> store"},
+	{pkg: "scatter/web", allow: []string{"internal/..."},
+		why: "scatter/web, the front end's page and JSON status, reads the backends and the assigner over HTTP: it imports no public package of the module"},
 	{pkg: "piece/...", allow: []string{"ingest", "ingest/...", "piece/...", "scatter/find", "internal/..."},
 		why: "piece (and its subpackages) -> ingest and its subpackages (schema, metadata, ipnisync, announce); and scatter/find for the /providers model"},
 	{pkg: "piece/memory", allow: []string{"piece"},
