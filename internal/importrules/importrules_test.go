@@ -87,6 +87,8 @@ var rules = []rule{
 		why: "scatter -> store, scatter/find"},
 	{pkg: "scatter/find", allow: []string{"store", "internal/..."},
 		why: "scatter/find, the IPNI find API, -> store"},
+	{pkg: "scatter/routing", allow: []string{"scatter/find", "ingest/metadata", "internal/..."},
+		why: "scatter/routing, Delegated Routing V1 over any find backend, -> scatter/find, and the leaf ingest/metadata to name the protocols"},
 	{pkg: "piece/...", allow: []string{"ingest", "ingest/...", "piece/...", "scatter/find", "internal/..."},
 		why: "piece (and its subpackages) -> ingest and its subpackages (schema, metadata, ipnisync, announce); and scatter/find for the /providers model"},
 	{pkg: "piece/memory", allow: []string{"piece"},
