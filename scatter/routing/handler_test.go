@@ -175,7 +175,7 @@ func TestProvidersJSON(t *testing.T) {
 func TestProvidersNotFound(t *testing.T) {
 	p0 := testPeer(t, 0)
 	for name, b := range map[string]*fakeBackend{
-		"empty": {},
+		"empty":    {},
 		"filtered": {results: []find.ProviderResult{{Metadata: md(t, metadata.Bitswap{}), Provider: &peer.AddrInfo{ID: p0, Addrs: maddrs(t, "/ip4/1.2.3.4/tcp/1")}}}},
 	} {
 		h := newHandler(t, b)
@@ -261,9 +261,9 @@ func TestProvidersStream(t *testing.T) {
 	bs, gw := md(t, metadata.Bitswap{}), md(t, metadata.IPFSGatewayHTTP{})
 	b := &fakeBackend{gate: make(chan struct{}), results: []find.ProviderResult{
 		{ContextID: []byte("1"), Metadata: bs, Provider: &peer.AddrInfo{ID: p0, Addrs: a}},
-		{ContextID: []byte("2"), Metadata: bs, Provider: &peer.AddrInfo{ID: p0, Addrs: a}},         // nothing new
-		{ContextID: []byte("3"), Metadata: bs, Provider: &peer.AddrInfo{ID: p1, Addrs: a}},         // a new peer
-		{ContextID: []byte("4"), Metadata: gw, Provider: &peer.AddrInfo{ID: p0, Addrs: a}},         // p0 grows
+		{ContextID: []byte("2"), Metadata: bs, Provider: &peer.AddrInfo{ID: p0, Addrs: a}},                                                    // nothing new
+		{ContextID: []byte("3"), Metadata: bs, Provider: &peer.AddrInfo{ID: p1, Addrs: a}},                                                    // a new peer
+		{ContextID: []byte("4"), Metadata: gw, Provider: &peer.AddrInfo{ID: p0, Addrs: a}},                                                    // p0 grows
 		{ContextID: []byte("5"), Metadata: md(t, metadata.Bitswap{}, metadata.IPFSGatewayHTTP{}), Provider: &peer.AddrInfo{ID: p0, Addrs: a}}, // nothing new
 	}}
 	srv := httptest.NewServer(newHandler(t, b))
