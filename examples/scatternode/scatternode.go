@@ -16,6 +16,7 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/routing"
 )
 
 // Listeners are the HTTP listeners a front end serves on; the caller
@@ -55,8 +56,8 @@ type Scatter struct {
 	closeOnce sync.Once
 }
 
-// generation is one configuration being served: a Gather and the find API
-// handler over it.
+// generation is one configuration being served: a Gather and the handler
+// over it (the find API at "/", Delegated Routing V1 at routing.Prefix).
 type generation struct {
 	cfg     Config
 	gather  *scatter.Gather
@@ -127,7 +128,14 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &generation{cfg: cfg, gather: g, handler: h}, nil
+	rh, err := routing.New(g, routing.WithLogger(s.log)) // over this generation's Gather
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle(routing.Prefix, rh)
+	return &generation{cfg: cfg, gather: g, handler: mux}, nil
 }
 
 // Addrs reports where the front end listens.
