@@ -24,6 +24,14 @@ const (
 	mediaNDJSON = "application/x-ndjson"
 )
 
+// Shared header values, set without Header.Set's allocation; their
+// length equals their capacity, so that an Add copies them.
+var (
+	hdrAnyOrigin  = []string{"*"}
+	hdrVaryAccept = []string{"Accept"}
+	hdrJSON       = []string{mediaJSON}
+)
+
 // cacheNoStore marks an answer that may not be all there is.
 const cacheNoStore = "no-store"
 
@@ -82,7 +90,7 @@ const (
 
 // ServeHTTP serves the routes of the package documentation.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header()["Access-Control-Allow-Origin"] = hdrAnyOrigin
 	p, ok := strings.CutPrefix(r.URL.Path, Prefix)
 	if !ok {
 		http.NotFound(w, r)
@@ -266,12 +274,12 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, body []byte, n 
 	case err != nil:
 		h.incomplete(r, hdr, err)
 	case n > 0:
-		hdr.Set("Cache-Control", h.ccFound)
+		hdr["Cache-Control"] = []string{h.ccFound}
 	default:
-		hdr.Set("Cache-Control", h.ccNotFound)
+		hdr["Cache-Control"] = []string{h.ccNotFound}
 	}
-	hdr.Set("Vary", "Accept")
-	hdr.Set("Content-Type", mediaJSON)
+	hdr["Vary"] = hdrVaryAccept
+	hdr["Content-Type"] = hdrJSON
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
