@@ -13,12 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/scatter/find"
-	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -31,14 +27,33 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkFind -benchtime 20000x ./scatter/find/ | go run ./examples/benchtable
 func BenchmarkFind(b *testing.B) {
-	backend, mhs := benchFindBackend(b)
-	paths := make([]string, len(mhs))
-	for i, mh := range mhs {
+	const keys, providers = 10000, 100
+	ctx := context.Background()
+	s := memory.New()
+	defer s.Close()
+	for p := range providers {
+		ai := findAddrInfo(b, p)
+		ai.Addrs = append(ai.Addrs, findAddrs(b, fmt.Sprintf("/dns4/provider-%d.example.com/tcp/443/tls/http", p))...)
+		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *ai}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pids := make([]peer.ID, providers)
+	for p := range pids {
+		pids[p] = findPeer(b, p)
+	}
+	paths := make([]string, keys)
+	for i := range keys {
+		mh := findMH(b, i)
+		v := store.Value{ProviderID: pids[i%providers], ContextID: fmt.Appendf(nil, "ctx-%04d", i/100), Metadata: []byte("\x80\x12\x00bitswap-ish")}
+		if err := s.Put(ctx, v, mh); err != nil {
+			b.Fatal(err)
+		}
 		paths[i] = "/multihash/" + mh.B58String()
 	}
-	h := newHandler(b, backend)
+	h := newHandler(b, newStoreBackend(b, s))
 	// The raw baseline answers each path with the bytes the find API gives.
-	answers := make(map[string][]byte, len(paths))
+	answers := make(map[string][]byte, keys)
 	for _, p := range paths {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
@@ -62,64 +77,6 @@ func BenchmarkFind(b *testing.B) {
 				benchLoopback(b, impl.h, paths, c)
 			})
 		}
-	}
-}
-
-// benchFindBackend is the store behind BenchmarkFind and
-// BenchmarkRoutingV1: 10,000 multihashes of 100 providers, each provider
-// with two addresses, bitswap and ipfs-gateway-http metadata, in a memory
-// store. The store is
-// closed when b ends.
-func benchFindBackend(b *testing.B) (*find.StoreBackend, []multihash.Multihash) {
-	const keys, providers = 10000, 100
-	ctx := context.Background()
-	s := memory.New()
-	b.Cleanup(func() { s.Close() })
-	for p := range providers {
-		ai := findAddrInfo(b, p)
-		ai.Addrs = append(ai.Addrs, findAddrs(b, fmt.Sprintf("/dns4/provider-%d.example.com/tcp/443/tls/http", p))...)
-		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *ai}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	pids := make([]peer.ID, providers)
-	for p := range pids {
-		pids[p] = findPeer(b, p)
-	}
-	mhs := make([]multihash.Multihash, keys)
-	for i := range keys {
-		mh := findMH(b, i)
-		v := store.Value{ProviderID: pids[i%providers], ContextID: fmt.Appendf(nil, "ctx-%04d", i/100), Metadata: []byte("\x80\x12\xa0\x12\x00")} // bitswap, ipfs-gateway-http
-		if err := s.Put(ctx, v, mh); err != nil {
-			b.Fatal(err)
-		}
-		mhs[i] = mh
-	}
-	return newStoreBackend(b, s), mhs
-}
-
-// BenchmarkRoutingV1 measures the same store hits as BenchmarkFind through
-// Delegated Routing V1 (GET /routing/v1/providers/{cid}, JSON, the CIDv1
-// raw form of each multihash) over loopback HTTP, with 1 and 16 client
-// goroutines: run both in one go test to compare the routing answer with
-// the find answer of the same lookup.
-//
-//	go test -run '^$' -bench 'BenchmarkFind$|BenchmarkRoutingV1' -benchtime 20000x ./scatter/find/
-func BenchmarkRoutingV1(b *testing.B) {
-	backend, mhs := benchFindBackend(b)
-	paths := make([]string, len(mhs))
-	for i, mh := range mhs {
-		paths[i] = routing.Prefix + "providers/" + cid.NewCidV1(cid.Raw, mh).String()
-	}
-	h, err := routing.New(backend)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range []int{1, 16} {
-		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			b.ReportAllocs()
-			benchLoopback(b, h, paths, c)
-		})
 	}
 }
 
