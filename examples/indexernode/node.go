@@ -34,6 +34,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -311,6 +312,14 @@ func (n *Node) serve(lns Listeners) error {
 	if findAPI, err = find.NewHandler(backend, find.WithLogger(n.log)); err != nil {
 		return err
 	}
+	routingAPI, err := routing.New(backend, routing.WithLogger(n.log))
+	if err != nil {
+		return err
+	}
+	findMux := http.NewServeMux()
+	findMux.Handle("/", findAPI)
+	findMux.Handle(routing.Prefix, routingAPI)
+	findAPI = findMux
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
 	}

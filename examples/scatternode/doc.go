@@ -1,5 +1,6 @@
 // Package scatternode is the front end of an indexkit pool as a library:
-// a [Scatter] serves the IPNI find API over a scatter/gather of other find
+// a [Scatter] serves the IPNI find API, and Delegated Routing V1 under
+// /routing/v1/ (scatter/routing), over a scatter/gather of other find
 // APIs (indexkit indexers, storetheindex, indexstar), with a page for
 // people at GET / and its JSON status at GET /status.json (package
 // scatter/web; [Config.AssignerURL] adds the assigner's publishers and

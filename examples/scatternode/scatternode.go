@@ -16,6 +16,7 @@ import (
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -59,8 +60,8 @@ type Scatter struct {
 	closeOnce sync.Once
 }
 
-// generation is one configuration being served: a Gather and the find API
-// handler over it.
+// generation is one configuration being served: a Gather and the handler
+// over it (the find API at "/", Delegated Routing V1 at routing.Prefix).
 type generation struct {
 	cfg     Config
 	gather  *scatter.Gather
@@ -131,11 +132,20 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := find.NewHandler(countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial}, find.WithLogger(s.log))
+	// Both APIs over this generation's Gather, their lookups counted.
+	counted := countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial}
+	h, err := find.NewHandler(counted, find.WithLogger(s.log))
 	if err != nil {
 		return nil, err
 	}
-	return &generation{cfg: cfg, gather: g, handler: h}, nil
+	rh, err := routing.New(counted, routing.WithLogger(s.log))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle(routing.Prefix, rh)
+	return &generation{cfg: cfg, gather: g, handler: mux}, nil
 }
 
 // Addrs reports where the front end listens.

@@ -87,6 +87,8 @@ var rules = []rule{
 		why: "scatter -> store, scatter/find"},
 	{pkg: "scatter/find", allow: []string{"store", "internal/..."},
 		why: "scatter/find, the IPNI find API, -> store"},
+	{pkg: "scatter/routing", allow: []string{"store", "scatter/find", "ingest/metadata", "internal/..."},
+		why: "scatter/routing, Delegated Routing V1 over any find backend, -> scatter/find (and store, its model), and the leaf ingest/metadata to name the protocols"},
 	{pkg: "scatter/web", allow: []string{"internal/..."},
 		why: "scatter/web, the front end's page and JSON status, reads the backends and the assigner over HTTP: it imports no public package of the module"},
 	{pkg: "piece/...", allow: []string{"ingest", "ingest/...", "piece/...", "scatter/find", "internal/..."},
