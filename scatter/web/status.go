@@ -147,12 +147,9 @@ type Handoff struct {
 // backend without those routes is reported with state "unknown". It is
 // safe for concurrent use.
 type Status struct {
-	local    func() Local
-	client   *http.Client
-	assigner string
-	maxAge   time.Duration
-	timeout  time.Duration
-	now      func() time.Time
+	local func() Local
+	statusConfig
+	now func() time.Time
 
 	sem    chan struct{} // held while a round runs
 	mu     sync.Mutex    // guards what follows
@@ -169,12 +166,20 @@ type round struct {
 }
 
 // StatusOption configures a [Status]; see [NewStatus].
-type StatusOption func(*Status) error
+type StatusOption func(*statusConfig) error
+
+// statusConfig is what the options of [NewStatus] set.
+type statusConfig struct {
+	client   *http.Client
+	assigner string
+	maxAge   time.Duration
+	timeout  time.Duration
+}
 
 // WithHTTPClient sets the client of the backend and assigner requests
 // (default: one of its own).
 func WithHTTPClient(c *http.Client) StatusOption {
-	return func(s *Status) error {
+	return func(s *statusConfig) error {
 		if c == nil {
 			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
 		}
@@ -187,7 +192,7 @@ func WithHTTPClient(c *http.Client) StatusOption {
 // /indexers and GET /assignments) to the report: publishers, their
 // holders and the handoffs in progress. An empty URL adds nothing.
 func WithAssigner(stateURL string) StatusOption {
-	return func(s *Status) error {
+	return func(s *statusConfig) error {
 		s.assigner = strings.TrimRight(stateURL, "/")
 		return nil
 	}
@@ -196,7 +201,7 @@ func WithAssigner(stateURL string) StatusOption {
 // WithMaxAge sets how long one round of backend requests is reused
 // (default [DefaultMaxAge]).
 func WithMaxAge(d time.Duration) StatusOption {
-	return func(s *Status) error {
+	return func(s *statusConfig) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: max age %v must be positive", ErrInvalidOption, d)
 		}
@@ -209,7 +214,7 @@ func WithMaxAge(d time.Duration) StatusOption {
 // [DefaultRoundTimeout]); a backend that has not answered by then is
 // reported down.
 func WithRoundTimeout(d time.Duration) StatusOption {
-	return func(s *Status) error {
+	return func(s *statusConfig) error {
 		if d <= 0 {
 			return fmt.Errorf("%w: round timeout %v must be positive", ErrInvalidOption, d)
 		}
@@ -226,12 +231,12 @@ func NewStatus(local func() Local, opts ...StatusOption) (*Status, error) {
 	if local == nil {
 		return nil, fmt.Errorf("web: status: %w: nil local", ErrInvalidOption)
 	}
-	s := &Status{local: local, maxAge: DefaultMaxAge, timeout: DefaultRoundTimeout, now: time.Now, sem: make(chan struct{}, 1)}
+	s := &Status{local: local, statusConfig: statusConfig{maxAge: DefaultMaxAge, timeout: DefaultRoundTimeout}, now: time.Now, sem: make(chan struct{}, 1)}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o(s); err != nil {
+		if err := o(&s.statusConfig); err != nil {
 			return nil, fmt.Errorf("web: status: %w", err)
 		}
 	}
