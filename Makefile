@@ -7,10 +7,11 @@ SHELL := bash
 # The Redis that lease/redis and piece tests use; .ci/services starts it.
 export REDIS_ADDR ?= 127.0.0.1:6379
 
-# `make test` is what CI runs, so it sets CI: the tests that need Redis, a
-# tmpfs mount or root then fail when these are missing instead of skipping
-# (internal/redistest.Unavailable, freeze's tmpfs test). `make test CI=`
-# lets them skip.
+# `make test` is what CI runs, so it sets CI: the tests that need Redis,
+# Chromium, a tmpfs mount or root then fail when these are missing instead
+# of skipping (internal/redistest.Unavailable, the front end's browser test,
+# freeze's tmpfs test). .ci/services installs Redis and Chromium when they
+# are missing. `make test CI=` lets them skip.
 test: export CI ?= true
 
 # Every Go file of the repository but those under .git, NUL-separated.

@@ -162,7 +162,9 @@ func TestTrackersShareRedis(t *testing.T) {
 				tr, err := piece.NewTracker(st, newDatastore(), testOptions(
 					piece.WithPublishers(addrs...),
 					owner,
-					piece.WithIngestOptions(ingest.WithSlot(time.Second, 5)),
+					// A request timeout that a loaded machine cannot hit:
+					// a timed-out fetch leaves a LastError, checked below.
+					piece.WithIngestOptions(ingest.WithSlot(time.Second, 5), ingest.WithRequestTimeout(10*time.Second)),
 				)...)
 				if err != nil {
 					t.Fatal(err)

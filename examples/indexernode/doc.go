@@ -2,7 +2,8 @@
 // package: the index store of the caller's choice, ingestion of the
 // publishers announced or assigned to it (ingest), the freezer (freeze),
 // handoffs and the admin API the assigner calls (handoff, assigner/admin),
-// the find API (scatter's handler over the store) and announce intake over
+// the find API (scatter's handler over the store, with Delegated Routing
+// V1 under /routing/v1/ beside it) and announce intake over
 // HTTP and gossip (ingest/announce). examples/indexer is the same node as a
 // program.
 //

@@ -36,6 +36,7 @@ import (
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
+	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -315,22 +316,31 @@ func (n *Node) serve(lns Listeners) error {
 	if findAPI, err = find.NewHandler(backend, find.WithLogger(n.log)); err != nil {
 		return err
 	}
+	routingAPI, err := routing.New(backend, routing.WithLogger(n.log))
+	if err != nil {
+		return err
+	}
+	findMux := http.NewServeMux()
+	findMux.Handle("/", findAPI)
+	findMux.Handle(routing.Prefix, routingAPI)
+	findAPI = findMux
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
 	}
-	// The find listener: the find API at the root, each other API on its
-	// own prefix. /health and /stats are mounted without a method so that
-	// their handler answers OPTIONS preflights.
-	findMux := http.NewServeMux()
-	findMux.Handle("/", findAPI)
+	// The find listener: the lookups above (seen by Hooks.Find) at the
+	// root, and the conventions and the sampling API beside them. /health
+	// and /stats are mounted without a method so that their handler
+	// answers OPTIONS preflights.
+	findListener := http.NewServeMux()
+	findListener.Handle("/", findAPI)
 	conv := health.NewHandler(health.Config{ID: n.id, Frozen: n.fr.Frozen, Store: n.st, Logger: n.log})
-	findMux.Handle("/health", conv)
-	findMux.Handle("/stats", conv)
+	findListener.Handle("/health", conv)
+	findListener.Handle("/stats", conv)
 	sampleAPI, err := sample.NewHandler(n.st, sample.WithLogger(n.log))
 	if err != nil {
 		return err
 	}
-	findMux.Handle(sample.Prefix, sampleAPI)
+	findListener.Handle(sample.Prefix, sampleAPI)
 	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
 	if err != nil {
 		return err
@@ -341,7 +351,7 @@ func (n *Node) serve(lns Listeners) error {
 		}
 		switch s.name {
 		case "find":
-			s.srv = cli.NewHTTPServer(findMux, n.log)
+			s.srv = cli.NewHTTPServer(findListener, n.log)
 		case "ingest":
 			s.srv = cli.NewHTTPServer(ingestMux, n.log)
 		default:

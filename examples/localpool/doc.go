@@ -27,7 +27,8 @@
 //	               the pool's admin token, handoffs from Dir/handoff-from
 //	assigner       examples/assignernode every indexer, Config.Replication,
 //	               Config.PollInterval, private addresses allowed, the admin token
-//	scatter        examples/scatternode  every indexer's find API
+//	scatter        examples/scatternode  every indexer's find API; the assigner's state API
+//	               for the page's pool view (GET / and /status.json)
 //	publishers     examples/publishernode Config.Publishers honest publishers
 //	               (seed Config.Seed; Config.RemoveEvery, UpdateEvery), announcing
 //	               to the assigner, positions in Dir/publishers

@@ -182,6 +182,7 @@ func (p *Pool) newScatter(ctx context.Context, r *role, log *slog.Logger, listen
 	for _, ix := range p.indexerRoles() {
 		cfg.Backends = append(cfg.Backends, ix.url("find"))
 	}
+	cfg.AssignerURL = p.roles[RoleAssigner].url("state") // the page shows its publishers and handoffs
 	p.mu.Unlock()
 	cfg.Timeout, cfg.Logger = 3*time.Second, log
 	ln, err := listen("find")

@@ -122,7 +122,7 @@ func (p *Pool) args(r *role) []string {
 			backends = append(backends, p.roles[name].url("find"))
 		}
 		return []string{"-listen", r.addr("find"), "-metrics", "", "-backends", strings.Join(backends, ","),
-			"-timeout", "3s", "-log-level", "info"}
+			"-assigner-state", p.roles[RoleAssigner].url("state"), "-timeout", "3s", "-log-level", "info"}
 	case KindPublisher:
 		a := []string{"-listen", r.addr("publisher-0"), "-interval", c.Interval.String(), "-entries", strconv.Itoa(c.Entries),
 			"-initial-ads", strconv.Itoa(c.InitialAds), "-dir", r.dir, "-log-level", "info",

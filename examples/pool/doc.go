@@ -15,7 +15,11 @@
 // and every third new context in its ContextID (the dag-cbor [size,
 // pieceCID] Curio writes), and the piece sampler walks their chains.
 //
-// It prints the URLs to curl (the find API, the assigner's state API,
+// It prints the front end's page first (the URL to open in a browser, with
+// a lookup of a CID of publisher-0: the page shows its providers and
+// the pool live, see package scatter/web), then the URLs to curl (the
+// Delegated Routing V1 providers of that CID, the page's
+// /status.json, the find API, the assigner's state API,
 // each indexer's admin API with the pool's bearer token, read from
 // <dir>/admin-token, the piece API, and a ready GET
 // /sample/{provider}/{piece}?seed=demo for a real piece of publisher-0,

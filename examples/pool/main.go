@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ipfs/go-cid"
+	"github.com/multiformats/go-multihash"
+
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/cli"
@@ -154,7 +157,10 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 			log.Error("stopping the pool", "err", cerr)
 		}
 	}()
-	printURLs(stdout, p.URLs(), filepath.Join(p.Config().Dir, localpool.AdminTokenFile), o.freezeBudget)
+	cctx, cancel := context.WithTimeout(ctx, o.probeTimeout)
+	demoCID := pickCID(cctx, p)
+	cancel()
+	printURLs(stdout, p.URLs(), demoCID, filepath.Join(p.Config().Dir, localpool.AdminTokenFile), o.freezeBudget)
 	var pc publishernode.Piece
 	havePiece := false
 	// repick picks the piece to sample, printing its curl when it changes:
@@ -216,8 +222,19 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 	}
 }
 
-func printURLs(w io.Writer, u localpool.URLs, tokenFile string, budget int64) {
-	fmt.Fprintln(w, "the pool is up; try:")
+// printURLs prints where to look: the front end's page first, then the
+// URLs to curl. c is a CID of publisher-0's (cid.Undef when it had none
+// yet: the lines then hold a <cid> to fill in).
+func printURLs(w io.Writer, u localpool.URLs, c cid.Cid, tokenFile string, budget int64) {
+	key, q := "<cid>", ""
+	if c.Defined() {
+		key = c.String()
+		q = "#q=" + key
+	}
+	fmt.Fprintf(w, "the pool is up; open its page in a browser (look up a CID, watch the pool live):\n  %s/%s\n", u.Find, q)
+	fmt.Fprintln(w, "or try:")
+	fmt.Fprintf(w, "  curl %s/routing/v1/providers/%s   # Delegated Routing V1 (Kubo, Helia, boxo): who provides a CID of publisher-0\n", u.Find, key)
+	fmt.Fprintf(w, "  curl %s/status.json                    # the page's JSON: indexers, lookups, publishers, handoffs\n", u.Find)
 	fmt.Fprintf(w, "  curl %s/providers                      # find API (scatter front end): providers\n", u.Find)
 	if len(u.Publishers) > 0 {
 		fmt.Fprintf(w, "  curl '%s/truth?entries=1' | head -c 600   # a publisher's ground truth: pick a multihash\n", u.Publishers[0])
@@ -258,6 +275,24 @@ func probes(ctx context.Context, p *localpool.Pool) ([]localpool.Probe, error) {
 		}
 	}
 	return out, nil
+}
+
+// pickCID returns a CID (v1, raw) of a multihash of publisher-0's truth, or
+// cid.Undef when it has none yet.
+func pickCID(ctx context.Context, p *localpool.Pool) cid.Cid {
+	u := p.URLs()
+	if len(u.Publishers) == 0 {
+		return cid.Undef
+	}
+	t, err := p.Truth(ctx)
+	if err != nil || len(t.Publishers) == 0 || len(t.Publishers[0].Entries) == 0 {
+		return cid.Undef
+	}
+	mh, err := multihash.FromB58String(t.Publishers[0].Entries[0].Multihash)
+	if err != nil {
+		return cid.Undef
+	}
+	return cid.NewCidV1(cid.Raw, mh)
 }
 
 // pieceSeed and pieceSamples are the seed and size of the demo's piece

@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
 	}
-	for _, want := range []string{"the pool is up", "/multihash/", "/sample/", "?seed=demo", "piece sample", "INDEXER", "indexer-0  active", "publisher-0", "── summary after",
+	for _, want := range []string{"the pool is up; open its page in a browser", "/#q=bafk", "/routing/v1/providers/bafk", "/status.json", "/multihash/", "/sample/", "?seed=demo", "piece sample", "INDEXER", "indexer-0  active", "publisher-0", "── summary after",
 		"publishers halted; waiting up to 30s (1ms a multihash + 100ms an ad to walk, raised to --check-min)",
 		"every multihash of their truth through the front end: complete after"} {
 		if !strings.Contains(out.String(), want) {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -200,6 +201,11 @@ func (p *Publisher) Halted() bool { return p.halted.Load() }
 // ID returns the publisher's peer ID, which is also the provider of every
 // ad and the signer of its head.
 func (p *Publisher) ID() peer.ID { return p.chain.Publisher }
+
+// ProviderAddrs returns the provider addresses every ad of its chain
+// carries: what an indexer that ingested it answers as its provider's
+// Addrs (a BadSignature publisher's altered ads add one).
+func (p *Publisher) ProviderAddrs() []string { return slices.Clone(p.chain.Addrs) }
 
 // Fault returns the publisher's fault (Honest: none).
 func (p *Publisher) Fault() Fault { return p.spec.Fault }

@@ -18,6 +18,8 @@
 //	-cache-ttl D             how long a cached answer is kept (default 30s)
 //	-cache-negative-ttl D    how long a cached "not found" is kept (default 5s; 0: never cached)
 //	-shutdown-timeout D      how long requests in flight may take on shutdown (default 10s)
+//	-assigner-state URL      the assigner's state API (GET /indexers, /assignments), shown in
+//	                         GET /status.json and on the page (default "": none)
 //	-log-level L             debug, info, warn or error (default info)
 //	-max-conns N             open connections per listener; more wait (default 1024; 0: no cap)
 //	-max-conns-per-ip N      open connections per listener from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
@@ -31,6 +33,22 @@
 // Both listeners default to loopback: put the find API on a public address
 // on purpose (-listen :8080), and keep /metrics where only the monitoring
 // system reaches it.
+//
+// # The page and its status
+//
+// Besides the find API, the find listener serves a page for people at GET
+// / (package scatter/web): a search box that looks a CID or multihash up
+// through the find API and shows the providers, their protocols and
+// addresses and whether the answer is complete or partial, and a view of
+// the pool with a live chart of the ingest rate and the lookups per
+// second. The page reads GET /status.json: the front end's lookup
+// counters, every backend's GET /health and GET /stats (asked at most once
+// a second, whatever the number of readers; a backend without them shows
+// as "unknown"), and with -assigner-state the assigner's publishers and
+// handoffs. The page loads nothing from elsewhere. Mind that /status.json
+// names the backends' URLs and, with -assigner-state, the publishers and
+// which indexer holds each: a front end on a public address shows them to
+// anyone.
 //
 // # Backends and the config file
 //

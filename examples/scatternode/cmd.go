@@ -30,6 +30,7 @@ type options struct {
 	listen, metrics string
 	backends        []string // as given, in order
 	configPath      string
+	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
 	cacheEntries    int
@@ -72,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
+	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
 	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
@@ -209,6 +211,7 @@ func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config 
 	c.Backends, c.Timeout, c.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
 	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
 	c.ShutdownTimeout = o.shutdownTimeout
+	c.AssignerURL = o.assignerURL
 	c.Logger = log
 	c.Hooks = Hooks{
 		Gather:  func(backends []string) scatter.GatherHooks { return met.hooks(backends, log) },

@@ -37,6 +37,12 @@ type Config struct {
 	// CacheNegativeTTL is how long a cached "not found" is kept; 0: not
 	// cached.
 	CacheNegativeTTL time.Duration
+	// AssignerURL, when set, is the base URL of the assigner's state API
+	// (GET /indexers and /assignments, assignernode's state listener):
+	// GET /status.json, and the page's pool view, then show the
+	// publishers, who holds them and the handoffs in progress. An http or
+	// https URL; empty: no assigner.
+	AssignerURL string
 	// ShutdownTimeout bounds how long requests in flight may take once
 	// Run's context is done.
 	ShutdownTimeout time.Duration
@@ -99,6 +105,13 @@ func (c Config) normalized() (Config, error) {
 	case c.ShutdownTimeout <= 0:
 		return c, fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	}
+	if c.AssignerURL != "" {
+		u, err := normalizeURL("AssignerURL", c.AssignerURL)
+		if err != nil {
+			return c, err
+		}
+		c.AssignerURL = u
+	}
 	backends, ring, err := normalizeBackends(c.Backends, c.Ring)
 	if err != nil {
 		return c, err
@@ -116,7 +129,7 @@ func normalizeBackends(raw []string, ring *Ring) ([]string, *Ring, error) {
 	var out []string
 	seen := make(map[string]string, len(raw))
 	for _, s := range raw {
-		u, err := normalizeURL(s)
+		u, err := normalizeURL("backend", s)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -153,28 +166,29 @@ func (c Config) sameGather(o Config) bool {
 		c.CacheEntries == o.CacheEntries && c.CacheTTL == o.CacheTTL && c.CacheNegativeTTL == o.CacheNegativeTTL
 }
 
-// normalizeURL checks a backend URL and returns its canonical form: scheme
+// normalizeURL checks a base URL (what names it in errors: "backend",
+// "AssignerURL") and returns its canonical form: scheme
 // and host in lower case, no trailing slash. It refuses what NewHTTPBackend
 // would silently drop (a query or fragment) and credentials, which would
 // end up in logs and metric labels.
-func normalizeURL(s string) (string, error) {
+func normalizeURL(what, s string) (string, error) {
 	if !strings.Contains(s, "://") {
-		return "", fmt.Errorf("backend %q: want an http or https URL such as http://host:port", s)
+		return "", fmt.Errorf("%s %q: want an http or https URL such as http://host:port", what, s)
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", fmt.Errorf("backend %q: %w", s, err)
+		return "", fmt.Errorf("%s %q: %w", what, s, err)
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("backend %q: scheme must be http or https", s)
+		return "", fmt.Errorf("%s %q: scheme must be http or https", what, s)
 	case u.Host == "":
-		return "", fmt.Errorf("backend %q: no host", s)
+		return "", fmt.Errorf("%s %q: no host", what, s)
 	case u.User != nil:
-		return "", fmt.Errorf("backend %q: credentials in URLs are not supported", s)
+		return "", fmt.Errorf("%s %q: credentials in URLs are not supported", what, s)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", fmt.Errorf("backend %q: a base URL takes no query or fragment", s)
+		return "", fmt.Errorf("%s %q: a base URL takes no query or fragment", what, s)
 	}
 	u.Host = strings.ToLower(u.Host)
 	u.Path = strings.TrimRight(u.Path, "/")

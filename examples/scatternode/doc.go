@@ -1,11 +1,15 @@
 // Package scatternode is the front end of an indexkit pool as a library:
-// a [Scatter] serves the IPNI find API over a scatter/gather of other find
-// APIs (indexkit indexers, storetheindex, indexstar), and [Main] is the
-// examples/scatter program around it (whose documentation is the manual
-// of every flag, the config file and the logs). Its listener also answers
+// a [Scatter] serves the IPNI find API, and Delegated Routing V1 under
+// /routing/v1/ (scatter/routing), over a scatter/gather of other find
+// APIs (indexkit indexers, storetheindex, indexstar), with a page for
+// people at GET / and its JSON status at GET /status.json (package
+// scatter/web; [Config.AssignerURL] adds the assigner's publishers and
+// handoffs to them, [Scatter.Stats] are the lookup counters they show),
 // GET /health ({"Status":"ok","State":"active","Backends":N}) and GET
-// /stats, the sums of the backends' /stats from one round of requests,
-// reused for a second (scatter/find/health).
+// /stats (the sums of the backends' /stats from one round of requests,
+// reused for a second; scatter/find/health), and [Main] is the
+// examples/scatter program around it (whose documentation is the manual
+// of every flag, the config file and the logs).
 //
 // # Embedding
 //

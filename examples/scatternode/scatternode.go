@@ -17,6 +17,8 @@ import (
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
+	"github.com/indexkit/indexkit/scatter/routing"
+	"github.com/indexkit/indexkit/scatter/web"
 )
 
 // Listeners are the HTTP listeners a front end serves on; the caller
@@ -48,7 +50,10 @@ type Scatter struct {
 	ln              net.Listener
 	client          *http.Client // shared by every generation's backends
 	front           *swapHandler
-	mux             *http.ServeMux // the find listener: front and the other routes
+	status          *web.Status     // GET /status.json
+	conv            *health.Handler // GET /health and /stats
+
+	lookups, partial atomic.Uint64 // Stats, across generations
 
 	mu  sync.Mutex // serialises Reload; guards cur
 	cur *generation
@@ -59,8 +64,8 @@ type Scatter struct {
 	closeOnce sync.Once
 }
 
-// generation is one configuration being served: a Gather and the find API
-// handler over it.
+// generation is one configuration being served: a Gather and the handler
+// over it (the find API at "/", Delegated Routing V1 at routing.Prefix).
 type generation struct {
 	cfg     Config
 	gather  *scatter.Gather
@@ -89,14 +94,15 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 		return nil, fmt.Errorf("scatternode: %w", err)
 	}
 	s.cur = gen
+	if s.status, err = s.newStatus(cfg.AssignerURL); err != nil {
+		s.client.CloseIdleConnections()
+		return nil, fmt.Errorf("scatternode: %w", err)
+	}
 	if s.hooks.Serving != nil {
 		s.hooks.Serving(gen.gather)
 	}
 	s.front = newSwapHandler(gen.handler)
-	s.mux = http.NewServeMux()
-	s.mux.Handle("/", s.front)
-	// /health and /stats without a method, so that OPTIONS reaches them.
-	conv := health.NewHandler(health.Config{
+	s.conv = health.NewHandler(health.Config{
 		Backends: func() int { return len(s.Config().Backends) },
 		Stats: func(ctx context.Context) (health.Stats, error) {
 			cfg := s.Config()
@@ -104,8 +110,6 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 		},
 		Logger: log,
 	})
-	s.mux.Handle("/health", conv)
-	s.mux.Handle("/stats", conv)
 	return s, nil
 }
 
@@ -140,11 +144,20 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := find.NewHandler(g, find.WithLogger(s.log))
+	// Both APIs over this generation's Gather, their lookups counted.
+	counted := countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial}
+	h, err := find.NewHandler(counted, find.WithLogger(s.log))
 	if err != nil {
 		return nil, err
 	}
-	return &generation{cfg: cfg, gather: g, handler: h}, nil
+	rh, err := routing.New(counted, routing.WithLogger(s.log))
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle(routing.Prefix, rh)
+	return &generation{cfg: cfg, gather: g, handler: mux}, nil
 }
 
 // Addrs reports where the front end listens.
@@ -164,7 +177,8 @@ func (s *Scatter) Config() Config {
 // with it). A cfg that builds the same Gather as the current one changes
 // nothing and returns applied false, keeping the breaker state and cache;
 // an invalid cfg returns an error and keeps the current Gather. The
-// other fields of cfg (ShutdownTimeout, Logger, Hooks) stay those of New.
+// other fields of cfg (ShutdownTimeout, AssignerURL, Logger, Hooks) stay
+// those of New.
 // Reloads are serialised; Reload may be called before or while Run runs,
 // not after it has returned.
 func (s *Scatter) Reload(cfg Config) (applied bool, err error) {
@@ -200,7 +214,7 @@ func (s *Scatter) Reload(cfg Config) (applied bool, err error) {
 	return true, nil
 }
 
-// Run serves the find API until ctx is done, then shuts down, waiting at
+// Run serves the find API, the page and its status until ctx is done, then shuts down, waiting at
 // most Config.ShutdownTimeout for requests in flight, and returns once
 // every goroutine it started has exited: nil after a clean stop. Run may
 // be called once.
@@ -211,7 +225,7 @@ func (s *Scatter) Run(ctx context.Context) error {
 	defer s.drains.Wait()
 	defer close(s.stop)
 	eg, ctx := errgroup.WithContext(ctx)
-	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.mux, s.log), s.ln, s.shutdownTimeout)
+	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.handler(), s.log), s.ln, s.shutdownTimeout)
 	return cli.WaitStopped(ctx, eg, s.log)
 }
 

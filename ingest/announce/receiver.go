@@ -403,9 +403,19 @@ func (r *Receiver) deliver(ctx context.Context, a Announce) error {
 		}
 	}
 
+	// Counted before it is queued, so that whoever takes it from Next
+	// sees it counted; taken back if the queue is full.
+	bySource := &r.gossip
+	if a.Source == SourceHTTP {
+		bySource = &r.http
+	}
+	r.accepted.Add(1)
+	bySource.Add(1)
 	select {
 	case r.queue <- a:
 	default:
+		r.accepted.Add(^uint64(0))
+		bySource.Add(^uint64(0))
 		// Let a later announce of the same CID through: this one was lost.
 		r.mu.Lock()
 		r.seen.remove(k)
@@ -413,12 +423,6 @@ func (r *Receiver) deliver(ctx context.Context, a Announce) error {
 		r.dropped.Add(1)
 		log.Warn("announce queue full, dropping announce")
 		return ErrQueueFull
-	}
-	r.accepted.Add(1)
-	if a.Source == SourceHTTP {
-		r.http.Add(1)
-	} else {
-		r.gossip.Add(1)
 	}
 	log.Debug("announce accepted")
 	return nil

@@ -1,0 +1,83 @@
+package scatternode
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/web"
+)
+
+// Stats are the front end's lookup counters since New, across reloads.
+type Stats struct {
+	// Lookups counts the multihashes looked up through the front end's
+	// backends (one per GET find, one per multihash of a batch, cache
+	// hits included); Partial those of them that ended without an answer
+	// from every backend asked.
+	Lookups, Partial uint64
+}
+
+// Stats returns the front end's lookup counters.
+func (s *Scatter) Stats() Stats {
+	return Stats{Lookups: s.lookups.Load(), Partial: s.partial.Load()}
+}
+
+// handler is the find listener's handler: one mux, one mount per API.
+func (s *Scatter) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", s.front)             // the IPNI find API (scatter/find), swapped by Reload
+	mux.Handle("/{$}", web.Page())       // the page for people (scatter/web): every method, for OPTIONS
+	mux.Handle("/status.json", s.status) // the page's JSON status (scatter/web)
+	mux.Handle("/health", s.conv)        // scatter/find/health: every method, for OPTIONS
+	mux.Handle("/stats", s.conv)         // the sums of the backends' /stats
+	return mux
+}
+
+// newStatus builds the status endpoint over the front end's current
+// configuration and counters, and the assigner's state API when
+// assignerURL is set.
+func (s *Scatter) newStatus(assignerURL string) (*web.Status, error) {
+	return web.NewStatus(s.local, web.WithHTTPClient(s.client), web.WithAssigner(assignerURL))
+}
+
+// local describes the front end to its status endpoint.
+func (s *Scatter) local() web.Local {
+	s.mu.Lock()
+	cur := s.cur
+	s.mu.Unlock()
+	st := cur.gather.Stats()
+	l := web.Local{Backends: cur.cfg.Backends, Lookups: s.lookups.Load(), Partial: s.partial.Load()}
+	for _, b := range st.Backends {
+		l.Breakers = append(l.Breakers, b.State.String())
+	}
+	return l
+}
+
+// countingBackend counts the lookups of the find handler into the front
+// end's counters, which outlive each Gather.
+type countingBackend struct {
+	find.Backend
+	lookups, partial *atomic.Uint64
+}
+
+func (c countingBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
+	seq := c.Backend.Find(ctx, mh)
+	return func(yield func(find.ProviderResult, error) bool) {
+		c.lookups.Add(1)
+		for pr, err := range seq {
+			if err != nil {
+				if _, ok := errors.AsType[*find.PartialError](err); ok {
+					c.partial.Add(1)
+				}
+			}
+			if !yield(pr, err) {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,57 @@
+package web
+
+import (
+	_ "embed"
+	"net/http"
+	"strconv"
+)
+
+//go:embed index.html
+var page []byte
+
+// Page returns the handler of the page: GET (and HEAD) answer the
+// embedded HTML document, OPTIONS a CORS preflight (204), other methods
+// 405. Mount it on the front end's root, "/{$}", beside the find API and
+// [Status] at "/status.json": the page calls both on its own origin.
+func Page() http.Handler { return pageHandler{} }
+
+type pageHandler struct{}
+
+func (pageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !method(w, r) {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(page)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	// The page loads nothing from elsewhere, and runs only its own script.
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
+	w.Write(page)
+}
+
+const allow = "GET, HEAD, OPTIONS"
+
+// method sets Access-Control-Allow-Origin, answers OPTIONS (204) and
+// methods other than GET and HEAD (405), and reports whether the request
+// is left to serve.
+func method(w http.ResponseWriter, r *http.Request) bool {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodOptions:
+		h.Set("Allow", allow)
+		h.Set("Access-Control-Allow-Methods", allow)
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		}
+		h.Set("Access-Control-Max-Age", "86400")
+		w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	h.Set("Allow", allow)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
