@@ -115,7 +115,8 @@ func TestFindListener(t *testing.T) {
 
 	for _, path := range []string{"/health", "/stats", sample.Prefix + truth.Publisher + "/AAAA",
 		"/multihash/" + truth.Entries[0].Multihash, "/cid/" + cid.NewCidV1(cid.Raw, mustB58(t, truth.Entries[0].Multihash)).String(),
-		"/providers", "/providers/" + truth.Publisher, "/multihash"} {
+		"/providers", "/providers/" + truth.Publisher, "/multihash",
+		"/routing/v1/providers/" + cid.NewCidV1(cid.Raw, mustB58(t, truth.Entries[0].Multihash)).String(), "/routing/v1/peers/" + truth.Publisher} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodOptions, urls.find+path, nil)
 		req.Header.Set("Origin", "https://example.org")
 		req.Header.Set("Access-Control-Request-Method", "GET")

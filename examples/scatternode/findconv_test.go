@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/examples/scatternode"
@@ -51,7 +52,7 @@ func backend(t *testing.T, name string, n int) string {
 
 // The front end's find listener answers /health with its backend count
 // and /stats with the sums of its backends' /stats (a backend down is left
-// out), and every route answers CORS preflights.
+// out), and every route of the listener answers CORS preflights.
 func TestFrontHealthStats(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
@@ -87,7 +88,8 @@ func TestFrontHealthStats(t *testing.T) {
 	if st.EntriesCount != 350 || st.Providers != 2 || *st.Backends != 3 || *st.BackendsAnswered != 2 {
 		t.Fatalf("/stats: %+v, want the sums of two backends (350 entries, 2 providers) of 3", st)
 	}
-	for _, path := range []string{"/health", "/stats", "/multihash/" + storetest.Multihash("a", 0).B58String(), "/providers"} {
+	for _, path := range []string{"/health", "/stats", "/multihash/" + storetest.Multihash("a", 0).B58String(), "/providers",
+		"/", "/status.json", "/routing/v1/providers/" + cid.NewCidV1(cid.Raw, storetest.Multihash("a", 0)).String()} {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodOptions, front+path, nil)
 		req.Header.Set("Origin", "https://example.org")
 		req.Header.Set("Access-Control-Request-Method", "GET")
