@@ -1,6 +1,6 @@
-// Package cors holds the method and CORS rule of the find listener's JSON
-// routes that are not the find API itself (/health, /stats, the sampling
-// API): every answer carries Access-Control-Allow-Origin: *, OPTIONS is a
+// Package cors holds the method and CORS rule of the read-only routes of
+// the find listeners that are not the find API itself (/health, /stats,
+// the sampling API, the front end's page and /status.json): every answer carries Access-Control-Allow-Origin: *, OPTIONS is a
 // preflight answered 204, and a method outside the route's set gets 405
 // with Allow. It matches what scatter/find's handler does for its routes.
 //

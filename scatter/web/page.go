@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"net/http"
 	"strconv"
+
+	"github.com/indexkit/indexkit/internal/cors"
 )
 
 //go:embed index.html
@@ -18,7 +20,7 @@ func Page() http.Handler { return pageHandler{} }
 type pageHandler struct{}
 
 func (pageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !method(w, r) {
+	if !cors.Serve(w, r) {
 		return
 	}
 	h := w.Header()
@@ -28,30 +30,4 @@ func (pageHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The page loads nothing from elsewhere, and runs only its own script.
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
 	w.Write(page)
-}
-
-const allow = "GET, HEAD, OPTIONS"
-
-// method sets Access-Control-Allow-Origin, answers OPTIONS (204) and
-// methods other than GET and HEAD (405), and reports whether the request
-// is left to serve.
-func method(w http.ResponseWriter, r *http.Request) bool {
-	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		return true
-	case http.MethodOptions:
-		h.Set("Allow", allow)
-		h.Set("Access-Control-Allow-Methods", allow)
-		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
-			h.Set("Access-Control-Allow-Headers", req)
-		}
-		h.Set("Access-Control-Max-Age", "86400")
-		w.WriteHeader(http.StatusNoContent)
-		return false
-	}
-	h.Set("Allow", allow)
-	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	return false
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/indexkit/indexkit/internal/cors"
 )
 
 // Defaults of [NewStatus]'s options.
@@ -258,7 +260,7 @@ func (s *Status) Rounds() uint64 {
 // carries Access-Control-Allow-Origin: * and the report Cache-Control:
 // no-store.
 func (s *Status) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !method(w, r) {
+	if !cors.Serve(w, r) {
 		return
 	}
 	rep, err := s.Report(r.Context())
