@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/ipfs/go-cid"
@@ -269,3 +271,40 @@ var loopback = func() *netpolicy.Policy {
 	}
 	return p
 }()
+
+// settledPool starts a small pool (2 publishers with removals, 2
+// indexers on the memory store, a front end), closed when the test ends,
+// and waits until every publisher has published its last of ads ads:
+// the truth it returns holds still from then on.
+func settledPool(ctx context.Context, t *testing.T, ads int) (*localpool.Pool, localpool.Truth) {
+	t.Helper()
+	p, err := localpool.Start(ctx, localpool.Config{
+		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
+		Interval: 50 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
+		RemoveEvery: 4, // removals too: what was removed must not be found
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	if _, err := p.WaitFor(ctx, "every publisher at its last ad", func(s *localpool.Snapshot) bool {
+		n := 0
+		for _, ps := range s.Publishers {
+			if ps.Ads >= ads {
+				n++
+			}
+		}
+		return n == 2
+	}); err != nil {
+		t.Fatal(err)
+	}
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, truth
+}

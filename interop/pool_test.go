@@ -10,7 +10,6 @@ import (
 	findclient "github.com/ipni/go-libipni/find/client"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -28,35 +27,7 @@ func TestPoolFromAnotherModule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const ads = 8
-	p, err := localpool.Start(ctx, localpool.Config{
-		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
-		Interval: 50 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
-		RemoveEvery: 4, // removals too: what was removed must not be found
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
-	// Every publisher at its last ad: the truth holds still from here on.
-	if _, err := p.WaitFor(ctx, "every publisher at its last ad", func(s *localpool.Snapshot) bool {
-		n := 0
-		for _, ps := range s.Publishers {
-			if ps.Ads >= ads {
-				n++
-			}
-		}
-		return n == 2
-	}); err != nil {
-		t.Fatal(err)
-	}
-	truth, err := p.Truth(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, truth := settledPool(ctx, t, ads)
 	if len(truth.Publishers) != 2 || len(truth.Entries) < 10 {
 		t.Fatalf("truth of %d publishers, %d multihashes; want 2 publishers and at least 10 multihashes", len(truth.Publishers), len(truth.Entries))
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -47,34 +46,7 @@ func TestRoutingV1BoxoClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const ads = 6
-	p, err := localpool.Start(ctx, localpool.Config{
-		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
-		Interval: 50 * time.Millisecond, Entries: 5, MaxAds: ads, PollInterval: 200 * time.Millisecond,
-		RemoveEvery: 4,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	}()
-	if _, err := p.WaitFor(ctx, "every publisher at its last ad", func(s *localpool.Snapshot) bool {
-		n := 0
-		for _, ps := range s.Publishers {
-			if ps.Ads >= ads {
-				n++
-			}
-		}
-		return n == 2
-	}); err != nil {
-		t.Fatal(err)
-	}
-	truth, err := p.Truth(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, truth := settledPool(ctx, t, ads)
 	if len(truth.Entries) < 10 || len(truth.Removed) == 0 {
 		t.Fatalf("truth of %d multihashes, %d removed; want at least 10 and some removed", len(truth.Entries), len(truth.Removed))
 	}
