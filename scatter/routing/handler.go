@@ -11,6 +11,7 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/accept"
 	"github.com/indexkit/indexkit/scatter/find"
 )
 
@@ -20,8 +21,8 @@ const Prefix = "/routing/v1/"
 
 // Media types of the API.
 const (
-	mediaJSON   = "application/json"
-	mediaNDJSON = "application/x-ndjson"
+	mediaJSON   = accept.JSON
+	mediaNDJSON = accept.NDJSON
 )
 
 // Shared header values, set without Header.Set's allocation; their
@@ -153,52 +154,6 @@ func (h *Handler) method(w http.ResponseWriter, r *http.Request, allow string) b
 	return false
 }
 
-// negotiate picks NDJSON when the Accept header lists it, else JSON when
-// it accepts JSON or anything (no Accept header means JSON); it answers
-// 406 itself, and returns ok false, when nothing acceptable is listed.
-func negotiate(w http.ResponseWriter, r *http.Request) (ndjson, ok bool) {
-	values := r.Header.Values("Accept")
-	if len(values) == 0 {
-		return false, true
-	}
-	var jsonOK, listed bool
-	for _, v := range values {
-		for part := range strings.SplitSeq(v, ",") {
-			mt, params, _ := strings.Cut(part, ";")
-			mt = strings.ToLower(strings.TrimSpace(mt))
-			if mt == "" {
-				continue
-			}
-			listed = true
-			if qZero(params) {
-				continue
-			}
-			switch mt {
-			case mediaNDJSON:
-				ndjson = true
-			case mediaJSON, "*/*", "application/*":
-				jsonOK = true
-			}
-		}
-	}
-	if ndjson || jsonOK || !listed {
-		return ndjson, true
-	}
-	http.Error(w, "not acceptable: this resource is available as "+mediaJSON+", "+mediaNDJSON, http.StatusNotAcceptable)
-	return false, false
-}
-
-func qZero(params string) bool {
-	for p := range strings.SplitSeq(params, ";") {
-		k, v, _ := strings.Cut(p, "=")
-		if strings.EqualFold(strings.TrimSpace(k), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && q == 0
-		}
-	}
-	return false
-}
-
 // request parses what every lookup shares: the filters and the format.
 // It answers 400 or 406 itself and returns ok false.
 func request(w http.ResponseWriter, r *http.Request) (f filters, ndjson, ok bool) {
@@ -207,7 +162,7 @@ func request(w http.ResponseWriter, r *http.Request) (f filters, ndjson, ok bool
 		badRequest(w, err.Error())
 		return f, false, false
 	}
-	ndjson, ok = negotiate(w, r)
+	ndjson, ok = accept.Negotiate(w, r, true)
 	return f, ndjson, ok
 }
 
