@@ -35,6 +35,14 @@ type Config struct {
 	// 0 those ads link to [schema.NoEntries] instead, which gives cheap,
 	// arbitrarily deep chains that index nothing.
 	MhsPerAd int
+	// MinMhsPerAd, when positive, makes the number of multihashes of each
+	// ad with entries vary from MinMhsPerAd to MhsPerAd inclusive, drawn
+	// from the seed and the ad's number rather than from the stream of
+	// choices, so that every other choice stays as it is (small ads of one
+	// context each, as Boost and Curio publish: MinMhsPerAd 1, MhsPerAd
+	// 16). 0: every such ad has exactly MhsPerAd. At most MhsPerAd, and at
+	// least SharedMhs.
+	MinMhsPerAd int
 	// ChunkSize is the number of multihashes per EntryChunk (default
 	// [DefaultChunkSize], at most [schema.MaxChunkEntries]). Chunks of more
 	// than about 80,000 sha2-256 multihashes (dag-json) exceed
@@ -100,7 +108,7 @@ func (cfg Config) normalize() (Config, error) {
 		name string
 		v    int
 	}{
-		{"Ads", cfg.Ads}, {"MhsPerAd", cfg.MhsPerAd}, {"RemoveEvery", cfg.RemoveEvery},
+		{"Ads", cfg.Ads}, {"MhsPerAd", cfg.MhsPerAd}, {"MinMhsPerAd", cfg.MinMhsPerAd}, {"RemoveEvery", cfg.RemoveEvery},
 		{"UpdateEvery", cfg.UpdateEvery}, {"NoEntriesEvery", cfg.NoEntriesEvery},
 		{"ReuseEvery", cfg.ReuseEvery}, {"ExtendedEvery", cfg.ExtendedEvery}, {"SharedMhs", cfg.SharedMhs},
 		{"PieceContextEvery", cfg.PieceContextEvery},
@@ -116,6 +124,10 @@ func (cfg Config) normalize() (Config, error) {
 		return cfg, fmt.Errorf("%w: Codec is 0x%x, want dag-json 0x129 or dag-cbor 0x71", ErrInvalidConfig, cfg.Codec)
 	case cfg.SharedMhs > cfg.MhsPerAd:
 		return cfg, fmt.Errorf("%w: SharedMhs %d exceeds MhsPerAd %d", ErrInvalidConfig, cfg.SharedMhs, cfg.MhsPerAd)
+	case cfg.MinMhsPerAd > cfg.MhsPerAd:
+		return cfg, fmt.Errorf("%w: MinMhsPerAd %d exceeds MhsPerAd %d", ErrInvalidConfig, cfg.MinMhsPerAd, cfg.MhsPerAd)
+	case cfg.MinMhsPerAd > 0 && cfg.SharedMhs > cfg.MinMhsPerAd:
+		return cfg, fmt.Errorf("%w: SharedMhs %d exceeds MinMhsPerAd %d", ErrInvalidConfig, cfg.SharedMhs, cfg.MinMhsPerAd)
 	}
 	return cfg, nil
 }
@@ -310,7 +322,7 @@ func (c *Chain) nextAd() error {
 		if shared > 0 {
 			o.spans = append(o.spans, span{c.prevNew.start, shared})
 		}
-		fresh := span{c.nextOrd, uint64(cfg.MhsPerAd) - shared}
+		fresh := span{c.nextOrd, uint64(c.mhsOf(n)) - shared}
 		c.nextOrd += fresh.n
 		if fresh.n > 0 {
 			o.spans = append(o.spans, fresh)

@@ -508,6 +508,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
 		{Ads: -1}, {MhsPerAd: -1}, {RemoveEvery: -2}, {ChunkSize: -1},
 		{ChunkSize: schema.MaxChunkEntries + 1}, {Codec: 0x55}, {MhsPerAd: 2, SharedMhs: 3},
+		{MinMhsPerAd: -1}, {MhsPerAd: 2, MinMhsPerAd: 3}, {MhsPerAd: 5, MinMhsPerAd: 2, SharedMhs: 3},
 	} {
 		if _, err := Generate(cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("Generate(%+v) = %v", cfg, err)

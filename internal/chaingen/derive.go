@@ -55,8 +55,25 @@ func (c *Chain) key(label string, i uint64) (crypto.PrivKey, peer.ID, error) {
 // newContext makes a new context ID of 8 to 32 bytes.
 func (c *Chain) newContext() int32 {
 	i := len(c.ctxIDs)
-	d := c.derive("context", uint64(i))
-	c.ctxIDs = append(c.ctxIDs, d[:8+int(d[31])%25])
+	c.ctxIDs = append(c.ctxIDs, c.contextID(i))
 	c.livePos = append(c.livePos, -1)
 	return int32(i)
+}
+
+// contextID is the ID of the i-th new context: 8 to 32 bytes.
+func (c *Chain) contextID(i int) []byte {
+	d := c.derive("context", uint64(i))
+	return d[:8+int(d[31])%25]
+}
+
+// mhsOf returns the number of multihashes of ad n (from 1) with entries:
+// MhsPerAd, or with MinMhsPerAd one from MinMhsPerAd to MhsPerAd derived
+// from (seed, n).
+func (c *Chain) mhsOf(n int) int {
+	lo, hi := c.cfg.MinMhsPerAd, c.cfg.MhsPerAd
+	if lo <= 0 || lo >= hi {
+		return hi
+	}
+	d := c.derive("mhs", uint64(n))
+	return lo + int(binary.BigEndian.Uint64(d[:8])%uint64(hi-lo+1))
 }

@@ -28,11 +28,26 @@
 // mid-walk does, leaving every earlier block in place; Generate with Ads
 // a followed by Extend(b) equals Generate with Ads a+b.
 //
+// Config.MinMhsPerAd makes the number of multihashes vary from ad to ad
+// (small ads of one context each, as Boost and Curio publish).
+//
 // # Serving
 //
 // [Chain.Block] returns a block by CID and [Chain.Head] the newest ad;
 // [Chain.Source] wraps both in the context-taking shape of a sync client
 // (Head(ctx), Block(ctx, id)), ready to put behind a publisher.
+//
+// # Chains too large to hold
+//
+// A [Chain] holds every block: about 4 GB for 100 million multihashes.
+// [NewOnDemand] makes the same chain as Generate for a Config of ordinary
+// ads only (each ad a new context with new multihashes: no removals,
+// updates, reuse, sharing, extended providers or piece contexts), keeping
+// only the digest of each block, and [OnDemand.Block] encodes and signs
+// the block asked for again from the seed. It has no Model: its ground
+// truth is [OnDemand.Multihash] of each ordinal, under the context of the
+// ad [OnDemand.AdOf] names. [OnDemand.Source] serves it as [Chain.Source]
+// does.
 //
 // # Pieces
 //

@@ -105,9 +105,15 @@ func (c *Chain) RemoveBlock(id cid.Cid) {
 // it sees Extend, Corrupt and SetBlock as they happen.
 func (c *Chain) Source() *Source { return &Source{c: c} }
 
-// Source serves a [Chain] through context-taking methods. It is safe for
-// concurrent use.
-type Source struct{ c *Chain }
+// Source serves a [Chain] or an [OnDemand] chain through context-taking
+// methods. It is safe for concurrent use.
+type Source struct{ c blockReader }
+
+// blockReader is what a Source reads: a Chain or an OnDemand.
+type blockReader interface {
+	Head() cid.Cid
+	Block(ctx context.Context, id cid.Cid) ([]byte, error)
+}
 
 // Head returns the chain's current head, cid.Undef for an empty chain,
 // and an error only when ctx is done.
@@ -118,7 +124,7 @@ func (s *Source) Head(ctx context.Context) (cid.Cid, error) {
 	return s.c.Head(), nil
 }
 
-// Block is [Chain.Block].
+// Block is [Chain.Block] or [OnDemand.Block].
 func (s *Source) Block(ctx context.Context, id cid.Cid) ([]byte, error) {
 	return s.c.Block(ctx, id)
 }
