@@ -115,7 +115,8 @@
 // applied, multihashes indexed, walks done and failed, apply durations
 // (ingest hooks); disk usage and the frozen state (freeze hooks); find
 // requests by status and their durations; announces accepted, duplicate,
-// denied, malformed and dropped; Go and process metrics.
+// denied, malformed and dropped; the compaction debt of a Pebble index
+// (pebble_compaction_debt_bytes); Go and process metrics.
 //
 // p2p: a libp2p host with the node's identity (no bootstrap peers, mDNS,
 // NAT port mapping or relay), on which the node joins the gossip topic

@@ -81,6 +81,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	met.announceStats(n.AnnounceStats)
+	met.pebbleStats(n.Store())
 	a := n.Addrs()
 	cli.LogListening(log, "find", a.Find)
 	cli.LogListening(log, "ingest", a.Ingest)

@@ -13,6 +13,8 @@ import (
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/pebble"
 )
 
 const metricPrefix = "indexkit_indexer_"
@@ -112,6 +114,21 @@ func (m *metrics) announceStats(stats func() announce.Stats) {
 		counter("announces_dropped_total", "Announces dropped because the queue was full.", func(s announce.Stats) uint64 { return s.Dropped }),
 		counter("announces_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) uint64 { return s.RateLimited }),
 	)
+}
+
+// pebbleStats exports, read at scrape time, the compaction debt of a
+// Pebble index: the bytes compactions would have to rewrite to bring the
+// LSM back to its shape, which grows when writes outrun compactions.
+// Other stores export nothing.
+func (m *metrics) pebbleStats(st store.Store) {
+	ps, ok := st.(*pebble.Store)
+	if !ok {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: metricPrefix + "pebble_compaction_debt_bytes",
+		Help: "Estimated bytes the index's Pebble compactions are behind by.",
+	}, func() float64 { return float64(ps.Pebble().Metrics().Compact.EstimatedDebt) }))
 }
 
 // find wraps the find API handler to count requests and time them.
