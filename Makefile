@@ -17,7 +17,7 @@ test: export CI ?= true
 # Every Go file of the repository but those under .git, NUL-separated.
 GOFILES := find . -path ./.git -prune -o -type f -name '*.go' -print0
 
-.PHONY: help demo bench-table test bench fmt
+.PHONY: help demo bench-table scale test bench fmt
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -51,6 +51,20 @@ bench-table: ## run the store benchmarks briefly (about a minute) and show store
 	$(TABLE_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 200000x ./store/pebble ./store/memory; \
 	$(TABLE_TEST) -bench '^BenchmarkUpdateMetadata$$' -benchtime 2000x ./store/leveldb; \
 	} 2>&1 | go run ./examples/benchtable
+
+# SCALE_FLAGS are flags of the scale benchmark (examples/scale/doc.go
+# lists them), as in make scale SCALE_FLAGS='-mh 100M' or
+# make scale SCALE_FLAGS='-shape contexts -mh 10M'; node flags go after --.
+SCALE_FLAGS ?= -mh 10M
+
+# Built into a temporary directory and run from there, as the demo is, so
+# that Ctrl-C reaches the program, which stops its children (the node and
+# the raw Pebble baseline) and removes its data.
+scale: ## ingest generated chains (default 10M multihashes) into a node and a raw Pebble; print the figures per million multihashes
+	@dir="$$(mktemp -d)"; trap 'rm -rf "$$dir"' EXIT; \
+	echo "go build -o $$dir/scale ./examples/scale"; \
+	go build -o "$$dir/scale" ./examples/scale; \
+	"$$dir/scale" $(SCALE_FLAGS)
 
 test: ## everything CI checks: services, vet, gofmt, import rules, race tests, interop
 	bash .ci/services

@@ -23,10 +23,11 @@ import (
 // only (each ad a new context with its own new multihashes), byte for
 // byte and CID for CID, that holds none of its blocks: [OnDemand.Block]
 // encodes (and signs) the block asked for again from the seed. It keeps 32
-// bytes of digest per block, 4 of index and 12 per ad, about 90 bytes per
-// ad plus 36 per entry chunk, whatever the size of the chunks: a chain of
-// 25 million multihashes in ads of 10,000 takes about 4 MB, where a
-// [Chain] holds about a gigabyte of blocks.
+// bytes of digest per block, 4 of index and 12 per ad: 48 bytes per ad
+// and 36 per entry chunk, whatever their sizes. A chain of 25 million
+// multihashes in ads of 10,000 (chunks of 1,000) takes about 1 MB, where
+// a [Chain] holds about a gigabyte of blocks; one of a million ads of one
+// chunk each, 84 MB.
 //
 // There is no [Model]: an OnDemand chain is for benchmarks, whose ground
 // truth is simply every multihash of [OnDemand.Multihash] under the
@@ -193,7 +194,16 @@ func (o *OnDemand) Multihashes() uint64 { return o.start[o.Len()] }
 // genesis ad. Any ordinal gives the multihash a longer chain of the same
 // seed would have there.
 func (o *OnDemand) Multihash(ordinal uint64) multihash.Multihash {
-	return appendMultihash(make([]byte, 0, 2+sha256.Size), o.c.cfg.Seed, ordinal)
+	return AppendMultihash(make([]byte, 0, 2+sha256.Size), o.c.cfg.Seed, ordinal)
+}
+
+// AppendMultihash appends to dst the multihash of the given ordinal of
+// every chain of the seed (a sha2-256 multihash, 34 bytes) and returns
+// the extended slice: the multihash [OnDemand.Multihash] gives, and the
+// one a [Chain] of that seed advertises as its ordinal-th new multihash.
+// It lets a benchmark name the multihashes of a chain without the chain.
+func AppendMultihash(dst []byte, seed, ordinal uint64) []byte {
+	return appendMultihash(dst, seed, ordinal)
 }
 
 // AdOf returns the number (from 0) of the ad that advertises the

@@ -69,6 +69,9 @@ func TestOnDemandEqualsGenerate(t *testing.T) {
 				t.Fatalf("%d multihashes, model %d", o.Multihashes(), m.Multihashes())
 			}
 			for ord := range o.Multihashes() {
+				if !bytes.Equal(o.Multihash(ord), AppendMultihash(nil, cfg.Seed, ord)) {
+					t.Fatalf("multihash %d differs from AppendMultihash's", ord)
+				}
 				vs := m.Values(o.Multihash(ord))
 				if len(vs) != 1 {
 					t.Fatalf("multihash %d has %d values in the model", ord, len(vs))

@@ -1,0 +1,79 @@
+// Package scale is the scale benchmark of an indexer node, the logic of
+// examples/scale (`make scale`): ingest of generated, signed chains served
+// over real HTTP into a node that runs as its own process, measured from
+// /proc, beside a raw Pebble writing the same keys in the same run.
+//
+// # What runs
+//
+// [Run] generates one chain per publisher with internal/chaingen's
+// chaingen.OnDemand (seed Config.Seed+i): ordinary ads of MhsPerAd
+// multihashes in chunks of ChunkSize ([ShapeAds]), or many small ads of
+// MinMhsPerAd to MhsPerAd multihashes, one context each, as Boost and
+// Curio publish ([ShapeContexts]). No chain is held in memory: each keeps
+// the digests of its blocks (48 bytes per ad and 36 per entry chunk) and
+// makes a block again, signature included, when it is asked for: 100M
+// multihashes of the default shape take about 4 MB in the benchmark's
+// process, the contexts shape 84 bytes per ad (840 MB for 10M contexts). No
+// ground truth is built either: the multihashes to find are derived from
+// the seed (chaingen.AppendMultihash).
+//
+// Each chain is served by an ingest/ipnisync publisher on its own
+// listener on 127.0.0.1. The node is this program run again
+// ([ChildCommand] "node": examples/indexer's indexernode.Main) on a
+// fresh data directory, every listener on an ephemeral port of
+// 127.0.0.1, with the benchmark's flags followed by Config.NodeFlags,
+// which override them. It learns of the publishers by HTTP announces to
+// its ingest API, and the benchmark polls the admin API's GET
+// /ingest/status until the last walk of every publisher ended at its
+// head, logging progress every Config.Status.
+//
+// Then the raw baseline, the program again ([ChildCommand] "rawpebble"),
+// writes every multihash of the chains as a key, with an 8-byte record ID
+// as its value, into a fresh Pebble (the module's version, v2) with
+// default options, 65,536 keys per batch committed without sync as the
+// node's store commits, and measures itself the same way. It runs after
+// the node has stopped, so that the two never share the CPUs.
+//
+// # The figures
+//
+// On the node process alone, read from /proc/<pid>: CPU-seconds (utime +
+// stime) and wall time from the announces to the last head applied,
+// VmRSS right after and VmHWM (its peak since start); the bytes
+// allocated (st_blocks × 512, not the apparent size: Pebble preallocates
+// its write-ahead logs) under its data directory, index, state and
+// identity together; and Pebble's estimated compaction debt, from the
+// node's indexkit_indexer_pebble_compaction_debt_bytes metric. From them,
+// per million multihashes: ingest rate, multihashes per CPU-second,
+// CPU-seconds per million, bytes of disk per multihash.
+//
+// Finds: GET /multihash/<mh> over keep-alive HTTP for Config.Samples
+// multihashes picked at random (the last of each chain among them), one
+// client at a time, then twice as many from Config.Clients concurrent
+// clients, each timed; a find counts as found when it answers 200 with the
+// publisher's provider in it. During ingest, a light probe finds
+// Config.ProbeRate multihashes a second among those the node's status
+// already counts as indexed: the find latency while the node ingests at
+// full rate. The baseline times in-process point gets of as many
+// multihashes, from 1 and Config.Clients goroutines.
+//
+// [Report.WriteTable] prints two markdown tables, ingest (node, raw, and
+// their ratio) and finds, under a line naming the shape and the machine.
+//
+// # Caveats
+//
+// The publishers run in the benchmark's process and make every block
+// again as the node fetches it (about a microsecond per multihash, and a
+// signature per ad): on a small machine they take CPU the node could
+// have used, which slows its wall time but not its CPU-seconds. The
+// figures of one run on a shared machine are noisy: compare ratios
+// measured in the same run.
+//
+// # Lifecycle and errors
+//
+// Run returns after every child has exited and, unless Config.Keep, after
+// removing its temporary directory (the node's log, node.log, is kept
+// with it). When its context ends (Ctrl-C in the command) it stops the
+// children, SIGTERM then SIGKILL after 30 s, and returns the context's
+// error; a child also dies with the benchmark (PR_SET_PDEATHSIG). Errors
+// name the phase that failed, and for a child its log file.
+package scale

@@ -1,0 +1,146 @@
+package scale
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Figures are the measures of one process's ingest: the node's or the raw
+// baseline's.
+type Figures struct {
+	// Multihashes is the number ingested.
+	Multihashes uint64
+	// Wall and CPU are the wall time and the CPU time (user + system, of
+	// the process alone) from the announce to the last publisher's head
+	// applied, or of the raw writes.
+	Wall, CPU time.Duration
+	// RSS is the resident memory right after ingest, PeakRSS its peak
+	// (VmHWM), in bytes.
+	RSS, PeakRSS uint64
+	// Disk is the bytes allocated to the files of the data directory
+	// after ingest (the node's: index, state and identity).
+	Disk int64
+	// Debt is Pebble's estimated compaction debt after ingest, in bytes.
+	Debt uint64
+}
+
+// Rate is multihashes per second of wall time.
+func (f Figures) Rate() float64 { return float64(f.Multihashes) / f.Wall.Seconds() }
+
+// PerCPU is multihashes per CPU-second.
+func (f Figures) PerCPU() float64 { return float64(f.Multihashes) / f.CPU.Seconds() }
+
+// CPUPerMillion is CPU-seconds per million multihashes.
+func (f Figures) CPUPerMillion() float64 { return f.CPU.Seconds() / float64(f.Multihashes) * 1e6 }
+
+// DiskPerMh is bytes of disk allocated per multihash.
+func (f Figures) DiskPerMh() float64 { return float64(f.Disk) / float64(f.Multihashes) }
+
+// Latency is the timing of a series of finds (or raw gets).
+type Latency struct {
+	Name string
+	// N is the number of requests, Found how many found their
+	// multihash.
+	N, Found int
+	P50, P99 time.Duration
+	// Rate is requests per second over the series.
+	Rate float64
+}
+
+// latencyOf summarizes the latencies lat of requests made in wall.
+func latencyOf(name string, lat []time.Duration, wall time.Duration) Latency {
+	l := Latency{Name: name, N: len(lat)}
+	if len(lat) == 0 {
+		return l
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	l.P50 = s[len(s)*50/100]
+	l.P99 = s[min(len(s)-1, len(s)*99/100)]
+	l.Rate = float64(len(lat)) / wall.Seconds()
+	return l
+}
+
+// Report is what [Run] measured.
+type Report struct {
+	// Config is the configuration run, with the shape's defaults.
+	Config Config
+	// Machine describes the machine.
+	Machine string
+	// Ads and Blocks are the ads and blocks of every chain.
+	Ads, Blocks int
+	// Node is the node's ingest; Raw the raw baseline's, nil without.
+	Node Figures
+	Raw  *Figures
+	// Finds are the node's finds: after ingest with one client and with
+	// Config.Clients, and during ingest; then the raw gets.
+	Finds []Latency
+}
+
+// WriteTable writes the report as markdown tables: ingest, then finds.
+func (r *Report) WriteTable(w io.Writer) error {
+	c := r.Config
+	var b strings.Builder
+	shape := fmt.Sprintf("%d to %d", c.MinMhsPerAd, c.MhsPerAd)
+	if c.MinMhsPerAd == c.MhsPerAd {
+		shape = fmt.Sprint(c.MhsPerAd)
+	}
+	codec := "dag-json"
+	if c.DagCBOR {
+		codec = "dag-cbor"
+	}
+	fmt.Fprintf(&b, "%s multihashes, shape %s: %d publishers, %s ads, %s multihashes per ad, chunks of %d, %s, signed, over HTTP on 127.0.0.1\n",
+		thousands(r.Node.Multihashes), c.Shape, c.Publishers, thousands(uint64(r.Ads)), shape, c.ChunkSize, codec)
+	if len(c.NodeFlags) > 0 {
+		fmt.Fprintf(&b, "node flags: %s\n", strings.Join(c.NodeFlags, " "))
+	}
+	fmt.Fprintf(&b, "machine: %s\n\n", r.Machine)
+
+	b.WriteString("| ingest | mh/s | mh/CPU-s | CPU-s/M mh | wall s | RSS after MiB | RSS peak MiB | disk B/mh | compaction debt MiB |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	row := func(name string, f Figures) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %.1f |\n", name,
+			thousands(uint64(f.Rate())), thousands(uint64(f.PerCPU())), f.CPUPerMillion(), f.Wall.Seconds(),
+			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), mib(f.Debt))
+	}
+	row("indexkit node", r.Node)
+	if r.Raw != nil {
+		row("raw Pebble, same keys", *r.Raw)
+		n, raw := r.Node, *r.Raw
+		fmt.Fprintf(&b, "| node / raw | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n",
+			n.Rate()/raw.Rate(), n.PerCPU()/raw.PerCPU(), n.CPUPerMillion()/raw.CPUPerMillion(), n.Wall.Seconds()/raw.Wall.Seconds(),
+			float64(n.RSS)/float64(raw.RSS), float64(n.PeakRSS)/float64(raw.PeakRSS), n.DiskPerMh()/raw.DiskPerMh(), ratio(n.Debt, raw.Debt))
+	}
+
+	b.WriteString("\n| find | requests | found | p50 µs | p99 µs | req/s |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|\n")
+	for _, l := range r.Finds {
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.0f | %s |\n", l.Name, l.N, l.Found,
+			micros(l.P50), micros(l.P99), thousands(uint64(l.Rate)))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func ratio(a, b uint64) string {
+	if b == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
+// thousands writes n with commas: 10,000,000.
+func thousands(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,418 @@
+package scale
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+// statusPoll is how often the node's ingest status is read.
+const statusPoll = 250 * time.Millisecond
+
+// Main is the scale command: it parses args (see examples/scale's
+// documentation), runs [Run] with progress on stderr and writes the
+// report's tables to stdout. Run with [ChildCommand] first, it is one of
+// the benchmark's child processes instead. It returns flag.ErrHelp for -h.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == ChildCommand {
+		return childMain(ctx, args[1:], stdout, stderr)
+	}
+	c := DefaultConfig()
+	if err := c.flags(args, stderr); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	c.Exe = exe
+	c.Logger = cli.NewLogger(stderr, slog.LevelInfo)
+	r, err := Run(ctx, c)
+	if err != nil {
+		return err
+	}
+	return r.WriteTable(stdout)
+}
+
+// Run generates the chains, serves them, starts the node on a fresh data
+// directory, announces the publishers to it, waits until it has applied
+// every head while finds probe it, measures it, times finds, stops it,
+// then runs the raw baseline. It returns when every child has exited,
+// and removes its temporary directory unless c.Keep. When ctx ends it
+// stops the children and returns ctx's error.
+func Run(ctx context.Context, c Config) (*Report, error) {
+	c, err := c.normalize()
+	if err != nil {
+		return nil, fmt.Errorf("scale: %w", err)
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tmp, err := os.MkdirTemp(c.Dir, "indexkit-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if c.Keep {
+			log.Info("kept the data and logs", "dir", tmp)
+			return
+		}
+		if err := os.RemoveAll(tmp); err != nil {
+			log.Warn("removing the temporary directory", "dir", tmp, "err", err)
+		}
+	}()
+	r := &Report{Config: c, Machine: machine()}
+
+	pubs, err := startPublishers(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPublishers(pubs)
+	for _, p := range pubs {
+		r.Ads += p.chain.Len()
+		r.Blocks += p.chain.Blocks()
+		r.Node.Multihashes += p.chain.Multihashes()
+	}
+
+	if err := runNode(ctx, c, r, pubs, tmp, log); err != nil {
+		return nil, err
+	}
+	if c.Raw {
+		if err := runRaw(ctx, c, r, pubs, tmp, log); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// runNode runs the node's part of the benchmark into r.
+func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp string, log *slog.Logger) error {
+	logFile := filepath.Join(tmp, "node.log")
+	n, err := startNode(ctx, c, filepath.Join(tmp, "node"), logFile, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := n.stop(); err != nil {
+			log.Warn("node exit", "err", err, "log", logFile)
+		}
+	}()
+	log.Info("node started", "pid", n.pid(), "find", n.url("find"), "log", logFile)
+	adm, err := admin.NewClient(n.url("admin"))
+	if err != nil {
+		return err
+	}
+
+	hc := keepAliveClient(c.Clients + 1)
+	defer hc.CloseIdleConnections()
+	s0, err := readProc(n.pid())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := announceAll(ctx, pubs, n.url("ingest")); err != nil {
+		return fmt.Errorf("announcing: %w", err)
+	}
+	log.Info("announced", "publishers", len(pubs), "multihashes", r.Node.Multihashes)
+
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	indexed := make([]atomic.Uint64, len(pubs)) // per publisher, from the status
+	var probe Latency
+	var probeWG sync.WaitGroup
+	if c.ProbeRate > 0 {
+		probeWG.Go(func() { probe = probeFinds(probeCtx, c, n.url("find"), pubs, indexed) })
+	}
+	err = waitIngested(ctx, c, n, adm, pubs, indexed, s0, start, log)
+	wall := time.Since(start)
+	stopProbe()
+	probeWG.Wait()
+	if err != nil {
+		return err
+	}
+	s1, err := readProc(n.pid())
+	if err != nil {
+		return err
+	}
+	r.Node.Wall, r.Node.CPU, r.Node.RSS, r.Node.PeakRSS = wall, s1.CPU-s0.CPU, s1.RSS, s1.HWM
+	if r.Node.Disk, err = allocated(n.dir); err != nil {
+		return err
+	}
+	if r.Node.Debt, err = compactionDebt(ctx, hc, n.url("metrics")); err != nil {
+		return err
+	}
+	log.Info("ingested", "multihashes", r.Node.Multihashes, "wall", wall.Round(time.Millisecond),
+		"cpu", r.Node.CPU, "mh_per_cpu_s", int(r.Node.PerCPU()), "rss_mib", int(mib(r.Node.RSS)),
+		"disk_b_per_mh", fmt.Sprintf("%.1f", r.Node.DiskPerMh()))
+
+	samples := sampleFinds(c, pubs)
+	seq, err := timeFinds(ctx, "node, 1 client, after ingest", hc, n.url("find"), samples, 1)
+	if err != nil {
+		return err
+	}
+	par, err := timeFinds(ctx, fmt.Sprintf("node, %d clients, after ingest", c.Clients), hc, n.url("find"),
+		append(append([]sample(nil), samples...), samples...), c.Clients)
+	if err != nil {
+		return err
+	}
+	r.Finds = append(r.Finds, seq, par)
+	if c.ProbeRate > 0 {
+		r.Finds = append(r.Finds, probe)
+	}
+	log.Info("finds timed", "p50", seq.P50, "p99", seq.P99, "p99_"+strconv.Itoa(c.Clients), par.P99)
+	if seq.Found < seq.N || par.Found < par.N {
+		log.Warn("finds missed multihashes the node ingested", "found", seq.Found, "of", seq.N)
+	}
+	return nil
+}
+
+// keepAliveClient is an HTTP client that keeps up to conns connections
+// to one host.
+func keepAliveClient(conns int) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.MaxConnsPerHost = conns, conns, conns
+	return &http.Client{Transport: tr, Timeout: time.Minute}
+}
+
+// waitIngested polls the node's ingest status until every publisher's
+// head is applied, logging progress every c.Status and keeping indexed
+// up to date.
+func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pubs []*publisher,
+	indexed []atomic.Uint64, s0 procSample, start time.Time, log *slog.Logger) error {
+	byID := make(map[string]int, len(pubs))
+	for i, p := range pubs {
+		byID[p.pub.ID().String()] = i
+	}
+	tick := time.NewTicker(statusPoll)
+	defer tick.Stop()
+	lastLog, lastN, lastT := start, uint64(0), start
+	warned := make(map[string]bool)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.done:
+			return fmt.Errorf("the node exited during ingest (%v)", n.err)
+		case <-tick.C:
+		}
+		sts, err := adm.IngestStatus(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.Warn("reading the ingest status", "err", err)
+			continue
+		}
+		done, total := 0, uint64(0)
+		for _, st := range sts {
+			i, ok := byID[st.Publisher.String()]
+			if !ok {
+				continue
+			}
+			indexed[i].Store(st.EntriesIndexed)
+			total += st.EntriesIndexed
+			if st.LastHead == pubs[i].chain.Head() && !st.Walking {
+				done++
+			}
+			if st.LastError != "" && !warned[st.LastError] {
+				warned[st.LastError] = true
+				log.Warn("a walk failed", "publisher", st.Publisher.String(), "err", st.LastError, "failures", st.Failures)
+			}
+		}
+		if done == len(pubs) {
+			if want := n0(pubs); total != want {
+				return fmt.Errorf("the node applied every head but reports %d multihashes indexed of %d", total, want)
+			}
+			return nil
+		}
+		if now := time.Now(); now.Sub(lastLog) >= c.Status {
+			s, _ := readProc(n.pid())
+			rate := float64(total-lastN) / now.Sub(lastT).Seconds()
+			log.Info("ingesting", "multihashes", total, "of", n0(pubs),
+				"rate", int(rate), "mean_rate", int(float64(total)/now.Sub(start).Seconds()),
+				"node_cpu_s", fmt.Sprintf("%.1f", (s.CPU-s0.CPU).Seconds()), "node_rss_mib", int(mib(s.RSS)),
+				"publishers_done", done)
+			lastLog, lastN, lastT = now, total, now
+		}
+	}
+}
+
+// n0 is the multihashes of every chain.
+func n0(pubs []*publisher) uint64 {
+	var n uint64
+	for _, p := range pubs {
+		n += p.chain.Multihashes()
+	}
+	return n
+}
+
+// sample is a multihash to find and the provider it must be found under.
+type sample struct {
+	mh       multihash.Multihash
+	provider string
+}
+
+// sampleFinds picks c.Samples multihashes of the chains at random, the
+// last one of each chain first.
+func sampleFinds(c Config, pubs []*publisher) []sample {
+	rng := rand.New(rand.NewPCG(c.Seed, 11))
+	s := make([]sample, 0, c.Samples)
+	for _, p := range pubs {
+		if len(s) < c.Samples {
+			s = append(s, sample{p.chain.Multihash(p.chain.Multihashes() - 1), p.chain.Provider.String()})
+		}
+	}
+	for len(s) < c.Samples {
+		p := pubs[rng.IntN(len(pubs))]
+		s = append(s, sample{p.chain.Multihash(rng.Uint64N(p.chain.Multihashes())), p.chain.Provider.String()})
+	}
+	return s
+}
+
+// find asks the node for one multihash; found means 200 with the
+// provider in the answer.
+func find(ctx context.Context, hc *http.Client, findURL string, s sample) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, findURL+"/multihash/"+s.mh.B58String(), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false, err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return bytes.Contains(body, []byte(s.provider)), nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, fmt.Errorf("GET /multihash/%s: %s", s.mh.B58String(), resp.Status)
+}
+
+// timeFinds finds every sample from c clients and times each request.
+func timeFinds(ctx context.Context, name string, hc *http.Client, findURL string, samples []sample, c int) (Latency, error) {
+	keys := make([][]byte, len(samples)) // indices, for timeCalls
+	for i := range keys {
+		keys[i] = []byte(strconv.Itoa(i))
+	}
+	return timeCalls(name, keys, c, func(k []byte) (bool, error) {
+		i, _ := strconv.Atoi(string(k))
+		return find(ctx, hc, findURL, samples[i])
+	})
+}
+
+// probeFinds finds, at c.ProbeRate a second until ctx ends, multihashes
+// the node has already indexed (by its status), and times them.
+func probeFinds(ctx context.Context, c Config, findURL string, pubs []*publisher, indexed []atomic.Uint64) Latency {
+	hc := keepAliveClient(1)
+	defer hc.CloseIdleConnections()
+	rng := rand.New(rand.NewPCG(c.Seed, 13))
+	tick := time.NewTicker(time.Duration(float64(time.Second) / c.ProbeRate))
+	defer tick.Stop()
+	var lat []time.Duration
+	found := 0
+	start := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			l := latencyOf(fmt.Sprintf("node, 1 client, during ingest (%.0f/s)", c.ProbeRate), lat, time.Since(start))
+			l.Found = found
+			return l
+		case <-tick.C:
+		}
+		i := rng.IntN(len(pubs))
+		n := indexed[i].Load()
+		if n == 0 {
+			continue
+		}
+		p := pubs[i]
+		t := time.Now()
+		ok, err := find(ctx, hc, findURL, sample{p.chain.Multihash(rng.Uint64N(n)), p.chain.Provider.String()})
+		if err != nil {
+			continue // ctx ended, most likely
+		}
+		lat = append(lat, time.Since(t))
+		if ok {
+			found++
+		}
+	}
+}
+
+// debtMetric is the node's compaction debt metric.
+const debtMetric = "indexkit_indexer_pebble_compaction_debt_bytes"
+
+// compactionDebt reads the node's compaction debt from its metrics.
+func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (uint64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, debtMetric+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return uint64(f), err
+		}
+	}
+	return 0, errors.New("the node's metrics have no " + debtMetric)
+}
+
+// runRaw runs the raw baseline child into r.
+func runRaw(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp string, log *slog.Logger) error {
+	logFile := filepath.Join(tmp, "rawpebble.log")
+	ch, err := startChild(c, "rawpebble", logFile, true, nil, rawArgs(c, filepath.Join(tmp, "rawpebble"), pubs)...)
+	if err != nil {
+		return err
+	}
+	log.Info("raw Pebble baseline started", "pid", ch.pid(), "multihashes", r.Node.Multihashes)
+	select {
+	case <-ch.done:
+	case <-ctx.Done():
+		ch.stop()
+		return ctx.Err()
+	}
+	if ch.err != nil {
+		return fmt.Errorf("raw Pebble baseline: %w; its log: %s", ch.err, logFile)
+	}
+	var res rawResult
+	if err := json.Unmarshal(ch.out.Bytes(), &res); err != nil {
+		return fmt.Errorf("raw Pebble baseline: its result: %w", err)
+	}
+	r.Raw = &res.Figures
+	r.Finds = append(r.Finds, res.Seq, res.Par)
+	log.Info("raw Pebble baseline done", "wall", res.Figures.Wall.Round(time.Millisecond), "cpu", res.Figures.CPU,
+		"mh_per_cpu_s", int(res.Figures.PerCPU()))
+	return nil
+}

@@ -1,0 +1,37 @@
+// Command scale is the scale benchmark of an indexer node: it generates
+// signed advertisement chains, serves them over HTTP, has a node ingest
+// them, measures the node and a raw Pebble baseline writing the same
+// keys, and prints the figures as markdown tables.
+//
+// # Usage
+//
+//	make scale SCALE_FLAGS='-mh 10M'
+//	make scale SCALE_FLAGS='-mh 100M'
+//	make scale SCALE_FLAGS='-shape contexts -mh 10M'
+//	make scale SCALE_FLAGS='-mh 10M -- -log-level=warn'     # node flags after --
+//	scale [flags] [-- node flags]
+//
+//	flag            default   meaning
+//	-mh             10M       multihashes to ingest (20k, 1M, 10M, 100M, 1.5M ...)
+//	-contexts       0         instead of -mh, the number of ads, one context each (-shape contexts -contexts 10M)
+//	-shape          ads       ads: 10,000 multihashes per ad in chunks of 1,000; contexts: 1 to 16 per ad
+//	-publishers     4         publishers, each its own chain on its own HTTP listener
+//	-mh-per-ad      0         most multihashes per ad (0: the shape's)
+//	-min-mh-per-ad  0         fewest multihashes per ad (0: -mh-per-ad, or the shape's)
+//	-chunk          0         multihashes per entry chunk (0: 1,000)
+//	-dag-cbor       false     dag-cbor blocks rather than dag-json
+//	-seed           1         seed of the chains (publisher i: seed+i)
+//	-samples        3000      finds timed after ingest with 1 client (twice as many with -clients)
+//	-clients        64        concurrent keep-alive find clients
+//	-probe-rate     150       finds a second during ingest (0: none)
+//	-status         5s        interval of the progress lines
+//	-raw            true      run the raw Pebble baseline
+//	-dir            ""        where the temporary directory goes (default $TMPDIR)
+//	-keep           false     keep the temporary directory: the node's data and log
+//	-node-flag      (none)    a node flag, repeatable: -node-flag=-log-level=warn
+//
+// Progress goes to standard error (log/slog text), the tables to standard
+// output. Ctrl-C stops the children and removes the temporary directory
+// (unless -keep). The documentation of examples/internal/scale says what
+// each figure measures; README.md shows a run.
+package main

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/indexkit/indexkit/examples/internal/scale"
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+func main() {
+	cli.Main("scale", func(ctx context.Context, args []string, stderr io.Writer) error {
+		return scale.Main(ctx, args, os.Stdout, stderr)
+	})
+}
