@@ -109,8 +109,10 @@
 //     publisher (generated publishers with their ground truth, honest or
 //     malicious), piece (the piece sampler service), fleet (fleet nodes
 //     that win git repositories by auction, with demo and sim modes),
-//     benchtable (turns benchmark output into a table), and pool, one
-//     command that runs a whole local pool and shows it live (make demo).
+//     benchtable (turns benchmark output into a table), scale (the scale
+//     benchmark of a node against raw Pebble, make scale, its logic in
+//     examples/internal/scale), and pool, one command that runs a whole
+//     local pool and shows it live (make demo).
 //   - examples/indexernode, scatternode, assignernode, piecenode,
 //     publishernode: each role as an importable, typed package (Config with
 //     time.Duration fields, Listeners the caller binds, New, Addrs, Run,

@@ -205,6 +205,10 @@ func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pub
 	defer tick.Stop()
 	lastLog, lastN, lastT := start, uint64(0), start
 	warned := make(map[string]bool)
+	ads := 0
+	for _, p := range pubs {
+		ads += p.chain.Len()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -221,7 +225,7 @@ func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pub
 			log.Warn("reading the ingest status", "err", err)
 			continue
 		}
-		done, total := 0, uint64(0)
+		done, total, walked, applied := 0, uint64(0), uint64(0), uint64(0)
 		for _, st := range sts {
 			i, ok := byID[st.Publisher.String()]
 			if !ok {
@@ -229,6 +233,8 @@ func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pub
 			}
 			indexed[i].Store(st.EntriesIndexed)
 			total += st.EntriesIndexed
+			walked += st.AdsWalked
+			applied += st.AdsApplied
 			if st.LastHead == pubs[i].chain.Head() && !st.Walking {
 				done++
 			}
@@ -248,6 +254,7 @@ func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pub
 			rate := float64(total-lastN) / now.Sub(lastT).Seconds()
 			log.Info("ingesting", "multihashes", total, "of", n0(pubs),
 				"rate", int(rate), "mean_rate", int(float64(total)/now.Sub(start).Seconds()),
+				"ads_walked", walked, "ads_applied", applied, "ads", ads,
 				"node_cpu_s", fmt.Sprintf("%.1f", (s.CPU-s0.CPU).Seconds()), "node_rss_mib", int(mib(s.RSS)),
 				"publishers_done", done)
 			lastLog, lastN, lastT = now, total, now
