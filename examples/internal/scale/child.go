@@ -125,7 +125,8 @@ type node struct {
 // nodeArgs are the node's flags: every listener on an ephemeral port of
 // 127.0.0.1, no libp2p, private addresses allowed (the publishers are on
 // loopback), no announce rate limit, no connection caps, no freezing;
-// then c.NodeFlags.
+// then c.NodeFlags, which override them, but for a -log-level above
+// info.
 func nodeArgs(c Config, dir string) []string {
 	args := []string{"node",
 		"-dir", dir, "-store", "pebble",
@@ -133,7 +134,28 @@ func nodeArgs(c Config, dir string) []string {
 		"-p2p", "none", "-allow-private-addrs", "-announce-rate", "0",
 		"-max-conns", "0", "-max-conns-per-ip", "0", "-freeze-at", "-1",
 	}
-	return append(args, c.NodeFlags...)
+	args = append(args, c.NodeFlags...)
+	// The benchmark reads the node's msg=listening and msg=starting lines,
+	// which it logs at INFO: a -log-level above that is lowered to info.
+	if level := flagValue(c.NodeFlags, "log-level"); level != "" && level != "debug" && level != "info" {
+		args = append(args, "-log-level", "info")
+	}
+	return args
+}
+
+// flagValue returns the value of the last -name or --name flag of args
+// ("-name v" or "-name=v"), "" if there is none.
+func flagValue(args []string, name string) string {
+	v := ""
+	for i, a := range args {
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if k, val, ok := strings.Cut(a, "="); ok && k == name {
+			v = val
+		} else if a == name && i+1 < len(args) {
+			v = args[i+1]
+		}
+	}
+	return v
 }
 
 // startNode starts the node on dir and waits until it listens. Its

@@ -125,7 +125,7 @@ func rawMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	res := rawResult{Figures: Figures{
 		Multihashes: total, Wall: wall, CPU: s1.CPU - s0.CPU, RSS: s1.RSS, PeakRSS: s1.HWM,
-		Disk: disk, Debt: db.Metrics().Compact.EstimatedDebt,
+		Disk: disk, Debt: int64(db.Metrics().Compact.EstimatedDebt),
 	}}
 
 	// Point gets of random multihashes of the chains.

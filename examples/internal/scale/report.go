@@ -23,8 +23,9 @@ type Figures struct {
 	// Disk is the bytes allocated to the files of the data directory
 	// after ingest (the node's: index, state and identity).
 	Disk int64
-	// Debt is Pebble's estimated compaction debt after ingest, in bytes.
-	Debt uint64
+	// Debt is Pebble's estimated compaction debt after ingest, in bytes;
+	// -1 when unknown (a node whose store is not Pebble).
+	Debt int64
 }
 
 // Rate is multihashes per second of wall time.
@@ -102,9 +103,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	b.WriteString("| ingest | mh/s | mh/CPU-s | CPU-s/M mh | wall s | RSS after MiB | RSS peak MiB | disk B/mh | compaction debt MiB |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	row := func(name string, f Figures) {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %.1f |\n", name,
+		debt := "—"
+		if f.Debt >= 0 {
+			debt = fmt.Sprintf("%.1f", mib(uint64(f.Debt)))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %s |\n", name,
 			thousands(uint64(f.Rate())), thousands(uint64(f.PerCPU())), f.CPUPerMillion(), f.Wall.Seconds(),
-			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), mib(f.Debt))
+			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), debt)
 	}
 	row("indexkit node", r.Node)
 	if r.Raw != nil {
@@ -129,8 +134,8 @@ func mib(n uint64) float64 { return float64(n) / (1 << 20) }
 
 func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-func ratio(a, b uint64) string {
-	if b == 0 {
+func ratio(a, b int64) string {
+	if a < 0 || b <= 0 {
 		return "—"
 	}
 	return fmt.Sprintf("%.2f", float64(a)/float64(b))

@@ -157,7 +157,8 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 		return err
 	}
 	if r.Node.Debt, err = compactionDebt(ctx, hc, n.url("metrics")); err != nil {
-		return err
+		log.Warn("no compaction debt", "err", err)
+		r.Node.Debt = -1
 	}
 	log.Info("ingested", "multihashes", r.Node.Multihashes, "wall", wall.Round(time.Millisecond),
 		"cpu", r.Node.CPU, "mh_per_cpu_s", int(r.Node.PerCPU()), "rss_mib", int(mib(r.Node.RSS)),
@@ -373,7 +374,7 @@ func probeFinds(ctx context.Context, c Config, findURL string, pubs []*publisher
 const debtMetric = "indexkit_indexer_pebble_compaction_debt_bytes"
 
 // compactionDebt reads the node's compaction debt from its metrics.
-func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (uint64, error) {
+func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -390,7 +391,7 @@ func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (ui
 	for line := range strings.SplitSeq(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, debtMetric+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return uint64(f), err
+			return int64(f), err
 		}
 	}
 	return 0, errors.New("the node's metrics have no " + debtMetric)
