@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // rawBatch is the keys per batch commit, the node's ingest batch
@@ -43,7 +45,7 @@ func rawArgs(c Config, dir string, pubs []*publisher) []string {
 		counts[i] = strconv.FormatUint(p.chain.Multihashes(), 10)
 	}
 	return []string{"rawpebble", "-dir", dir, "-seeds", strings.Join(seeds, ","), "-counts", strings.Join(counts, ","),
-		"-samples", strconv.Itoa(c.Samples), "-clients", strconv.Itoa(c.Clients)}
+		"-samples", strconv.Itoa(c.Samples), "-clients", strconv.Itoa(c.Clients), "-status", c.Status.String()}
 }
 
 // rawMain is the baseline child: it opens a fresh Pebble (v2, default
@@ -63,6 +65,7 @@ func rawMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	countsFlag := fs.String("counts", "", "comma-separated multihash counts, one per seed")
 	samples := fs.Int("samples", DefaultSamples, "point gets timed")
 	clients := fs.Int("clients", DefaultClients, "concurrent goroutines of the second timing")
+	status := fs.Duration("status", DefaultStatus, "interval of the progress lines (msg=writing keys=N) on standard error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -77,12 +80,14 @@ func rawMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer db.Close()
 
+	log := cli.NewLogger(stderr, slog.LevelInfo)
 	pid := os.Getpid()
 	s0, err := readProc(pid)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
+	lastLog, written := start, 0
 	b := db.NewBatch()
 	key := make([]byte, 0, 64)
 	var val [8]byte
@@ -103,6 +108,11 @@ func rawMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				}
 				b.Close()
 				b = db.NewBatch()
+				written += rawBatch
+				if time.Since(lastLog) >= *status {
+					lastLog = time.Now()
+					log.Info("writing", "keys", written)
+				}
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // statusPoll is how often the node's ingest status is read.
@@ -400,10 +401,30 @@ func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (in
 // runRaw runs the raw baseline child into r.
 func runRaw(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp string, log *slog.Logger) error {
 	logFile := filepath.Join(tmp, "rawpebble.log")
-	ch, err := startChild(c, "rawpebble", logFile, true, nil, rawArgs(c, filepath.Join(tmp, "rawpebble"), pubs)...)
+	dir := filepath.Join(tmp, "rawpebble")
+	var chPid atomic.Int64
+	start := time.Now()
+	progress := func(line string) {
+		f := logfields.Parse(line)
+		if f["msg"] != "writing" {
+			return
+		}
+		keys, _ := strconv.ParseUint(f["keys"], 10, 64)
+		var cpu time.Duration
+		var rss uint64
+		if s, err := readProc(int(chPid.Load())); err == nil {
+			cpu, rss = s.CPU, s.RSS
+		}
+		disk, _ := allocated(dir)
+		log.Info("raw Pebble writing", "keys", keys, "of", r.Node.Multihashes,
+			"mean_rate", int(float64(keys)/time.Since(start).Seconds()),
+			"cpu_s", fmt.Sprintf("%.1f", cpu.Seconds()), "rss_mib", int(mib(rss)), "disk_mib", int(mib(uint64(disk))))
+	}
+	ch, err := startChild(c, "rawpebble", logFile, true, progress, rawArgs(c, dir, pubs)...)
 	if err != nil {
 		return err
 	}
+	chPid.Store(int64(ch.pid()))
 	log.Info("raw Pebble baseline started", "pid", ch.pid(), "multihashes", r.Node.Multihashes)
 	select {
 	case <-ch.done:
