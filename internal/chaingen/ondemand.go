@@ -51,8 +51,9 @@ type OnDemand struct {
 // of each block. cfg may set Seed, Ads, MhsPerAd (positive),
 // MinMhsPerAd, ChunkSize, Codec and PublisherSigns; any other field gives
 // an error wrapping [ErrInvalidConfig], as does a cfg [Generate] refuses.
-// It takes about as long as Generate.
-func NewOnDemand(cfg Config) (*OnDemand, error) {
+// It takes about as long as Generate; when ctx ends it stops and returns
+// ctx's error.
+func NewOnDemand(ctx context.Context, cfg Config) (*OnDemand, error) {
 	for _, f := range []struct {
 		name string
 		v    int
@@ -99,6 +100,9 @@ func NewOnDemand(cfg Config) (*OnDemand, error) {
 
 	prev := cid.Undef
 	for i := range ads {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("chaingen: on demand: %w", err)
+		}
 		entries, blocks, err := c.entryChunks([]span{{o.start[i], o.start[i+1] - o.start[i]}})
 		if err != nil {
 			return nil, fmt.Errorf("chaingen: on demand: ad %d: %w", i+1, err)

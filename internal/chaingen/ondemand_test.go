@@ -27,7 +27,7 @@ var onDemandConfigs = map[string]Config{
 
 func newOnDemand(t testing.TB, cfg Config) *OnDemand {
 	t.Helper()
-	o, err := NewOnDemand(cfg)
+	o, err := NewOnDemand(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("NewOnDemand(%+v): %v", cfg, err)
 	}
@@ -126,7 +126,7 @@ func TestOnDemandErrors(t *testing.T) {
 		{Ads: 2, MhsPerAd: 3, ReuseEvery: 2}, {Ads: 2, MhsPerAd: 3, ExtendedEvery: 2}, {Ads: 2, MhsPerAd: 3, SharedMhs: 1},
 		{Ads: 2, MhsPerAd: 3, PieceContextEvery: 2}, {Ads: 2}, {Ads: -1, MhsPerAd: 3}, {Ads: 2, MhsPerAd: 3, Codec: 0x55},
 	} {
-		if _, err := NewOnDemand(cfg); !errors.Is(err, ErrInvalidConfig) {
+		if _, err := NewOnDemand(context.Background(), cfg); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewOnDemand(%+v) = %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
@@ -149,6 +149,9 @@ func TestOnDemandErrors(t *testing.T) {
 	cancel()
 	if _, err := o.Block(cctx, head); !errors.Is(err, context.Canceled) {
 		t.Errorf("Block with a done context = %v", err)
+	}
+	if _, err := NewOnDemand(cctx, Config{Seed: 23, Ads: 3, MhsPerAd: 10}); !errors.Is(err, context.Canceled) {
+		t.Errorf("NewOnDemand with a done context = %v", err)
 	}
 }
 

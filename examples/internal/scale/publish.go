@@ -55,11 +55,8 @@ func startPublishers(ctx context.Context, c Config, log *slog.Logger) ([]*publis
 	eg, ctx := errgroup.WithContext(ctx)
 	for i := range pubs {
 		eg.Go(func() error {
-			ch, err := chaingen.NewOnDemand(c.chainConfig(i))
+			ch, err := chaingen.NewOnDemand(ctx, c.chainConfig(i))
 			if err != nil {
-				return err
-			}
-			if err := ctx.Err(); err != nil {
 				return err
 			}
 			src := ipnisync.BlockSourceFunc(func(ctx context.Context, id cid.Cid) ([]byte, error) {
