@@ -77,7 +77,31 @@ func startPublishers(ctx context.Context, c Config, log *slog.Logger) ([]*publis
 			return nil
 		})
 	}
-	if err := eg.Wait(); err != nil {
+	// Generation takes minutes at 100M: say that it goes on.
+	generated := make(chan struct{})
+	var ticker sync.WaitGroup
+	ticker.Go(func() {
+		t := time.NewTicker(c.Status)
+		defer t.Stop()
+		last := start
+		for {
+			select {
+			case <-generated:
+				return
+			case now := <-t.C:
+				if now.Sub(last) < c.Status*9/10 { // a tick that waited for the CPU
+					continue
+				}
+				last = now
+				log.Info("generating the chains", "publishers", len(pubs), "ads_each", c.adsPerPublisher(),
+					"elapsed", time.Since(start).Round(time.Second))
+			}
+		}
+	})
+	err := eg.Wait()
+	close(generated)
+	ticker.Wait()
+	if err != nil {
 		return nil, fmt.Errorf("generating the chains: %w", err)
 	}
 	var mhs uint64
