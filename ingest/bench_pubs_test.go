@@ -244,6 +244,7 @@ func benchIngestShapes(b *testing.B) {
 	for _, shape := range benchShapes {
 		b.Run("pebble/pubs4/"+shape.name, func(b *testing.B) {
 			served := benchPublishers(b, shape.cfgs)
+			b.ResetTimer()
 			open := benchBackends[1].open // pebble
 			var real, base meter
 			mhs := 0
