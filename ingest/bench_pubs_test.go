@@ -251,11 +251,11 @@ func benchIngestShapes(b *testing.B) {
 			for i := range b.N {
 				// Labelled, so that a CPU profile of the run shows each
 				// side apart: go tool pprof -tagfocus store=discard.
-				pprof.Do(context.Background(), pprof.Labels("store", "pebble"), func(context.Context) {
+				pprof.Do(context.Background(), pprof.Labels("store", "pebble", "shape", shape.name), func(context.Context) {
 					benchPubsWalk(b, served, open, &real, i)
 				})
 				b.StopTimer()
-				pprof.Do(context.Background(), pprof.Labels("store", "discard"), func(context.Context) {
+				pprof.Do(context.Background(), pprof.Labels("store", "discard", "shape", shape.name), func(context.Context) {
 					benchPubsWalk(b, served, newDiscardStore, &base, i)
 				})
 				b.StartTimer()

@@ -30,8 +30,9 @@ type Ingester struct {
 	cfg       *config
 	log       *slog.Logger
 
-	wake   chan struct{} // a publisher became ready; buffered, 1
-	provMu sync.Mutex    // serialises read-modify-writes of provider records
+	wake    chan struct{} // a publisher became ready; buffered, 1
+	provMu  sync.Mutex    // serialises read-modify-writes of provider records
+	batches sync.Pool     // of *[]multihash.Multihash: see getBatch
 
 	mu         sync.Mutex
 	policy     Policy
