@@ -207,6 +207,7 @@ func TestAppendEntryChunkMalformed(t *testing.T) {
 		{"json newline in base64", schema.DagJSON, []byte("{\"Entries\":[{\"/\":{\"bytes\":\"EiAA\nAAA\"}}]}"), false},
 		{"json CR in base64", schema.DagJSON, []byte("{\"Entries\":[{\"/\":{\"bytes\":\"EiA\rAAAA\"}}]}"), false},
 		{"json base64 of 4k+1", schema.DagJSON, []byte(`{"Entries":[{"/":{"bytes":"EiAAA"}}]}`), false},
+		{"json base64 with unused bits set", schema.DagJSON, []byte(`{"Entries":[{"/":{"bytes":"EiB"}}]}`), true},
 		{"json bad base64 char", schema.DagJSON, []byte(`{"Entries":[{"/":{"bytes":"Ei*A"}}]}`), false},
 		{"json url base64", schema.DagJSON, []byte(`{"Entries":[{"/":{"bytes":"Ei-_"}}]}`), false},
 		{"json unterminated", schema.DagJSON, []byte(js[:len(js)-1]), false},

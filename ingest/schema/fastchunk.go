@@ -54,9 +54,7 @@ func parseChunkJSON(dst []multihash.Multihash, b []byte) ([]multihash.Multihash,
 	b = b[len(jsonChunkStart):]
 	// First pass: check the structure, count the entries and their
 	// decoded size. The base64 alphabet is left to the decoder of the
-	// second pass, which rejects anything else but skips CR and LF: a
-	// text holding those decodes to fewer bytes than its length implies,
-	// which the second pass refuses too.
+	// second pass.
 	rest, count, total := b, 0, 0
 	for len(rest) > 0 && rest[0] != ']' {
 		if count > 0 {
@@ -122,8 +120,8 @@ func parseChunkJSON(dst []multihash.Multihash, b []byte) ([]multihash.Multihash,
 		}
 		rest = rest[len(jsonBytesStart):]
 		n := bytes.IndexByte(rest, '"')
-		k, err := base64.RawStdEncoding.Decode(buf[at:], rest[:n])
-		if err != nil || k != base64.RawStdEncoding.DecodedLen(n) {
+		k := base64.RawStdEncoding.DecodedLen(n)
+		if !decodeBase64(buf[at:at+k], rest[:n]) {
 			clear(dst[orig:])
 			return dst[:orig], cid.Undef, false
 		}
@@ -132,6 +130,57 @@ func parseChunkJSON(dst []multihash.Multihash, b []byte) ([]multihash.Multihash,
 		rest = rest[n+len(jsonBytesEnd):]
 	}
 	return dst, next, true
+}
+
+// base64Values maps the bytes of the standard base64 alphabet to their
+// values, and every other byte to 0xff.
+var base64Values = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+// decodeBase64 decodes src, unpadded standard base64 of a length that is
+// not 1 modulo 4, into dst, which has exactly its decoded length. It
+// reports false for any byte outside the alphabet (where
+// encoding/base64 skips CR and LF), and otherwise decodes as
+// base64.RawStdEncoding does, ignoring the unused bits of the last
+// character as it does. It is the entry chunks' fast path: four
+// characters at a time, with no error values and no per-call setup.
+func decodeBase64(dst, src []byte) bool {
+	for len(src) >= 4 && len(dst) >= 3 {
+		a, b, c, d := base64Values[src[0]], base64Values[src[1]], base64Values[src[2]], base64Values[src[3]]
+		if (a|b|c|d)&0xc0 != 0 {
+			return false
+		}
+		v := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6 | uint32(d)
+		dst[0], dst[1], dst[2] = byte(v>>16), byte(v>>8), byte(v)
+		src, dst = src[4:], dst[3:]
+	}
+	switch {
+	case len(src) == 0 && len(dst) == 0:
+		return true
+	case len(src) == 2 && len(dst) == 1:
+		a, b := base64Values[src[0]], base64Values[src[1]]
+		if (a|b)&0xc0 != 0 {
+			return false
+		}
+		dst[0] = a<<2 | b>>4
+		return true
+	case len(src) == 3 && len(dst) == 2:
+		a, b, c := base64Values[src[0]], base64Values[src[1]], base64Values[src[2]]
+		if (a|b|c)&0xc0 != 0 {
+			return false
+		}
+		v := uint32(a)<<18 | uint32(b)<<12 | uint32(c)<<6
+		dst[0], dst[1] = byte(v>>16), byte(v>>8)
+		return true
+	}
+	return false
 }
 
 // CBOR canonical form: keys sorted length first, so Next precedes Entries.
