@@ -160,16 +160,46 @@ func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, erro
 		st:    i.st,
 		v:     store.Value{ProviderID: ad.Provider, ContextID: x.ContextID, Metadata: x.Metadata},
 		size:  i.cfg.batchSize,
-		batch: make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384)),
+		batch: i.getBatch(),
 	}
 	err := i.walkEntries(ctx, src, ad, 0, sink.add)
 	if err == nil {
 		err = sink.flush()
 	}
+	i.putBatch(sink.batch)
 	if sink.bad > 0 {
 		i.log.Warn("skipped malformed multihashes", "provider", ad.Provider.String(), "cid", ad.Cid.String(), "count", sink.bad)
 	}
 	return sink.n, err
+}
+
+// freeBatches is the most batches an Ingester keeps for reuse: at the
+// default batch size, 4 × 65,536 × 24 bytes, 6 MiB, held (empty) after a
+// walk, against a batch grown and dropped per large advertisement.
+const freeBatches = 4
+
+// getBatch returns an empty batch for an entrySink: a free one, or a new
+// one with room for batchSize multihashes (or 16,384, if that is smaller:
+// a larger batch grows as it fills). Reusing batches spares a large
+// advertisement the growing of its batch, which copies pointers under the
+// garbage collector's write barrier.
+func (i *Ingester) getBatch() []multihash.Multihash {
+	select {
+	case b := <-i.batches:
+		return b
+	default:
+		return make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384))
+	}
+}
+
+// putBatch keeps b for reuse, if there is room, holding no multihash: a
+// free batch must not keep the blocks its multihashes point into alive.
+func (i *Ingester) putBatch(b []multihash.Multihash) {
+	clear(b)
+	select {
+	case i.batches <- b[:0]:
+	default:
+	}
 }
 
 // Entries calls yield with every multihash of ad's entries, in order: those
@@ -187,7 +217,7 @@ func (i *Ingester) Entries(ctx context.Context, src Syncer, ad Ad, yield func(mu
 	if ad.Ad == nil || !ad.Ad.HasEntries() {
 		return nil
 	}
-	return i.walkEntries(ctx, src, ad, 0, yield)
+	return i.walkEntries(ctx, src, ad, 0, yieldEach(yield))
 }
 
 // FirstEntries is [Ingester.Entries] over the first blocks blocks of ad's
@@ -201,13 +231,31 @@ func (i *Ingester) FirstEntries(ctx context.Context, src Syncer, ad Ad, blocks i
 	if ad.Ad == nil || !ad.Ad.HasEntries() {
 		return nil
 	}
-	return i.walkEntries(ctx, src, ad, max(blocks, 0), yield)
+	return i.walkEntries(ctx, src, ad, max(blocks, 0), yieldEach(yield))
 }
 
-// walkEntries passes the multihashes of ad's entries to add: those of the
-// entry chain, or, when the first block is the root of a HAMT, those of
-// the HAMT; of the first maxBlocks blocks only, when maxBlocks > 0.
-func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks int, add func(multihash.Multihash) error) error {
+// yieldEach adapts a function of one multihash to the blocks walkEntries
+// passes on.
+func yieldEach(yield func(multihash.Multihash) error) func([]multihash.Multihash) error {
+	return func(mhs []multihash.Multihash) error {
+		for _, mh := range mhs {
+			if err := yield(mh); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// walkEntries passes the multihashes of ad's entries to add, a block's
+// worth at a time (a slice add must not keep: it is reused for the next
+// block): those of the entry chain, or, when the first block is the root
+// of a HAMT, those of the HAMT; of the first maxBlocks blocks only, when
+// maxBlocks > 0. Entry chunks are hashed only if src does not verify
+// blocks itself (see [Syncer]).
+func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks int, add func([]multihash.Multihash) error) error {
+	hashed := blocksVerified(src)
+	var mhs []multihash.Multihash
 	chunks := 0
 	for c := ad.Ad.Entries; c.Defined() && (maxBlocks == 0 || chunks < maxBlocks); {
 		if chunks >= i.cfg.entriesDepth {
@@ -217,7 +265,8 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 		if err != nil {
 			return err
 		}
-		ch, err := schema.DecodeEntryChunk(c, block)
+		var next cid.Cid
+		mhs, next, err = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
 		if err != nil {
 			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
 				return i.otherEntries(ctx, src, ad, c, block, err, maxBlocks, add)
@@ -225,12 +274,10 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
 		chunks++
-		for _, mh := range ch.Entries {
-			if err := add(mh); err != nil {
-				return err
-			}
+		if err := add(mhs); err != nil {
+			return err
 		}
-		c = ch.Next
+		c = next
 	}
 	return nil
 }
@@ -238,7 +285,7 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 // otherEntries handles a first Entries block (fetched under c) that did
 // not decode as an entry chunk (chunkErr): it walks it if it is the root of
 // a HAMT, and fails otherwise.
-func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, maxBlocks int, add func(multihash.Multihash) error) error {
+func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Cid, block []byte, chunkErr error, maxBlocks int, add func([]multihash.Multihash) error) error {
 	decodes, hamt, chunk := entriesKind(c, block)
 	switch {
 	case hamt:
@@ -265,22 +312,26 @@ type entrySink struct {
 	bad   int // multihashes skipped
 }
 
-// add adds mh, skipping it if it is malformed, and puts the batch when it
-// is full.
-func (s *entrySink) add(mh multihash.Multihash) error {
-	if store.ValidateMultihash(mh) != nil {
-		s.bad++
-		return nil
-	}
-	s.batch = append(s.batch, mh)
-	s.n++
-	if len(s.batch) == s.size {
-		return s.flush()
+// add adds the multihashes of one block, skipping those that are
+// malformed, and puts the batch whenever it is full.
+func (s *entrySink) add(mhs []multihash.Multihash) error {
+	for _, mh := range mhs {
+		if store.ValidateMultihash(mh) != nil {
+			s.bad++
+			continue
+		}
+		s.batch = append(s.batch, mh)
+		s.n++
+		if len(s.batch) == s.size {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// flush puts the batch, if any.
+// flush puts the batch, if any, and empties it.
 func (s *entrySink) flush() error {
 	if len(s.batch) == 0 {
 		return nil
@@ -288,6 +339,7 @@ func (s *entrySink) flush() error {
 	if err := s.st.Put(s.ctx, s.v, s.batch...); err != nil {
 		return err
 	}
+	clear(s.batch)
 	s.batch = s.batch[:0]
 	return nil
 }

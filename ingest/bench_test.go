@@ -135,6 +135,9 @@ var (
 //	                         state in a map datastore): what ingest itself costs
 //	<backend>/noentries/http 2,000 metadata-only ads over HTTP (ads/s)
 //	<backend>/noentries/inmem the same from memory
+//	pebble/pubs4/<shape>     four publishers in another process, into Pebble
+//	                         and into a discarding baseline store (see
+//	                         benchIngestShapes)
 //
 // http/store and http/raw pair up in examples/benchtable (same Op and
 // parameters, last element store or raw). Metrics, over the timed section
@@ -175,6 +178,7 @@ func BenchmarkIngest(b *testing.B) {
 			benchWalk(b, chain, be.open, false, 0)
 		})
 	}
+	benchIngestShapes(b)
 }
 
 // meter accumulates the timed sections of a benchmark.

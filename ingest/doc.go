@@ -169,10 +169,12 @@
 // context error underneath, for errors.Is.
 //
 // Entry chunks and HAMT nodes are fetched and verified in full before any
-// multihash of theirs is put, and multihashes are put [DefaultBatchSize]
-// ([WithBatchSize]) at a time: an advertisement with at most that many
-// entries is indexed by one Put once all its blocks are verified, so a
-// failure leaves the store unchanged for it. Longer entries (IPNI allows
+// multihash of theirs is put (an entry chunk is hashed once: by the
+// [Syncer] if it says it verifies blocks, as an ingest/ipnisync client
+// does, and by the walker otherwise), and multihashes are put
+// [DefaultBatchSize] ([WithBatchSize]) at a time: an advertisement with
+// at most that many entries is indexed by one Put once all its blocks are
+// verified, so a failure leaves the store unchanged for it. Longer entries (IPNI allows
 // tens of millions of multihashes) are streamed: a failure part-way
 // leaves the context partly indexed, and the retry, putting the same
 // multihashes again, completes it; Puts are idempotent.

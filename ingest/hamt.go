@@ -261,20 +261,20 @@ func hamtKey(k datamodel.Node) ([]byte, error) {
 // src, and passes its keys to add. The root and the nodes it links count
 // against the entries depth limit, as entry chunks do. With maxBlocks > 0,
 // it stops after that many nodes, root included.
-func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, maxBlocks int, add func(multihash.Multihash) error) error {
+func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, maxBlocks int, add func([]multihash.Multihash) error) error {
 	mapLen, bucketSize := len(r.Hamt.Map), int(r.BucketSize)
 	nodes := 1   // the root
 	fetched := 1 // the root
 	var stack []cid.Cid
+	var keys []multihash.Multihash
 	node := &r.Hamt
 	for {
+		keys = keys[:0]
 		for _, e := range node.Data {
 			if e.Bucket != nil {
 				for _, be := range *e.Bucket {
 					k, _ := hamtKey(be.Key) // checked
-					if err := add(k); err != nil {
-						return err
-					}
+					keys = append(keys, k)
 				}
 				continue
 			}
@@ -283,6 +283,11 @@ func (i *Ingester) putHAMT(ctx context.Context, src Syncer, ad Ad, r *hamtRoot, 
 			}
 			nodes++
 			stack = append(stack, (*e.HashMapNode).(cidlink.Link).Cid) // checked
+		}
+		if len(keys) > 0 {
+			if err := add(keys); err != nil {
+				return err
+			}
 		}
 		if len(stack) == 0 || maxBlocks > 0 && fetched >= maxBlocks {
 			return nil

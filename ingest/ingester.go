@@ -16,6 +16,7 @@ import (
 	"github.com/ipfs/go-datastore"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/store"
 )
@@ -30,8 +31,9 @@ type Ingester struct {
 	cfg       *config
 	log       *slog.Logger
 
-	wake   chan struct{} // a publisher became ready; buffered, 1
-	provMu sync.Mutex    // serialises read-modify-writes of provider records
+	wake    chan struct{}              // a publisher became ready; buffered, 1
+	provMu  sync.Mutex                 // serialises read-modify-writes of provider records
+	batches chan []multihash.Multihash // free batches: see getBatch
 
 	mu         sync.Mutex
 	policy     Policy
@@ -106,6 +108,7 @@ func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Op
 		cfg:       cfg,
 		log:       cfg.logger,
 		wake:      make(chan struct{}, 1),
+		batches:   make(chan []multihash.Multihash, freeBatches),
 		policy:    cfg.policy,
 		pubs:      make(map[peer.ID]*publisher),
 	}, nil

@@ -15,6 +15,16 @@ import (
 // blocks by CID. An ingest/ipnisync client satisfies it; so does any block
 // source a test builds. Block need not verify the bytes against the CID:
 // the walker does. Both must return when ctx ends.
+//
+// A Syncer whose Block does verify them may say so with a method
+//
+//	BlocksVerified() bool
+//
+// returning true, as an ingest/ipnisync Client does: the walker then does
+// not hash entry chunks a second time (it still checks their size, codec
+// and format, and hashes advertisements and HAMT nodes itself). A Syncer
+// that says so and returns bytes that do not hash to the CID asked for
+// gets them indexed.
 type Syncer interface {
 	// Head returns the CID of the publisher's newest advertisement, or
 	// cid.Undef when it has published none. It must verify that the head
@@ -116,5 +126,22 @@ func (b *bucket) wait(ctx context.Context) error {
 		b.tokens++ // give the token back
 		b.mu.Unlock()
 		return ctx.Err()
+	}
+}
+
+// blocksVerified reports whether the Block of src, unwrapped from the
+// walker's own wrappers, verifies bytes against the CID (see [Syncer]).
+func blocksVerified(src Syncer) bool {
+	for {
+		switch s := src.(type) {
+		case *limitedSyncer:
+			src = s.s
+		case meteredSyncer:
+			src = s.Syncer
+		case interface{ BlocksVerified() bool }:
+			return s.BlocksVerified()
+		default:
+			return false
+		}
 	}
 }

@@ -59,8 +59,11 @@
 // A client verifies every head's signature and signer (unless
 // [WithoutHeadVerification]) and every block's bytes against its CID, reads
 // at most [WithMaxBlockSize] bytes of a block (default 4 MiB, the limit of
-// ingest/schema) after gzip decoding, and asks for gzip. It does not decode
-// blocks: ingest/schema does.
+// ingest/schema) after gzip decoding, and asks for gzip. A body with a
+// Content-Length is read into one buffer of that size, to its end, so that
+// the connection is kept alive for the next block. It does not decode
+// blocks: ingest/schema does. [Client.BlocksVerified] says that blocks are
+// verified, so that package ingest's walker hashes them only once.
 //
 // # Concurrency
 //

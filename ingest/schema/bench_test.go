@@ -9,7 +9,8 @@ import (
 // Each benchmark has baselines measured in the same run: "ipld" is the
 // reference path (go-ipld-prime bindnode and its codecs, as go-libipni
 // encodes and decodes, without the hash check), and "sha256" only hashes
-// the block, the floor any encode or verified decode pays.
+// the block, the floor any encode or verified decode pays. "append" is
+// AppendEntryChunk as the walker calls it (reused slice, no hash).
 
 func benchAd(b *testing.B) *Advertisement {
 	key, id := seededKey(b, 1)
@@ -111,6 +112,18 @@ func BenchmarkDecodeEntryChunk(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := DecodeEntryChunk(c, block); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("1000/"+codecName(codec)+"/append", func(b *testing.B) {
+			// AppendEntryChunk as a walker calls it: onto a reused slice,
+			// the hash checked by the fetcher.
+			b.SetBytes(int64(len(block)))
+			b.ReportAllocs()
+			var mhs []multihash.Multihash
+			for b.Loop() {
+				if mhs, _, err = AppendEntryChunk(mhs[:0], c, block, true); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -125,17 +125,79 @@ func DecodeEntryChunk(c cid.Cid, block []byte) (*EntryChunk, error) {
 	return ch, nil
 }
 
+// AppendEntryChunk is [DecodeEntryChunk] for a caller that decodes long
+// chains of chunks, such as an indexer's walker. It appends the chunk's
+// entries to dst and returns the extended slice and the chunk's Next link
+// (cid.Undef at the end of the chain), so that a caller that reuses dst
+// allocates no EntryChunk and no slice per chunk. It accepts and rejects
+// the same blocks as DecodeEntryChunk, with the same errors, and decodes
+// the same entries, with two differences:
+//
+//   - The entries of a dag-cbor block alias block, where DecodeEntryChunk
+//     copies it: the caller must not modify block while it uses them. The
+//     entries of a dag-json block share one new buffer, as with
+//     DecodeEntryChunk.
+//   - With hashChecked, it does not hash the block: the caller has checked
+//     it against c's multihash already (an ingest/ipnisync Client checks
+//     every block it fetches). The other checks remain: the CID is
+//     defined, the block within [MaxBlockSize], the codec dag-json or
+//     dag-cbor.
+//
+// On error it returns dst as it was.
+func AppendEntryChunk(dst []multihash.Multihash, c cid.Cid, block []byte, hashChecked bool) ([]multihash.Multihash, cid.Cid, error) {
+	err := checkBlockFormat(c, block)
+	if err == nil && !hashChecked {
+		err = checkHash(c, block)
+	}
+	if err != nil {
+		return dst, cid.Undef, fmt.Errorf("decode entry chunk %s: %w", c, err)
+	}
+	codec := c.Type()
+	var (
+		out  []multihash.Multihash
+		next cid.Cid
+		ok   bool
+	)
+	switch codec {
+	case DagJSON:
+		out, next, ok = parseChunkJSON(dst, block)
+	case DagCBOR:
+		out, next, ok = parseChunkCBOR(dst, block, true)
+	}
+	if ok {
+		return out, next, nil // within MaxChunkEntries by construction
+	}
+	ch, err := slowEntryChunk(codec, block)
+	if err != nil {
+		return dst, cid.Undef, fmt.Errorf("decode entry chunk %s: %w", c, err)
+	}
+	return append(dst, ch.Entries...), ch.Next, nil
+}
+
 // checkBlock checks a block's size, its CID's codec, and its hash.
 func checkBlock(c cid.Cid, block []byte) error {
+	if err := checkBlockFormat(c, block); err != nil {
+		return err
+	}
+	return checkHash(c, block)
+}
+
+// checkBlockFormat checks a block's CID, size and codec.
+func checkBlockFormat(c cid.Cid, block []byte) error {
 	if !c.Defined() {
 		return fmt.Errorf("%w: undefined CID", ErrUnsupportedCodec)
 	}
 	if len(block) > MaxBlockSize {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrBlockTooLarge, len(block), MaxBlockSize)
 	}
-	if codec := c.Prefix().Codec; codec != DagJSON && codec != DagCBOR {
+	if codec := c.Type(); codec != DagJSON && codec != DagCBOR {
 		return fmt.Errorf("%w: codec 0x%x (want dag-json 0x129 or dag-cbor 0x71)", ErrUnsupportedCodec, codec)
 	}
+	return nil
+}
+
+// checkHash checks that block hashes to c's multihash.
+func checkHash(c cid.Cid, block []byte) error {
 	want, err := multihash.Decode(c.Hash())
 	if err != nil {
 		return fmt.Errorf("%w: CID multihash: %v", ErrMalformed, err)

@@ -39,7 +39,13 @@
 // validate first, so they never produce a block the decoders reject.
 // EncodeAs writes dag-cbor as well. Decoding uses go-ipld-prime's codecs
 // with the reference schema, so it accepts exactly what the reference
-// accepts (before validation).
+// accepts (before validation). Entry chunks in the canonical form the
+// encoders write take a fast path that parses the bytes directly, without
+// building IPLD nodes; anything else goes to go-ipld-prime, which decides,
+// so the fast path changes speed, never what is accepted (the fuzz tests
+// compare the two). [AppendEntryChunk] is DecodeEntryChunk for walkers of
+// long chains: it appends to a slice the caller reuses, lets dag-cbor
+// entries alias the block, and skips the hash when the fetcher checked it.
 //
 // # Signatures
 //

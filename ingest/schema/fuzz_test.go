@@ -2,10 +2,14 @@ package schema
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"github.com/multiformats/go-multihash"
 )
 
 var decodeSentinels = []error{
@@ -140,6 +144,88 @@ func FuzzDecodeEntryChunk(f *testing.F) {
 					t.Fatalf("Encode differs from go-ipld-prime:\n got %s\nwant %s", b, want)
 				}
 			}
+		}
+	})
+}
+
+// FuzzAppendEntryChunk: AppendEntryChunk accepts and rejects what
+// DecodeEntryChunk does, with the same error text, decodes the same
+// entries after those already in dst, leaves dst as it was on error, and
+// with hashChecked (the hash being right) decides the same. The parsers
+// behind it agree with go-ipld-prime whenever they take a block.
+func FuzzAppendEntryChunk(f *testing.F) {
+	addSeeds(f, "chunk-")
+	f.Add([]byte("{\"Entries\":[{\"/\":{\"bytes\":\"EiAA\nAAA\"}}]}"), false)
+	f.Add([]byte{0xa1, 0x67, 'E', 'n', 't', 'r', 'i', 'e', 's', 0x81, 0x42, 0x00, 0x00}, true)
+	f.Fuzz(func(t *testing.T, data []byte, cbor bool) {
+		codec := fuzzCodec(cbor)
+		_, c, err := blockCid(codec, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []multihash.Multihash
+		var ok bool
+		if cbor {
+			entries, _, ok = parseChunkCBOR(nil, data, true)
+		} else {
+			entries, _, ok = parseChunkJSON(nil, data)
+		}
+		if ok {
+			slow, err := slowEntryChunk(codec, data)
+			if err != nil {
+				t.Fatalf("parser accepts what go-ipld-prime rejects: %v", err)
+			}
+			if !slices.EqualFunc(entries, slow.Entries, func(a, b multihash.Multihash) bool { return bytes.Equal(a, b) }) {
+				t.Fatal("parser and go-ipld-prime decode differently")
+			}
+		}
+		want, wantErr := DecodeEntryChunk(c, data)
+		for _, hashChecked := range []bool{false, true} {
+			dst := []multihash.Multihash{multihash.Multihash("keep")}
+			got, next, err := AppendEntryChunk(dst, c, data, hashChecked)
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("hashChecked %v: AppendEntryChunk error %v, DecodeEntryChunk error %v", hashChecked, err, wantErr)
+			}
+			if len(got) == 0 || string(got[0]) != "keep" {
+				t.Fatal("dst's entries changed")
+			}
+			if err != nil {
+				if len(got) != 1 {
+					t.Fatalf("dst grew by %d on error", len(got)-1)
+				}
+				continue
+			}
+			if !(&EntryChunk{Entries: got[1:], Next: next}).Equal(want) {
+				t.Fatalf("hashChecked %v: AppendEntryChunk decodes differently", hashChecked)
+			}
+		}
+	})
+}
+
+// FuzzDecodeBase64: the fast path's base64 decoder decodes what
+// base64.RawStdEncoding decodes, to the same bytes, for every text of the
+// alphabet alone whose length is not 1 modulo 4, and refuses the rest.
+func FuzzDecodeBase64(f *testing.F) {
+	for _, s := range []string{"", "EiA", "EiB", "EiAA", "EiAA\nAAA", "Ei*A", "Ei-_", "EiA=", "QUJD", "QUI", "QQ", "Q"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		n := base64.RawStdEncoding.DecodedLen(len(src))
+		got := make([]byte, n)
+		ok := decodeBase64(got, src)
+		alphabet := len(src)%4 != 1
+		for _, c := range src {
+			alphabet = alphabet && base64Values[c] != 0xff
+		}
+		if ok != alphabet {
+			t.Fatalf("decodeBase64(%q) reports %v", src, ok)
+		}
+		if !ok {
+			return
+		}
+		want, err := base64.RawStdEncoding.DecodeString(string(src))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("decodeBase64(%q) = %x; encoding/base64: %x, %v", src, got, want, err)
 		}
 	})
 }
