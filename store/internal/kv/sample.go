@@ -158,10 +158,13 @@ func (db *DB) Sample(ctx context.Context, provider peer.ID, contextID []byte) ([
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
-		if now, ok, err := db.context(key); err != nil {
+		// Removed meanwhile, or a record that predates samples?
+		r, err := db.record(ci.id)
+		if err != nil {
 			return nil, db.wrap("sample", err)
-		} else if !ok || now.id != ci.id {
-			return nil, db.wrap("sample", store.ErrNotFound) // removed meanwhile
+		}
+		if r == nil {
+			return nil, db.wrap("sample", store.ErrNotFound)
 		}
 		return nil, db.wrap("sample", store.ErrNotSampled)
 	}

@@ -23,9 +23,9 @@ import (
 // Put of a new context is one atomic commit, not two; when it creates the
 // record, first is in the new record's sample too.
 func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multihash.Multihash) (ci ctxInfo, wrote, created bool, err error) {
-	if ci, ok, err := db.context(key); err != nil {
-		return ctxInfo{}, false, false, err
-	} else if ok {
+	// Without the lock, only a context in the cache: reading the engine
+	// here would read it twice for a new context.
+	if ci, ok, _ := db.ctxs.get(string(key)); ok {
 		r, err := db.record(ci.id)
 		if err != nil {
 			return ctxInfo{}, false, false, err
