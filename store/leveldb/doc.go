@@ -15,7 +15,8 @@
 //
 // # Lifecycle
 //
-// [Open] loads the (provider, context) records into memory and returns a
-// ready store; Close syncs and closes the database. A Store is safe for
-// concurrent use.
+// [Open] returns a ready store in the same time however many (provider,
+// context) records it holds: they stay on disk, behind a cache of
+// [WithRecordCache] bytes. Close syncs and closes the database. A Store is
+// safe for concurrent use.
 package leveldb

@@ -33,7 +33,8 @@ type Option func(*config) error
 
 // config is what the options of Open set.
 type config struct {
-	opts *Options // nil: goleveldb's defaults
+	opts    *Options // nil: goleveldb's defaults
+	records int64
 }
 
 // WithOptions opens the database with goleveldb's options o instead of
@@ -48,13 +49,34 @@ func WithOptions(o *Options) Option {
 	}
 }
 
+// DefaultRecordCache is the size in bytes of the record cache unless
+// [WithRecordCache] sets another: some hundred thousand contexts.
+const DefaultRecordCache = kv.DefaultRecordCache
+
+// WithRecordCache sets the bytes of memory (32 MiB by default) spent on
+// caching the store's (provider, context) records and the index from a
+// context to its record. The records live on disk: a Get whose records
+// are cached reads LevelDB only for the multihash, and one whose records
+// are not reads each record too. Opening takes the same time however many
+// contexts the store holds, and memory does not grow with them. n = 0
+// caches nothing; n must not be negative.
+func WithRecordCache(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("leveldb: WithRecordCache: %d bytes, want 0 or more", n)
+		}
+		c.records = n
+		return nil
+	}
+}
+
 // Open opens (creating if needed) the store in directory dir, with
 // goleveldb's default options unless [WithOptions].
 func Open(dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("leveldb: open: empty directory")
 	}
-	var c config
+	c := config{records: DefaultRecordCache}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -67,7 +89,11 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leveldb: open %s: %w", dir, err)
 	}
-	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch})
+	records := c.records
+	if records == 0 {
+		records = -1 // kv's "cache nothing"
+	}
+	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch, RecordCache: records})
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -77,7 +103,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 
 // Datastore returns the underlying go-datastore, for callers that keep other
 // small state beside the index. Its keys must not begin with "/" followed by
-// a byte below 0x04, which the index uses.
+// a byte below 0x06, which the index uses.
 func (s *Store) Datastore() ds.Batching { return s.ds }
 
 // maxBatch is the most index writes per commit. Every go-ds-leveldb commit

@@ -6,9 +6,13 @@
 // Each multihash is one Pebble key holding the IDs of its value records.
 // Put adds an ID with a merge operand ([Merger]), so writing never reads,
 // however many providers a multihash already has. The (provider, context)
-// records themselves are few and are all held in memory, so Get is one point
-// read plus map lookups, and allocates nothing when a multihash has a single
-// value; bloom filters let it skip files without the multihash. A
+// records themselves, millions for publishers that make one context per
+// deal, stay on disk behind a cache ([WithRecordCache], 32 MiB by default),
+// so opening takes the same time and memory however many there are. Get
+// is one point read plus cache reads, and allocates nothing when a
+// multihash has a single value whose record is cached; a record not
+// cached costs one more point read. Bloom filters let reads skip files
+// without the key. A
 // database written by this package records its layout and must be opened
 // with [Merger], which Open sets unless [WithOptions] supplies another.
 //

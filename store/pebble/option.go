@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/indexkit/indexkit/store/internal/kv"
 )
 
 // Option configures Open.
@@ -17,12 +18,13 @@ type config struct {
 	memTable  uint64
 	budget    int64
 	logger    *slog.Logger
+	records   int64
 }
 
 const defaultCacheSize = 256 << 20
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{cacheSize: defaultCacheSize, logger: slog.New(slog.DiscardHandler)}
+	c := &config{cacheSize: defaultCacheSize, logger: slog.New(slog.DiscardHandler), records: DefaultRecordCache}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -180,4 +182,34 @@ func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.l.Error(msg, "engine", "pebble")
 	panic("pebble: " + msg)
+}
+
+// DefaultRecordCache is the size in bytes of the record cache unless
+// [WithRecordCache] sets another: some hundred thousand contexts.
+const DefaultRecordCache = kv.DefaultRecordCache
+
+// WithRecordCache sets the bytes of memory (32 MiB by default) spent on
+// caching the store's (provider, context) records and the index from a
+// context to its record. The records live on disk: a Get whose records
+// are cached reads Pebble once, for the multihash, and one whose records
+// are not reads each record too, through the block cache of
+// [WithCacheSize]. Opening takes the same time however many contexts the
+// store holds, and memory does not grow with them. n = 0 caches nothing;
+// n must not be negative.
+func WithRecordCache(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("record cache size %d: want 0 or more bytes", n)
+		}
+		c.records = n
+		return nil
+	}
+}
+
+// recordCache is the kv.Config.RecordCache of the record cache size n.
+func recordCache(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

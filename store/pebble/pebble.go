@@ -38,7 +38,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
 	eng := &engine{db: pdb, syncByFlush: po.DisableWAL}
-	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: kv.Merged})
+	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: kv.Merged, RecordCache: recordCache(cfg.records)})
 	if err != nil {
 		pdb.Close()
 		return nil, err

@@ -22,6 +22,25 @@ func TestConformance(t *testing.T) {
 
 // README end
 
+// The suite again with a record cache of about two records, so that nearly
+// every lookup of a record or context reads it from Pebble.
+func TestConformanceTinyRecordCache(t *testing.T) {
+	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+		return pebble.Open(dir, pebble.WithCacheSize(8<<20), pebble.WithRecordCache(700))
+	})
+}
+
+// And with no record cache at all.
+func TestConformanceNoRecordCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := pebble.Open(t.TempDir(), pebble.WithCacheSize(8<<20), pebble.WithRecordCache(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // A multihash whose values are all removed leaves no key behind once swept,
 // whether its list was emptied by Remove or by removing its context.
 func TestSweepPrunesEmptiedKeys(t *testing.T) {

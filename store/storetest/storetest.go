@@ -64,6 +64,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Remove", testRemove},
 		{"RemoveProviderContext", testRemoveProviderContext},
 		{"RemoveProvider", testRemoveProvider},
+		{"ManyContexts", testManyContexts},
+		{"UpdateWhileReading", testUpdateWhileReading},
 		{"RejectsBadInput", testRejectsBadInput},
 		{"CancelledContext", testCancelledContext},
 		{"ProviderRecords", testProviderRecords},

@@ -20,7 +20,7 @@ const (
 	prefixSample   = 0x04
 
 	idLen         = 8
-	schemaVersion = 1
+	schemaVersion = 2
 )
 
 // indexSuffixLen is the length of what follows 0x01‖mh‖0x00 in an [Entries]

@@ -10,7 +10,6 @@ import (
 
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/internal/sample"
-	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // DefaultMaxBatch is the most writes a DB puts in one engine batch unless
@@ -28,6 +27,11 @@ type Config struct {
 	// MaxBatch caps the writes per engine batch; 0 means DefaultMaxBatch.
 	// An engine whose commits are costly (one fsync each) wants it higher.
 	MaxBatch int
+	// RecordCache is the bytes of memory spent on caching value records
+	// and context-index entries; 0 means DefaultRecordCache, and a
+	// negative value caches nothing, so that every lookup reads the
+	// engine.
+	RecordCache int64
 }
 
 // scanChunk is how many entries All and Sweep read per engine scan before they
@@ -35,26 +39,6 @@ type Config struct {
 const scanChunk = 1024
 
 var errStop = errors.New("kv: stop scan")
-
-// record is one value record; it is replaced, never changed, so readers may
-// keep its slices.
-type record struct {
-	id  uint64
-	key string // ctxKey of v, the key of byCtx
-	v   store.Value
-	one []store.Value // v alone: what Get returns for a single value
-}
-
-// newRecord makes the record of v, which it keeps; key is v's ctxKey, or
-// empty to compute it.
-func newRecord(id uint64, key string, v store.Value) *record {
-	if key == "" {
-		key = string(ctxKey(nil, v.ProviderID, v.ContextID))
-	}
-	r := &record{id: id, key: key, v: v}
-	r.one = []store.Value{r.v}
-	return r
-}
 
 // DB implements store.Store over an Engine.
 type DB struct {
@@ -72,17 +56,15 @@ type DB struct {
 	// keys, so that no merge it cannot see lands on a key it deletes.
 	indexMu sync.RWMutex
 
-	// recMu serialises writers of value records and of the maps below.
-	recMu sync.Mutex
-	// mu guards the maps for readers.
-	mu     sync.RWMutex
-	byID   map[uint64]*record
-	byCtx  map[string]*record
-	byProv map[peer.ID]map[uint64]*record
+	// recMu serialises the writers of value records, of the context index
+	// and of samples, and nextID.
+	recMu  sync.Mutex
 	nextID uint64
-	// tau holds the sample threshold of every record that has a sample;
-	// guarded like the maps above.
-	tau    map[uint64]uint64
+	// recs caches value records by ID (nil: the record is gone); ctxs
+	// caches the context index, with each sample's threshold.
+	recs   *cache[uint64, *record]
+	ctxs   *cache[string, ctxInfo]
+	peers  interner
 	hasher sample.Hasher
 }
 
@@ -92,8 +74,10 @@ var (
 	_ store.Sampler = (*DB)(nil)
 )
 
-// Open loads the value records of eng into memory and returns a DB that owns
-// eng. On error eng is left open.
+// Open returns a DB that owns eng. It reads nothing of the value records,
+// so it takes the same time however many there are, except once for a
+// database written before the context index (schema version 1), whose
+// index it builds. On error eng is left open.
 func Open(eng Engine, cfg Config) (*DB, error) {
 	name, l := cfg.Name, cfg.Layout
 	if cfg.MaxBatch < 0 {
@@ -102,15 +86,18 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
+	switch {
+	case cfg.RecordCache == 0:
+		cfg.RecordCache = DefaultRecordCache
+	case cfg.RecordCache < 0:
+		cfg.RecordCache = 0
+	}
 	db := &DB{
 		eng:      eng,
 		name:     name,
 		maxBatch: cfg.MaxBatch,
-		byID:     make(map[uint64]*record),
-		byCtx:    make(map[string]*record),
-		byProv:   make(map[peer.ID]map[uint64]*record),
-		tau:      make(map[uint64]uint64),
 	}
+	db.newCaches(cfg.RecordCache)
 	switch l {
 	case Entries:
 		db.layout = entriesLayout{}
@@ -125,25 +112,10 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	default:
 		return nil, fmt.Errorf("%s: open: unknown layout %v", name, l)
 	}
-	schema := append(binary.AppendUvarint(nil, schemaVersion), byte(l))
-	var stored []byte
-	err := eng.Get(keyVersion, func(v []byte) error { stored = bytes.Clone(v); return nil })
-	switch {
-	case errors.Is(err, ErrNotFound):
-		b := eng.NewBatch()
-		defer b.Close()
-		if err := b.Set(keyVersion, schema); err != nil {
-			return nil, db.wrap("open", err)
-		}
-		if err := b.Commit(); err != nil {
-			return nil, db.wrap("open", err)
-		}
-	case err != nil:
-		return nil, db.wrap("open: read schema version", err)
-	case !bytes.Equal(stored, schema):
-		return nil, fmt.Errorf("%s: open: database has schema %x, this code writes %x (version %d, layout %v)", name, stored, schema, schemaVersion, l)
+	if err := db.openSchema(l); err != nil {
+		return nil, err
 	}
-	err = eng.Get(keyNextID, func(v []byte) error {
+	err := eng.Get(keyNextID, func(v []byte) error {
 		if len(v) != idLen {
 			return fmt.Errorf("%w: next ID is %d bytes", errCorrupt, len(v))
 		}
@@ -156,71 +128,50 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	if err := db.openSampler(); err != nil {
 		return nil, err
 	}
-	err = eng.Scan([]byte{prefixRecord}, []byte{prefixRecord + 1}, func(key, val []byte) error {
-		if len(key) != 1+idLen+1 {
-			return fmt.Errorf("%w: record key of %d bytes", errCorrupt, len(key))
-		}
-		v, err := decodeRecord(val)
-		if err != nil {
-			return err
-		}
-		id := binary.BigEndian.Uint64(key[1:])
-		if id >= db.nextID {
-			return fmt.Errorf("%w: record %d at or above next ID %d", errCorrupt, id, db.nextID)
-		}
-		db.index(newRecord(id, "", v.Clone()))
-		return nil
-	})
-	if err != nil {
-		return nil, db.wrap("open: load value records", err)
-	}
 	return db, nil
+}
+
+// schemaOf is the stored schema of a database of version and layout l.
+func schemaOf(version uint64, l Layout) []byte {
+	return append(binary.AppendUvarint(nil, version), byte(l))
+}
+
+// openSchema checks the schema recorded in the database, records it in a
+// new one, and brings one of the previous version up to date: version 1
+// had no context index.
+func (db *DB) openSchema(l Layout) error {
+	schema := schemaOf(schemaVersion, l)
+	var stored []byte
+	err := db.eng.Get(keyVersion, func(v []byte) error { stored = bytes.Clone(v); return nil })
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return db.wrap("open: read schema version", err)
+	case bytes.Equal(stored, schema):
+		return nil
+	case bytes.Equal(stored, schemaOf(1, l)):
+		if err := db.buildContextIndex(); err != nil {
+			return db.wrap("open: build the context index", err)
+		}
+	default:
+		return fmt.Errorf("%s: open: database has schema %x, this code writes %x (version %d, layout %v)", db.name, stored, schema, schemaVersion, l)
+	}
+	b := db.eng.NewBatch()
+	defer b.Close()
+	if err := b.Set(keyVersion, schema); err != nil {
+		return db.wrap("open", err)
+	}
+	if err := b.Commit(); err != nil {
+		return db.wrap("open", err)
+	}
+	if err := db.eng.Sync(); err != nil {
+		return db.wrap("open", err)
+	}
+	return nil
 }
 
 func (db *DB) wrap(op string, err error) error {
 	return fmt.Errorf("%s: %s: %w", db.name, op, err)
-}
-
-// ctxKey is the map key of a (provider, context): a length-prefixed provider
-// followed by the context ID.
-func ctxKey(dst []byte, p peer.ID, contextID []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(p)))
-	dst = append(dst, p...)
-	return append(dst, contextID...)
-}
-
-// index adds r to the maps; the caller holds mu for writing (or owns db).
-func (db *DB) index(r *record) {
-	db.byID[r.id] = r
-	db.byCtx[r.key] = r
-	m := db.byProv[r.v.ProviderID]
-	if m == nil {
-		m = make(map[uint64]*record)
-		db.byProv[r.v.ProviderID] = m
-	}
-	m[r.id] = r
-}
-
-// unindex removes r from the maps; the caller holds mu for writing.
-func (db *DB) unindex(r *record) {
-	delete(db.byID, r.id)
-	delete(db.byCtx, r.key)
-	delete(db.tau, r.id)
-	if m := db.byProv[r.v.ProviderID]; m != nil {
-		delete(m, r.id)
-		if len(m) == 0 {
-			delete(db.byProv, r.v.ProviderID)
-		}
-	}
-}
-
-func (db *DB) lookup(p peer.ID, contextID []byte) *record {
-	var buf [128]byte
-	k := ctxKey(buf[:0], p, contextID)
-	db.mu.RLock()
-	r := db.byCtx[string(k)]
-	db.mu.RUnlock()
-	return r
 }
 
 // begin takes the shared close guard. It fails if the DB is closed or ctx is

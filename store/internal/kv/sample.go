@@ -17,8 +17,7 @@ import (
 )
 
 // openSampler reads the sample hash key, drawing and storing one if the
-// database has none, and loads the threshold of every sample. It runs in
-// Open, before the records are loaded.
+// database has none.
 func (db *DB) openSampler() error {
 	var key []byte
 	err := db.eng.Get(keySampler, func(v []byte) error { key = bytes.Clone(v); return nil })
@@ -42,30 +41,7 @@ func (db *DB) openSampler() error {
 		return db.wrap("open", fmt.Errorf("%w: sample key of %d bytes", errCorrupt, len(key)))
 	}
 	db.hasher = sample.NewHasher(binary.BigEndian.Uint64(key))
-	err = db.eng.Scan([]byte{prefixSample}, []byte{prefixSample + 1}, func(k, v []byte) error {
-		if len(k) != 1+idLen+1 {
-			return fmt.Errorf("%w: sample key of %d bytes", errCorrupt, len(k))
-		}
-		tau, err := sample.Tau(v)
-		if err != nil {
-			return fmt.Errorf("%w: sample %x", errCorrupt, k)
-		}
-		db.tau[binary.BigEndian.Uint64(k[1:])] = tau
-		return nil
-	})
-	if err != nil {
-		return db.wrap("open: load sample thresholds", err)
-	}
 	return nil
-}
-
-// sampleTau returns the sample threshold of record id, and false if it has
-// no sample.
-func (db *DB) sampleTau(id uint64) (uint64, bool) {
-	db.mu.RLock()
-	tau, ok := db.tau[id]
-	db.mu.RUnlock()
-	return tau, ok
 }
 
 // putEntries writes the index entries of mhs for record id, in batches of
@@ -75,45 +51,47 @@ func (db *DB) sampleTau(id uint64) (uint64, bool) {
 // multihashes that hash below the sample's threshold cost more than a
 // hash, and after the first SampleKeep of a context they are rare; when
 // there are none, nothing of the sample is read or written.
-func (db *DB) putEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, toSample []multihash.Multihash) error {
+func (db *DB) putEntries(ctx context.Context, mhs []multihash.Multihash, key []byte, ci ctxInfo, toSample []multihash.Multihash) error {
 	var cands []sample.Item
-	if tau, ok := db.sampleTau(id); ok {
-		cands = sample.Candidates(db.hasher, tau, toSample)
+	if ci.sampled {
+		cands = sample.Candidates(db.hasher, ci.tau, toSample)
 	}
 	if len(cands) == 0 {
-		return db.writeEntries(ctx, mhs, id, false)
+		return db.writeEntries(ctx, mhs, ci.id, false)
 	}
 	n := max(0, len(mhs)-db.maxBatch) // mhs[n:] is the last batch
-	if err := db.writeEntries(ctx, mhs[:n], id, false); err != nil {
+	if err := db.writeEntries(ctx, mhs[:n], ci.id, false); err != nil {
 		return err
 	}
-	return db.commitSampled(mhs[n:], id, false, cands)
+	return db.commitSampled(mhs[n:], key, ci.id, false, cands)
 }
 
 // removeEntries deletes the index entries of mhs for record id, in batches
 // of at most db.maxBatch, taking the sample's members among them out of it
 // in the same batch as the first deletions: the sample never names a
 // multihash whose entry is gone.
-func (db *DB) removeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64) error {
+func (db *DB) removeEntries(ctx context.Context, mhs []multihash.Multihash, key []byte, ci ctxInfo) error {
 	var cands []sample.Item
-	if tau, ok := db.sampleTau(id); ok {
-		cands = sample.Below(db.hasher, tau, mhs)
+	if ci.sampled {
+		cands = sample.Below(db.hasher, ci.tau, mhs)
 	}
 	if len(cands) == 0 {
-		return db.writeEntries(ctx, mhs, id, true)
+		return db.writeEntries(ctx, mhs, ci.id, true)
 	}
 	n := min(len(mhs), db.maxBatch)
-	if err := db.commitSampled(mhs[:n], id, true, cands); err != nil {
+	if err := db.commitSampled(mhs[:n], key, ci.id, true, cands); err != nil {
 		return err
 	}
-	return db.writeEntries(ctx, mhs[n:], id, true)
+	return db.writeEntries(ctx, mhs[n:], ci.id, true)
 }
 
-// commitSampled commits, in one batch, the entries of mhs for id (set, or
-// deleted with del) and the sample of id with cands added (or removed). It
-// holds recMu, which serialises sample updates and orders them against the
-// removal of the record: a sample removed meanwhile is not written back.
-func (db *DB) commitSampled(mhs []multihash.Multihash, id uint64, del bool, cands []sample.Item) error {
+// commitSampled commits, in one batch, the entries of mhs for record id
+// (set, or deleted with del) and the sample of id with cands added (or
+// removed), and caches the sample's threshold under the context's ctxKey,
+// key. It holds recMu, which serialises sample updates and orders them
+// against the removal of the record: a sample removed meanwhile is not
+// written back.
+func (db *DB) commitSampled(mhs []multihash.Multihash, key []byte, id uint64, del bool, cands []sample.Item) error {
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
 	db.indexMu.RLock()
@@ -124,39 +102,37 @@ func (db *DB) commitSampled(mhs []multihash.Multihash, id uint64, del bool, cand
 		return err
 	}
 	var set *sample.Set
-	if _, ok := db.sampleTau(id); ok {
-		key := sampleKey(id)
-		err := db.eng.Get(key, func(v []byte) error {
-			var err error
-			set, err = sample.Decode(v, db.hasher)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("read sample of record %d: %w", id, err)
-		}
+	skey := sampleKey(id)
+	err := db.eng.Get(skey, func(v []byte) error {
+		var err error
+		set, err = sample.Decode(v, db.hasher)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrNotFound):
+		// The record is gone (or predates samples): nothing to update.
+	case err != nil:
+		return fmt.Errorf("read sample of record %d: %w", id, err)
+	default:
 		var changed bool
 		if del {
 			changed = set.Remove(cands)
 		} else {
 			changed = set.Add(cands)
 		}
-		if changed {
-			if err := b.Set(key, set.Encode(nil)); err != nil {
-				return err
-			}
-		} else {
+		if !changed {
 			set = nil
+		} else if err := b.Set(skey, set.Encode(nil)); err != nil {
+			return err
 		}
 	}
 	if err := b.Commit(); err != nil {
 		return err
 	}
 	if set != nil {
-		db.mu.Lock()
-		if _, ok := db.tau[id]; ok {
-			db.tau[id] = set.Tau
-		}
-		db.mu.Unlock()
+		// The sample is there, so under recMu the record is live and the
+		// context names it.
+		db.ctxs.set(string(key), ctxInfo{id: id, tau: set.Tau, sampled: true}, ctxCost(string(key)))
 	}
 	return nil
 }
@@ -167,19 +143,28 @@ func (db *DB) Sample(ctx context.Context, provider peer.ID, contextID []byte) ([
 		return nil, err
 	}
 	defer db.opMu.RUnlock()
-	r := db.lookup(provider, contextID)
-	if r == nil {
+	key := ctxKey(nil, provider, contextID)
+	ci, ok, err := db.context(key)
+	if err != nil {
+		return nil, db.wrap("sample", err)
+	}
+	if !ok {
 		return nil, db.wrap("sample", store.ErrNotFound)
 	}
 	var set *sample.Set
-	err := db.eng.Get(sampleKey(r.id), func(v []byte) error {
+	err = db.eng.Get(sampleKey(ci.id), func(v []byte) error {
 		var err error
 		set, err = sample.Decode(v, db.hasher)
 		return err
 	})
 	if errors.Is(err, ErrNotFound) {
-		if db.lookup(provider, contextID) == nil {
-			return nil, db.wrap("sample", store.ErrNotFound) // removed meanwhile
+		// Removed meanwhile, or a record that predates samples?
+		r, err := db.record(ci.id)
+		if err != nil {
+			return nil, db.wrap("sample", err)
+		}
+		if r == nil {
+			return nil, db.wrap("sample", store.ErrNotFound)
 		}
 		return nil, db.wrap("sample", store.ErrNotSampled)
 	}

@@ -30,21 +30,34 @@ func (db *DB) scanIndex(ctx context.Context, op string, start []byte, fn func(mh
 // engine resources while it yields, so the loop body may call the store.
 func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
 	return func(yield func(store.Entry, error) bool) {
+		rs := &records{db: db}
 		for start := []byte{prefixIndex}; start != nil; {
-			var entries []store.Entry
+			var (
+				entries []store.Entry
+				rerr    error
+			)
 			next, err := db.scanIndex(ctx, "iterate", start, func(mh []byte, ids []uint64) {
+				if rerr != nil {
+					return
+				}
 				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
-				db.mu.RLock()
 				for _, id := range ids {
-					if r := db.byID[id]; r != nil {
-						e.Values = append(e.Values, r.v)
+					r, err := rs.get(id)
+					if err != nil {
+						rerr = err
+						return
+					}
+					if r != nil {
+						e.Values = append(e.Values, *r.v())
 					}
 				}
-				db.mu.RUnlock()
 				if len(e.Values) > 0 {
 					entries = append(entries, e)
 				}
 			})
+			if err == nil && rerr != nil {
+				err = db.wrap("iterate", rerr)
+			}
 			if err != nil {
 				yield(store.Entry{}, err)
 				return
@@ -66,20 +79,28 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 		mh  []byte
 		ids []uint64
 	}
+	rs := &records{db: db}
 	for start := []byte{prefixIndex}; start != nil; {
 		var (
 			dead  []deadEntries
 			empty [][]byte // multihashes left with no live entry
+			rerr  error
 		)
 		next, err := db.scanIndex(ctx, "sweep", start, func(mh []byte, ids []uint64) {
+			if rerr != nil {
+				return
+			}
 			var d []uint64
-			db.mu.RLock()
 			for _, id := range ids {
-				if db.byID[id] == nil {
+				r, err := rs.get(id)
+				if err != nil {
+					rerr = err
+					return
+				}
+				if r == nil {
 					d = append(d, id)
 				}
 			}
-			db.mu.RUnlock()
 			if len(d) > 0 {
 				dead = append(dead, deadEntries{bytes.Clone(mh), d})
 			}
@@ -87,6 +108,9 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 				empty = append(empty, bytes.Clone(mh))
 			}
 		})
+		if err == nil && rerr != nil {
+			err = db.wrap("sweep", rerr)
+		}
 		if err != nil {
 			return removed, err
 		}

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/internal/sample"
@@ -13,70 +15,90 @@ import (
 	"github.com/multiformats/go-multihash"
 )
 
-// ensureRecord returns the ID of v's (provider, context), creating the record
-// or replacing its metadata as needed. With create false a missing record is
-// an error wrapping store.ErrNotFound. When it writes the record, it writes
-// the index entries of first in the same batch and reports wrote, so that a
+// ensureRecord returns what the context index holds of v's (provider,
+// context), whose ctxKey is key, creating the record or replacing its
+// metadata as needed. With create false a missing record is an error
+// wrapping store.ErrNotFound. When it writes the record, it writes the
+// index entries of first in the same batch and reports wrote, so that a
 // Put of a new context is one atomic commit, not two; when it creates the
 // record, first is in the new record's sample too.
-func (db *DB) ensureRecord(v store.Value, create bool, first []multihash.Multihash) (id uint64, wrote, created bool, err error) {
-	if r := db.lookup(v.ProviderID, v.ContextID); r != nil && bytes.Equal(r.v.Metadata, v.Metadata) {
-		return r.id, false, false, nil
+func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multihash.Multihash) (ci ctxInfo, wrote, created bool, err error) {
+	// Without the lock, only a context in the cache: reading the engine
+	// here would read it twice for a new context.
+	if ci, ok, _ := db.ctxs.get(string(key)); ok {
+		r, err := db.record(ci.id)
+		if err != nil {
+			return ctxInfo{}, false, false, err
+		}
+		if r != nil && bytes.Equal(r.v().Metadata, v.Metadata) {
+			return ci, false, false, nil
+		}
 	}
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
-	old := db.lookup(v.ProviderID, v.ContextID)
-	if old != nil && bytes.Equal(old.v.Metadata, v.Metadata) {
-		return old.id, false, false, nil
+	ci, ok, err := db.context(key)
+	if err != nil {
+		return ctxInfo{}, false, false, err
+	}
+	var old *record
+	if ok {
+		if old, err = db.record(ci.id); err != nil {
+			return ctxInfo{}, false, false, err
+		}
+		// A context-index entry without its record cannot be left by
+		// this code; should one be there, the context is made anew.
+	}
+	if old != nil && bytes.Equal(old.v().Metadata, v.Metadata) {
+		return ci, false, false, nil
 	}
 	if old == nil && !create {
-		return 0, false, false, store.ErrNotFound
+		return ctxInfo{}, false, false, store.ErrNotFound
 	}
 	var r *record
 	if old != nil {
-		// Same provider and context: share them, and the map key.
-		id = old.id
-		r = newRecord(id, old.key, store.Value{ProviderID: old.v.ProviderID, ContextID: old.v.ContextID, Metadata: bytes.Clone(v.Metadata)})
+		// Same provider and context: share them.
+		r = newRecord(ci.id, store.Value{ProviderID: old.v().ProviderID, ContextID: old.v().ContextID, Metadata: bytes.Clone(v.Metadata)})
 	} else {
-		id = db.nextID
-		r = newRecord(id, "", v.Clone())
+		r = newRecord(db.nextID, v.Clone())
 	}
+	id := r.id
 	b := db.eng.NewBatch()
 	defer b.Close()
-	if err := b.Set(recordKey(id), encodeRecord(r.v)); err != nil {
-		return 0, false, false, err
+	if err := b.Set(recordKey(id), encodeRecord(*r.v())); err != nil {
+		return ctxInfo{}, false, false, err
 	}
-	var newSample *sample.Set
 	if old == nil {
 		if err := b.Set(keyNextID, binary.BigEndian.AppendUint64(nil, id+1)); err != nil {
-			return 0, false, false, err
+			return ctxInfo{}, false, false, err
+		}
+		if err := b.Set(contextKey(nil, key), binary.BigEndian.AppendUint64(nil, id)); err != nil {
+			return ctxInfo{}, false, false, err
 		}
 		// The new context's sample, with first in it: it lands with
 		// first's entries, at no extra commit.
-		newSample = sample.New()
-		newSample.Add(sample.Candidates(db.hasher, newSample.Tau, first))
-		if err := b.Set(sampleKey(id), newSample.Encode(nil)); err != nil {
-			return 0, false, false, err
+		s := sample.New()
+		s.Add(sample.Candidates(db.hasher, s.Tau, first))
+		if err := b.Set(sampleKey(id), s.Encode(nil)); err != nil {
+			return ctxInfo{}, false, false, err
 		}
+		ci = ctxInfo{id: id, tau: s.Tau, sampled: true}
 	}
 	if len(first) > 0 {
 		db.indexMu.RLock()
 		defer db.indexMu.RUnlock()
 		if err := db.layout.write(b, first, id, false); err != nil {
-			return 0, false, false, err
+			return ctxInfo{}, false, false, err
 		}
 	}
 	if err := b.Commit(); err != nil {
-		return 0, false, false, err
+		return ctxInfo{}, false, false, err
 	}
-	db.mu.Lock()
 	if old == nil {
 		db.nextID++
-		db.tau[id] = newSample.Tau
+		db.ctxs.set(string(key), ci, ctxCost(string(key)))
 	}
-	db.index(r) // replaces old, which has the same keys
-	db.mu.Unlock()
-	return id, true, old == nil, nil
+	db.recs.set(id, r, r.cost())
+	return ci, true, old == nil, nil
 }
 
 // Put implements [store.Index].
@@ -93,8 +115,9 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 		return err
 	}
 	defer db.opMu.RUnlock()
+	key := ctxKey(nil, v.ProviderID, v.ContextID)
 	first := mhs[:min(len(mhs), db.maxBatch)]
-	id, wrote, created, err := db.ensureRecord(v, true, first)
+	ci, wrote, created, err := db.ensureRecord(key, v, true, first)
 	if err != nil {
 		return db.wrap("put: write value record", err)
 	}
@@ -105,7 +128,7 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 			toSample = rest // first is in the new context's sample
 		}
 	}
-	if err := db.putEntries(ctx, rest, id, toSample); err != nil {
+	if err := db.putEntries(ctx, rest, key, ci, toSample); err != nil {
 		return db.wrap("put", err)
 	}
 	return nil
@@ -162,18 +185,24 @@ func (db *DB) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value, e
 	if len(sc.ids) == 0 {
 		return nil, nil
 	}
-	db.mu.RLock()
-	defer db.mu.RUnlock()
 	if len(sc.ids) == 1 {
-		if r := db.byID[sc.ids[0]]; r != nil {
-			return r.one, nil
+		r, err := db.record(sc.ids[0])
+		if err != nil {
+			return nil, db.wrap("get", err)
+		}
+		if r != nil {
+			return r.one[:], nil
 		}
 		return nil, nil
 	}
 	vals := make([]store.Value, 0, len(sc.ids))
 	for _, id := range sc.ids {
-		if r := db.byID[id]; r != nil {
-			vals = append(vals, r.v)
+		r, err := db.record(id)
+		if err != nil {
+			return nil, db.wrap("get", err)
+		}
+		if r != nil {
+			vals = append(vals, *r.v())
 		}
 	}
 	return vals, nil
@@ -190,11 +219,15 @@ func (db *DB) Remove(ctx context.Context, provider peer.ID, contextID []byte, mh
 		return err
 	}
 	defer db.opMu.RUnlock()
-	r := db.lookup(provider, contextID)
-	if r == nil {
+	key := ctxKey(nil, provider, contextID)
+	ci, ok, err := db.context(key)
+	if err != nil {
+		return db.wrap("remove", err)
+	}
+	if !ok {
 		return nil
 	}
-	if err := db.removeEntries(ctx, mhs, r.id); err != nil {
+	if err := db.removeEntries(ctx, mhs, key, ci); err != nil {
 		return db.wrap("remove", err)
 	}
 	return nil
@@ -208,63 +241,106 @@ func (db *DB) RemoveProviderContext(ctx context.Context, provider peer.ID, conte
 	defer db.opMu.RUnlock()
 	db.recMu.Lock()
 	defer db.recMu.Unlock()
-	r := db.lookup(provider, contextID)
-	if r == nil {
+	key := ctxKey(nil, provider, contextID)
+	ci, ok, err := db.context(key)
+	if err != nil {
+		return db.wrap("remove provider context", err)
+	}
+	if !ok {
 		return nil
 	}
-	if err := db.deleteRecords([]*record{r}); err != nil {
+	if err := db.deleteRecords([]ctxRef{{key, ci.id}}); err != nil {
 		return db.wrap("remove provider context", err)
 	}
 	return nil
 }
 
-// RemoveProvider implements [store.Index].
+// RemoveProvider implements [store.Index]. It reads the provider's
+// contexts from the context index and deletes them a batch at a time,
+// letting other writers of records in between: a context the provider
+// gains meanwhile may or may not be removed.
 func (db *DB) RemoveProvider(ctx context.Context, provider peer.ID) error {
 	if err := db.begin(ctx, "remove provider"); err != nil {
 		return err
 	}
 	defer db.opMu.RUnlock()
-	db.recMu.Lock()
-	defer db.recMu.Unlock()
-	db.mu.RLock()
-	recs := make([]*record, 0, len(db.byProv[provider]))
-	for _, r := range db.byProv[provider] {
-		recs = append(recs, r)
-	}
-	db.mu.RUnlock()
-	for len(recs) > 0 {
-		n := min(len(recs), db.maxBatch)
-		if err := db.deleteRecords(recs[:n]); err != nil {
+	prefix := contextKey(nil, ctxKey(nil, provider, nil))
+	prefix = prefix[:len(prefix)-1] // without the closing 0x00
+	start, end := prefix, prefixEnd(prefix)
+	for {
+		more, err := db.removeContexts(start, end)
+		if err != nil {
 			return db.wrap("remove provider", err)
 		}
-		recs = recs[n:]
-		if err := ctx.Err(); err != nil && len(recs) > 0 {
+		if more == nil {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
 			return db.wrap("remove provider", err)
 		}
+		start = more
 	}
-	return nil
 }
 
-// deleteRecords deletes recs in one batch; the caller holds recMu.
-func (db *DB) deleteRecords(recs []*record) error {
+// removeContexts deletes the contexts of up to db.maxBatch context-index
+// keys from start (below end), and returns the key to go on from, or nil
+// at the end.
+func (db *DB) removeContexts(start, end []byte) (more []byte, err error) {
+	db.recMu.Lock()
+	defer db.recMu.Unlock()
+	var refs []ctxRef
+	err = db.eng.Scan(start, end, func(k, v []byte) error {
+		if len(refs) == db.maxBatch {
+			more = bytes.Clone(k)
+			return errStop
+		}
+		key, ok := parseContextKey(k)
+		if !ok || len(v) != idLen {
+			return fmt.Errorf("%w: context index entry %x", errCorrupt, k)
+		}
+		refs = append(refs, ctxRef{bytes.Clone(key), binary.BigEndian.Uint64(v)})
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return more, db.deleteRecords(refs)
+}
+
+// ctxRef names a context: its ctxKey and record ID.
+type ctxRef struct {
+	key []byte
+	id  uint64
+}
+
+// deleteRecords deletes the records of refs, their samples and their
+// context-index entries in one batch; the caller holds recMu.
+func (db *DB) deleteRecords(refs []ctxRef) error {
 	b := db.eng.NewBatch()
 	defer b.Close()
-	for _, r := range recs {
-		if err := b.Delete(recordKey(r.id)); err != nil {
+	var k []byte
+	for _, c := range refs {
+		if err := b.Delete(recordKey(c.id)); err != nil {
 			return err
 		}
-		if err := b.Delete(sampleKey(r.id)); err != nil {
+		if err := b.Delete(sampleKey(c.id)); err != nil {
+			return err
+		}
+		k = contextKey(k[:0], c.key)
+		if err := b.Delete(k); err != nil {
 			return err
 		}
 	}
 	if err := b.Commit(); err != nil {
 		return err
 	}
-	db.mu.Lock()
-	for _, r := range recs {
-		db.unindex(r)
+	for _, c := range refs {
+		db.ctxs.remove(string(c.key))
+		db.recs.remove(c.id)
 	}
-	db.mu.Unlock()
 	return nil
 }
 
@@ -277,7 +353,8 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 		return err
 	}
 	defer db.opMu.RUnlock()
-	if _, _, _, err := db.ensureRecord(store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}, false, nil); err != nil {
+	v := store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}
+	if _, _, _, err := db.ensureRecord(ctxKey(nil, provider, contextID), v, false, nil); err != nil {
 		return db.wrap("update metadata", err)
 	}
 	return nil

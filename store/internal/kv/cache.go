@@ -1,0 +1,179 @@
+package kv
+
+// The cache in front of the value records and the context index.
+
+import (
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// cache is a bounded map from K to V, split into shards that each have
+// their own lock and evict by CLOCK (second chance): a hit only sets the
+// entry's reference bit, under the shard's read lock, so readers of
+// different entries contend on nothing but that lock's reader count, and
+// readers of one shard never wait for each other.
+//
+// It caches what the engine holds; the engine is the truth. Writers of a
+// key (who are serialised among themselves by the caller) change the engine
+// first, then call set or remove. A reader that misses reads the engine and
+// offers what it read with fill, which a shard refuses if any writer
+// touched it since the reader's get: the reader may have read the engine
+// before that write, and must not put back what it replaced.
+type cache[K comparable, V any] struct {
+	shards []shard[K, V]
+	hash   func(K) uint64
+	shift  uint // hash >> shift is the shard
+}
+
+type shard[K comparable, V any] struct {
+	mu    sync.RWMutex
+	m     map[K]*centry[K, V]
+	ring  []*centry[K, V] // the clock: every entry once, in any order
+	hand  int
+	size  int64 // cost of the entries held
+	max   int64
+	epoch uint64 // bumped by every set and remove
+	_     [40]byte
+}
+
+type centry[K comparable, V any] struct {
+	key  K
+	val  V
+	cost int64
+	slot int // index in ring
+	ref  atomic.Bool
+}
+
+// minShardBudget keeps a small cache in few shards, so that a budget of a
+// few records still holds a few.
+const minShardBudget = 64 << 10
+
+// newCache returns a cache holding entries of total cost up to budget;
+// with budget 0 it holds nothing. hash must spread keys over all 64 bits.
+func newCache[K comparable, V any](budget int64, hash func(K) uint64) *cache[K, V] {
+	n := 1
+	for n < 64 && budget/int64(2*n) >= minShardBudget {
+		n *= 2
+	}
+	c := &cache[K, V]{shards: make([]shard[K, V], n), hash: hash, shift: uint(64 - bits.TrailingZeros(uint(n)))}
+	for i := range c.shards {
+		c.shards[i].m = make(map[K]*centry[K, V])
+		c.shards[i].max = budget / int64(n)
+	}
+	return c
+}
+
+func (c *cache[K, V]) shard(k K) *shard[K, V] {
+	if len(c.shards) == 1 {
+		return &c.shards[0]
+	}
+	return &c.shards[c.hash(k)>>c.shift]
+}
+
+// get returns the value of k. On a miss it returns the shard's epoch, to
+// pass to fill.
+func (c *cache[K, V]) get(k K) (v V, ok bool, epoch uint64) {
+	s := c.shard(k)
+	s.mu.RLock()
+	e := s.m[k]
+	if e == nil {
+		epoch = s.epoch
+		s.mu.RUnlock()
+		return v, false, epoch
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	v = e.val
+	s.mu.RUnlock()
+	return v, true, 0
+}
+
+// fill adds k, read from the engine after the get that returned epoch,
+// unless a writer has changed the shard since or k is there already.
+func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
+	s := c.shard(k)
+	if cost > s.max {
+		return
+	}
+	s.mu.Lock()
+	if s.epoch == epoch && s.m[k] == nil {
+		s.add(k, v, cost)
+	}
+	s.mu.Unlock()
+}
+
+// set makes v the value of k.
+func (c *cache[K, V]) set(k K, v V, cost int64) {
+	s := c.shard(k)
+	s.mu.Lock()
+	s.epoch++
+	if e := s.m[k]; e != nil {
+		s.drop(e)
+	}
+	if cost <= s.max {
+		s.add(k, v, cost)
+	}
+	s.mu.Unlock()
+}
+
+// remove drops k.
+func (c *cache[K, V]) remove(k K) {
+	s := c.shard(k)
+	s.mu.Lock()
+	s.epoch++
+	if e := s.m[k]; e != nil {
+		s.drop(e)
+	}
+	s.mu.Unlock()
+}
+
+// len returns the number of entries and their total cost.
+func (c *cache[K, V]) len() (n int, cost int64) {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.RLock()
+		n += len(s.m)
+		cost += s.size
+		s.mu.RUnlock()
+	}
+	return n, cost
+}
+
+// add inserts a new entry, evicting until it fits; the caller holds mu and
+// has checked that cost <= max.
+func (s *shard[K, V]) add(k K, v V, cost int64) {
+	for s.size+cost > s.max {
+		e := s.ring[s.hand]
+		if e.ref.Load() {
+			e.ref.Store(false)
+			s.hand++
+		} else {
+			s.drop(e)
+		}
+		if s.hand >= len(s.ring) {
+			s.hand = 0
+		}
+	}
+	e := &centry[K, V]{key: k, val: v, cost: cost, slot: len(s.ring)}
+	s.ring = append(s.ring, e)
+	s.m[k] = e
+	s.size += cost
+}
+
+// drop removes e; the caller holds mu. The last entry of the ring takes
+// e's slot.
+func (s *shard[K, V]) drop(e *centry[K, V]) {
+	last := len(s.ring) - 1
+	moved := s.ring[last]
+	s.ring[e.slot] = moved
+	moved.slot = e.slot
+	s.ring[last] = nil
+	s.ring = s.ring[:last]
+	if s.hand >= len(s.ring) {
+		s.hand = 0
+	}
+	delete(s.m, e.key)
+	s.size -= e.cost
+}

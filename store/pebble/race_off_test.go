@@ -1,0 +1,5 @@
+//go:build !race
+
+package pebble_test
+
+const raceEnabled = false
