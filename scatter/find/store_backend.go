@@ -123,44 +123,54 @@ type storeEP struct {
 // and the backend's cache; they must not be modified.
 func (b *StoreBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
 	return func(yield func(ProviderResult, error) bool) {
-		values, err := b.s.Get(ctx, mh)
+		err := b.each(ctx, mh, func(pr ProviderResult) bool { return yield(pr, nil) })
 		if err != nil {
-			yield(ProviderResult{}, fmt.Errorf("find: store find: %w", err))
-			return
-		}
-		var now time.Time
-		for _, v := range values {
-			if now.IsZero() && b.ttl > 0 {
-				now = time.Now()
-			}
-			p, err := b.lookup(ctx, v.ProviderID, now)
-			if err != nil {
-				yield(ProviderResult{}, err)
-				return
-			}
-			if !yield(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}, nil) {
-				return
-			}
-			if p.ep == nil {
-				continue
-			}
-			override := false
-			if c, ok := p.ep.contextual[string(v.ContextID)]; ok {
-				override = c.override
-				if !storeYieldExtended(yield, c.providers, v) {
-					return
-				}
-			}
-			if !override && !storeYieldExtended(yield, p.ep.chain, v) {
-				return
-			}
+			yield(ProviderResult{}, err)
 		}
 	}
 }
 
+// each calls fn with the results of Find, in the same order, until fn
+// returns false, and returns the error Find would yield last. pr is
+// shared as Find's results are: fn must not modify it. The handler calls it directly: unlike the iterator of
+// Find, a call with a closure that does not escape allocates nothing.
+func (b *StoreBackend) each(ctx context.Context, mh multihash.Multihash, fn func(pr ProviderResult) bool) error {
+	values, err := b.s.Get(ctx, mh)
+	if err != nil {
+		return fmt.Errorf("find: store find: %w", err)
+	}
+	var now time.Time
+	for _, v := range values {
+		if now.IsZero() && b.ttl > 0 {
+			now = time.Now()
+		}
+		p, err := b.lookup(ctx, v.ProviderID, now)
+		if err != nil {
+			return err
+		}
+		if !fn(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}) {
+			return nil
+		}
+		if p.ep == nil {
+			continue
+		}
+		override := false
+		if c, ok := p.ep.contextual[string(v.ContextID)]; ok {
+			override = c.override
+			if !storeYieldExtended(fn, c.providers, v) {
+				return nil
+			}
+		}
+		if !override && !storeYieldExtended(fn, p.ep.chain, v) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // storeYieldExtended yields the results of the extended providers eps for value
 // v, and reports whether to go on.
-func storeYieldExtended(yield func(ProviderResult, error) bool, eps []storeEP, v store.Value) bool {
+func storeYieldExtended(fn func(ProviderResult) bool, eps []storeEP, v store.Value) bool {
 	for _, ep := range eps {
 		if ep.info.ID == v.ProviderID && (len(ep.metadata) == 0 || bytes.Equal(ep.metadata, v.Metadata)) {
 			continue
@@ -169,7 +179,7 @@ func storeYieldExtended(yield func(ProviderResult, error) bool, eps []storeEP, v
 		if md == nil {
 			md = v.Metadata
 		}
-		if !yield(ProviderResult{ContextID: v.ContextID, Metadata: md, Provider: ep.info}, nil) {
+		if !fn(ProviderResult{ContextID: v.ContextID, Metadata: md, Provider: ep.info}) {
 			return false
 		}
 	}
