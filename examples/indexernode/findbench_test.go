@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"path/filepath"
+	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/internal/loopbench"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 	"github.com/indexkit/indexkit/store/pebble"
@@ -72,6 +74,7 @@ func BenchmarkNodeFind(b *testing.B) {
 						if ingesting {
 							defer findBenchIngest(b, s, provs)()
 						}
+						defer findBenchWatch(b, s)()
 						loopbench.Compare(b, url, rawURL, paths, c)
 					})
 				}
@@ -198,6 +201,9 @@ func startFindBenchNode(b *testing.B, s store.Store) string {
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
 	b.Cleanup(func() {
+		if st := ln.(*netlimit.Listener).Stats(); st.Rejected > 0 {
+			b.Logf("find listener: %+v", st)
+		}
 		cancel()
 		if err := <-done; err != nil {
 			b.Error(err)
@@ -240,6 +246,50 @@ func findBenchRaw(b *testing.B, url string, paths []string) http.Handler {
 		w.Header().Set("Content-Length", fmt.Sprint(len(a.body)))
 		w.Write(a.body)
 	})
+}
+
+// findBenchWatch starts watching what makes the tail of a measure and
+// returns the function that stops and reports it: gc-cycles, the garbage
+// collector's CPU time (gc-cpu-ms) and the part of it taken from
+// allocating goroutines as assists (gc-assist-ms, which lookups pay in
+// latency), and for Pebble the highest read amplification seen, sampled
+// every 20 ms (max-read-amp: the sublevels of L0 plus the other non-empty
+// levels a lookup may have to search).
+func findBenchWatch(b *testing.B, s store.Store) (stop func()) {
+	samples := []rtmetrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}}
+	read := func() [3]float64 {
+		rtmetrics.Read(samples)
+		return [3]float64{float64(samples[0].Value.Uint64()), samples[1].Value.Float64(), samples[2].Value.Float64()}
+	}
+	before := read()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var maxAmp int
+	if ps, ok := s.(*pebble.Store); ok {
+		wg.Go(func() {
+			t := time.NewTicker(20 * time.Millisecond)
+			defer t.Stop()
+			for {
+				maxAmp = max(maxAmp, ps.Pebble().Metrics().ReadAmp())
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+		after := read()
+		b.ReportMetric(after[0]-before[0], "gc-cycles")
+		b.ReportMetric((after[1]-before[1])*1000, "gc-cpu-ms")
+		b.ReportMetric((after[2]-before[2])*1000, "gc-assist-ms")
+		if _, ok := s.(*pebble.Store); ok {
+			b.ReportMetric(float64(maxAmp), "max-read-amp")
+		}
+	}
 }
 
 // findBenchIngest starts putting random multihashes into s at full rate,

@@ -17,6 +17,12 @@ import (
 // Handler serves the IPNI find API over one [Backend]. See the package
 // documentation for the routes and the status rules. It is safe for
 // concurrent use.
+//
+// A lookup over a [StoreBackend] allocates nothing in the handler: the
+// answer is built in a pooled buffer, and the values of its constant
+// headers (Content-Type, Access-Control-Allow-Origin, Content-Length) are
+// slices shared between answers. A wrapper may Set, Add or Del those
+// headers, as net/http does, but must not write into their value slices.
 type Handler struct {
 	b     Backend
 	cfg   handlerConfig
