@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -81,9 +82,11 @@ func NewStoreBackend(s store.Store, opts ...StoreBackendOption) (*StoreBackend, 
 // no record of the provider, info holds its ID alone (no addresses) and ep
 // is nil: its values are still answered (see [StoreBackend.Find]).
 type storeProvider struct {
-	expires time.Time
-	info    *peer.AddrInfo // shared by every result of this provider; read-only
-	ep      *storeExtended
+	expires   time.Time
+	refreshAt time.Time      // from here to expires, one lookup reads it again
+	refresh   atomic.Bool    // that lookup is under way
+	info      *peer.AddrInfo // shared by every result of this provider; read-only
+	ep        *storeExtended
 }
 
 // storeExtended is a provider's extended providers, ready to expand.
@@ -193,7 +196,12 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 		b.mu.RLock()
 		p := b.cache[id]
 		b.mu.RUnlock()
-		if p != nil && now.Before(p.expires) {
+		// In the last eighth of its life, the first lookup to see a
+		// record reads it again while the others still use it: under
+		// load, a busy provider's record is renewed before it expires
+		// instead of by every lookup in flight when it does (each reading
+		// the store and taking the write lock, every other lookup waiting).
+		if p != nil && now.Before(p.expires) && (now.Before(p.refreshAt) || !p.refresh.CompareAndSwap(false, true)) {
 			return p, nil
 		}
 	}
@@ -209,6 +217,7 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 	}
 	if b.ttl > 0 {
 		p.expires = now.Add(b.ttl)
+		p.refreshAt = p.expires.Add(-b.ttl / 8)
 		b.mu.Lock()
 		if b.cache == nil {
 			b.cache = make(map[peer.ID]*storeProvider)
