@@ -35,8 +35,11 @@ type storeBackendConfig struct {
 
 // WithProviderTTL sets how long Find may use a provider record after reading
 // it from the store (default [DefaultProviderTTL]): a changed address or
-// extended provider shows in find results at most this late. Zero reads the
-// record for every lookup; a negative d is invalid.
+// extended provider shows in find results at most this late. In the last
+// eighth of that time, the first lookup to use the record reads it again
+// while the others go on using it, so that a busy provider's record is
+// renewed before it expires rather than by every lookup in flight when it
+// does. Zero reads the record for every lookup; a negative d is invalid.
 func WithProviderTTL(d time.Duration) StoreBackendOption {
 	return func(c *storeBackendConfig) error {
 		if d < 0 {
