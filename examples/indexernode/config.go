@@ -111,7 +111,9 @@ type Hooks struct {
 	// FreezeState is called on each change of the freeze state, and once
 	// by [New] with the state at start ([freeze.WithOnStateChange]).
 	FreezeState func(s freeze.State, frozenAt time.Time)
-	// Find wraps the find API's handler (to count and time requests).
+	// Find wraps the lookup handlers of the find listener (to count and
+	// time requests): it is called twice at start, once for the find API
+	// and once for Delegated Routing V1 (under routing.Prefix).
 	Find func(http.Handler) http.Handler
 }
 

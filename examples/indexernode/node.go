@@ -316,23 +316,23 @@ func (n *Node) serve(lns Listeners) error {
 	if findAPI, err = find.NewHandler(backend, find.WithLogger(n.log)); err != nil {
 		return err
 	}
-	routingAPI, err := routing.New(backend, routing.WithLogger(n.log))
+	var routingAPI http.Handler
+	routingAPI, err = routing.New(backend, routing.WithLogger(n.log))
 	if err != nil {
 		return err
 	}
-	findMux := http.NewServeMux()
-	findMux.Handle("/", findAPI)
-	findMux.Handle(routing.Prefix, routingAPI)
-	findAPI = findMux
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
+		routingAPI = n.cfg.Hooks.Find(routingAPI)
 	}
 	// The find listener: the lookups above (seen by Hooks.Find) at the
-	// root, and the conventions and the sampling API beside them. /health
-	// and /stats are mounted without a method so that their handler
-	// answers OPTIONS preflights.
+	// root and under routing.Prefix, and the conventions and the sampling
+	// API beside them, all in one mux: a lookup is matched once, not once
+	// per level. /health and /stats are mounted without a method so that
+	// their handler answers OPTIONS preflights.
 	findListener := http.NewServeMux()
 	findListener.Handle("/", findAPI)
+	findListener.Handle(routing.Prefix, routingAPI)
 	conv := health.NewHandler(health.Config{ID: n.id, Frozen: n.fr.Frozen, Store: n.st, Logger: n.log})
 	findListener.Handle("/health", conv)
 	findListener.Handle("/stats", conv)

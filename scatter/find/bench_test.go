@@ -14,13 +14,15 @@ import (
 	"github.com/indexkit/indexkit/store/memory"
 )
 
-// BenchmarkFind measures store hits through the find API over loopback
-// HTTP (GET /multihash/{b58}, JSON), with 1 and 16 client goroutines on
-// keep-alive connections, beside a raw net/http handler that answers the
-// same paths with the same bytes from a map, in the same run. Rows pair as
-// BenchmarkFind/c=N/store and BenchmarkFind/c=N/raw for examples/benchtable.
+// BenchmarkFind measures store hits through the find handler alone over
+// loopback HTTP (GET /multihash/{b58}, JSON), with 1, 16 and 64 client
+// goroutines on keep-alive connections, beside a raw net/http handler that
+// answers the same paths with the same bytes from a map, in the same run
+// and in alternating turns (internal/loopbench.Compare): x-raw-rate and
+// x-raw-p99 are the ratios to the raw handler. examples/indexernode's
+// BenchmarkNodeFind measures the node's whole find listener the same way.
 //
-//	go test -run '^$' -bench BenchmarkFind -benchtime 20000x ./scatter/find/ | go run ./examples/benchtable
+//	go test -run '^$' -bench BenchmarkFind -benchtime 20000x -benchmem ./scatter/find/
 func BenchmarkFind(b *testing.B) {
 	const keys, providers = 10000, 100
 	ctx := context.Background()
@@ -63,14 +65,13 @@ func BenchmarkFind(b *testing.B) {
 		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
 		w.Write(body)
 	})
-	for _, c := range []int{1, 16} {
-		for _, impl := range []struct {
-			name string
-			h    http.Handler
-		}{{"store", h}, {"raw", raw}} {
-			b.Run(fmt.Sprintf("c=%d/%s", c, impl.name), func(b *testing.B) {
-				loopbench.Run(b, impl.h, paths, c)
-			})
-		}
+	url, stop := loopbench.Serve(b, h)
+	defer stop()
+	rawURL, stopRaw := loopbench.Serve(b, raw)
+	defer stopRaw()
+	for _, c := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
+			loopbench.Compare(b, url, rawURL, paths, c)
+		})
 	}
 }

@@ -83,6 +83,14 @@ func findAppendB64(dst, b []byte) []byte {
 	return append(dst, '"')
 }
 
+// appendResultSep appends a comma when sep is true, then the JSON of pr.
+func (c *addrJSONCache) appendResultSep(dst []byte, sep bool, pr *ProviderResult) []byte {
+	if sep {
+		dst = append(dst, ',')
+	}
+	return c.appendResult(dst, pr)
+}
+
 // appendResult appends the JSON of pr, byte for byte what json.Marshal(pr)
 // writes.
 func (c *addrJSONCache) appendResult(dst []byte, pr *ProviderResult) []byte {

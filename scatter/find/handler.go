@@ -1,12 +1,14 @@
 package find
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/multiformats/go-multihash"
@@ -15,6 +17,12 @@ import (
 // Handler serves the IPNI find API over one [Backend]. See the package
 // documentation for the routes and the status rules. It is safe for
 // concurrent use.
+//
+// A lookup over a [StoreBackend] allocates nothing in the handler: the
+// answer is built in a pooled buffer, and the values of its constant
+// headers (Content-Type, Access-Control-Allow-Origin, Content-Length) are
+// slices shared between answers. A wrapper may Set, Add or Del those
+// headers, as net/http does, but must not write into their value slices.
 type Handler struct {
 	b     Backend
 	cfg   handlerConfig
@@ -57,7 +65,7 @@ const (
 // ServeHTTP implements [http.Handler].
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	hdr.Set("Access-Control-Allow-Origin", "*")
+	hdr["Access-Control-Allow-Origin"] = hdrAllowAnyOrigin
 	p := r.URL.Path
 	switch {
 	case strings.HasPrefix(p, "/multihash/"):
@@ -151,18 +159,12 @@ func (h *Handler) findJSON(w http.ResponseWriter, r *http.Request, mh multihash.
 	buf := append((*bp)[:0], findResponsePrefix+mhResultPrefix...)
 	buf = findAppendB64(buf, mh)
 	buf = append(buf, mhResultMiddle...)
-	n := 0
+	var n int
 	var ferr error
-	for pr, err := range h.b.Find(r.Context(), mh) {
-		if err != nil {
-			ferr = err
-			break
-		}
-		if n > 0 {
-			buf = append(buf, ',')
-		}
-		buf = h.addrs.appendResult(buf, &pr)
-		n++
+	if sb, ok := h.b.(*StoreBackend); ok {
+		buf, n, ferr = h.appendStoreResults(r.Context(), sb, mh, buf)
+	} else {
+		buf, n, ferr = h.appendResults(r.Context(), mh, buf)
 	}
 	buf = append(buf, mhResultSuffix+findResponseSuffix...)
 	*bp = buf
@@ -174,10 +176,64 @@ func (h *Handler) findJSON(w http.ResponseWriter, r *http.Request, mh multihash.
 	if ferr != nil {
 		h.markIncomplete(r, hdr, ferr)
 	}
-	hdr.Set("Content-Type", "application/json; charset=utf-8")
-	hdr.Set("Content-Length", strconv.Itoa(len(buf)))
+	hdr["Content-Type"] = hdrJSON
+	hdr["Content-Length"] = contentLength(len(buf))
 	w.WriteHeader(http.StatusOK)
 	w.Write(buf)
+}
+
+// Header values the handler sets on every answer, shared rather than
+// allocated per request. Header.Set and Add never write into a value
+// slice they are given (Set replaces it, Add appends to a slice of
+// capacity 1, which copies), so sharing them is safe.
+var (
+	hdrAllowAnyOrigin = []string{"*"}
+	hdrJSON           = []string{mediaJSON + "; charset=utf-8"}
+)
+
+// contentLengths holds the Content-Length values of the answers shorter
+// than len(contentLengths) bytes, made on first use.
+var contentLengths [8192]atomic.Pointer[[]string]
+
+// contentLength returns the Content-Length header value of n bytes.
+func contentLength(n int) []string {
+	if n >= len(contentLengths) {
+		return []string{strconv.Itoa(n)}
+	}
+	if v := contentLengths[n].Load(); v != nil {
+		return *v
+	}
+	v := []string{strconv.Itoa(n)}
+	contentLengths[n].Store(&v)
+	return v
+}
+
+// appendResults appends the results h's backend finds for mh to buf,
+// comma-separated, and returns buf, how many there were and the error
+// that ended them.
+func (h *Handler) appendResults(ctx context.Context, mh multihash.Multihash, buf []byte) ([]byte, int, error) {
+	n := 0
+	for pr, err := range h.b.Find(ctx, mh) {
+		if err != nil {
+			return buf, n, err
+		}
+		buf = h.addrs.appendResultSep(buf, n > 0, &pr)
+		n++
+	}
+	return buf, n, nil
+}
+
+// appendStoreResults is appendResults for a StoreBackend, without the
+// iterator, whose closures would take buf and n to the heap: a lookup
+// allocates nothing here.
+func (h *Handler) appendStoreResults(ctx context.Context, sb *StoreBackend, mh multihash.Multihash, buf []byte) ([]byte, int, error) {
+	n := 0
+	err := sb.each(ctx, mh, func(pr ProviderResult) bool {
+		buf = h.addrs.appendResultSep(buf, n > 0, &pr)
+		n++
+		return true
+	})
+	return buf, n, err
 }
 
 // findNDJSON streams one ProviderResult per line, flushing each, as the

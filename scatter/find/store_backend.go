@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -34,8 +35,11 @@ type storeBackendConfig struct {
 
 // WithProviderTTL sets how long Find may use a provider record after reading
 // it from the store (default [DefaultProviderTTL]): a changed address or
-// extended provider shows in find results at most this late. Zero reads the
-// record for every lookup; a negative d is invalid.
+// extended provider shows in find results at most this late. In the last
+// eighth of that time, the first lookup to use the record reads it again
+// while the others go on using it, so that a busy provider's record is
+// renewed before it expires rather than by every lookup in flight when it
+// does. Zero reads the record for every lookup; a negative d is invalid.
 func WithProviderTTL(d time.Duration) StoreBackendOption {
 	return func(c *storeBackendConfig) error {
 		if d < 0 {
@@ -81,9 +85,11 @@ func NewStoreBackend(s store.Store, opts ...StoreBackendOption) (*StoreBackend, 
 // no record of the provider, info holds its ID alone (no addresses) and ep
 // is nil: its values are still answered (see [StoreBackend.Find]).
 type storeProvider struct {
-	expires time.Time
-	info    *peer.AddrInfo // shared by every result of this provider; read-only
-	ep      *storeExtended
+	expires   time.Time
+	refreshAt time.Time      // from here to expires, one lookup reads it again
+	refresh   atomic.Bool    // that lookup is under way
+	info      *peer.AddrInfo // shared by every result of this provider; read-only
+	ep        *storeExtended
 }
 
 // storeExtended is a provider's extended providers, ready to expand.
@@ -123,44 +129,54 @@ type storeEP struct {
 // and the backend's cache; they must not be modified.
 func (b *StoreBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[ProviderResult, error] {
 	return func(yield func(ProviderResult, error) bool) {
-		values, err := b.s.Get(ctx, mh)
+		err := b.each(ctx, mh, func(pr ProviderResult) bool { return yield(pr, nil) })
 		if err != nil {
-			yield(ProviderResult{}, fmt.Errorf("find: store find: %w", err))
-			return
-		}
-		var now time.Time
-		for _, v := range values {
-			if now.IsZero() && b.ttl > 0 {
-				now = time.Now()
-			}
-			p, err := b.lookup(ctx, v.ProviderID, now)
-			if err != nil {
-				yield(ProviderResult{}, err)
-				return
-			}
-			if !yield(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}, nil) {
-				return
-			}
-			if p.ep == nil {
-				continue
-			}
-			override := false
-			if c, ok := p.ep.contextual[string(v.ContextID)]; ok {
-				override = c.override
-				if !storeYieldExtended(yield, c.providers, v) {
-					return
-				}
-			}
-			if !override && !storeYieldExtended(yield, p.ep.chain, v) {
-				return
-			}
+			yield(ProviderResult{}, err)
 		}
 	}
 }
 
+// each calls fn with the results of Find, in the same order, until fn
+// returns false, and returns the error Find would yield last. pr is
+// shared as Find's results are: fn must not modify it. The handler calls it directly: unlike the iterator of
+// Find, a call with a closure that does not escape allocates nothing.
+func (b *StoreBackend) each(ctx context.Context, mh multihash.Multihash, fn func(pr ProviderResult) bool) error {
+	values, err := b.s.Get(ctx, mh)
+	if err != nil {
+		return fmt.Errorf("find: store find: %w", err)
+	}
+	var now time.Time
+	for _, v := range values {
+		if now.IsZero() && b.ttl > 0 {
+			now = time.Now()
+		}
+		p, err := b.lookup(ctx, v.ProviderID, now)
+		if err != nil {
+			return err
+		}
+		if !fn(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}) {
+			return nil
+		}
+		if p.ep == nil {
+			continue
+		}
+		override := false
+		if c, ok := p.ep.contextual[string(v.ContextID)]; ok {
+			override = c.override
+			if !storeYieldExtended(fn, c.providers, v) {
+				return nil
+			}
+		}
+		if !override && !storeYieldExtended(fn, p.ep.chain, v) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // storeYieldExtended yields the results of the extended providers eps for value
 // v, and reports whether to go on.
-func storeYieldExtended(yield func(ProviderResult, error) bool, eps []storeEP, v store.Value) bool {
+func storeYieldExtended(fn func(ProviderResult) bool, eps []storeEP, v store.Value) bool {
 	for _, ep := range eps {
 		if ep.info.ID == v.ProviderID && (len(ep.metadata) == 0 || bytes.Equal(ep.metadata, v.Metadata)) {
 			continue
@@ -169,7 +185,7 @@ func storeYieldExtended(yield func(ProviderResult, error) bool, eps []storeEP, v
 		if md == nil {
 			md = v.Metadata
 		}
-		if !yield(ProviderResult{ContextID: v.ContextID, Metadata: md, Provider: ep.info}, nil) {
+		if !fn(ProviderResult{ContextID: v.ContextID, Metadata: md, Provider: ep.info}) {
 			return false
 		}
 	}
@@ -183,7 +199,12 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 		b.mu.RLock()
 		p := b.cache[id]
 		b.mu.RUnlock()
-		if p != nil && now.Before(p.expires) {
+		// In the last eighth of its life, the first lookup to see a
+		// record reads it again while the others still use it: under
+		// load, a busy provider's record is renewed before it expires
+		// instead of by every lookup in flight when it does (each reading
+		// the store and taking the write lock, every other lookup waiting).
+		if p != nil && now.Before(p.expires) && (now.Before(p.refreshAt) || !p.refresh.CompareAndSwap(false, true)) {
 			return p, nil
 		}
 	}
@@ -199,6 +220,7 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 	}
 	if b.ttl > 0 {
 		p.expires = now.Add(b.ttl)
+		p.refreshAt = p.expires.Add(-b.ttl / 8)
 		b.mu.Lock()
 		if b.cache == nil {
 			b.cache = make(map[peer.ID]*storeProvider)

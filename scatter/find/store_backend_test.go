@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -345,4 +346,49 @@ func TestFindGolden(t *testing.T) {
 	if string(got) != fmt.Sprintf(wantMin, findPeer(t, 1)) {
 		t.Errorf("minimal ProviderInfo %s, want null CIDs and nothing else", got)
 	}
+}
+
+// TestStoreBackendProviderRefreshAhead checks the provider cache's
+// renewal: a record read at 0 with a TTL of 8 s is used as read until 7 s;
+// from 7 s (the last eighth of its life) one lookup reads it again, so a
+// changed address shows from then on; it never shows later than 8 s.
+func TestStoreBackendProviderRefreshAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := memory.New()
+		defer s.Close()
+		p := findAddrInfo(t, 1)
+		mh := findMH(t, 1)
+		if err := s.Put(ctx, store.Value{ProviderID: p.ID, ContextID: []byte("c"), Metadata: []byte("m")}, mh); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *p}); err != nil {
+			t.Fatal(err)
+		}
+		b := newStoreBackend(t, s, find.WithProviderTTL(8*time.Second))
+		moved := &peer.AddrInfo{ID: p.ID, Addrs: findAddrs(t, "/ip4/10.9.9.9/tcp/4000/http")}
+		old := []string{findResultKey(find.ProviderResult{ContextID: []byte("c"), Metadata: []byte("m"), Provider: p})}
+		updated := []string{findResultKey(find.ProviderResult{ContextID: []byte("c"), Metadata: []byte("m"), Provider: moved})}
+		if got := findCollect(t, b, mh); !slices.Equal(got, old) {
+			t.Fatalf("at 0 s: %v, want %v", got, old)
+		}
+		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *moved}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(6 * time.Second)
+		if got := findCollect(t, b, mh); !slices.Equal(got, old) {
+			t.Fatalf("at 6 s, record read at 0 s with TTL 8 s: %v, want the cached %v", got, old)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if got := findCollect(t, b, mh); !slices.Equal(got, updated) {
+			t.Fatalf("at 7.5 s, in the record's last eighth: %v, want it read again: %v", got, updated)
+		}
+		if err := s.PutProvider(ctx, store.ProviderInfo{AddrInfo: *p}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(8 * time.Second) // past the renewed record's expiry
+		if got := findCollect(t, b, mh); !slices.Equal(got, old) {
+			t.Fatalf("8 s after the renewal: %v, want the record read again: %v", got, old)
+		}
+	})
 }
