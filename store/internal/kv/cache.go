@@ -90,6 +90,28 @@ func (c *cache[K, V]) get(k K) (v V, ok bool, epoch uint64) {
 	return v, true, 0
 }
 
+// getBytes is get for a cache keyed by strings, with the key as bytes: it
+// does not allocate the string. hashBytes(k) must equal c.hash(string(k)).
+func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (v V, ok bool, epoch uint64) {
+	s := &c.shards[0]
+	if len(c.shards) > 1 {
+		s = &c.shards[hashBytes(k)>>c.shift]
+	}
+	s.mu.RLock()
+	e := s.m[string(k)]
+	if e == nil {
+		epoch = s.epoch
+		s.mu.RUnlock()
+		return v, false, epoch
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	v = e.val
+	s.mu.RUnlock()
+	return v, true, 0
+}
+
 // fill adds k, read from the engine after the get that returned epoch,
 // unless a writer has changed the shard since or k is there already.
 func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
@@ -109,11 +131,20 @@ func (c *cache[K, V]) set(k K, v V, cost int64) {
 	s := c.shard(k)
 	s.mu.Lock()
 	s.epoch++
-	if e := s.m[k]; e != nil {
+	e := s.m[k]
+	switch {
+	case e != nil && cost <= e.cost:
+		// In place: readers copy val out under the read lock.
+		e.val = v
+		s.size += cost - e.cost
+		e.cost = cost
+	case e != nil:
 		s.drop(e)
-	}
-	if cost <= s.max {
-		s.add(k, v, cost)
+		fallthrough
+	default:
+		if cost <= s.max {
+			s.add(k, v, cost)
+		}
 	}
 	s.mu.Unlock()
 }

@@ -80,7 +80,7 @@ func TestCacheFillAfterWrite(t *testing.T) {
 	}
 	_, _, epoch = c.get("b")
 	c.fill("b", 1, 1, epoch)
-	if v, ok, _ := c.get("b"); !ok || v != 1 {
+	if v, ok, _ := getBytes(c, []byte("b"), hashBytes); !ok || v != 1 {
 		t.Fatalf("a fill with no write since its get was refused: %d, %v", v, ok)
 	}
 }
@@ -113,5 +113,18 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	if _, cost := c.len(); cost > 400<<10 {
 		t.Fatalf("cost %d over the budget", cost)
+	}
+}
+
+// getBytes finds what get finds, in a cache of many shards.
+func TestCacheGetBytes(t *testing.T) {
+	c := newCache[string, int](32<<20, hashString)
+	for i := range 1000 {
+		c.set(fmt.Sprint("key-", i), i, 100)
+	}
+	for i := range 1000 {
+		if v, ok, _ := getBytes(c, fmt.Appendf(nil, "key-%d", i), hashBytes); !ok || v != i {
+			t.Fatalf("getBytes(key-%d) = %d, %v", i, v, ok)
+		}
 	}
 }

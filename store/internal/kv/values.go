@@ -25,7 +25,7 @@ import (
 func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multihash.Multihash) (ci ctxInfo, wrote, created bool, err error) {
 	// Without the lock, only a context in the cache: reading the engine
 	// here would read it twice for a new context.
-	if ci, ok, _ := db.ctxs.get(string(key)); ok {
+	if ci, ok, _ := db.ctxCached(key); ok {
 		r, err := db.record(ci.id)
 		if err != nil {
 			return ctxInfo{}, false, false, err
@@ -354,7 +354,8 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 	}
 	defer db.opMu.RUnlock()
 	v := store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}
-	if _, _, _, err := db.ensureRecord(ctxKey(nil, provider, contextID), v, false, nil); err != nil {
+	var kb [128]byte
+	if _, _, _, err := db.ensureRecord(ctxKey(kb[:0], provider, contextID), v, false, nil); err != nil {
 		return db.wrap("update metadata", err)
 	}
 	return nil
