@@ -90,7 +90,15 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 			return ctxInfo{}, false, false, err
 		}
 	}
+	db.recs.begin(id)
+	if old == nil {
+		db.ctxs.begin(string(key))
+	}
 	if err := b.Commit(); err != nil {
+		db.recs.remove(id)
+		if old == nil {
+			db.ctxs.remove(string(key))
+		}
 		return ctxInfo{}, false, false, err
 	}
 	if old == nil {
@@ -334,14 +342,16 @@ func (db *DB) deleteRecords(refs []ctxRef) error {
 			return err
 		}
 	}
-	if err := b.Commit(); err != nil {
-		return err
+	for _, c := range refs {
+		db.ctxs.begin(string(c.key))
+		db.recs.begin(c.id)
 	}
+	err := b.Commit()
 	for _, c := range refs {
 		db.ctxs.remove(string(c.key))
 		db.recs.remove(c.id)
 	}
-	return nil
+	return err
 }
 
 // UpdateMetadata implements [store.Index].
