@@ -14,12 +14,15 @@ import (
 // different entries contend on nothing but that lock's reader count, and
 // readers of one shard never wait for each other.
 //
-// It caches what the engine holds; the engine is the truth. Writers of a
-// key (who are serialised among themselves by the caller) change the engine
-// first, then call set or remove. A reader that misses reads the engine and
-// offers what it read with fill, which a shard refuses if any writer
-// touched it since the reader's get: the reader may have read the engine
-// before that write, and must not put back what it replaced.
+// It caches what the engine holds; the engine is the truth. A writer of a
+// key (writers are serialised among themselves by the caller) calls begin,
+// changes the engine, then calls set or remove, which end the write. A
+// reader that misses reads the engine and offers what it read with fill,
+// which a shard refuses while a write is in flight in it or if one began
+// since the reader's get: the reader may have read the engine before that
+// write landed, and must not put back what it replaced, not even for the
+// moment between the write's commit and its set, when another reader may
+// already have read the new value from the engine.
 type cache[K comparable, V any] struct {
 	shards []shard[K, V]
 	hash   func(K) uint64
@@ -27,14 +30,15 @@ type cache[K comparable, V any] struct {
 }
 
 type shard[K comparable, V any] struct {
-	mu    sync.RWMutex
-	m     map[K]*centry[K, V]
-	ring  []*centry[K, V] // the clock: every entry once, in any order
-	hand  int
-	size  int64 // cost of the entries held
-	max   int64
-	epoch uint64 // bumped by every set and remove
-	_     [40]byte
+	mu      sync.RWMutex
+	m       map[K]*centry[K, V]
+	ring    []*centry[K, V] // the clock: every entry once, in any order
+	hand    int
+	size    int64 // cost of the entries held
+	max     int64
+	epoch   uint64 // bumped by every begin, set and remove
+	writing int    // writes begun and not ended
+	_       [32]byte
 }
 
 type centry[K comparable, V any] struct {
@@ -90,6 +94,28 @@ func (c *cache[K, V]) get(k K) (v V, ok bool, epoch uint64) {
 	return v, true, 0
 }
 
+// getBytes is get for a cache keyed by strings, with the key as bytes: it
+// does not allocate the string. hashBytes(k) must equal c.hash(string(k)).
+func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (v V, ok bool, epoch uint64) {
+	s := &c.shards[0]
+	if len(c.shards) > 1 {
+		s = &c.shards[hashBytes(k)>>c.shift]
+	}
+	s.mu.RLock()
+	e := s.m[string(k)]
+	if e == nil {
+		epoch = s.epoch
+		s.mu.RUnlock()
+		return v, false, epoch
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	v = e.val
+	s.mu.RUnlock()
+	return v, true, 0
+}
+
 // fill adds k, read from the engine after the get that returned epoch,
 // unless a writer has changed the shard since or k is there already.
 func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
@@ -98,31 +124,58 @@ func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
 		return
 	}
 	s.mu.Lock()
-	if s.epoch == epoch && s.m[k] == nil {
+	if s.epoch == epoch && s.writing == 0 && s.m[k] == nil {
 		s.add(k, v, cost)
 	}
 	s.mu.Unlock()
 }
 
-// set makes v the value of k.
+// begin starts a write of k, which set or remove ends: until then no fill
+// is taken in k's shard.
+func (c *cache[K, V]) begin(k K) {
+	s := c.shard(k)
+	s.mu.Lock()
+	s.epoch++
+	s.writing++
+	s.mu.Unlock()
+}
+
+// end ends a write; the caller holds mu.
+func (s *shard[K, V]) end() {
+	s.epoch++
+	if s.writing > 0 {
+		s.writing--
+	}
+}
+
+// set makes v the value of k and ends the write of k begun with begin.
 func (c *cache[K, V]) set(k K, v V, cost int64) {
 	s := c.shard(k)
 	s.mu.Lock()
-	s.epoch++
-	if e := s.m[k]; e != nil {
+	s.end()
+	e := s.m[k]
+	switch {
+	case e != nil && cost <= e.cost:
+		// In place: readers copy val out under the read lock.
+		e.val = v
+		s.size += cost - e.cost
+		e.cost = cost
+	case e != nil:
 		s.drop(e)
-	}
-	if cost <= s.max {
-		s.add(k, v, cost)
+		fallthrough
+	default:
+		if cost <= s.max {
+			s.add(k, v, cost)
+		}
 	}
 	s.mu.Unlock()
 }
 
-// remove drops k.
+// remove drops k and ends the write of k begun with begin.
 func (c *cache[K, V]) remove(k K) {
 	s := c.shard(k)
 	s.mu.Lock()
-	s.epoch++
+	s.end()
 	if e := s.m[k]; e != nil {
 		s.drop(e)
 	}

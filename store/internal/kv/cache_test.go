@@ -67,12 +67,14 @@ func TestCacheSecondChance(t *testing.T) {
 func TestCacheFillAfterWrite(t *testing.T) {
 	c := newCache[string, int](1000, hashString) // one shard
 	_, _, epoch := c.get("a")
+	c.begin("a")
 	c.set("a", 2, 1) // the writer's new value lands after the read began
 	c.fill("a", 1, 1, epoch)
 	if v, _, _ := c.get("a"); v != 2 {
 		t.Fatalf("a fill replaced a newer set: got %d, want 2", v)
 	}
 	_, _, epoch = c.get("b")
+	c.begin("a")
 	c.remove("a")
 	c.fill("b", 1, 1, epoch)
 	if _, ok, _ := c.get("b"); ok {
@@ -80,8 +82,26 @@ func TestCacheFillAfterWrite(t *testing.T) {
 	}
 	_, _, epoch = c.get("b")
 	c.fill("b", 1, 1, epoch)
-	if v, ok, _ := c.get("b"); !ok || v != 1 {
+	if v, ok, _ := getBytes(c, []byte("b"), hashBytes); !ok || v != 1 {
 		t.Fatalf("a fill with no write since its get was refused: %d, %v", v, ok)
+	}
+}
+
+// While a write is in flight (between begin and its set), no fill is
+// taken, even one whose get came after begin: the reader may have read the
+// engine before the write's commit, while another reader, after it, has
+// already seen the new value there.
+func TestCacheFillDuringWrite(t *testing.T) {
+	c := newCache[string, int](1000, hashString)
+	c.begin("a")
+	_, _, epoch := c.get("a")
+	c.fill("a", 1, 1, epoch) // read before the commit
+	if _, ok, _ := c.get("a"); ok {
+		t.Fatal("a fill was taken while a write was in flight")
+	}
+	c.set("a", 2, 1)
+	if v, _, _ := c.get("a"); v != 2 {
+		t.Fatalf("after the write: %d, want 2", v)
 	}
 }
 
@@ -103,8 +123,10 @@ func TestCacheConcurrent(t *testing.T) {
 				case !ok:
 					c.fill(k, fmt.Sprint(k, "/fill"), 100, epoch)
 				case r.IntN(10) == 0:
+					c.begin(k)
 					c.set(k, fmt.Sprint(k, "/set"), 100)
 				case r.IntN(10) == 0:
+					c.begin(k)
 					c.remove(k)
 				}
 			}
@@ -113,5 +135,18 @@ func TestCacheConcurrent(t *testing.T) {
 	wg.Wait()
 	if _, cost := c.len(); cost > 400<<10 {
 		t.Fatalf("cost %d over the budget", cost)
+	}
+}
+
+// getBytes finds what get finds, in a cache of many shards.
+func TestCacheGetBytes(t *testing.T) {
+	c := newCache[string, int](32<<20, hashString)
+	for i := range 1000 {
+		c.set(fmt.Sprint("key-", i), i, 100)
+	}
+	for i := range 1000 {
+		if v, ok, _ := getBytes(c, fmt.Appendf(nil, "key-%d", i), hashBytes); !ok || v != i {
+			t.Fatalf("getBytes(key-%d) = %d, %v", i, v, ok)
+		}
 	}
 }

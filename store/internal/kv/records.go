@@ -102,6 +102,13 @@ func hashID(id uint64) uint64 { return id * 0x9e3779b97f4a7c15 }
 
 func hashString(s string) uint64 { return maphash.String(hashSeed, s) }
 
+func hashBytes(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
+
+// ctxCached returns the context of ctxKey k if the cache holds it.
+func (db *DB) ctxCached(k []byte) (ctxInfo, bool, uint64) {
+	return getBytes(db.ctxs, k, hashBytes)
+}
+
 // newCaches sizes the record and context caches to budget bytes in all:
 // three quarters for records, which every Get reads, and the rest for the
 // context index, which Put, Remove and UpdateMetadata read.
@@ -185,7 +192,7 @@ func (rs *records) get(id uint64) (*record, error) {
 // context returns the record ID and sample threshold of the (provider,
 // context) of ctxKey k, from the cache or else from the engine, caching it.
 func (db *DB) context(k []byte) (ctxInfo, bool, error) {
-	ci, ok, epoch := db.ctxs.get(string(k))
+	ci, ok, epoch := db.ctxCached(k)
 	if ok {
 		return ci, true, nil
 	}

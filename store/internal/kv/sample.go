@@ -126,14 +126,17 @@ func (db *DB) commitSampled(mhs []multihash.Multihash, key []byte, id uint64, de
 			return err
 		}
 	}
+	if set == nil {
+		return b.Commit()
+	}
+	db.ctxs.begin(string(key))
 	if err := b.Commit(); err != nil {
+		db.ctxs.remove(string(key))
 		return err
 	}
-	if set != nil {
-		// The sample is there, so under recMu the record is live and the
-		// context names it.
-		db.ctxs.set(string(key), ctxInfo{id: id, tau: set.Tau, sampled: true}, ctxCost(string(key)))
-	}
+	// The sample is there, so under recMu the record is live and the
+	// context names it.
+	db.ctxs.set(string(key), ctxInfo{id: id, tau: set.Tau, sampled: true}, ctxCost(string(key)))
 	return nil
 }
 

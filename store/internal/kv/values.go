@@ -25,7 +25,7 @@ import (
 func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multihash.Multihash) (ci ctxInfo, wrote, created bool, err error) {
 	// Without the lock, only a context in the cache: reading the engine
 	// here would read it twice for a new context.
-	if ci, ok, _ := db.ctxs.get(string(key)); ok {
+	if ci, ok, _ := db.ctxCached(key); ok {
 		r, err := db.record(ci.id)
 		if err != nil {
 			return ctxInfo{}, false, false, err
@@ -90,7 +90,15 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 			return ctxInfo{}, false, false, err
 		}
 	}
+	db.recs.begin(id)
+	if old == nil {
+		db.ctxs.begin(string(key))
+	}
 	if err := b.Commit(); err != nil {
+		db.recs.remove(id)
+		if old == nil {
+			db.ctxs.remove(string(key))
+		}
 		return ctxInfo{}, false, false, err
 	}
 	if old == nil {
@@ -334,14 +342,16 @@ func (db *DB) deleteRecords(refs []ctxRef) error {
 			return err
 		}
 	}
-	if err := b.Commit(); err != nil {
-		return err
+	for _, c := range refs {
+		db.ctxs.begin(string(c.key))
+		db.recs.begin(c.id)
 	}
+	err := b.Commit()
 	for _, c := range refs {
 		db.ctxs.remove(string(c.key))
 		db.recs.remove(c.id)
 	}
-	return nil
+	return err
 }
 
 // UpdateMetadata implements [store.Index].
@@ -354,7 +364,8 @@ func (db *DB) UpdateMetadata(ctx context.Context, provider peer.ID, contextID, m
 	}
 	defer db.opMu.RUnlock()
 	v := store.Value{ProviderID: provider, ContextID: contextID, Metadata: metadata}
-	if _, _, _, err := db.ensureRecord(ctxKey(nil, provider, contextID), v, false, nil); err != nil {
+	var kb [128]byte
+	if _, _, _, err := db.ensureRecord(ctxKey(kb[:0], provider, contextID), v, false, nil); err != nil {
 		return db.wrap("update metadata", err)
 	}
 	return nil
