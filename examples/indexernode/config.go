@@ -62,6 +62,27 @@ type Config struct {
 	// of it.
 	// 0: the filesystem's usage.
 	DiskBudget int64
+	// IndexWAL keeps the write-ahead log of a Pebble index store. Off
+	// (the default), the index is written without one
+	// ([pebble.WithoutWAL]): writes reach the disk only as tables, at
+	// each ingest checkpoint (which flushes the store before it records
+	// the walk position) and when Pebble flushes a full memtable, so a
+	// killed node loses the index writes since its last checkpoint and
+	// applies those advertisements again from the publishers' chains at
+	// the next start, as it does with the log. The node also flushes the
+	// store after the writes that no chain replays: the freeze snapshot,
+	// an unfreeze, and the provider records a handoff registers. On, every
+	// write is also appended to a log, which costs some 70 MiB of
+	// preallocated log files per memtable (see the Durability section of
+	// store/pebble).
+	IndexWAL bool
+	// IndexFullKeys makes a new Pebble index key every multihash whole.
+	// Off (the default), a new index keys a multihash of a cryptographic
+	// hash with a longer digest on its code and first 20 bytes
+	// ([pebble.WithDigestPrefixKeys]), 12 bytes less per sha2-256
+	// multihash; find answers are the same. An existing index keeps the
+	// layout it was created with.
+	IndexFullKeys bool
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
