@@ -27,56 +27,65 @@ import (
 type writeRoute struct {
 	name string
 	opts func() []ikpebble.Option
+	// flushEvery, if set, Flushes the store after every so many Puts, as
+	// an ingest checkpoint does (every 64 ads by default).
+	flushEvery int
 }
 
 // writeRoutes are the configurations BenchmarkWrite compares; "today" is
 // the store as it was before issue #17, the others change one thing each
 // or combine what paid.
 var writeRoutes = []writeRoute{
-	{"today", func() []ikpebble.Option { return []ikpebble.Option{ikpebble.WithOptions(todayOptions())} }},
+	{"today", func() []ikpebble.Option { return []ikpebble.Option{ikpebble.WithOptions(todayOptions())} }, 0},
 	{"nocompress", func() []ikpebble.Option {
 		o := todayOptions()
 		for i := range o.Levels {
 			o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		}
 		return []ikpebble.Option{ikpebble.WithOptions(o)}
-	}},
+	}, 0},
 	{"columnar", func() []ikpebble.Option {
 		o := todayOptions()
 		o.FormatMajorVersion = pebble.FormatNewest
 		return []ikpebble.Option{ikpebble.WithOptions(o)}
-	}},
+	}, 0},
 	{"nowal", func() []ikpebble.Option {
 		o := todayOptions()
 		o.DisableWAL = true
 		return []ikpebble.Option{ikpebble.WithOptions(o)}
-	}},
+	}, 0},
 	{"nowal-mem16", func() []ikpebble.Option {
 		o := todayOptions()
 		o.DisableWAL = true
 		o.MemTableSize = 16 << 20
 		return []ikpebble.Option{ikpebble.WithOptions(o)}
-	}},
+	}, 0},
 	{"nowal-mem256", func() []ikpebble.Option {
 		o := todayOptions()
 		o.DisableWAL = true
 		o.MemTableSize = 256 << 20
 		return []ikpebble.Option{ikpebble.WithOptions(o)}
-	}},
+	}, 0},
 	{"prefix", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithOptions(todayOptions()), ikpebble.WithDigestPrefixKeys()}
-	}},
-	{"default", func() []ikpebble.Option { return nil }},
+	}, 0},
+	{"default", func() []ikpebble.Option { return nil }, 0},
 	// What examples/indexernode opens by default.
 	{"node", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
-	}},
+	}, 0},
+	{"node-flush64", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
+	}, 64},
+	{"node-flush8", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
+	}, 8},
 	{"node-mem32", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys(), ikpebble.WithMemTableSize(32 << 20)}
-	}},
+	}, 0},
 	{"node-mem128", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys(), ikpebble.WithMemTableSize(128 << 20)}
-	}},
+	}, 0},
 }
 
 // todayOptions are DefaultOptions as they were before issue #17: the
@@ -211,6 +220,11 @@ func BenchmarkWrite(b *testing.B) {
 						}
 						if err := s.Put(ctx, v, mhs...); err != nil {
 							return err
+						}
+						if r.flushEvery > 0 && (i+1)%r.flushEvery == 0 {
+							if err := s.Flush(ctx); err != nil {
+								return err
+							}
 						}
 					}
 					return s.Flush(ctx)
