@@ -186,7 +186,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, cfg.IndexWAL, cfg.IndexFullKeys, log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
@@ -477,9 +477,9 @@ func lockHint(err error) error {
 // openStore opens the index store; on error the store is a nil interface
 // (not a typed nil pointer that Close would dereference). A Pebble store
 // under a disk budget is sized to it ([pebble.WithDiskBudget]), has no
-// write-ahead log unless wal ([pebble.WithoutWAL]), and if new is keyed
+// write-ahead log with noWAL ([pebble.WithoutWAL]), and if new is keyed
 // on digest prefixes unless fullKeys ([pebble.WithDigestPrefixKeys]).
-func openStore(kind, dir string, budget int64, wal, fullKeys bool, log *slog.Logger) (store.Store, error) {
+func openStore(kind, dir string, budget int64, noWAL, fullKeys bool, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	var err error
 	switch kind {
@@ -499,7 +499,7 @@ func openStore(kind, dir string, budget int64, wal, fullKeys bool, log *slog.Log
 			// budget of a few MiB.
 			opts = append(opts, pebble.WithDiskBudget(budget))
 		}
-		if !wal {
+		if noWAL {
 			opts = append(opts, pebble.WithoutWAL())
 		}
 		if !fullKeys {
@@ -570,7 +570,7 @@ func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
 		return err
 	}
 	// Durable before the freezer records the freeze done: no chain
-	// replays the snapshot (Config.IndexWAL).
+	// replays the snapshot (Config.IndexNoWAL).
 	if err := n.st.Flush(ctx); err != nil {
 		return fmt.Errorf("freeze snapshot: %w", err)
 	}
@@ -585,7 +585,7 @@ func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
 		return err
 	}
 	// Durable before the freezer records the unfreeze done
-	// (Config.IndexWAL).
+	// (Config.IndexNoWAL).
 	if err := n.st.Flush(ctx); err != nil {
 		return fmt.Errorf("unfreeze: %w", err)
 	}
@@ -595,7 +595,7 @@ func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
 // durableRecords are the provider records of a store, each write flushed
 // before it returns: a handoff registers providers, then persists the
 // assignment that says it is done, and no chain replays what it
-// registered (Config.IndexWAL). Handoffs are rare; a flush each costs
+// registered (Config.IndexNoWAL). Handoffs are rare; a flush each costs
 // nothing that matters.
 type durableRecords struct{ st store.Store }
 

@@ -80,6 +80,21 @@ var writeRoutes = []writeRoute{
 	{"node-flush8", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
 	}, 8},
+	{"node-flush1", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
+	}, 1},
+	{"node-flush1-l0", func() []ikpebble.Option {
+		o := ikpebble.DefaultOptions()
+		o.L0CompactionThreshold = 8
+		return []ikpebble.Option{ikpebble.WithOptions(o), ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
+	}, 1},
+	{"wal-flush1", func() []ikpebble.Option { return []ikpebble.Option{ikpebble.WithDigestPrefixKeys()} }, 1},
+	{"node-l0-lbase", func() []ikpebble.Option {
+		o := ikpebble.DefaultOptions()
+		o.L0CompactionThreshold = 8
+		o.LBaseMaxBytes = 512 << 20
+		return []ikpebble.Option{ikpebble.WithOptions(o), ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
+	}, 0},
 	{"node-mem32", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys(), ikpebble.WithMemTableSize(32 << 20)}
 	}, 0},
