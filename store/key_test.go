@@ -59,3 +59,31 @@ func TestAppendIndexKey(t *testing.T) {
 		}
 	}
 }
+
+// For any valid multihash, the form is a valid multihash of the same
+// code, its own form, and no longer than the multihash.
+func FuzzIndexKey(f *testing.F) {
+	f.Add([]byte{0x12, 0x20}, 32)
+	f.Add([]byte{0x00, 0x05}, 5)
+	f.Add([]byte{0xa0, 0xe4, 0x02, 0x30}, 48)
+	f.Fuzz(func(t *testing.T, header []byte, n int) {
+		if n < 0 || n > 256 {
+			return
+		}
+		mh := append(append([]byte(nil), header...), bytes.Repeat([]byte{7}, n)...)
+		if store.ValidateMultihash(mh) != nil {
+			return
+		}
+		form := store.IndexKey(mh)
+		if err := store.ValidateMultihash(form); err != nil {
+			t.Fatalf("form %x of %x: %v", form, mh, err)
+		}
+		if again := store.IndexKey(form); !bytes.Equal(again, form) || len(form) > len(mh) {
+			t.Fatalf("form %x of %x; its form %x", form, mh, again)
+		}
+		a, _ := multihash.Decode(mh)
+		if b, err := multihash.Decode(form); err == nil && a != nil && b.Code != a.Code {
+			t.Fatalf("form %x of %x changes the code", form, mh)
+		}
+	})
+}
