@@ -127,6 +127,10 @@
 //	store, WithoutWAL and
 //	  WithDigestPrefixKeys           158k      29.3        29.3         1.17
 //
+// In a second run, the node's default (WithDigestPrefixKeys, with the
+// WAL): 150k mh/CPU-s against raw Pebble's 116k (1.29×), 73.6 B per
+// multihash allocated of which 29.3 in tables.
+//
 // The 44 B per multihash of log files that raw Pebble keeps are gone:
 // 29.3 B allocated once compacted, 31.0 right after the load, when Pebble
 // still owed 23.7 B per multihash of compaction debt.
