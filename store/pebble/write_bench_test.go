@@ -70,7 +70,7 @@ var writeRoutes = []writeRoute{
 		return []ikpebble.Option{ikpebble.WithOptions(todayOptions()), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
 	{"default", func() []ikpebble.Option { return nil }, 0},
-	// What examples/indexernode opens by default.
+	// examples/indexernode with -index-no-wal ("prefix" is its default).
 	{"node", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
