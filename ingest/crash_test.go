@@ -23,15 +23,23 @@ import (
 )
 
 // crashEnv names the directory a re-executed test binary ingests into;
-// its presence makes TestCrash act as the child.
-const crashEnv = "INDEXKIT_INGEST_CRASH_DIR"
+// its presence makes TestCrash act as the child. crashNoWALEnv, set, makes
+// it open the store without a write-ahead log.
+const (
+	crashEnv      = "INDEXKIT_INGEST_CRASH_DIR"
+	crashNoWALEnv = "INDEXKIT_INGEST_CRASH_NOWAL"
+)
 
 var crashConfig = chaingen.Config{Seed: 77, Ads: 120, MhsPerAd: 400, ChunkSize: 50,
 	RemoveEvery: 4, UpdateEvery: 5, ReuseEvery: 6, SharedMhs: 10, ExtendedEvery: 7}
 
-func openCrash(t testing.TB, dir string) (store.Store, *leveldb.Datastore) {
+func openCrash(t testing.TB, dir string, noWAL bool) (store.Store, *leveldb.Datastore) {
 	t.Helper()
-	st, err := pebble.Open(filepath.Join(dir, "store"))
+	var opts []pebble.Option
+	if noWAL {
+		opts = append(opts, pebble.WithoutWAL())
+	}
+	st, err := pebble.Open(filepath.Join(dir, "store"), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,15 +54,23 @@ func openCrash(t testing.TB, dir string) (store.Store, *leveldb.Datastore) {
 // A child process ingesting a chain into pebble, with walker state in
 // LevelDB, is killed with SIGKILL at random points, several times over;
 // the walk resumed after the last kill ends with the store equal to the
-// model.
+// model. It does so with the store's write-ahead log and without it
+// (pebble.WithoutWAL), where a kill loses every write since the last
+// checkpoint's Flush.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv(crashEnv); dir != "" {
-		crashChild(t, dir)
+		crashChild(t, dir, os.Getenv(crashNoWALEnv) != "")
 		return
 	}
 	if testing.Short() {
 		t.Skip("re-executes the test binary; skipped with -short")
 	}
+	for _, noWAL := range []bool{false, true} {
+		t.Run(map[bool]string{false: "wal", true: "nowal"}[noWAL], func(t *testing.T) { testCrash(t, noWAL) })
+	}
+}
+
+func testCrash(t *testing.T, noWAL bool) {
 	for trial := range 3 {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
 			dir := t.TempDir()
@@ -62,7 +78,7 @@ func TestCrash(t *testing.T) {
 			kills := 0
 			for range 4 {
 				killAt := 1 + rng.IntN(2*crashConfig.Ads)
-				finished := runCrashChild(t, dir, killAt)
+				finished := runCrashChild(t, dir, killAt, noWAL)
 				if finished {
 					break
 				}
@@ -70,7 +86,7 @@ func TestCrash(t *testing.T) {
 			}
 			t.Logf("killed the child %d times", kills)
 
-			st, ds := openCrash(t, dir)
+			st, ds := openCrash(t, dir, noWAL)
 			defer ds.Close()
 			defer st.Close()
 			chain := generate(t, crashConfig)
@@ -87,9 +103,12 @@ func TestCrash(t *testing.T) {
 
 // runCrashChild runs the child until it reports killAt steps, then kills
 // it; it reports whether the child finished first.
-func runCrashChild(t *testing.T, dir string, killAt int) bool {
+func runCrashChild(t *testing.T, dir string, killAt int, noWAL bool) bool {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.count=1", "-test.v=false")
 	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	if noWAL {
+		cmd.Env = append(cmd.Env, crashNoWALEnv+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -126,8 +145,8 @@ func runCrashChild(t *testing.T, dir string, killAt int) bool {
 	return finished
 }
 
-func crashChild(t *testing.T, dir string) {
-	st, ds := openCrash(t, dir)
+func crashChild(t *testing.T, dir string, noWAL bool) {
+	st, ds := openCrash(t, dir, noWAL)
 	chain := generate(t, crashConfig)
 	srcs := newSources()
 	srcs.set(chain.Publisher, chain.Source())

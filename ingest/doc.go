@@ -222,7 +222,10 @@
 // effects ends in the same store (puts and metadata updates repeat, and a
 // removal in the sequence clears what came before it), so the store ends
 // as if nothing had happened. Walks resume on the next [Ingester.Run] (or
-// Walk, Sync) without a new announce.
+// Walk, Sync) without a new announce. The flush before the record is also
+// what lets a store keep no write-ahead log (store/pebble's WithoutWAL):
+// a kill then loses the store's writes since the last checkpoint, which
+// is exactly what the walk applies again (TestCrash runs both ways).
 //
 // # Frozen nodes
 //

@@ -18,7 +18,10 @@
 //     not bring its old multihashes back.
 //
 // Multihashes are stored and compared by their bytes, whatever the codec of
-// the CID they came from.
+// the CID they came from. A backend may key a long cryptographic digest on
+// its first 20 bytes instead ([AppendIndexKey]; store/pebble's
+// WithDigestPrefixKeys): lookups are unchanged, and [Store.All] yields
+// that form.
 //
 // # Samples
 //

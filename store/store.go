@@ -86,7 +86,10 @@ type Store interface {
 
 	// All yields every multihash with its values. Writes made during the
 	// iteration may or may not be seen. The iteration stops at the first
-	// error, which it yields with a zero Entry.
+	// error, which it yields with a zero Entry. A store keyed on digest
+	// prefixes (store/pebble's WithDigestPrefixKeys) yields each
+	// multihash in that form, [IndexKey] of what was put: compare through
+	// IndexKey.
 	All(ctx context.Context) iter.Seq2[Entry, error]
 
 	// Size returns the bytes the store occupies: on disk for disk backends,

@@ -14,7 +14,7 @@
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/indexernode (Dir, Store, Find, Ingest,
 // Admin, AdminToken, AdminTokenFile, HandoffFrom, HandoffFromFile, P2P, Topic,
-// FreezeAt, DiskBudget, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
+// FreezeAt, DiskBudget, IndexNoWAL, IndexFullKeys, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
 // LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP, AnnounceRate,
 // AnnounceRateExempt, GossipPeerRate; durations as "30s");
 // unknown keys are an error.
@@ -34,6 +34,8 @@
 //	-topic              /indexer/ingest/mainnet   gossip topic of announces
 //	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
 //	-disk-budget        0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
+//	-index-no-wal       false                     write a pebble index without Pebble's write-ahead log (below)
+//	-index-full-keys    false                     key a new pebble index on whole multihashes (below)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
@@ -175,6 +177,28 @@
 //	index/         the index: pebble or leveldb files (absent with -store memory)
 //	state/         go-ds-pebble: walker state (/walk/…), assignments (/handoff/assigned/…)
 //	freeze.json    the freeze state (freeze.FileStore), written on the first freeze
+//
+// With -index-no-wal a pebble index is written without Pebble's
+// write-ahead log: index writes reach the disk as tables at each ingest
+// checkpoint (every 64 ads or 1s of applying, and at the end of a walk;
+// the store is flushed before the walk position is recorded) and when a
+// memtable fills. A node killed with SIGKILL, or a machine that crashes,
+// loses the index writes since the last checkpoint, and applies those
+// advertisements again from the publishers' chains when it restarts, as
+// it does after any crash. The writes no chain replays (the freeze
+// snapshot, an unfreeze, the provider records of a handoff) are flushed
+// at once. This writes each multihash once instead of twice and keeps no
+// log files (Pebble preallocates some 70 MiB per log), which pays for a
+// bulk ingest of long chains; a node that mostly walks one advertisement
+// per announce writes a small table per walk instead, and compacting
+// those costs far more CPU than syncing a log.
+//
+// A new pebble index keys a multihash of a cryptographic hash with a
+// digest over 20 bytes (sha2-256 and the like) on its code and the first
+// 20 bytes of its digest, 12 bytes less per sha2-256 multihash, unless
+// -index-full-keys; find answers are the same, and collisions are
+// astronomically unlikely (store.AppendIndexKey argues it). An index
+// keeps the layout it was created with.
 //
 // A data directory of an earlier version, with its state in go-ds-leveldb
 // under datastore/, is moved to state/ at start (logged), once; a node

@@ -62,6 +62,30 @@ type Config struct {
 	// of it.
 	// 0: the filesystem's usage.
 	DiskBudget int64
+	// IndexNoWAL writes a Pebble index without its write-ahead log
+	// ([pebble.WithoutWAL]): writes reach the disk only as tables, at each
+	// ingest checkpoint (which flushes the store before it records the
+	// walk position), at the end of each walk, and when Pebble flushes a
+	// full memtable, so a killed node loses the index writes since its
+	// last checkpoint and applies those advertisements again from the
+	// publishers' chains at the next start. The node then also flushes
+	// the store after the writes no chain replays: the freeze snapshot,
+	// an unfreeze, and the provider records a handoff registers. It
+	// writes each multihash once instead of twice and keeps no log files
+	// (some 70 MiB preallocated per log), which pays for bulk ingest of
+	// long chains; but every checkpoint then writes a table, and with
+	// many small walks (one advertisement per announce) the tables are
+	// small and compacting each into the base level costs far more than
+	// syncing a log: 2.6 times the CPU per multihash at 1,000 multihashes
+	// per flush (see the Tuning section of store/pebble). Off by default.
+	IndexNoWAL bool
+	// IndexFullKeys makes a new Pebble index key every multihash whole.
+	// Off (the default), a new index keys a multihash of a cryptographic
+	// hash with a longer digest on its code and first 20 bytes
+	// ([pebble.WithDigestPrefixKeys]), 12 bytes less per sha2-256
+	// multihash; find answers are the same. An existing index keeps the
+	// layout it was created with.
+	IndexFullKeys bool
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool

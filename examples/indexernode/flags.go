@@ -52,6 +52,12 @@ type fileConfig struct {
 	// (not the filesystem's), read every 1 to 5 s, and FreezeAt applies
 	// to it. 0: the filesystem's usage.
 	DiskBudget int64
+	// IndexNoWAL writes a pebble index without its write-ahead log
+	// (Config.IndexNoWAL).
+	IndexNoWAL bool
+	// IndexFullKeys keys a new pebble index on whole multihashes
+	// (Config.IndexFullKeys).
+	IndexFullKeys bool
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -144,6 +150,8 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Topic, "topic", c.Topic, "gossip `topic` of announces")
 	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
 	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the bytes allocated under -dir out of this, and Pebble's memtables, logs and MANIFEST are sized to it (0: the filesystem's usage)")
+	fs.BoolVar(&c.IndexNoWAL, "index-no-wal", c.IndexNoWAL, "write a pebble index without Pebble's write-ahead log: index writes reach the disk at each ingest checkpoint, and a killed node applies the advertisements since its last checkpoint again (for bulk ingest of long chains; costly with many small walks)")
+	fs.BoolVar(&c.IndexFullKeys, "index-full-keys", c.IndexFullKeys, "key a new pebble index on whole multihashes (off: long cryptographic digests are keyed on their first 20 bytes, 12 bytes less per sha2-256 multihash; an existing index keeps its layout)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")
@@ -244,6 +252,8 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 		Topic:              c.Topic,
 		FreezeAt:           c.FreezeAt,
 		DiskBudget:         c.DiskBudget,
+		IndexNoWAL:         c.IndexNoWAL,
+		IndexFullKeys:      c.IndexFullKeys,
 		UnfreezeOnStart:    c.UnfreezeOnStart,
 		UseAssigner:        c.UseAssigner,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -185,7 +186,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
@@ -253,7 +254,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if err != nil {
 		return err
 	}
-	n.hand, err = handoff.NewReceiver(n.st, handoff.FromIngester(n.ing), reg,
+	n.hand, err = handoff.NewReceiver(durableRecords{n.st}, handoff.FromIngester(n.ing), reg,
 		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy),
 		handoffOption(cfg.HandoffFrom, cfg.HandoffFromFile)) // nil: any FrozenURL
 	if err != nil {
@@ -475,8 +476,10 @@ func lockHint(err error) error {
 
 // openStore opens the index store; on error the store is a nil interface
 // (not a typed nil pointer that Close would dereference). A Pebble store
-// under a disk budget is sized to it ([pebble.WithDiskBudget]).
-func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, error) {
+// under a disk budget is sized to it ([pebble.WithDiskBudget]), has no
+// write-ahead log with noWAL ([pebble.WithoutWAL]), and if new is keyed
+// on digest prefixes unless fullKeys ([pebble.WithDigestPrefixKeys]).
+func openStore(kind, dir string, budget int64, noWAL, fullKeys bool, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	var err error
 	switch kind {
@@ -495,6 +498,12 @@ func openStore(kind, dir string, budget int64, log *slog.Logger) (store.Store, e
 			// Pebble's defaults its empty logs alone would spend a
 			// budget of a few MiB.
 			opts = append(opts, pebble.WithDiskBudget(budget))
+		}
+		if noWAL {
+			opts = append(opts, pebble.WithoutWAL())
+		}
+		if !fullKeys {
+			opts = append(opts, pebble.WithDigestPrefixKeys())
 		}
 		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s
@@ -560,6 +569,11 @@ func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
 	if err := handoff.Snapshot(ctx, n.st, at); err != nil {
 		return err
 	}
+	// Durable before the freezer records the freeze done: no chain
+	// replays the snapshot (Config.IndexNoWAL).
+	if err := n.st.Flush(ctx); err != nil {
+		return fmt.Errorf("freeze snapshot: %w", err)
+	}
 	n.log.Info("freeze snapshot done", "frozen_at", at)
 	return nil
 }
@@ -567,7 +581,44 @@ func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
 // onUnfreeze resumes each publisher from its providers' FrozenAt
 // ([handoff.Unfreeze]).
 func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
-	return handoff.Unfreeze(ctx, n.st, n.ing, n.log)
+	if err := handoff.Unfreeze(ctx, n.st, n.ing, n.log); err != nil {
+		return err
+	}
+	// Durable before the freezer records the unfreeze done
+	// (Config.IndexNoWAL).
+	if err := n.st.Flush(ctx); err != nil {
+		return fmt.Errorf("unfreeze: %w", err)
+	}
+	return nil
+}
+
+// durableRecords are the provider records of a store, each write flushed
+// before it returns: a handoff registers providers, then persists the
+// assignment that says it is done, and no chain replays what it
+// registered (Config.IndexNoWAL). Handoffs are rare; a flush each costs
+// nothing that matters.
+type durableRecords struct{ st store.Store }
+
+func (d durableRecords) PutProvider(ctx context.Context, info store.ProviderInfo) error {
+	if err := d.st.PutProvider(ctx, info); err != nil {
+		return err
+	}
+	return d.st.Flush(ctx)
+}
+
+func (d durableRecords) Provider(ctx context.Context, id peer.ID) (store.ProviderInfo, error) {
+	return d.st.Provider(ctx, id)
+}
+
+func (d durableRecords) Providers(ctx context.Context) iter.Seq2[store.ProviderInfo, error] {
+	return d.st.Providers(ctx)
+}
+
+func (d durableRecords) DeleteProvider(ctx context.Context, id peer.ID) error {
+	if err := d.st.DeleteProvider(ctx, id); err != nil {
+		return err
+	}
+	return d.st.Flush(ctx)
 }
 
 // accepts is [handoff.Node.Accepts].

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -27,6 +28,9 @@ type Model struct {
 	ctxs  []modelCtx                    // live contexts, by context index
 	index map[[sha256.Size]byte]int32   // digest -> position in ctxs of its first context
 	more  map[[sha256.Size]byte][]int32 // digest -> positions of its other contexts, if any
+
+	formOnce sync.Once
+	forms    map[[store.DigestPrefixLen]byte][sha256.Size]byte // 20-byte digest prefix -> digest, for byForm
 }
 
 type modelCtx struct {
@@ -124,6 +128,25 @@ func digest(mh multihash.Multihash) ([sha256.Size]byte, bool) {
 	return d, true
 }
 
+// byForm returns the digest of the model's multihash whose
+// [store.IndexKey] is form, if form is one of those (a sha2-256 multihash
+// cut to 20 bytes); the map is made on first use.
+func (m *Model) byForm(form multihash.Multihash) ([sha256.Size]byte, bool) {
+	var p [store.DigestPrefixLen]byte
+	if len(form) != 2+len(p) || form[0] != multihash.SHA2_256 || form[1] != byte(len(p)) {
+		return [sha256.Size]byte{}, false
+	}
+	m.formOnce.Do(func() {
+		m.forms = make(map[[store.DigestPrefixLen]byte][sha256.Size]byte, len(m.index))
+		for d := range m.index {
+			m.forms[[store.DigestPrefixLen]byte(d[:store.DigestPrefixLen])] = d
+		}
+	})
+	copy(p[:], form[2:])
+	d, ok := m.forms[p]
+	return d, ok
+}
+
 // Values returns the values of mh, one per live context holding it, in
 // the order the contexts were first advertised; nil if it has none. The
 // values are copies.
@@ -167,7 +190,9 @@ func (m *Model) Contexts() []store.Value {
 // wrapping [ErrMismatch] that counts the differences and lists the first
 // few. It reads the whole store with All, then every model multihash with
 // Get; errors of s are returned wrapped as they are. Provider records are
-// not compared.
+// not compared. A store keyed on digest prefixes yields each multihash in
+// that form ([store.IndexKey]): Equal matches it to the model's multihash
+// of that form.
 func (m *Model) Equal(ctx context.Context, s store.Store) error {
 	var (
 		diffs []string
@@ -187,6 +212,9 @@ func (m *Model) Equal(ctx context.Context, s store.Store) error {
 			continue
 		}
 		d, ok := digest(e.Multihash)
+		if !ok {
+			d, ok = m.byForm(e.Multihash)
+		}
 		want := []store.Value(nil)
 		if ok {
 			want = m.values(d)

@@ -16,6 +16,19 @@
 // database written by this package records its layout and must be opened
 // with [Merger], which Open sets unless [WithOptions] supplies another.
 //
+// A multihash's key is 0x01‖mh‖0x00, 36 bytes for sha2-256. With
+// [WithDigestPrefixKeys] a new database keys a multihash of a
+// cryptographic hash with a longer digest on its code and the first 20
+// bytes of its digest, 0x01‖code‖20‖digest[:20]‖0x00 (24 bytes for
+// sha2-256), and any other multihash (identity, short digests, codes not
+// known to be cryptographic) whole; store.AppendIndexKey lists the codes
+// and argues the collisions: by chance about 3·10⁻¹⁹ at 10¹⁵ multihashes,
+// and one crafted on purpose gains its author nothing a publisher cannot
+// do by advertising the multihash itself, while removals never cross
+// providers (record IDs are per provider and context). Get answers for
+// the multihash asked; All yields the key's form. Which layout a
+// database has is recorded when it is created and kept on every reopen.
+//
 // # Durability
 //
 // Writes are committed without syncing; Flush syncs the write-ahead log, and
@@ -23,6 +36,29 @@
 // written before it; a write in flight at the kill is either whole per engine
 // batch (up to 4,096 multihashes) or absent, and repeating a Put completes
 // it.
+//
+// [WithoutWAL] opens the database without a write-ahead log. Writes then
+// live in the memtable until Pebble flushes it to a table, when it is full
+// or at Flush, which writes the memtable as an L0 table and waits for it;
+// Flushes called while one runs share the next (a coalescing [Store.Flush]:
+// each still returns only after a flush that began after it was called).
+// A process killed, or a machine that crashes, leaves the store as it was
+// after some batch committed since the last Flush: every batch before the
+// Flush is there, each one after it whole or absent, in commit order (the
+// same guarantee as the log gives an OS crash between syncs, now also for
+// a killed process). TestCrashWithoutWAL kills a writer with SIGKILL
+// after a Flush and checks it; ingest's TestCrash and examples/indexer's
+// TestCrashWithoutWAL do so under a walker, which flushes the store before
+// each checkpoint and applies the advertisements since the last one again
+// after a restart, so that the publishers' chains are the log of record.
+// Breaking it on purpose, with a Flush that does nothing, the store test
+// fails with "Put 12, before the Flush: Get = [], want [...]" and the node
+// test with "store differs from model: 36220 multihashes differ"; with the
+// walker recording its checkpoint before flushing the store, "16280
+// multihashes differ" (the node) and "790 multihashes differ" (ingest).
+// A writer whose writes nothing replays must Flush before it considers
+// them done (examples/indexernode flushes the freeze snapshot, an
+// unfreeze and a handoff's provider records).
 //
 // # Tuning
 //
@@ -37,6 +73,92 @@
 // Everything passes through: [WithOptions] takes any *pebble.Options, and
 // [Store.Pebble] exposes the database for metrics (read amplification, L0
 // file count, compaction debt), checkpoints and manual compactions.
+//
+// What it costs to write a multihash, and what was tried to write less
+// (issue #17), is measured by BenchmarkWrite: random sha2-256
+// multihashes in Puts of 1,000, through Flush and a memtable flush,
+// beside raw Pebble Sets of the same 36-byte keys in the same process.
+// Each figure is multihashes per CPU-second of the process (Pebble's
+// background work included), then bytes allocated on disk per multihash
+// (st_blocks, logs included) after a full compaction, then table bytes:
+//
+//	INDEXKIT_BENCH_KEYS=1000000 go test -run XXX -bench BenchmarkWrite -benchtime=1x ./store/pebble/
+//
+//	1M multihashes          mh/CPU-s   alloc B/mh  tables B/mh
+//	raw Pebble              214k       424         38.7
+//	store, before #17       204k       417          —     (an earlier run)
+//	store, batches sorted   238k       427         41.0
+//	  no block compression  254k       439         48.2
+//	  columnar tables       240k       421         41.8
+//	  without WAL           262k        57         41.0
+//	raw, 20-byte digests    287k       322         26.4
+//	  columnar              291k       323         27.5
+//
+// Run to run the CPU figures move by some 15% on a shared machine (raw
+// Pebble measured 214k and 288k in two runs); the disk figures do not.
+// What was kept and what was not:
+//
+//   - Without the WAL ([WithoutWAL]) the log files go: Pebble preallocates
+//     each to 110% of the memtable and keeps used ones for reuse, some 380
+//     B per multihash at 1M and 44 at 10M, more than the tables; and each
+//     multihash is written once, not twice. Kept for nodes, whose chains
+//     replay what a crash loses (see Durability).
+//   - Keys on 20-byte digests ([WithDigestPrefixKeys]) take 12 bytes per
+//     multihash off the tables (38.7 to 26.4), and do not cost CPU. Kept
+//     for new node databases.
+//   - Writing each batch in key order lets Pebble's memtable insert each
+//     key from where the last went instead of from the top of a skiplist
+//     of millions (the skiplist search was 40% of raw Pebble's CPU).
+//     Kept: raw Pebble at 1M, three runs each, 264k mh/CPU-s unsorted
+//     (244k to 276k) and 306k sorted (268k to 338k).
+//   - No block compression: Snappy does not shrink random digests, but it
+//     does shrink the 8-byte trailers (zero sequence numbers in the last
+//     level) and the shared code and length bytes: without it tables grow
+//     by 7.2 B per multihash for a CPU saving within the noise. Rejected.
+//   - Columnar tables (FormatNewest): 0.8 B per multihash more, CPU within
+//     the noise, and a format older binaries cannot open. Rejected; the
+//     database keeps the oldest format Pebble supports.
+//   - Memtable size and level sizes were not settled: there was no time
+//     for their runs at 10M, and at 1M everything fits one memtable.
+//   - Bulk ingestion of sorted runs (sstable ingest) was not tried.
+//
+// At 10M multihashes (one run each):
+//
+//	10M multihashes                  mh/CPU-s  alloc B/mh  tables B/mh  ×raw CPU
+//	raw Pebble                       135k      83.6        39.3         1.00
+//	raw, 20-byte digests, sorted     155k      71.3        27.0         1.15
+//	store, batches sorted            132k      85.9        41.6         0.98
+//	store, WithoutWAL and
+//	  WithDigestPrefixKeys           158k      29.3        29.3         1.17
+//
+// In a second run, the node's default (WithDigestPrefixKeys, with the
+// WAL): 150k mh/CPU-s against raw Pebble's 116k (1.29×), 73.6 B per
+// multihash allocated of which 29.3 in tables.
+//
+// The 44 B per multihash of log files that raw Pebble keeps are gone:
+// 29.3 B allocated once compacted, 31.0 right after the load, when Pebble
+// still owed 23.7 B per multihash of compaction debt.
+//
+// The price of the WAL's absence is paid at Flush, each of which writes
+// a table that compactions must merge into the base level; with random
+// keys every small table overlaps all of it. Flushing after every so many
+// Puts of 1,000 multihashes (1M, WithoutWAL and WithDigestPrefixKeys):
+//
+//	Flush after                mh/CPU-s
+//	the last Put only          280k, 291k
+//	every 64 Puts              243k, 293k
+//	every 8 Puts               225k, 196k
+//	every Put                   78k (79k with L0CompactionThreshold 8)
+//	every Put, with the WAL    201k
+//
+// An ingest checkpoint flushes every 64 advertisements or second, and at
+// the end of each walk: a bulk walk of long chains stays in the first
+// rows, where going without the WAL pays; a node that walks one small
+// advertisement per announce is in the last ones, where it costs 2.6
+// times the CPU of syncing a log. WithoutWAL is therefore an option, not
+// the default: examples/indexernode turns it on with -index-no-wal, for
+// bulk ingest, and a node that uses it should checkpoint by volume (a
+// few hundred thousand multihashes) rather than every 64 advertisements.
 //
 // # Lifecycle
 //

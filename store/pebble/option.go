@@ -17,6 +17,8 @@ type config struct {
 	cacheSize int64
 	memTable  uint64
 	budget    int64
+	noWAL     bool
+	prefix    bool
 	logger    *slog.Logger
 	records   int64
 }
@@ -45,6 +47,9 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	}
 	if c.budget > 0 {
 		SizeToBudget(o, c.budget)
+	}
+	if c.noWAL {
+		o.DisableWAL = true
 	}
 	if o.Merger == nil {
 		o.Merger = Merger
@@ -147,6 +152,49 @@ func SizeToBudget(o *pebble.Options, n int64) {
 	logs := int(uint64(n) / 4 * 10 / (11 * mem))
 	o.MemTableStopWritesThreshold = min(max(logs-2, 2), max(o.MemTableStopWritesThreshold, 2))
 	o.MaxManifestFileSize = min(max(n/64, 4<<10), 128<<20)
+}
+
+// WithoutWAL opens the database without a write-ahead log: a write is
+// kept in the memtable only until Pebble flushes it to a table, and Flush
+// writes the memtable to a table (an L0 file) instead of syncing a log.
+// Writing is cheaper (nothing is written twice), but a process killed
+// loses every write since the last Flush, or since Pebble's last flush of
+// a full memtable, not only what the OS had not yet written: the store
+// then holds the state after some earlier batch, as after a crash of the
+// machine with the log on. It suits a store whose writes can be replayed
+// from elsewhere, as an indexer's index from its publishers' chains (see
+// the Durability section of the package documentation). Concurrent Flush
+// calls share one memtable flush. Each Flush writes a table that
+// compactions then merge into the rest; Flushes of little data each cost
+// far more than syncing a log (2.6 times the CPU per multihash at 1,000
+// multihashes per Flush; see Tuning), so flush by volume.
+func WithoutWAL() Option {
+	return func(c *config) error {
+		c.noWAL = true
+		return nil
+	}
+}
+
+// WithDigestPrefixKeys makes a new database key each multihash of a
+// cryptographic hash with a digest over 20 bytes on its code and the first
+// 20 bytes (160 bits) of its digest, and any other multihash on itself
+// ([store.AppendIndexKey] says which, and argues why collisions do not
+// matter). A sha2-256 multihash then takes 24 bytes of key instead of 36:
+// some 12 bytes less on disk per multihash, about a third of the index.
+// Get and the find answers built on it are unchanged (they echo the
+// multihash asked for); All yields each multihash in that form, the
+// digest cut to 20 bytes, so compare its output through
+// [store.IndexKey].
+//
+// The layout is recorded when the database is created: a database created
+// without this option keeps full multihashes when opened with it, and one
+// created with it keeps prefixes when opened without it.
+// [Store.DigestPrefixKeys] reports which one an open store has.
+func WithDigestPrefixKeys() Option {
+	return func(c *config) error {
+		c.prefix = true
+		return nil
+	}
 }
 
 // Logger adapts l to Pebble's logger: Pebble's informational lines at

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -37,8 +38,15 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	eng := &engine{db: pdb, syncByFlush: po.DisableWAL}
-	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: kv.Merged, RecordCache: recordCache(cfg.records)})
+	eng := &engine{db: pdb}
+	if po.DisableWAL {
+		eng.flusher = &flusher{flush: pdb.Flush}
+	}
+	layout := kv.Merged
+	if cfg.prefix {
+		layout = kv.MergedDigestPrefix
+	}
+	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: layout, Reopen: []kv.Layout{kv.Merged, kv.MergedDigestPrefix}, RecordCache: recordCache(cfg.records)})
 	if err != nil {
 		pdb.Close()
 		return nil, err
@@ -86,8 +94,10 @@ var Merger = &pebble.Merger{
 
 // engine adapts a pebble.DB to kv.Engine.
 type engine struct {
-	db          *pebble.DB
-	syncByFlush bool
+	db *pebble.DB
+	// flusher, set when the database has no write-ahead log, makes writes
+	// durable by flushing the memtable.
+	flusher *flusher
 }
 
 func (e *engine) NewBatch() kv.Batch { return &batch{b: e.db.NewBatch()} }
@@ -149,8 +159,8 @@ func prefixEnd(p []byte) []byte {
 }
 
 func (e *engine) Sync() error {
-	if e.syncByFlush {
-		return e.db.Flush()
+	if e.flusher != nil {
+		return e.flusher.do()
 	}
 	return e.db.LogData(nil, pebble.Sync)
 }
@@ -170,7 +180,59 @@ func (b *batch) Len() int                      { return int(b.b.Count()) }
 func (b *batch) Commit() error                 { return b.b.Commit(pebble.NoSync) }
 func (b *batch) Close() error                  { return b.b.Close() }
 
+// DigestPrefixKeys reports whether the store keys long cryptographic
+// digests on their first 20 bytes ([WithDigestPrefixKeys]), as recorded
+// when its database was created.
+func (s *Store) DigestPrefixKeys() bool { return s.DB.Layout() == kv.MergedDigestPrefix }
+
 // Pebble returns the underlying Pebble database, for what the store does not wrap
 // (checkpoints, manual flushes and compactions, metrics). Writing to it
 // directly bypasses the store and can corrupt the index.
 func (s *Store) Pebble() *pebble.DB { return s.pdb }
+
+// flusher coalesces memtable flushes: a caller needs a flush that starts
+// after it arrives (one already running may have begun before its last
+// write), so callers that arrive during a flush all wait for the next one,
+// which the first of them to wake runs. Without it every Flush of a store
+// without a WAL would write its own L0 table, however many writers
+// checkpoint at once.
+type flusher struct {
+	flush func() error
+
+	mu      sync.Mutex
+	running *flushCall // the flush in progress, if any
+	next    *flushCall // the flush that callers arriving now will share
+}
+
+type flushCall struct {
+	done    chan struct{}
+	started bool
+	err     error
+}
+
+func (f *flusher) do() error {
+	f.mu.Lock()
+	if f.next == nil {
+		f.next = &flushCall{done: make(chan struct{})}
+	}
+	c := f.next
+	for !c.started && f.running != nil {
+		prev := f.running
+		f.mu.Unlock()
+		<-prev.done
+		f.mu.Lock()
+	}
+	if c.started {
+		f.mu.Unlock()
+		<-c.done
+		return c.err
+	}
+	c.started, f.running, f.next = true, c, nil
+	f.mu.Unlock()
+	c.err = f.flush()
+	f.mu.Lock()
+	f.running = nil
+	f.mu.Unlock()
+	close(c.done)
+	return c.err
+}

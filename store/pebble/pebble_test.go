@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	cpebble "github.com/cockroachdb/pebble/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 	"github.com/indexkit/indexkit/store/storetest"
+	"github.com/multiformats/go-multihash"
 )
 
 // README: conformance-persistent
@@ -38,6 +40,14 @@ func TestConformanceNoRecordCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		return s
+	})
+}
+
+// The conformance suite with keys on digest prefixes (its multihashes are
+// sha2-256).
+func TestConformanceDigestPrefixKeys(t *testing.T) {
+	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+		return pebble.Open(dir, pebble.WithDigestPrefixKeys(), pebble.WithCacheSize(8<<20))
 	})
 }
 
@@ -142,5 +152,102 @@ func TestSampleOfOlderContext(t *testing.T) {
 	}
 	if got, err := s.Sample(ctx, nv.ProviderID, nv.ContextID); err != nil || len(got) != len(mhs) {
 		t.Fatalf("Sample of a new context: %d multihashes, %v", len(got), err)
+	}
+}
+
+// The layout is the one recorded at creation, whatever the options of a
+// reopen; with digest prefix keys, a multihash of the first 20 bytes of
+// another's sha2-256 digest shares its entry (store.AppendIndexKey), but
+// removing one provider's value leaves the other's: record IDs are per
+// (provider, context).
+func TestDigestPrefixKeys(t *testing.T) {
+	ctx := context.Background()
+	full := storetest.Multihash("prefix", 0)
+	encode := func(digest []byte, code uint64) multihash.Multihash {
+		t.Helper()
+		mh, err := multihash.Encode(digest, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mh
+	}
+	trunc := encode(full[2:22], multihash.SHA2_256)
+	short := encode(full[2:12], multihash.SHA2_256) // 10 bytes: kept whole
+	id := encode([]byte("an identity multihash of more than twenty bytes"), multihash.IDENTITY)
+	a := store.Value{ProviderID: storetest.PeerID("a"), ContextID: []byte("c"), Metadata: []byte("ma")}
+	b := store.Value{ProviderID: storetest.PeerID("b"), ContextID: []byte("c"), Metadata: []byte("mb")}
+	for _, tc := range []struct {
+		name          string
+		create, again []pebble.Option
+		prefix        bool
+	}{
+		{"prefix", []pebble.Option{pebble.WithDigestPrefixKeys()}, nil, true},
+		{"full", nil, []pebble.Option{pebble.WithDigestPrefixKeys()}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := pebble.Open(dir, append(tc.create, pebble.WithCacheSize(1<<20))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put(ctx, a, full, short, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = pebble.Open(dir, append(tc.again, pebble.WithCacheSize(1<<20))...); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.DigestPrefixKeys() != tc.prefix {
+				t.Fatalf("DigestPrefixKeys() = %v after reopening, want %v as created", s.DigestPrefixKeys(), tc.prefix)
+			}
+			if err := s.Put(ctx, b, trunc); err != nil {
+				t.Fatal(err)
+			}
+			get := func(mh multihash.Multihash) []store.Value {
+				t.Helper()
+				vs, err := s.Get(ctx, mh)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return vs
+			}
+			for _, mh := range []multihash.Multihash{short, id} {
+				if vs := get(mh); len(vs) != 1 || !vs[0].Equal(a) {
+					t.Fatalf("Get(%s) = %v, want a's value", mh, vs)
+				}
+			}
+			wantFull := 1
+			if tc.prefix {
+				wantFull = 2 // shared with trunc
+			}
+			if vs := get(full); len(vs) != wantFull {
+				t.Fatalf("Get(full) = %v, want %d values", vs, wantFull)
+			}
+			if err := s.Remove(ctx, b.ProviderID, b.ContextID, trunc); err != nil {
+				t.Fatal(err)
+			}
+			if vs := get(full); len(vs) != 1 || !vs[0].Equal(a) {
+				t.Fatalf("Get(full) after b's removal = %v, want a's value", vs)
+			}
+			var got []string
+			for e, err := range s.All(ctx) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, e.Multihash.HexString())
+			}
+			want := []string{full.HexString(), short.HexString(), id.HexString()}
+			if tc.prefix {
+				want[0] = trunc.HexString() // the form
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("All yields %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/indexkit/indexkit/store"
@@ -22,8 +23,11 @@ const DefaultMaxBatch = 4096
 type Config struct {
 	// Name prefixes error messages, for example "pebble".
 	Name string
-	// Layout is how index entries are kept.
+	// Layout is how index entries are kept in a new database.
 	Layout Layout
+	// Reopen are the other layouts Open accepts in an existing database,
+	// which keeps the layout it was created with.
+	Reopen []Layout
 	// MaxBatch caps the writes per engine batch; 0 means DefaultMaxBatch.
 	// An engine whose commits are costly (one fsync each) wants it higher.
 	MaxBatch int
@@ -98,17 +102,20 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		maxBatch: cfg.MaxBatch,
 	}
 	db.newCaches(cfg.RecordCache)
+	if stored, ok := storedLayout(eng); ok && slices.Contains(cfg.Reopen, stored) {
+		l = stored
+	}
 	switch l {
 	case Entries:
 		db.layout = entriesLayout{}
-	case Merged:
+	case Merged, MergedDigestPrefix:
 		b := eng.NewBatch()
 		_, ok := b.(MergeBatch)
 		b.Close()
 		if !ok {
 			return nil, fmt.Errorf("%s: open: engine batches cannot merge, which layout %v needs", name, l)
 		}
-		db.layout = mergedLayout{}
+		db.layout = mergedLayout{prefix: l == MergedDigestPrefix}
 	default:
 		return nil, fmt.Errorf("%s: open: unknown layout %v", name, l)
 	}

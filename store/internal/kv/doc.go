@@ -15,10 +15,13 @@
 //	                           (provider, context); ctxKey is uvarint(len
 //	                           provider) ‖ provider ‖ context ID
 //
-// The index takes one of two [Layout]s. [Merged] keeps one key per multihash,
-// 0x01‖mh‖0x00, holding its record IDs, built by the engine's merge operator;
-// [Entries] keeps one empty key per (multihash, record ID),
-// 0x01‖mh‖0x00‖id‖0x09. Either way a Put never reads and a duplicate Put
+// The index takes one of three [Layout]s. [Merged] keeps one key per
+// multihash, 0x01‖mh‖0x00, holding its record IDs, built by the engine's
+// merge operator; [MergedDigestPrefix] does the same with the multihash's
+// digest prefix form (store.AppendIndexKey), 0x01‖form‖0x00; [Entries]
+// keeps one empty key per (multihash, record ID), 0x01‖mh‖0x00‖id‖0x09.
+// A batch of index writes is written in key order, which is what a
+// skiplist memtable inserts fastest. Either way a Put never reads and a duplicate Put
 // rewrites what is there. Multihashes and peer IDs are self-delimiting, so
 // no key is a proper prefix of another and plain byte order groups the
 // entries of one multihash together. No key ends in '/' (0x2f), so every key

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
+	"github.com/indexkit/indexkit/store"
 	"github.com/multiformats/go-multihash"
 )
 
@@ -24,6 +26,11 @@ const (
 	// that add or remove one ID each (see [IDMerger]). A Put never reads, and
 	// a lookup is one point read. Batches must implement [MergeBatch].
 	Merged Layout = 2
+	// MergedDigestPrefix is Merged keyed on the digest prefix form of each
+	// multihash ([store.AppendIndexKey]): 0x01‖form‖0x00, which for a
+	// sha2-256 multihash is 24 bytes instead of 36. Multihashes with the
+	// same form are one entry, and scans (All, Sweep) yield the form.
+	MergedDigestPrefix Layout = 3
 )
 
 func (l Layout) String() string {
@@ -32,8 +39,37 @@ func (l Layout) String() string {
 		return "entries"
 	case Merged:
 		return "merged"
+	case MergedDigestPrefix:
+		return "merged-digest-prefix"
 	}
 	return fmt.Sprintf("layout(%d)", byte(l))
+}
+
+// Layout returns the layout of db's index.
+func (db *DB) Layout() Layout {
+	switch l := db.layout.(type) {
+	case mergedLayout:
+		if l.prefix {
+			return MergedDigestPrefix
+		}
+		return Merged
+	}
+	return Entries
+}
+
+// storedLayout returns the layout recorded in eng's schema key, if any
+// and of this schema version.
+func storedLayout(eng Engine) (Layout, bool) {
+	var l Layout
+	ok := false
+	_ = eng.Get(keyVersion, func(v []byte) error {
+		version, n := binary.Uvarint(v)
+		if n > 0 && (version == schemaVersion || version == 1) && len(v) == n+1 { // version 1: before the context index
+			l, ok = Layout(v[n]), true
+		}
+		return nil
+	})
+	return l, ok
 }
 
 // MergeBatch is a Batch that can record merge operands.
@@ -65,7 +101,9 @@ type entriesLayout struct{}
 
 func (entriesLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
 	key := make([]byte, 0, 64)
-	for _, mh := range mhs {
+	sorted := sortMultihashes(mhs)
+	defer sorted.release()
+	for _, mh := range sorted.mhs {
 		key = appendIndexKey(key[:0], mh, id)
 		var err error
 		if del {
@@ -133,23 +171,35 @@ func (entriesLayout) drop(b Batch, mh []byte, ids []uint64) error {
 	return nil
 }
 
-// mergedLayout implements Merged.
-type mergedLayout struct{}
+// mergedLayout implements Merged and, with prefix, MergedDigestPrefix.
+type mergedLayout struct{ prefix bool }
 
-func (mergedLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+// key appends the key of mh to dst.
+func (l mergedLayout) key(dst []byte, mh []byte) []byte {
+	if !l.prefix {
+		return appendIndexPrefix(dst, mh)
+	}
+	dst = append(dst, prefixIndex)
+	dst = store.AppendIndexKey(dst, mh)
+	return append(dst, 0)
+}
+
+func (l mergedLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
 	mb := b.(MergeBatch)
 	op := appendOp(nil, id, del)
 	key := make([]byte, 0, 64)
-	for _, mh := range mhs {
-		if err := mb.Merge(appendIndexPrefix(key[:0], mh), op); err != nil {
+	sorted := sortMultihashes(mhs)
+	defer sorted.release()
+	for _, mh := range sorted.mhs {
+		if err := mb.Merge(l.key(key[:0], mh), op); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (mergedLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
-	sc.key = appendIndexPrefix(sc.key[:0], mh)
+func (l mergedLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
+	sc.key = l.key(sc.key[:0], mh)
 	err := eng.Get(sc.key, sc.addList)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -210,20 +260,20 @@ func (mergedLayout) scan(eng Engine, start []byte, limit int, fn func(mh []byte,
 	return next, nil
 }
 
-func (mergedLayout) drop(b Batch, mh []byte, ids []uint64) error {
+func (l mergedLayout) drop(b Batch, mh []byte, ids []uint64) error {
 	var op []byte
 	for _, id := range ids {
 		op = appendOp(op, id, true)
 	}
-	return b.(MergeBatch).Merge(appendIndexPrefix(nil, mh), op)
+	return b.(MergeBatch).Merge(l.key(nil, mh), op)
 }
 
 // prune deletes mh's key if its list has no live ID. A list emptied by
 // removals stays as an empty value (see [IDMerger] for why the merge
 // operator cannot delete it), so Sweep deletes it here, re-reading it while
 // no merge can be in flight.
-func (mergedLayout) prune(eng Engine, b Batch, mh []byte) error {
-	key := appendIndexPrefix(nil, mh)
+func (l mergedLayout) prune(eng Engine, b Batch, mh []byte) error {
+	key := l.key(nil, mh)
 	var live bool
 	err := eng.Get(key, func(v []byte) error {
 		ids, err := appendLiveIDs(nil, v)
@@ -262,4 +312,32 @@ func appendLiveIDs(ids []uint64, v []byte) ([]uint64, error) {
 		}
 	}
 	return ids, nil
+}
+
+// sortedMultihashes is a sorted copy of a batch's multihashes, pooled.
+type sortedMultihashes struct{ mhs []multihash.Multihash }
+
+var sortedPool = sync.Pool{New: func() any { return new(sortedMultihashes) }}
+
+// sortMultihashes returns mhs in ascending byte order, which is the order
+// of their index keys (multihashes are self-delimiting, so none is a
+// proper prefix of another). Writing a batch in key order is what makes
+// it cheap for an engine built on a skiplist: Pebble's memtable inserts
+// each key starting from where the previous one went, so a sorted batch
+// of 4,096 random keys descends a few levels per key instead of the whole
+// list (see BenchmarkWrite in store/pebble).
+func sortMultihashes(mhs []multihash.Multihash) *sortedMultihashes {
+	s := sortedPool.Get().(*sortedMultihashes)
+	s.mhs = append(s.mhs[:0], mhs...)
+	slices.SortFunc(s.mhs, func(a, b multihash.Multihash) int { return bytes.Compare(a, b) })
+	return s
+}
+
+func (s *sortedMultihashes) release() {
+	if cap(s.mhs) > 2*DefaultMaxBatch {
+		return
+	}
+	clear(s.mhs)
+	s.mhs = s.mhs[:0]
+	sortedPool.Put(s)
 }

@@ -1,0 +1,159 @@
+package pebble_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/pebble"
+	"github.com/indexkit/indexkit/store/storetest"
+	"github.com/multiformats/go-multihash"
+)
+
+// crashEnv names the directory a re-executed test binary writes into; its
+// presence makes TestCrashWithoutWAL act as the child.
+const crashEnv = "INDEXKIT_PEBBLE_CRASH_DIR"
+
+// What the child writes: flushedPuts Puts, a Flush, then Puts for ever
+// (until it is killed), each of crashPut multihashes under its own
+// context.
+const (
+	flushedPuts = 20
+	crashPut    = 500
+)
+
+func crashValue(i int) store.Value {
+	return store.Value{ProviderID: storetest.PeerID("crash"), ContextID: fmt.Appendf(nil, "ctx-%d", i), Metadata: []byte("md")}
+}
+
+func crashMultihashes(i int) []multihash.Multihash {
+	return storetest.Multihashes(fmt.Sprint("crash-", i), crashPut)
+}
+
+// A child process writes to a store opened WithoutWAL, flushes, writes
+// more and is killed with SIGKILL in the middle of it. Reopened, the store
+// holds everything written before the Flush, each later Put whole or in
+// part (never a wrong value), and putting everything again completes it.
+func TestCrashWithoutWAL(t *testing.T) {
+	if dir := os.Getenv(crashEnv); dir != "" {
+		crashWriter(t, dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("re-executes the test binary; skipped with -short")
+	}
+	ctx := context.Background()
+	for trial := range 3 {
+		t.Run(fmt.Sprint(trial), func(t *testing.T) {
+			dir := t.TempDir()
+			// Kill after 1, 8 and 64 Puts past the Flush: within the first
+			// memtable, and later.
+			after := 1 << (3 * trial)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWithoutWAL$", "-test.count=1", "-test.v=false")
+			cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+			cmd.Stderr = os.Stderr
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(out)
+			flushed, puts := false, 0
+			for sc.Scan() {
+				switch sc.Text() {
+				case "flushed":
+					flushed = true
+				case "put":
+					if flushed {
+						puts++
+					}
+				}
+				if puts >= after {
+					break
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatalf("kill: %v", err)
+			}
+			_ = cmd.Wait()
+			if !flushed || puts < after {
+				t.Fatalf("child stopped after flushed=%v and %d Puts", flushed, puts)
+			}
+
+			s, err := pebble.Open(dir, pebble.WithoutWAL(), pebble.WithCacheSize(1<<20))
+			if err != nil {
+				t.Fatalf("reopen after the kill: %v", err)
+			}
+			defer s.Close()
+			// Before the Flush: all there.
+			for i := range flushedPuts {
+				want := crashValue(i)
+				for _, mh := range crashMultihashes(i) {
+					got, err := s.Get(ctx, mh)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) != 1 || !got[0].Equal(want) {
+						t.Fatalf("Put %d, before the Flush: Get = %v, want [%v]", i, got, want)
+					}
+				}
+			}
+			// Nothing corrupt: every entry reads, and has the value of its Put.
+			n := 0
+			for e, err := range s.All(ctx) {
+				if err != nil {
+					t.Fatalf("All after the kill: %v", err)
+				}
+				if len(e.Values) > 1 {
+					t.Fatalf("%s: %d values", e.Multihash, len(e.Values))
+				}
+				n++
+			}
+			t.Logf("killed %d Puts after the Flush; %d multihashes survived, %d of them flushed", puts, n, flushedPuts*crashPut)
+			// Putting again completes what was cut off.
+			last := flushedPuts + puts + 1
+			for i := range last {
+				if err := s.Put(ctx, crashValue(i), crashMultihashes(i)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range last {
+				for _, mh := range crashMultihashes(i) {
+					if got, err := s.Get(ctx, mh); err != nil || len(got) != 1 || !got[0].Equal(crashValue(i)) {
+						t.Fatalf("Put %d again: Get = %v, %v", i, got, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// crashWriter is the child: flushedPuts Puts, a Flush, then Puts until it
+// is killed, announcing each on standard output.
+func crashWriter(t *testing.T, dir string) {
+	ctx := context.Background()
+	// A small memtable, so that Pebble also flushes on its own while the
+	// child runs.
+	s, err := pebble.Open(dir, pebble.WithoutWAL(), pebble.WithMemTableSize(256<<10), pebble.WithCacheSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if i == flushedPuts {
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Println("flushed")
+		}
+		if err := s.Put(ctx, crashValue(i), crashMultihashes(i)...); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("put")
+	}
+}
