@@ -177,7 +177,9 @@ func TestOpenBuildsContextIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if s, err = pebble.Open(dir, pebble.WithCacheSize(8<<20), pebble.WithRecordCache(700)); err != nil {
+	// Asked for digest-prefix keys, as a node is by default, Open keeps the
+	// full-key layout the version-1 database was created with.
+	if s, err = pebble.Open(dir, pebble.WithCacheSize(8<<20), pebble.WithRecordCache(700), pebble.WithDigestPrefixKeys()); err != nil {
 		t.Fatalf("open of a version-1 database: %v", err)
 	}
 	defer s.Close()

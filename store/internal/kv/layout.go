@@ -58,7 +58,7 @@ func (db *DB) Layout() Layout {
 }
 
 // storedLayout returns the layout recorded in eng's schema key, if any
-// and of this schema version.
+// and of this schema version or of version 1, which had no context index.
 func storedLayout(eng Engine) (Layout, bool) {
 	var l Layout
 	ok := false
