@@ -13,6 +13,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/pebble"
 )
 
 // Config is an indexer node's configuration. [DefaultConfig] gives the
@@ -86,6 +87,18 @@ type Config struct {
 	// multihash; find answers are the same. An existing index keeps the
 	// layout it was created with.
 	IndexFullKeys bool
+	// IndexCacheSize is the Pebble index's block cache in bytes, the
+	// most of the node's memory that grows with lookups (0: 256 MiB,
+	// [pebble.WithCacheSize]). Every block a find reads goes through it;
+	// the operating system's page cache holds the files besides.
+	IndexCacheSize int64
+	// IndexMemTableSize is the size in bytes of each of the Pebble
+	// index's memtables (0: 64 MiB, [pebble.WithMemTableSize]): ingest
+	// fills one while the previous one is written out, so up to about
+	// twice this is held while the node ingests. Larger memtables write
+	// fewer, larger tables at level 0. A DiskBudget caps it at a 16th of
+	// the budget.
+	IndexMemTableSize int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -182,6 +195,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("Config.ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	case c.AnnounceRate < 0 || c.GossipPeerRate < 0:
 		return fmt.Errorf("Config.AnnounceRate %v, GossipPeerRate %v: want 0 or more", c.AnnounceRate, c.GossipPeerRate)
+	case c.IndexCacheSize < 0:
+		return fmt.Errorf("Config.IndexCacheSize %d must not be negative", c.IndexCacheSize)
+	case c.IndexMemTableSize != 0 && (c.IndexMemTableSize < pebble.MinMemTableSize || c.IndexMemTableSize >= 4<<30):
+		return fmt.Errorf("Config.IndexMemTableSize %d: want 0 or from %d bytes to below 4 GiB", c.IndexMemTableSize, pebble.MinMemTableSize)
 	case len(c.HandoffFrom) > 0 && c.HandoffFromFile != "":
 		return errors.New("Config.HandoffFrom and HandoffFromFile: give one, not both")
 	}

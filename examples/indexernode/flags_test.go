@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,5 +56,35 @@ func TestLoadOrCreateKey(t *testing.T) {
 	k2, err := loadOrCreateKey(path)
 	if err != nil || !k1.Equals(k2) {
 		t.Fatalf("reloaded key differs: %v", err)
+	}
+}
+
+// The index's memory settings are checked before anything opens: a
+// memtable Pebble cannot use and a negative cache are refused by name.
+func TestIndexMemoryConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cache, memtable int64
+		want            string
+	}{
+		{-1, 0, "IndexCacheSize"},
+		{0, 1000, "IndexMemTableSize"},
+		{0, 4 << 30, "IndexMemTableSize"},
+	} {
+		c := DefaultConfig()
+		c.Dir = t.TempDir()
+		c.IndexCacheSize, c.IndexMemTableSize = tc.cache, tc.memtable
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("cache %d, memtable %d: %v, want an error naming %s", tc.cache, tc.memtable, err, tc.want)
+		}
+	}
+	c := DefaultConfig()
+	c.Dir = t.TempDir()
+	c.IndexCacheSize, c.IndexMemTableSize = 32<<20, 32<<20
+	if err := c.validate(); err != nil {
+		t.Errorf("32 MiB each: %v", err)
+	}
+	fc, err := loadConfig([]string{"-index-cache-size", "1048576", "-index-memtable-size", "65536"}, io.Discard)
+	if err != nil || fc.IndexCacheSize != 1<<20 || fc.IndexMemTableSize != 64<<10 {
+		t.Errorf("flags: %+v, %v", fc, err)
 	}
 }

@@ -186,7 +186,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys, log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
@@ -474,12 +474,14 @@ func lockHint(err error) error {
 	return err
 }
 
-// openStore opens the index store; on error the store is a nil interface
-// (not a typed nil pointer that Close would dereference). A Pebble store
-// under a disk budget is sized to it ([pebble.WithDiskBudget]), has no
-// write-ahead log with noWAL ([pebble.WithoutWAL]), and if new is keyed
-// on digest prefixes unless fullKeys ([pebble.WithDigestPrefixKeys]).
-func openStore(kind, dir string, budget int64, noWAL, fullKeys bool, log *slog.Logger) (store.Store, error) {
+// openStore opens the index store of kind in dir; on error the store is a
+// nil interface (not a typed nil pointer that Close would dereference). A
+// Pebble store has cfg's cache and memtable sizes, is sized to a disk
+// budget ([pebble.WithDiskBudget]), has no write-ahead log with
+// IndexNoWAL ([pebble.WithoutWAL]), and if new is keyed on digest
+// prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]).
+func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, error) {
+	budget, noWAL, fullKeys := cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys
 	var st store.Store
 	var err error
 	switch kind {
@@ -493,6 +495,12 @@ func openStore(kind, dir string, budget int64, noWAL, fullKeys bool, log *slog.L
 	default:
 		var s *pebble.Store
 		opts := []pebble.Option{pebble.WithLogger(log)}
+		if cfg.IndexCacheSize > 0 {
+			opts = append(opts, pebble.WithCacheSize(cfg.IndexCacheSize))
+		}
+		if cfg.IndexMemTableSize > 0 {
+			opts = append(opts, pebble.WithMemTableSize(uint64(cfg.IndexMemTableSize)))
+		}
 		if budget > 0 {
 			// Memtables, logs and MANIFEST sized to the budget: with
 			// Pebble's defaults its empty logs alone would spend a
