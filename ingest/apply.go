@@ -24,7 +24,14 @@ type storeApplier struct {
 	pub *publisher
 }
 
-func (a storeApplier) Flush(ctx context.Context) error { return a.i.st.Flush(ctx) }
+// Flush writes the provider records whose LastAdvertisement lags, then
+// flushes the store.
+func (a storeApplier) Flush(ctx context.Context) error {
+	if err := a.i.flushProviders(ctx); err != nil {
+		return err
+	}
+	return a.i.st.Flush(ctx)
+}
 
 // Apply implements [Applier]. It checks everything it can before it
 // writes: the addresses, the context ID; then it changes the index, and
@@ -81,7 +88,7 @@ func (a storeApplier) Apply(ctx context.Context, src Syncer, ad Ad) error {
 		}
 	}
 
-	return a.i.updateProvider(ctx, ad.Provider, func(info *store.ProviderInfo) {
+	return a.i.deferProvider(ctx, ad.Provider, func(info *store.ProviderInfo) {
 		if len(addrs) > 0 {
 			info.AddrInfo.Addrs = addrs
 		}

@@ -97,6 +97,16 @@ func testCrash(t *testing.T, noWAL bool) {
 				t.Fatal(err)
 			}
 			equalModel(t, chain.Model(), st)
+			// The provider record may lag the ads applied by up to a
+			// checkpoint (it is written at the checkpoint): still, it
+			// ends at the head.
+			info, err := st.Provider(context.Background(), chain.Provider)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.LastAdvertisement != chain.Head() {
+				t.Errorf("provider record: LastAdvertisement %s, want the head %s", info.LastAdvertisement, chain.Head())
+			}
 		})
 	}
 }

@@ -215,7 +215,13 @@
 // advertisement is persisted with the tail in one batch. Applying
 // checkpoints every [DefaultCheckpointEvery] advertisements or
 // [DefaultCheckpointInterval] ([WithCheckpoint]), and before returning: it
-// flushes the store, then records the applied advertisements. A process
+// writes the provider records whose LastAdvertisement it deferred, flushes
+// the store, then records the applied advertisements. (An advertisement
+// that changes nothing in its provider's record but LastAdvertisement and
+// its time, the common case of a chain of small advertisements, leaves
+// the record to the checkpoint: it lags by at most one checkpoint. A
+// record another writer, such as a handoff, changed meanwhile keeps its
+// other fields.) A process
 // killed at any moment therefore resumes where it stopped, applying again
 // at most the advertisements since the last checkpoint; applying a
 // sequence of advertisements again over a store that already holds their

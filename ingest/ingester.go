@@ -31,9 +31,14 @@ type Ingester struct {
 	cfg       *config
 	log       *slog.Logger
 
-	wake    chan struct{}              // a publisher became ready; buffered, 1
-	provMu  sync.Mutex                 // serialises read-modify-writes of provider records
-	batches chan []multihash.Multihash // free batches: see getBatch
+	wake   chan struct{} // a publisher became ready; buffered, 1
+	provMu sync.Mutex    // serialises read-modify-writes of provider records
+	// provKnown is the record of each provider as this Ingester last read
+	// or wrote it, and provLag the providers whose record only lags on its
+	// LastAdvertisement (see deferProvider); both guarded by provMu.
+	provKnown map[peer.ID]store.ProviderInfo
+	provLag   map[peer.ID]struct{}
+	batches   chan []multihash.Multihash // free batches: see getBatch
 
 	mu         sync.Mutex
 	policy     Policy

@@ -168,7 +168,16 @@ func (cb *collectBatch) commit(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, w := range cb.writes {
+	// Every advertisement rewrites the count, the bytes spilled and the
+	// tail: only the last write of a key goes into the batch.
+	last := make(map[datastore.Key]int, len(cb.held))
+	for i, w := range cb.writes {
+		last[w.key] = i
+	}
+	for i, w := range cb.writes {
+		if last[w.key] != i {
+			continue
+		}
 		if w.del {
 			err = b.Delete(ctx, w.key)
 		} else {

@@ -40,6 +40,7 @@
 //	-index-memtable-size 0                        bytes of each pebble memtable; about two are held while ingesting (0: 64 MiB)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
+//	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles; "": none
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
 //	-allow-private-addrs false                    dial publishers and frozen indexers on private addresses (below)
 //	-log-level          info                      debug, info, warn or error

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
@@ -60,8 +62,14 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err == nil && fc.Metrics != "" {
 		err = listen("metrics", fc.Metrics, &metricsLn)
 	}
+	var pprofLn net.Listener
+	if err == nil && fc.Pprof != "" {
+		if err = loopbackOnly(fc.Pprof); err == nil {
+			err = listen("pprof", fc.Pprof, &pprofLn)
+		}
+	}
 	if err != nil {
-		for _, ln := range []net.Listener{lns.Find, lns.Ingest, lns.Admin, metricsLn} {
+		for _, ln := range []net.Listener{lns.Find, lns.Ingest, lns.Admin, metricsLn, pprofLn} {
 			if ln != nil {
 				ln.Close()
 			}
@@ -70,8 +78,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	n, err := New(ctx, cfg, lns)
 	if err != nil {
-		if metricsLn != nil {
-			metricsLn.Close()
+		for _, ln := range []net.Listener{metricsLn, pprofLn} {
+			if ln != nil {
+				ln.Close()
+			}
 		}
 		return err
 	}
@@ -89,6 +99,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if metricsLn != nil {
 		cli.LogListening(log, "metrics", metricsLn.Addr().String())
 	}
+	if pprofLn != nil {
+		cli.LogListening(log, "pprof", pprofLn.Addr().String())
+	}
 	for _, m := range a.P2P {
 		cli.LogListening(log, "p2p", m.String())
 	}
@@ -101,6 +114,16 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}))
 		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), metricsLn, cfg.ShutdownTimeout)
 	}
+	if pprofLn != nil {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// Not cli.NewHTTPServer: its write timeout would cut a CPU
+		// profile of more than a few seconds.
+		cli.Serve(ctx, eg, "pprof", &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, pprofLn, cfg.ShutdownTimeout)
+	}
 	eg.Go(func() error {
 		err := n.Run(ctx)
 		if err != nil {
@@ -110,6 +133,19 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
+	}
+	return nil
+}
+
+// loopbackOnly refuses a listen address off loopback: the profiles tell
+// anyone who can read them much about the process.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-pprof %s: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-pprof %s: not a loopback address", addr)
 	}
 	return nil
 }

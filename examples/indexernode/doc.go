@@ -76,5 +76,7 @@
 // Prometheus metrics from the hooks, and logs one msg=listening
 // name=<x> addr=<host:port> line per listener before msg=starting (the
 // pool's process mode reads them). examples/indexer's documentation is
-// the manual of every flag.
+// the manual of every flag. -pprof (off by default, loopback addresses
+// only) serves Go's /debug/pprof/ profiles, for profiling a node under
+// examples/scale (-- -pprof 127.0.0.1:6061).
 package indexernode

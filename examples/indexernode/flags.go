@@ -100,6 +100,10 @@ type fileConfig struct {
 	// GossipPeerRate is how many gossip announces a second are taken from
 	// one propagating peer (twice that at once). 0: no limit.
 	GossipPeerRate float64
+	// Pprof, when set, is a loopback listen address serving Go's
+	// net/http/pprof profiles under /debug/pprof/, for measuring the node
+	// (examples/scale). "" (the default) serves none.
+	Pprof string
 }
 
 // duration is a time.Duration that reads and writes as "30s" in JSON.
@@ -161,6 +165,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: 64 MiB)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
+	fs.StringVar(&c.Pprof, "pprof", c.Pprof, "loopback listen `address` of Go's /debug/pprof/ profiles (\"\": none, the default)")
 	fs.BoolVar(&c.UseAssigner, "use-assigner", c.UseAssigner, "ingest only the publishers assigned through the admin API")
 	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "dial publishers and frozen indexers on loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log `level`: debug, info, warn or error")

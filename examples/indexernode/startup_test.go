@@ -113,3 +113,14 @@ func TestStartPortInUse(t *testing.T) {
 		})
 	}
 }
+
+// -pprof serves the profiles on loopback only: an address off loopback
+// stops the node at start.
+func TestPprofLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":0"} {
+		err, _ := runFails(t, append(loopbackArgs(t.TempDir()), "-pprof", addr)...)
+		if !strings.Contains(err.Error(), "not a loopback address") {
+			t.Errorf("-pprof %s: %v, want not a loopback address", addr, err)
+		}
+	}
+}
