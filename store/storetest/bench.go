@@ -263,21 +263,10 @@ const getBatch = 1000
 // BenchGet loads BenchKeys() multihashes once, settles the store, then
 // measures random lookups, three hits to one miss, b.N lookups in all.
 func BenchGet(b *testing.B, open func(b *testing.B) store.Store) {
-	d := loadData(BenchKeys(), getBatch)
 	ctx := context.Background()
 	s := open(b)
 	defer s.Close()
-	for i, mhs := range d.batches {
-		if err := s.Put(ctx, benchValue(i), mhs...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if st, ok := s.(Settler); ok {
-		if err := st.Settle(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	mhs, batchOf := getMix(d, 100_000)
+	mhs, batchOf := loadGetStore(b, s)
 	b.ResetTimer()
 	m := startMeter()
 	i := 0
@@ -297,18 +286,9 @@ func BenchGet(b *testing.B, open func(b *testing.B) store.Store) {
 
 // BenchRawGet is BenchGet for a raw engine: one point read per lookup.
 func BenchRawGet(b *testing.B, open func(b *testing.B) Raw) {
-	d := loadData(BenchKeys(), getBatch)
 	r := open(b)
 	defer r.Close()
-	for i, mhs := range d.batches {
-		if err := r.Write(mhs, uint64(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := r.Settle(); err != nil {
-		b.Fatal(err)
-	}
-	mhs, batchOf := getMix(d, 100_000)
+	mhs, batchOf := loadGetRaw(b, r)
 	b.ResetTimer()
 	m := startMeter()
 	i := 0
@@ -396,4 +376,36 @@ func CompareUpdateMetadata(b *testing.B, open func(*testing.B) store.Store, raw 
 		b.Run(fmt.Sprintf("mh=%d/store", size), func(b *testing.B) { BenchUpdateMetadata(b, open, size) })
 		b.Run(fmt.Sprintf("mh=%d/raw", size), func(b *testing.B) { BenchRawUpdate(b, raw) })
 	}
+}
+
+// loadGetStore fills s with the Get benchmarks' data, lets it settle, and
+// returns the lookup sequence with the batch of each lookup (-1: a miss).
+func loadGetStore(b *testing.B, s store.Store) ([]multihash.Multihash, []int) {
+	d := loadData(BenchKeys(), getBatch)
+	ctx := context.Background()
+	for i, mhs := range d.batches {
+		if err := s.Put(ctx, benchValue(i), mhs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if st, ok := s.(Settler); ok {
+		if err := st.Settle(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return getMix(d, 100_000)
+}
+
+// loadGetRaw is loadGetStore for a raw engine.
+func loadGetRaw(b *testing.B, r Raw) ([]multihash.Multihash, []int) {
+	d := loadData(BenchKeys(), getBatch)
+	for i, mhs := range d.batches {
+		if err := r.Write(mhs, uint64(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := r.Settle(); err != nil {
+		b.Fatal(err)
+	}
+	return getMix(d, 100_000)
 }

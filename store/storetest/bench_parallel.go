@@ -12,21 +12,10 @@ import (
 // once (b.RunParallel), each walking the lookup sequence from its own
 // offset: what a node serving many find clients does.
 func BenchGetParallel(b *testing.B, open func(b *testing.B) store.Store) {
-	d := loadData(BenchKeys(), getBatch)
 	ctx := context.Background()
 	s := open(b)
 	defer s.Close()
-	for i, mhs := range d.batches {
-		if err := s.Put(ctx, benchValue(i), mhs...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if st, ok := s.(Settler); ok {
-		if err := st.Settle(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	mhs, batchOf := getMix(d, 100_000)
+	mhs, batchOf := loadGetStore(b, s)
 	var worker atomic.Int64
 	b.ResetTimer()
 	m := startMeter()
@@ -51,18 +40,9 @@ func BenchGetParallel(b *testing.B, open func(b *testing.B) store.Store) {
 
 // BenchRawGetParallel is BenchGetParallel for a raw engine.
 func BenchRawGetParallel(b *testing.B, open func(b *testing.B) Raw) {
-	d := loadData(BenchKeys(), getBatch)
 	r := open(b)
 	defer r.Close()
-	for i, mhs := range d.batches {
-		if err := r.Write(mhs, uint64(i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := r.Settle(); err != nil {
-		b.Fatal(err)
-	}
-	mhs, batchOf := getMix(d, 100_000)
+	mhs, batchOf := loadGetRaw(b, r)
 	var worker atomic.Int64
 	b.ResetTimer()
 	m := startMeter()
