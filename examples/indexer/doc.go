@@ -36,8 +36,8 @@
 //	-disk-budget        0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
 //	-index-no-wal       false                     write a pebble index without Pebble's write-ahead log (below)
 //	-index-full-keys    false                     key a new pebble index on whole multihashes (below)
-//	-index-cache-size   0                         bytes of the pebble index's block cache (0: 256 MiB)
-//	-index-memtable-size 0                        bytes of each pebble memtable; about two are held while ingesting (0: 64 MiB)
+//	-index-cache-size   33554432                  bytes of the pebble index's block cache, 32 MiB (0: pebble's 256 MiB)
+//	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles; "": none

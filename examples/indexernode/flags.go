@@ -133,6 +133,8 @@ func defaultFileConfig() fileConfig {
 		AnnounceRate:       d.AnnounceRate,
 		AnnounceRateExempt: cli.DefaultAnnounceRateExempt,
 		GossipPeerRate:     d.GossipPeerRate,
+		IndexCacheSize:     d.IndexCacheSize,
+		IndexMemTableSize:  d.IndexMemTableSize,
 	}
 }
 
@@ -161,8 +163,8 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the bytes allocated under -dir out of this, and Pebble's memtables, logs and MANIFEST are sized to it (0: the filesystem's usage)")
 	fs.BoolVar(&c.IndexNoWAL, "index-no-wal", c.IndexNoWAL, "write a pebble index without Pebble's write-ahead log: index writes reach the disk at each ingest checkpoint, and a killed node applies the advertisements since its last checkpoint again (for bulk ingest of long chains; costly with many small walks)")
 	fs.BoolVar(&c.IndexFullKeys, "index-full-keys", c.IndexFullKeys, "key a new pebble index on whole multihashes (off: long cryptographic digests are keyed on their first 20 bytes, 12 bytes less per sha2-256 multihash; an existing index keeps its layout)")
-	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: 256 MiB)")
-	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: 64 MiB)")
+	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
+	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.Pprof, "pprof", c.Pprof, "loopback listen `address` of Go's /debug/pprof/ profiles (\"\": none, the default)")
