@@ -172,8 +172,8 @@ func DefaultConfig() Config {
 		ShutdownTimeout: 10 * time.Second,
 		AnnounceRate:    cli.DefaultAnnounceRate,
 		GossipPeerRate:  cli.DefaultGossipPeerRate,
-		// A node ingesting 10M multihashes then holds about 85 MiB
-		// (examples/scale; 240 MiB with the store package's defaults).
+		// A node that ingested 10M multihashes then holds about 126 MiB
+		// (examples/scale; 242 MiB with the store package's defaults).
 		IndexCacheSize:    32 << 20,
 		IndexMemTableSize: 32 << 20,
 	}
