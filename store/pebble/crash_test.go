@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 
 	"github.com/indexkit/indexkit/store"
@@ -15,8 +17,23 @@ import (
 )
 
 // crashEnv names the directory a re-executed test binary writes into; its
-// presence makes TestCrashWithoutWAL act as the child.
-const crashEnv = "INDEXKIT_PEBBLE_CRASH_DIR"
+// presence makes TestCrashWithoutWAL act as the child. crashModeEnv names
+// the durability shortcut the child's store takes: a key of crashModes.
+const (
+	crashEnv     = "INDEXKIT_PEBBLE_CRASH_DIR"
+	crashModeEnv = "INDEXKIT_PEBBLE_CRASH_MODE"
+)
+
+// crashModes are the shortcuts that lose unflushed index writes when the
+// process is killed, each with the options that take it. The child adds a
+// small memtable, so that Pebble also flushes on its own.
+var crashModes = map[string][]pebble.Option{
+	"nowal": {pebble.WithoutWAL()},
+	// Runs small enough that the child also ingests tables and commits
+	// batches on its own between Flushes.
+	"runs":       {pebble.WithSortedRuns(192 << 10)},
+	"runs-nowal": {pebble.WithSortedRuns(192 << 10), pebble.WithoutWAL()},
+}
 
 // What the child writes: flushedPuts Puts, a Flush, then Puts for ever
 // (until it is killed), each of crashPut multihashes under its own
@@ -34,18 +51,25 @@ func crashMultihashes(i int) []multihash.Multihash {
 	return storetest.Multihashes(fmt.Sprint("crash-", i), crashPut)
 }
 
-// A child process writes to a store opened WithoutWAL, flushes, writes
-// more and is killed with SIGKILL in the middle of it. Reopened, the store
-// holds everything written before the Flush, each later Put whole or in
-// part (never a wrong value), and putting everything again completes it.
+// A child process writes to a store opened WithoutWAL, or with sorted
+// runs, flushes, writes more and is killed with SIGKILL in the middle of
+// it. Reopened, the store holds everything written before the Flush, each
+// later Put whole or in part (never a wrong value), and putting everything
+// again completes it.
 func TestCrashWithoutWAL(t *testing.T) {
 	if dir := os.Getenv(crashEnv); dir != "" {
-		crashWriter(t, dir)
+		crashWriter(t, dir, crashModes[os.Getenv(crashModeEnv)])
 		return
 	}
 	if testing.Short() {
 		t.Skip("re-executes the test binary; skipped with -short")
 	}
+	for _, mode := range slices.Sorted(maps.Keys(crashModes)) {
+		t.Run(mode, func(t *testing.T) { crashTrials(t, mode) })
+	}
+}
+
+func crashTrials(t *testing.T, mode string) {
 	ctx := context.Background()
 	for trial := range 3 {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
@@ -54,7 +78,7 @@ func TestCrashWithoutWAL(t *testing.T) {
 			// memtable, and later.
 			after := 1 << (3 * trial)
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWithoutWAL$", "-test.count=1", "-test.v=false")
-			cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+			cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashModeEnv+"="+mode)
 			cmd.Stderr = os.Stderr
 			out, err := cmd.StdoutPipe()
 			if err != nil {
@@ -86,7 +110,7 @@ func TestCrashWithoutWAL(t *testing.T) {
 				t.Fatalf("child stopped after flushed=%v and %d Puts", flushed, puts)
 			}
 
-			s, err := pebble.Open(dir, pebble.WithoutWAL(), pebble.WithCacheSize(1<<20))
+			s, err := pebble.Open(dir, append(crashModes[mode], pebble.WithCacheSize(1<<20))...)
 			if err != nil {
 				t.Fatalf("reopen after the kill: %v", err)
 			}
@@ -136,11 +160,14 @@ func TestCrashWithoutWAL(t *testing.T) {
 
 // crashWriter is the child: flushedPuts Puts, a Flush, then Puts until it
 // is killed, announcing each on standard output.
-func crashWriter(t *testing.T, dir string) {
+func crashWriter(t *testing.T, dir string, opts []pebble.Option) {
 	ctx := context.Background()
+	if opts == nil {
+		t.Fatalf("unknown %s", crashModeEnv)
+	}
 	// A small memtable, so that Pebble also flushes on its own while the
 	// child runs.
-	s, err := pebble.Open(dir, pebble.WithoutWAL(), pebble.WithMemTableSize(256<<10), pebble.WithCacheSize(1<<20))
+	s, err := pebble.Open(dir, append(opts, pebble.WithMemTableSize(256<<10), pebble.WithCacheSize(1<<20))...)
 	if err != nil {
 		t.Fatal(err)
 	}

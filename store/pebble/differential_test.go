@@ -312,3 +312,48 @@ func TestEmptiedListCompaction(t *testing.T) {
 		t.Fatalf("All yields %d multihashes, want 1", n)
 	}
 }
+
+// TestDifferentialSortedRuns is TestDifferential with sorted runs small
+// enough that a few steps fill one: every index write reaches Pebble as an
+// ingested table or a committed batch of combined operands, and Chaos also
+// Flushes the store, which applies whatever run is gathering.
+func TestDifferentialSortedRuns(t *testing.T) {
+	ctx := context.Background()
+	audit := &mergeAudit{}
+	var ingested uint64
+	storetest.RunDifferential(t, storetest.DifferentialConfig{
+		Open: func(dir string) (store.Store, error) {
+			return pebble.Open(dir, pebble.WithOptions(smallOptions(audit)), pebble.WithSortedRuns(6<<10), pebble.WithCacheSize(1<<20))
+		},
+		Model: func() store.Store { return memory.New() },
+		Seed:  20261126,
+		Chaos: func(t *testing.T, s store.Store, r *rand.Rand) (string, bool) {
+			if err := s.Flush(ctx); err != nil {
+				t.Fatalf("flush: %v", err)
+			}
+			if r.IntN(2) == 0 {
+				return "store Flush", false
+			}
+			db := s.(*pebble.Store).Pebble()
+			if err := db.Compact(ctx, []byte{0}, []byte{0xff}, true); err != nil {
+				t.Fatalf("compact: %v", err)
+			}
+			return "pebble Compact", true
+		},
+		Verify: func(store.Store) error {
+			if err := audit.err(); err != nil {
+				return fmt.Errorf("merge operator: %w", err)
+			}
+			return nil
+		},
+		BeforeClose: func(s store.Store) {
+			for _, l := range s.(*pebble.Store).Pebble().Metrics().Levels {
+				ingested += l.TablesIngested
+			}
+		},
+	})
+	if ingested == 0 {
+		t.Errorf("no table was ingested; the test must apply runs as tables")
+	}
+	t.Logf("%d tables ingested", ingested)
+}

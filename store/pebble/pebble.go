@@ -16,6 +16,7 @@ import (
 type Store struct {
 	*kv.DB
 	pdb *pebble.DB
+	eng *engine
 }
 
 var (
@@ -34,13 +35,20 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	}
 	po, release := cfg.pebbleOptions()
 	pdb, err := pebble.Open(dir, po)
+	wo := po.Clone()
 	release()
 	if err != nil {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
-	eng := &engine{db: pdb}
-	if po.DisableWAL {
-		eng.flusher = &flusher{flush: pdb.Flush}
+	eng := &engine{db: pdb, noWAL: po.DisableWAL}
+	if cfg.runs > 0 {
+		if eng.runs, err = newRuns(pdb, wo, dir, cfg.runs); err != nil {
+			pdb.Close()
+			return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
+		}
+	}
+	if eng.noWAL || eng.runs != nil {
+		eng.flusher = &flusher{flush: eng.flush}
 	}
 	layout := kv.Merged
 	if cfg.prefix {
@@ -51,7 +59,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		pdb.Close()
 		return nil, err
 	}
-	return &Store{DB: db, pdb: pdb}, nil
+	return &Store{DB: db, pdb: pdb, eng: eng}, nil
 }
 
 // DefaultOptions returns the Pebble options Open uses when none are given:
@@ -94,15 +102,28 @@ var Merger = &pebble.Merger{
 
 // engine adapts a pebble.DB to kv.Engine.
 type engine struct {
-	db *pebble.DB
-	// flusher, set when the database has no write-ahead log, makes writes
-	// durable by flushing the memtable.
+	db    *pebble.DB
+	noWAL bool
+	// runs, set by WithSortedRuns, holds the index's merge operands until
+	// they are applied in bulk.
+	runs *runs
+	// flusher, set when the database has no write-ahead log or keeps
+	// sorted runs, coalesces the work that makes writes durable.
 	flusher *flusher
 }
 
-func (e *engine) NewBatch() kv.Batch { return &batch{b: e.db.NewBatch()} }
+func (e *engine) NewBatch() kv.Batch {
+	b := batchPool.Get().(*batch)
+	b.e, b.b = e, e.db.NewBatch()
+	return b
+}
+
+func isIndexKey(key []byte) bool { return len(key) > 0 && key[0] == kv.IndexPrefix }
 
 func (e *engine) Get(key []byte, fn func(value []byte) error) error {
+	if e.runs != nil && isIndexKey(key) {
+		return e.getIndex(key, fn)
+	}
 	v, closer, err := e.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return kv.ErrNotFound
@@ -117,7 +138,63 @@ func (e *engine) Get(key []byte, fn func(value []byte) error) error {
 	return err
 }
 
+// getIndex is Get of an index key when runs hold operands that Pebble may
+// not have yet: Pebble's value, then the runs' operands over it.
+func (e *engine) getIndex(key []byte, fn func(value []byte) error) error {
+	r := e.runs
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, closer, err := e.db.Get(key)
+	found := err == nil
+	if err != nil && !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	var opsBuf [4][]byte
+	ops := r.opsFor(key, opsBuf[:0])
+	if len(ops) == 0 {
+		if !found {
+			return kv.ErrNotFound
+		}
+		err = fn(v)
+		if cerr := closer.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	var m *kv.IDMerger
+	if found {
+		m, err = kv.NewIDMerger(nil, v)
+		closer.Close() // the merger copies its operands
+	} else {
+		m, err = kv.NewIDMerger(nil, ops[0])
+		ops = ops[1:]
+	}
+	if err != nil {
+		return err
+	}
+	for _, op := range ops {
+		if err := m.MergeNewer(op); err != nil {
+			m.Close()
+			return err
+		}
+	}
+	// Pebble's value is the whole of what it holds, so this merge
+	// includes the key's oldest value.
+	out, c, err := m.Finish(true)
+	if err == nil {
+		err = fn(out)
+	}
+	c.Close()
+	return err
+}
+
 func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) (err error) {
+	if e.runs != nil && overlapsIndex(lower, upper) {
+		// A scan sees only what Pebble holds: hand it every operand.
+		if err := e.runs.drain(); err != nil {
+			return err
+		}
+	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
@@ -137,6 +214,12 @@ func (e *engine) Scan(lower, upper []byte, fn func(key, value []byte) error) (er
 		}
 	}
 	return it.Error()
+}
+
+// overlapsIndex reports whether [lower, upper) holds index keys.
+func overlapsIndex(lower, upper []byte) bool {
+	return bytes.Compare(lower, []byte{kv.IndexPrefix + 1}) < 0 &&
+		(upper == nil || bytes.Compare(upper, []byte{kv.IndexPrefix}) > 0)
 }
 
 // ScanPrefix scans the keys that start with prefix. (The merged layout this
@@ -165,20 +248,105 @@ func (e *engine) Sync() error {
 	return e.db.LogData(nil, pebble.Sync)
 }
 
+// flush makes every committed write durable: the runs applied, then the
+// memtable flushed (no write-ahead log) or the log synced.
+func (e *engine) flush() error {
+	if e.runs != nil {
+		if err := e.runs.drain(); err != nil {
+			return err
+		}
+	}
+	if e.noWAL {
+		return e.db.Flush()
+	}
+	return e.db.LogData(nil, pebble.Sync)
+}
+
 func (e *engine) DiskUsage() (int64, error) {
 	return int64(e.db.Metrics().DiskSpaceUsage()), nil
 }
 
-func (e *engine) Close() error { return e.db.Close() }
+func (e *engine) Close() error {
+	var err error
+	if e.runs != nil {
+		err = e.runs.drain()
+	}
+	if cerr := e.db.Close(); err == nil {
+		err = cerr
+	}
+	if e.runs != nil {
+		e.runs.close()
+	}
+	return err
+}
 
-type batch struct{ b *pebble.Batch }
+// batch is a kv.Batch over a Pebble batch; with sorted runs, the index's
+// merge operands are kept apart in idx and handed to the runs at Commit.
+type batch struct {
+	e   *engine
+	b   *pebble.Batch
+	idx opList
+	// index is set when the batch sets or deletes an index key, which
+	// must not overtake operands the runs still hold.
+	index bool
+}
 
-func (b *batch) Set(key, value []byte) error   { return b.b.Set(key, value, nil) }
-func (b *batch) Delete(key []byte) error       { return b.b.Delete(key, nil) }
-func (b *batch) Merge(key, value []byte) error { return b.b.Merge(key, value, nil) }
-func (b *batch) Len() int                      { return int(b.b.Count()) }
-func (b *batch) Commit() error                 { return b.b.Commit(pebble.NoSync) }
-func (b *batch) Close() error                  { return b.b.Close() }
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+func (b *batch) Set(key, value []byte) error {
+	b.index = b.index || isIndexKey(key)
+	return b.b.Set(key, value, nil)
+}
+
+func (b *batch) Delete(key []byte) error {
+	b.index = b.index || isIndexKey(key)
+	return b.b.Delete(key, nil)
+}
+
+func (b *batch) Merge(key, value []byte) error {
+	if r := b.e.runs; r != nil && isIndexKey(key) {
+		if r.fits(key, value) {
+			b.idx.append(key, value)
+			return nil
+		}
+		// Too large for a run: written past the runs, after them.
+		b.index = true
+	}
+	return b.b.Merge(key, value, nil)
+}
+
+func (b *batch) Len() int { return int(b.b.Count()) + b.idx.len() }
+
+func (b *batch) Commit() error {
+	r := b.e.runs
+	if r != nil && b.index {
+		if err := r.drain(); err != nil {
+			return err
+		}
+	}
+	if b.b.Count() > 0 {
+		if err := b.b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+	}
+	if r != nil && b.idx.len() > 0 {
+		return r.add(&b.idx)
+	}
+	return nil
+}
+
+func (b *batch) Close() error {
+	if b.b == nil {
+		return nil // closed already
+	}
+	err := b.b.Close()
+	b.e, b.b, b.index = nil, nil, false
+	if cap(b.idx.buf) <= 1<<20 {
+		b.idx.reset()
+		batchPool.Put(b)
+	}
+	return err
+}
 
 // DigestPrefixKeys reports whether the store keys long cryptographic
 // digests on their first 20 bytes ([WithDigestPrefixKeys]), as recorded

@@ -51,6 +51,20 @@ func TestConformanceDigestPrefixKeys(t *testing.T) {
 	})
 }
 
+// The conformance suite with sorted runs: runs so small that nearly every
+// Put fills one, each applied as an ingested table or a batch; and runs so
+// large that everything stays in them until a Flush, Sweep or scan, so
+// that every read goes through them.
+func TestConformanceSortedRuns(t *testing.T) {
+	for _, n := range []int64{4 << 10, 256 << 20} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+				return pebble.Open(dir, pebble.WithSortedRuns(n), pebble.WithDigestPrefixKeys(), pebble.WithCacheSize(8<<20))
+			})
+		})
+	}
+}
+
 // A multihash whose values are all removed leaves no key behind once swept,
 // whether its list was emptied by Remove or by removing its context.
 func TestSweepPrunesEmptiedKeys(t *testing.T) {

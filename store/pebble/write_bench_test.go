@@ -95,6 +95,23 @@ var writeRoutes = []writeRoute{
 		o.LBaseMaxBytes = 512 << 20
 		return []ikpebble.Option{ikpebble.WithOptions(o), ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
+	// Sorted runs (WithSortedRuns) of 32 MiB, with the log on: the index
+	// bypasses memtable and log.
+	{"runs", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 0},
+	{"runs-flush64", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 64},
+	{"runs-flush8", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 8},
+	{"runs-flush1", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 1},
+	{"runs64", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(64 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 0},
 	{"node-mem32", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithoutWAL(), ikpebble.WithDigestPrefixKeys(), ikpebble.WithMemTableSize(32 << 20)}
 	}, 0},

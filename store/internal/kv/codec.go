@@ -23,6 +23,11 @@ const (
 	schemaVersion = 2
 )
 
+// IndexPrefix is the first byte of every index key, and of no other key:
+// an engine that handles index writes apart (store/pebble's sorted runs)
+// tells them by it. Index keys lie in [IndexPrefix, IndexPrefix+1).
+const IndexPrefix = prefixIndex
+
 // indexSuffixLen is the length of what follows 0x01‖mh‖0x00 in an [Entries]
 // index key: the record ID and a closing 0x09, which keeps the key from
 // ending in '/'.

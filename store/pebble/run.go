@@ -1,0 +1,473 @@
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/indexkit/indexkit/store/internal/kv"
+)
+
+// runsDir is the directory, inside the database's, where sorted runs are
+// written before Pebble ingests them. What is left there after a crash is
+// removed at Open.
+const runsDir = "indexkit-runs"
+
+// runs gathers the index's merge operands in memory and hands them to
+// Pebble in bulk (see [WithSortedRuns]).
+//
+// Every index write goes through it, in commit order. The active run takes
+// operands until its arena is full; it is then rotated into imm and
+// applied, as a table Pebble ingests when it is large and as an ordinary
+// batch when it is small (a Sync drains whatever is there), while the
+// other arena takes new operands. A writer that fills the second arena
+// while the first is still being applied waits for it: two arenas are all
+// the memory runs take.
+//
+// A Get of an index key reads Pebble and then the operands of the key
+// still held in runs, under mu's read lock; a run leaves imm, under the
+// write lock, only once Pebble holds it. A read can thus see a run's
+// operands twice, in Pebble and in imm, but never miss them, and applying
+// the same operations a second time changes nothing: each sets or clears
+// an ID, and nothing newer than the run being applied is in Pebble yet,
+// because runs are applied one at a time, in order.
+type runs struct {
+	db        *pebble.DB
+	wopts     sstable.WriterOptions
+	dir       string
+	size      int // bytes of each arena
+	minIngest int // arena bytes from which a run is ingested rather than committed
+	seed      maphash.Seed
+
+	mu     sync.RWMutex
+	active *run
+	imm    []*run // rotated and not yet in Pebble; at most one
+	spare  *run   // the other arena, applied and released, when not in imm
+	err    error  // the first apply error: later index writes fail with it
+
+	applyMu sync.Mutex // held while applying, so that runs apply in order
+	order   []sortKey  // reused by each apply
+	files   int        // names the tables written
+	// Counters for tests, under applyMu.
+	ingested, committed int
+}
+
+// minRunSize is the least arena WithSortedRuns accepts: a page.
+const minRunSize = 4 << 10
+
+func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, error) {
+	tmp := filepath.Join(dir, runsDir)
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return nil, err
+	}
+	wo := o.Clone()
+	wo.EnsureDefaults()
+	r := &runs{
+		db:        db,
+		wopts:     wo.MakeWriterOptions(0, db.TableFormat()),
+		dir:       tmp,
+		size:      int(size),
+		minIngest: int(size / 4),
+		seed:      maphash.MakeSeed(),
+	}
+	var err error
+	if r.active, err = newRun(r.size, r.seed); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// fits reports whether an operand of key and op can go into a run at all.
+func (r *runs) fits(key, op []byte) bool {
+	return len(key) <= 0xffff && len(op) <= 0xffff && recordHeader+len(key)+len(op) <= len(r.active.rec)
+}
+
+// add appends a committed batch's index operands, in order, rotating and
+// applying runs as they fill.
+func (r *runs) add(ops *opList) error {
+	for i := 0; i < ops.len(); {
+		r.mu.Lock()
+		if r.err != nil {
+			err := r.err
+			r.mu.Unlock()
+			return err
+		}
+		for i < ops.len() && r.active.add(ops.key(i), ops.op(i)) {
+			i++
+		}
+		if i == ops.len() {
+			r.mu.Unlock()
+			return nil
+		}
+		_, err := r.rotateLocked()
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		// Apply the run rotated here, or wait for the one being applied
+		// to make room.
+		if err := r.applyPending(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rotateLocked moves a non-empty active run to imm if imm is free, and
+// reports whether it did.
+func (r *runs) rotateLocked() (bool, error) {
+	if r.active.ops == 0 || len(r.imm) > 0 {
+		return false, nil
+	}
+	next := r.spare
+	if next == nil {
+		var err error
+		if next, err = newRun(r.size, r.seed); err != nil {
+			r.err = fmt.Errorf("pebble: sorted runs: %w", err)
+			return false, r.err
+		}
+	}
+	r.imm = append(r.imm, r.active)
+	r.active, r.spare = next, nil
+	return true, nil
+}
+
+// drain applies every operand committed before it was called.
+func (r *runs) drain() error {
+	for {
+		r.mu.Lock()
+		empty := r.active.ops == 0
+		rotated, err := r.rotateLocked()
+		r.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if err := r.applyPending(); err != nil {
+			return err
+		}
+		if empty || rotated {
+			return nil
+		}
+	}
+}
+
+// applyPending applies the rotated runs, oldest first, and returns once
+// none is left (waiting for one another caller is applying).
+func (r *runs) applyPending() error {
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	for {
+		r.mu.RLock()
+		err := r.err
+		var x *run
+		if len(r.imm) > 0 {
+			x = r.imm[0]
+		}
+		r.mu.RUnlock()
+		if err != nil {
+			return err
+		}
+		if x == nil {
+			return nil
+		}
+		err = r.apply(x)
+		r.mu.Lock()
+		if err != nil {
+			// The run stays readable in imm, but nothing more may be
+			// applied after it: later runs would overtake it.
+			r.err = fmt.Errorf("pebble: applying a sorted run: %w", err)
+			r.mu.Unlock()
+			return r.err
+		}
+		r.imm = slices.Delete(r.imm, 0, 1)
+		r.mu.Unlock()
+		// No reader can be using x now: readers hold the read lock while
+		// they do, and x left imm under the write lock.
+		x.reset()
+		r.mu.Lock()
+		r.spare = x
+		r.mu.Unlock()
+	}
+}
+
+func (r *runs) apply(x *run) error {
+	if x.used < r.minIngest {
+		b := r.db.NewBatch()
+		defer b.Close()
+		if err := x.sorted(&r.order, func(k, v []byte) error { return b.Merge(k, v, nil) }); err != nil {
+			return err
+		}
+		r.committed++
+		return b.Commit(pebble.NoSync)
+	}
+	r.files++
+	path := filepath.Join(r.dir, fmt.Sprintf("%06d.sst", r.files))
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), r.wopts)
+	if err := x.sorted(&r.order, w.Merge); err != nil {
+		w.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(path)
+		return err
+	}
+	err = r.db.Ingest(context.Background(), []string{path})
+	// Pebble links the table into its directory; this name is ours.
+	if rerr := os.Remove(path); err == nil && rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = rerr
+	}
+	r.ingested++
+	return err
+}
+
+// opsFor appends to dst the operands the runs hold for key, oldest first.
+// The caller holds mu's read lock.
+func (r *runs) opsFor(key []byte, dst [][]byte) [][]byte {
+	for _, x := range r.imm {
+		dst = x.lookup(key, dst)
+	}
+	return r.active.lookup(key, dst)
+}
+
+// close releases the arenas; the runs must be drained and unused.
+func (r *runs) close() {
+	for _, x := range append(r.imm, r.active, r.spare) {
+		if x != nil {
+			freeArena(x.mem)
+		}
+	}
+	r.imm, r.active, r.spare = nil, nil, nil
+}
+
+// run is a sequence of index operands in one arena: an open-addressing
+// table from each distinct key to the offset of its newest record, then
+// the records, each its key and operand behind a header that links to the
+// key's previous record.
+//
+//	record: prev uint32 (offset+1 of the key's previous record; 0: none)
+//	        key length uint16, operand length uint16, key, operand
+type run struct {
+	seed  maphash.Seed
+	mem   []byte   // the arena
+	table []uint32 // over mem's first eighth: offset+1 of a key's newest record; 0: empty
+	rec   []byte   // the rest of mem
+	used  int      // bytes of rec written
+	n     int      // distinct keys
+	ops   int      // operands
+	max   int      // distinct keys the table takes (three quarters full)
+}
+
+const recordHeader = 8
+
+func newRun(size int, seed maphash.Seed) (*run, error) {
+	mem, err := newArena(size)
+	if err != nil {
+		return nil, err
+	}
+	slots := 1
+	for slots*2*4 <= len(mem)/8 {
+		slots *= 2
+	}
+	return &run{
+		seed:  seed,
+		mem:   mem,
+		table: unsafe.Slice((*uint32)(unsafe.Pointer(&mem[0])), slots),
+		rec:   mem[slots*4:],
+		max:   slots * 3 / 4,
+	}, nil
+}
+
+func (x *run) key(off uint32) []byte {
+	h := x.rec[off:]
+	kl := binary.LittleEndian.Uint16(h[4:])
+	return h[recordHeader : recordHeader+int(kl)]
+}
+
+func (x *run) op(off uint32) []byte {
+	h := x.rec[off:]
+	kl, ol := binary.LittleEndian.Uint16(h[4:]), binary.LittleEndian.Uint16(h[6:])
+	return h[recordHeader+int(kl) : recordHeader+int(kl)+int(ol)]
+}
+
+func (x *run) prev(off uint32) uint32 { return binary.LittleEndian.Uint32(x.rec[off:]) }
+
+// reset empties the run and gives its arena's pages back.
+func (x *run) reset() {
+	releaseArena(x.mem)
+	x.used, x.n, x.ops = 0, 0, 0
+}
+
+// add appends an operand, or reports that the run has no room for it.
+func (x *run) add(key, op []byte) bool {
+	need := recordHeader + len(key) + len(op)
+	if x.used+need > len(x.rec) || x.n >= x.max {
+		return false
+	}
+	off := uint32(x.used)
+	h := x.rec[x.used : x.used+need]
+	binary.LittleEndian.PutUint16(h[4:], uint16(len(key)))
+	binary.LittleEndian.PutUint16(h[6:], uint16(len(op)))
+	copy(h[recordHeader:], key)
+	copy(h[recordHeader+len(key):], op)
+	x.used += need
+	x.ops++
+	mask := uint64(len(x.table) - 1)
+	for s := maphash.Bytes(x.seed, key) & mask; ; s = (s + 1) & mask {
+		t := x.table[s]
+		if t == 0 {
+			binary.LittleEndian.PutUint32(h, 0)
+			x.table[s] = off + 1
+			x.n++
+			return true
+		}
+		if bytes.Equal(x.key(t-1), key) {
+			binary.LittleEndian.PutUint32(h, t)
+			x.table[s] = off + 1
+			return true
+		}
+	}
+}
+
+// find returns the offset+1 of key's newest record, or 0.
+func (x *run) find(key []byte) uint32 {
+	if x.n == 0 {
+		return 0
+	}
+	mask := uint64(len(x.table) - 1)
+	for s := maphash.Bytes(x.seed, key) & mask; ; s = (s + 1) & mask {
+		t := x.table[s]
+		if t == 0 || bytes.Equal(x.key(t-1), key) {
+			return t
+		}
+	}
+}
+
+// lookup appends key's operands to dst, oldest first.
+func (x *run) lookup(key []byte, dst [][]byte) [][]byte {
+	t := x.find(key)
+	if t == 0 {
+		return dst
+	}
+	n := len(dst)
+	for ; t != 0; t = x.prev(t - 1) {
+		dst = append(dst, x.op(t-1))
+	}
+	slices.Reverse(dst[n:])
+	return dst
+}
+
+// sortKey orders a run's distinct keys: the first eight bytes as a number
+// decide almost every comparison without touching the arena.
+type sortKey struct {
+	pfx uint64
+	rec uint32 // offset+1 of the key's newest record
+}
+
+// sorted calls fn with each distinct key in ascending order and the merge
+// of its operands: one operand as is, several combined into one. order is
+// scratch space, kept between calls.
+func (x *run) sorted(order *[]sortKey, fn func(key, value []byte) error) error {
+	o := (*order)[:0]
+	for _, t := range x.table {
+		if t == 0 {
+			continue
+		}
+		var p [8]byte
+		copy(p[:], x.key(t-1))
+		o = append(o, sortKey{binary.BigEndian.Uint64(p[:]), t})
+	}
+	*order = o
+	slices.SortFunc(o, func(a, b sortKey) int {
+		if a.pfx != b.pfx {
+			if a.pfx < b.pfx {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(x.key(a.rec-1), x.key(b.rec-1))
+	})
+	var chain []uint32
+	for _, s := range o {
+		off := s.rec - 1
+		if x.prev(off) == 0 {
+			if err := fn(x.key(off), x.op(off)); err != nil {
+				return err
+			}
+			continue
+		}
+		chain = chain[:0]
+		for t := s.rec; t != 0; t = x.prev(t - 1) {
+			chain = append(chain, t-1)
+		}
+		m, err := kv.NewIDMerger(nil, x.op(chain[len(chain)-1]))
+		if err != nil {
+			return err
+		}
+		for j := len(chain) - 2; j >= 0; j-- {
+			if err := m.MergeNewer(x.op(chain[j])); err != nil {
+				m.Close()
+				return err
+			}
+		}
+		// Not the key's oldest value: Pebble may hold older operands,
+		// which the deletions here must still cancel.
+		v, closer, err := m.Finish(false)
+		if err == nil {
+			err = fn(x.key(off), v)
+		}
+		closer.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opList is a batch's own index operands, in order, until Commit hands
+// them to the runs.
+type opList struct {
+	buf  []byte
+	ends []uint32 // per operand: end of its key, end of its operand
+}
+
+func (l *opList) len() int { return len(l.ends) / 2 }
+
+func (l *opList) start(i int) uint32 {
+	if i == 0 {
+		return 0
+	}
+	return l.ends[2*i-1]
+}
+
+func (l *opList) key(i int) []byte { return l.buf[l.start(i):l.ends[2*i]] }
+func (l *opList) op(i int) []byte  { return l.buf[l.ends[2*i]:l.ends[2*i+1]] }
+
+func (l *opList) append(key, op []byte) {
+	l.buf = append(l.buf, key...)
+	l.ends = append(l.ends, uint32(len(l.buf)))
+	l.buf = append(l.buf, op...)
+	l.ends = append(l.ends, uint32(len(l.buf)))
+}
+
+func (l *opList) reset() { l.buf, l.ends = l.buf[:0], l.ends[:0] }

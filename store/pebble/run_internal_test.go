@@ -1,0 +1,189 @@
+package pebble
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/storetest"
+)
+
+// A run gives back what was added: each key's operands in order, and its
+// distinct keys sorted with their operands combined, newest operation per
+// ID, deletions kept (Pebble may hold older operands for them to cancel).
+// The oracle is a map and a hand-written fold over the operations.
+func TestRunOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	x, err := newRun(4<<20, maphash.MakeSeed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer freeArena(x.mem)
+	want := map[string][][]byte{}
+	var order []string
+	for i := range 20000 {
+		var key []byte
+		if i > 0 && r.IntN(4) == 0 {
+			key = []byte(order[r.IntN(len(order))]) // a key seen before
+		} else {
+			key = make([]byte, 1+r.IntN(40))
+			for j := range key {
+				key[j] = byte(r.IntN(4)) // short alphabet: long shared prefixes
+			}
+		}
+		op := binary.AppendUvarint(nil, uint64(r.IntN(50))<<1|uint64(r.IntN(2)))
+		if _, ok := want[string(key)]; !ok {
+			order = append(order, string(key))
+		}
+		want[string(key)] = append(want[string(key)], op)
+		if !x.add(key, op) {
+			t.Fatalf("operand %d: the run is full at %d of %d bytes, %d keys", i, x.used, len(x.rec), x.n)
+		}
+	}
+	for k, ops := range want {
+		if got := x.lookup([]byte(k), nil); !slices.EqualFunc(got, ops, bytes.Equal) {
+			t.Fatalf("lookup %x = %x, want %x", k, got, ops)
+		}
+	}
+	if got := x.lookup([]byte("absent key"), nil); len(got) != 0 {
+		t.Fatalf("lookup of an absent key = %x", got)
+	}
+	slices.Sort(order)
+	var seen []string
+	var scratch []sortKey
+	err = x.sorted(&scratch, func(k, v []byte) error {
+		seen = append(seen, string(k))
+		if want := fold(want[string(k)]); !bytes.Equal(v, want) {
+			return fmt.Errorf("key %x: value %x, want %x", k, v, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, order) {
+		t.Fatalf("sorted yielded %d keys, want the %d distinct keys in order", len(seen), len(order))
+	}
+	x.reset()
+	if x.find([]byte(order[0])) != 0 || len(x.lookup([]byte(order[0]), nil)) != 0 || slices.ContainsFunc(x.table, func(t uint32) bool { return t != 0 }) {
+		t.Fatal("reset left operands behind")
+	}
+	// Full: it says so rather than overwrite.
+	n := 0
+	for x.add(binary.AppendUvarint([]byte("fill"), uint64(n)), []byte{2}) {
+		n++
+	}
+	if n == 0 || x.n < x.max && x.used+recordHeader+len("fill")+3 <= len(x.rec) {
+		t.Fatalf("the run refused an operand after %d with room left: %d of %d bytes, %d of %d keys", n, x.used, len(x.rec), x.n, x.max)
+	}
+	if got := x.lookup(binary.AppendUvarint([]byte("fill"), uint64(n-1)), nil); len(got) != 1 {
+		t.Fatalf("the last operand that fitted: lookup = %x", got)
+	}
+}
+
+// fold is the oracle's merge of single-operation operands: one operand as
+// is; several to the newest operation per ID, by ascending ID.
+func fold(ops [][]byte) []byte {
+	if len(ops) == 1 {
+		return ops[0]
+	}
+	last := map[uint64]uint64{}
+	for _, op := range ops {
+		x, _ := binary.Uvarint(op)
+		last[x>>1] = x
+	}
+	var out []byte
+	for _, id := range slices.Sorted(func(yield func(uint64) bool) {
+		for id := range last {
+			if !yield(id) {
+				return
+			}
+		}
+	}) {
+		out = binary.AppendUvarint(out, last[id])
+	}
+	return out
+}
+
+// A reader never misses a write whose Put has returned, nor sees one whose
+// removal has returned, while runs are rotated, ingested and committed
+// under it: the run being applied stays readable until Pebble holds it.
+func TestRunsReadsNeverMiss(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), WithSortedRuns(16<<10), WithCacheSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const puts, lag = 300, 5
+	value := func(i int) store.Value {
+		return store.Value{ProviderID: storetest.PeerID("p"), ContextID: fmt.Appendf(nil, "ctx-%d", i), Metadata: []byte("md")}
+	}
+	var done atomic.Int64 // Puts (and their removals) that have returned
+	done.Store(-1)
+	var wg sync.WaitGroup
+	var fail atomic.Value
+	wg.Go(func() {
+		for i := range puts {
+			if err := s.Put(ctx, value(i), storetest.Multihashes(fmt.Sprint("never-miss-", i), 40)...); err != nil {
+				fail.Store(err.Error())
+				return
+			}
+			if i >= lag {
+				gone := storetest.Multihashes(fmt.Sprint("never-miss-", i-lag), 1)
+				if err := s.Remove(ctx, value(i-lag).ProviderID, value(i-lag).ContextID, gone...); err != nil {
+					fail.Store(err.Error())
+					return
+				}
+			}
+			if i%3 == 0 {
+				if err := s.Flush(ctx); err != nil {
+					fail.Store(err.Error())
+					return
+				}
+			}
+			done.Store(int64(i))
+		}
+	})
+	r := rand.New(rand.NewPCG(3, 4))
+	reads := 0
+	for done.Load() < puts-1 && fail.Load() == nil {
+		d := int(done.Load())
+		if d < 0 {
+			continue
+		}
+		i := r.IntN(d + 1)
+		mh := storetest.Multihashes(fmt.Sprint("never-miss-", i), 40)
+		got, err := s.Get(ctx, mh[1+r.IntN(39)])
+		if err != nil || len(got) != 1 || !got[0].Equal(value(i)) {
+			t.Fatalf("Put %d of %d returned: Get = %v, %v; want [%v]", i, d, got, err, value(i))
+		}
+		if i <= d-lag {
+			got, err := s.Get(ctx, mh[0])
+			if err != nil || len(got) != 0 {
+				t.Fatalf("Put %d removed its first multihash after Put %d returned: Get = %v, %v; want nothing", i, d, got, err)
+			}
+		}
+		reads++
+	}
+	wg.Wait()
+	if f := fail.Load(); f != nil {
+		t.Fatal(f)
+	}
+	runs := s.eng.runs
+	runs.applyMu.Lock()
+	ingested, committed := runs.ingested, runs.committed
+	runs.applyMu.Unlock()
+	t.Logf("%d reads; runs: %d ingested, %d committed", reads, ingested, committed)
+	if ingested == 0 || committed == 0 {
+		t.Fatalf("runs: %d ingested, %d committed; the test must reach both", ingested, committed)
+	}
+}
