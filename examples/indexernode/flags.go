@@ -63,6 +63,9 @@ type fileConfig struct {
 	// Config.IndexMemTableSize).
 	IndexCacheSize    int64
 	IndexMemTableSize int64
+	// IndexRunSize is the sorted runs of a pebble index in bytes
+	// (Config.IndexRunSize); 0 turns them off.
+	IndexRunSize int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -135,6 +138,7 @@ func defaultFileConfig() fileConfig {
 		GossipPeerRate:     d.GossipPeerRate,
 		IndexCacheSize:     d.IndexCacheSize,
 		IndexMemTableSize:  d.IndexMemTableSize,
+		IndexRunSize:       d.IndexRunSize,
 	}
 }
 
@@ -165,6 +169,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.BoolVar(&c.IndexFullKeys, "index-full-keys", c.IndexFullKeys, "key a new pebble index on whole multihashes (off: long cryptographic digests are keyed on their first 20 bytes, 12 bytes less per sha2-256 multihash; an existing index keeps its layout)")
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
+	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.Pprof, "pprof", c.Pprof, "loopback listen `address` of Go's /debug/pprof/ profiles (\"\": none, the default)")
@@ -270,6 +275,7 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 		IndexFullKeys:      c.IndexFullKeys,
 		IndexCacheSize:     c.IndexCacheSize,
 		IndexMemTableSize:  c.IndexMemTableSize,
+		IndexRunSize:       c.IndexRunSize,
 		UnfreezeOnStart:    c.UnfreezeOnStart,
 		UseAssigner:        c.UseAssigner,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,

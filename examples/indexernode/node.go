@@ -478,7 +478,8 @@ func lockHint(err error) error {
 // nil interface (not a typed nil pointer that Close would dereference). A
 // Pebble store has cfg's cache and memtable sizes, is sized to a disk
 // budget ([pebble.WithDiskBudget]), has no write-ahead log with
-// IndexNoWAL ([pebble.WithoutWAL]), and if new is keyed on digest
+// IndexNoWAL ([pebble.WithoutWAL]), gathers sorted runs with
+// IndexRunSize ([pebble.WithSortedRuns]), and if new is keyed on digest
 // prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]).
 func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, error) {
 	budget, noWAL, fullKeys := cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys
@@ -509,6 +510,9 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		}
 		if noWAL {
 			opts = append(opts, pebble.WithoutWAL())
+		}
+		if cfg.IndexRunSize > 0 {
+			opts = append(opts, pebble.WithSortedRuns(cfg.IndexRunSize))
 		}
 		if !fullKeys {
 			opts = append(opts, pebble.WithDigestPrefixKeys())
