@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -23,21 +25,30 @@ import (
 )
 
 // crashEnv names the directory a re-executed test binary ingests into;
-// its presence makes TestCrash act as the child. crashNoWALEnv, set, makes
-// it open the store without a write-ahead log.
+// its presence makes TestCrash act as the child. crashModeEnv names the
+// store's durability shortcut: a key of crashModes.
 const (
-	crashEnv      = "INDEXKIT_INGEST_CRASH_DIR"
-	crashNoWALEnv = "INDEXKIT_INGEST_CRASH_NOWAL"
+	crashEnv     = "INDEXKIT_INGEST_CRASH_DIR"
+	crashModeEnv = "INDEXKIT_INGEST_CRASH_MODE"
 )
+
+// crashModes are the ways the store is opened: with its write-ahead log,
+// without it, and with sorted runs small enough that the child ingests
+// tables as well as committing batches between checkpoints.
+var crashModes = map[string][]pebble.Option{
+	"wal":   nil,
+	"nowal": {pebble.WithoutWAL()},
+	"runs":  {pebble.WithSortedRuns(48 << 10)},
+}
 
 var crashConfig = chaingen.Config{Seed: 77, Ads: 120, MhsPerAd: 400, ChunkSize: 50,
 	RemoveEvery: 4, UpdateEvery: 5, ReuseEvery: 6, SharedMhs: 10, ExtendedEvery: 7}
 
-func openCrash(t testing.TB, dir string, noWAL bool) (store.Store, *leveldb.Datastore) {
+func openCrash(t testing.TB, dir string, mode string) (store.Store, *leveldb.Datastore) {
 	t.Helper()
-	var opts []pebble.Option
-	if noWAL {
-		opts = append(opts, pebble.WithoutWAL())
+	opts, ok := crashModes[mode]
+	if !ok {
+		t.Fatalf("crash mode %q", mode)
 	}
 	st, err := pebble.Open(filepath.Join(dir, "store"), opts...)
 	if err != nil {
@@ -54,23 +65,24 @@ func openCrash(t testing.TB, dir string, noWAL bool) (store.Store, *leveldb.Data
 // A child process ingesting a chain into pebble, with walker state in
 // LevelDB, is killed with SIGKILL at random points, several times over;
 // the walk resumed after the last kill ends with the store equal to the
-// model. It does so with the store's write-ahead log and without it
-// (pebble.WithoutWAL), where a kill loses every write since the last
-// checkpoint's Flush.
+// model. It does so with the store's write-ahead log, without it
+// (pebble.WithoutWAL), and with sorted runs (pebble.WithSortedRuns): in
+// the last two a kill loses the index writes since the last checkpoint's
+// Flush.
 func TestCrash(t *testing.T) {
 	if dir := os.Getenv(crashEnv); dir != "" {
-		crashChild(t, dir, os.Getenv(crashNoWALEnv) != "")
+		crashChild(t, dir, os.Getenv(crashModeEnv))
 		return
 	}
 	if testing.Short() {
 		t.Skip("re-executes the test binary; skipped with -short")
 	}
-	for _, noWAL := range []bool{false, true} {
-		t.Run(map[bool]string{false: "wal", true: "nowal"}[noWAL], func(t *testing.T) { testCrash(t, noWAL) })
+	for _, mode := range slices.Sorted(maps.Keys(crashModes)) {
+		t.Run(mode, func(t *testing.T) { testCrash(t, mode) })
 	}
 }
 
-func testCrash(t *testing.T, noWAL bool) {
+func testCrash(t *testing.T, mode string) {
 	for trial := range 3 {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
 			dir := t.TempDir()
@@ -78,7 +90,7 @@ func testCrash(t *testing.T, noWAL bool) {
 			kills := 0
 			for range 4 {
 				killAt := 1 + rng.IntN(2*crashConfig.Ads)
-				finished := runCrashChild(t, dir, killAt, noWAL)
+				finished := runCrashChild(t, dir, killAt, mode)
 				if finished {
 					break
 				}
@@ -86,7 +98,7 @@ func testCrash(t *testing.T, noWAL bool) {
 			}
 			t.Logf("killed the child %d times", kills)
 
-			st, ds := openCrash(t, dir, noWAL)
+			st, ds := openCrash(t, dir, mode)
 			defer ds.Close()
 			defer st.Close()
 			chain := generate(t, crashConfig)
@@ -113,12 +125,9 @@ func testCrash(t *testing.T, noWAL bool) {
 
 // runCrashChild runs the child until it reports killAt steps, then kills
 // it; it reports whether the child finished first.
-func runCrashChild(t *testing.T, dir string, killAt int, noWAL bool) bool {
+func runCrashChild(t *testing.T, dir string, killAt int, mode string) bool {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$", "-test.count=1", "-test.v=false")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
-	if noWAL {
-		cmd.Env = append(cmd.Env, crashNoWALEnv+"=1")
-	}
+	cmd.Env = append(os.Environ(), crashEnv+"="+dir, crashModeEnv+"="+mode)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -155,8 +164,8 @@ func runCrashChild(t *testing.T, dir string, killAt int, noWAL bool) bool {
 	return finished
 }
 
-func crashChild(t *testing.T, dir string, noWAL bool) {
-	st, ds := openCrash(t, dir, noWAL)
+func crashChild(t *testing.T, dir string, mode string) {
+	st, ds := openCrash(t, dir, mode)
 	chain := generate(t, crashConfig)
 	srcs := newSources()
 	srcs.set(chain.Publisher, chain.Source())
