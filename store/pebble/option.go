@@ -193,9 +193,18 @@ func WithoutWAL() Option {
 // the index writes since the last Flush (the records, provider
 // information and everything else still go through the log, if there is
 // one). It suits a store whose writes can be replayed from elsewhere, as
-// an indexer's index from its publishers' chains. The store holds up to
-// about twice n while a full run is being applied. A database written
-// with runs opens without them, and the other way round.
+// an indexer's index from its publishers' chains.
+//
+// Runs take two arenas of n bytes (from 4 KiB to 2 GiB), an eighth of each
+// for a hash table over the rest: one gathers while the other is being
+// applied, and a writer that fills one while the other is still being
+// applied waits for it. On Linux the arenas are mapped outside the Go
+// heap, so the collector neither scans nor counts them, and an applied
+// run's pages are given back: a store that is not writing holds none. A
+// sha2-256 multihash with [WithDigestPrefixKeys] takes 37 bytes of arena
+// and 4 to 8 of table, so a 32 MiB run holds about 750,000 multihashes.
+// A database written with runs opens without them, and the other way
+// round.
 func WithSortedRuns(n int64) Option {
 	return func(c *config) error {
 		if n != 0 && (n < minRunSize || n > 1<<31) {

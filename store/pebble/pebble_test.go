@@ -56,7 +56,7 @@ func TestConformanceDigestPrefixKeys(t *testing.T) {
 // large that everything stays in them until a Flush, Sweep or scan, so
 // that every read goes through them.
 func TestConformanceSortedRuns(t *testing.T) {
-	for _, n := range []int64{4 << 10, 256 << 20} {
+	for _, n := range []int64{4 << 10, 64 << 20} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			storetest.RunPersistent(t, func(dir string) (store.Store, error) {
 				return pebble.Open(dir, pebble.WithSortedRuns(n), pebble.WithDigestPrefixKeys(), pebble.WithCacheSize(8<<20))

@@ -389,13 +389,28 @@ type sortKey struct {
 // scratch space, kept between calls.
 func (x *run) sorted(order *[]sortKey, fn func(key, value []byte) error) error {
 	o := (*order)[:0]
-	for _, t := range x.table {
-		if t == 0 {
-			continue
-		}
+	add := func(t uint32) {
 		var p [8]byte
 		copy(p[:], x.key(t-1))
 		o = append(o, sortKey{binary.BigEndian.Uint64(p[:]), t})
+	}
+	if x.ops < len(x.table)/8 {
+		// Few operands in a large table (a Flush soon after the last
+		// rotation): walk the records, keeping each key's newest.
+		for off := 0; off < x.used; {
+			h := x.rec[off:]
+			kl, ol := binary.LittleEndian.Uint16(h[4:]), binary.LittleEndian.Uint16(h[6:])
+			if t := uint32(off + 1); x.find(h[recordHeader:recordHeader+int(kl)]) == t {
+				add(t)
+			}
+			off += recordHeader + int(kl) + int(ol)
+		}
+	} else {
+		for _, t := range x.table {
+			if t != 0 {
+				add(t)
+			}
+		}
 	}
 	*order = o
 	slices.SortFunc(o, func(a, b sortKey) int {
