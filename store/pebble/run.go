@@ -58,9 +58,10 @@ type runs struct {
 	spare  *run   // the other arena, applied and released, when not in imm
 	err    error  // the first apply error: later index writes fail with it
 
-	applyMu sync.Mutex // held while applying, so that runs apply in order
-	order   []sortKey  // reused by each apply
-	files   int        // names the tables written
+	applyMu  sync.Mutex // held while applying, so that runs apply in order
+	order    []sortKey  // scratch of each apply: an arena for a run's distinct keys
+	orderMem []byte
+	files    int // names the tables written
 	// Counters for tests, under applyMu.
 	ingested, committed int
 }
@@ -90,6 +91,11 @@ func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, e
 	if r.active, err = newRun(r.size, r.seed); err != nil {
 		return nil, err
 	}
+	if r.orderMem, err = newArena(int(unsafe.Sizeof(sortKey{})) * r.active.max); err != nil {
+		freeArena(r.active.mem)
+		return nil, err
+	}
+	r.order = unsafe.Slice((*sortKey)(unsafe.Pointer(&r.orderMem[0])), r.active.max)[:0]
 	return r, nil
 }
 
@@ -207,6 +213,7 @@ func (r *runs) applyPending() error {
 }
 
 func (r *runs) apply(x *run) error {
+	defer releaseArena(r.orderMem)
 	if x.used < r.minIngest {
 		b := r.db.NewBatch()
 		defer b.Close()
@@ -257,7 +264,8 @@ func (r *runs) close() {
 			freeArena(x.mem)
 		}
 	}
-	r.imm, r.active, r.spare = nil, nil, nil
+	freeArena(r.orderMem)
+	r.imm, r.active, r.spare, r.order, r.orderMem = nil, nil, nil, nil, nil
 }
 
 // run is a sequence of index operands in one arena: an open-addressing
@@ -386,7 +394,8 @@ type sortKey struct {
 
 // sorted calls fn with each distinct key in ascending order and the merge
 // of its operands: one operand as is, several combined into one. order is
-// scratch space, kept between calls.
+// scratch space, kept between calls; with the capacity of x's distinct keys
+// it is not reallocated.
 func (x *run) sorted(order *[]sortKey, fn func(key, value []byte) error) error {
 	o := (*order)[:0]
 	add := func(t uint32) {
