@@ -116,7 +116,8 @@ type Config struct {
 	// gathered commits it through the memtable, as without runs, so many
 	// small walks cost what they cost without them. Up to about twice
 	// this is held while a full run is written (DefaultConfig: 32 MiB;
-	// 0: off).
+	// 0: off). A DiskBudget caps it at a 16th of the budget, and turns
+	// runs off below 1 MiB.
 	IndexRunSize int64
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
@@ -223,8 +224,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("Config.IndexCacheSize %d must not be negative", c.IndexCacheSize)
 	case c.IndexMemTableSize != 0 && (c.IndexMemTableSize < pebble.MinMemTableSize || c.IndexMemTableSize >= 4<<30):
 		return fmt.Errorf("Config.IndexMemTableSize %d: want 0 or from %d bytes to below 4 GiB", c.IndexMemTableSize, pebble.MinMemTableSize)
-	case c.IndexRunSize < 0 || c.IndexRunSize >= 2<<30:
-		return fmt.Errorf("Config.IndexRunSize %d: want 0 or up to 2 GiB", c.IndexRunSize)
+	case c.IndexRunSize != 0 && (c.IndexRunSize < 64<<10 || c.IndexRunSize > 2<<30):
+		return fmt.Errorf("Config.IndexRunSize %d: want 0 or from 64 KiB to 2 GiB", c.IndexRunSize)
 	case len(c.HandoffFrom) > 0 && c.HandoffFromFile != "":
 		return errors.New("Config.HandoffFrom and HandoffFromFile: give one, not both")
 	}

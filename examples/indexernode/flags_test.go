@@ -63,18 +63,32 @@ func TestLoadOrCreateKey(t *testing.T) {
 // memtable Pebble cannot use and a negative cache are refused by name.
 func TestIndexMemoryConfig(t *testing.T) {
 	for _, tc := range []struct {
-		cache, memtable int64
-		want            string
+		cache, memtable, runs int64
+		want                  string
 	}{
-		{-1, 0, "IndexCacheSize"},
-		{0, 1000, "IndexMemTableSize"},
-		{0, 4 << 30, "IndexMemTableSize"},
+		{-1, 0, 0, "IndexCacheSize"},
+		{0, 1000, 0, "IndexMemTableSize"},
+		{0, 4 << 30, 0, "IndexMemTableSize"},
+		{0, 0, -1, "IndexRunSize"},
+		{0, 0, 4096, "IndexRunSize"},
+		{0, 0, 3 << 30, "IndexRunSize"},
 	} {
 		c := DefaultConfig()
 		c.Dir = t.TempDir()
-		c.IndexCacheSize, c.IndexMemTableSize = tc.cache, tc.memtable
+		c.IndexCacheSize, c.IndexMemTableSize, c.IndexRunSize = tc.cache, tc.memtable, tc.runs
 		if err := c.validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("cache %d, memtable %d: %v, want an error naming %s", tc.cache, tc.memtable, err, tc.want)
+			t.Errorf("cache %d, memtable %d, runs %d: %v, want an error naming %s", tc.cache, tc.memtable, tc.runs, err, tc.want)
+		}
+	}
+	// A disk budget caps the runs at a 16th of it, as the memtables.
+	for _, tc := range []struct{ size, budget, want int64 }{
+		{32 << 20, 0, 32 << 20},
+		{32 << 20, 64 << 20, 4 << 20},
+		{32 << 20, 512 << 10, 0},
+		{0, 0, 0},
+	} {
+		if got := runSize(tc.size, tc.budget); got != tc.want {
+			t.Errorf("runs of %d under a budget of %d: %d, want %d", tc.size, tc.budget, got, tc.want)
 		}
 	}
 	c := DefaultConfig()
@@ -83,8 +97,8 @@ func TestIndexMemoryConfig(t *testing.T) {
 	if err := c.validate(); err != nil {
 		t.Errorf("32 MiB each: %v", err)
 	}
-	fc, err := loadConfig([]string{"-index-cache-size", "1048576", "-index-memtable-size", "65536"}, io.Discard)
-	if err != nil || fc.IndexCacheSize != 1<<20 || fc.IndexMemTableSize != 64<<10 {
+	fc, err := loadConfig([]string{"-index-cache-size", "1048576", "-index-memtable-size", "65536", "-index-run-size", "0"}, io.Discard)
+	if err != nil || fc.IndexCacheSize != 1<<20 || fc.IndexMemTableSize != 64<<10 || fc.IndexRunSize != 0 {
 		t.Errorf("flags: %+v, %v", fc, err)
 	}
 }

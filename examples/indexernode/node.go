@@ -511,8 +511,8 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		if noWAL {
 			opts = append(opts, pebble.WithoutWAL())
 		}
-		if cfg.IndexRunSize > 0 {
-			opts = append(opts, pebble.WithSortedRuns(cfg.IndexRunSize))
+		if runs := runSize(cfg.IndexRunSize, budget); runs > 0 {
+			opts = append(opts, pebble.WithSortedRuns(runs))
 		}
 		if !fullKeys {
 			opts = append(opts, pebble.WithDigestPrefixKeys())
@@ -525,6 +525,19 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
+}
+
+// runSize is the sorted runs of a Pebble index: size, capped at a 16th of
+// a disk budget as the memtables are (a run becomes a table of about its
+// size), and none when that leaves less than 64 KiB.
+func runSize(size, budget int64) int64 {
+	if budget > 0 {
+		size = min(size, budget/16)
+	}
+	if size < 64<<10 {
+		return 0
+	}
+	return size
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has

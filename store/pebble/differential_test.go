@@ -45,6 +45,14 @@ func (a *mergeAudit) fail(format string, args ...any) {
 	}
 }
 
+// verify is a DifferentialConfig.Verify: the audit's first error.
+func (a *mergeAudit) verify(store.Store) error {
+	if err := a.err(); err != nil {
+		return fmt.Errorf("merge operator: %w", err)
+	}
+	return nil
+}
+
 func (a *mergeAudit) err() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -238,12 +246,7 @@ func TestDifferential(t *testing.T) {
 			}
 			return "pebble Compact", true
 		},
-		Verify: func(store.Store) error {
-			if err := audit.err(); err != nil {
-				return fmt.Errorf("merge operator: %w", err)
-			}
-			return nil
-		},
+		Verify: audit.verify,
 		BeforeClose: func(s store.Store) {
 			m := s.(*pebble.Store).Pebble().Metrics()
 			compactions += m.Compact.Count
@@ -340,12 +343,7 @@ func TestDifferentialSortedRuns(t *testing.T) {
 			}
 			return "pebble Compact", true
 		},
-		Verify: func(store.Store) error {
-			if err := audit.err(); err != nil {
-				return fmt.Errorf("merge operator: %w", err)
-			}
-			return nil
-		},
+		Verify: audit.verify,
 		BeforeClose: func(s store.Store) {
 			for _, l := range s.(*pebble.Store).Pebble().Metrics().Levels {
 				ingested += l.TablesIngested
