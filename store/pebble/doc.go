@@ -174,6 +174,30 @@
 //
 //	INDEXKIT_BENCH_KEYS=10000000 go test -run XXX -bench 'BenchmarkWrite/(raw$|prefix$|runs$|runs-flush64$)' -benchtime=1x ./store/pebble/
 //
+// With the memtable out of the way, compactions are most of what is left,
+// and they grow with the index: a level more per tenfold. Routes measured
+// against them with runs (CPU-µs per multihash, the load plus the
+// settling compaction; one run each, the machine shared):
+//
+//	                                      10M          30M
+//	runs, 64 MiB base level               2.77         2.62
+//	  L0 compaction at 8 sublevels        2.51
+//	  both                                2.28
+//	  512 MiB base level                  2.06         2.25
+//	64 MiB runs                           1.97
+//
+// A larger base level (LBaseMaxBytes) leaves fewer levels to compact
+// through, and fewer for a lookup to read; at 30M it also left a third of
+// the compaction debt owed at the end of the load (12.8 B per multihash
+// against 38.9). Kept: [DefaultOptions] has a 512 MiB base level. Runs of
+// 64 MiB measured better still, but cost twice the memory; the node keeps
+// 32 MiB.
+//
+// (The route "runs" had the 64 MiB base level then; it is "runs-lbase64"
+// now.)
+//
+//	INDEXKIT_BENCH_KEYS=30000000 go test -run XXX -bench 'BenchmarkWrite/(runs-lbase64$|runs-lbase$)' -benchtime=1x ./store/pebble/
+//
 // The price of the WAL's absence is paid at Flush, each of which writes
 // a table that compactions must merge into the base level; with random
 // keys every small table overlaps all of it. Flushing after every so many

@@ -109,11 +109,18 @@ var writeRoutes = []writeRoute{
 	{"runs-flush1", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
 	}, 1},
-	// Runs with fewer, larger compactions: more L0 sublevels before
-	// compacting into the base level, and a larger base level.
+	// Runs with the 64 MiB base level DefaultOptions had before, then with
+	// fewer, larger compactions: more L0 sublevels before compacting into
+	// the base level, and a larger base level (DefaultOptions' now).
+	{"runs-lbase64", func() []ikpebble.Option {
+		o := ikpebble.DefaultOptions()
+		o.LBaseMaxBytes = 64 << 20
+		return []ikpebble.Option{ikpebble.WithOptions(o), ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
+	}, 0},
 	{"runs-l0", func() []ikpebble.Option {
 		o := ikpebble.DefaultOptions()
 		o.L0CompactionThreshold = 8
+		o.LBaseMaxBytes = 64 << 20
 		return []ikpebble.Option{ikpebble.WithOptions(o), ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
 	{"runs-l0-lbase", func() []ikpebble.Option {
