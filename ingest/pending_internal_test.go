@@ -358,4 +358,3 @@ func TestCycleCheck(t *testing.T) {
 		}
 	}
 }
-
