@@ -183,10 +183,14 @@
 // [WithDepthLimits]) is abandoned, with nothing of it applied; so is a
 // walk whose collected blocks would take more than the spill limit
 // ([DefaultSpillLimit], and [DefaultFirstSpillLimit] for a publisher whose
-// first walk it is; [WithSpillLimits]). A cycle
+// first walk it is; [WithSpillLimits]; the limit counts the blocks'
+// bytes, though the walker keeps the advertisements in fewer). A cycle
 // cannot occur with verified blocks (an advertisement cannot link to a CID
 // that depends on its own bytes); the walker still checks for a CID met
-// twice and fails with [ErrCycle].
+// twice and fails with [ErrCycle], without a marker per advertisement:
+// it remembers one CID of the walk, moved ever further apart (Brent's
+// algorithm), and a walk round a cycle of n advertisements comes back
+// to it within about 2n steps, unless a limit stops it first.
 //
 // # Persistence and restart
 //
@@ -198,14 +202,21 @@
 //	count, applied          advertisements collected and applied (uvarint)
 //	spilled                 bytes of the blocks collected (uvarint)
 //	q/<%016x>               collected advertisement i (0 = newest): flags,
-//	                        CID, verified signer and block
-//	seen/<cid>              collected in this walk
+//	                        CID, verified signer and the advertisement
+//	                        as decoded, in a compact binary form (earlier
+//	                        versions kept its block, which this one still
+//	                        reads: applying it decodes the block again)
+//	seen/<cid>              written by earlier versions for each
+//	                        advertisement collected; dropped when the walk
+//	                        ends
 //	done/<cid>              applied while not frozen (kept for good, next
 //	                        to the entries it indexed, so that a walk
 //	                        asked for an old head does nothing)
 //	heads                   the heads of the last 16 walks that finished:
 //	                        a walk stops at them, as at the last head
-//	rm/<provider>.<ctx>     contexts removed in this walk
+//	rm/<provider>.<ctx>     contexts removed in this walk (a walk with at
+//	                        most 65,536 holds them in memory as well, and
+//	                        looks none up)
 //	addrs                   the publisher's verified addresses (its signed
 //	                        head was fetched from them), used after a
 //	                        restart by an announce or sync that names none

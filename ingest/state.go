@@ -23,8 +23,11 @@ import (
 //	applied         of those, how many are applied (as of a checkpoint)
 //	q/<%016x i>     pending advertisement i, 0 being the newest:
 //	                flags byte, uvarint CID length, CID, with
-//	                flagVerified uvarint signer length and signer, block
-//	seen/<cid>      advertisement collected by the walk in progress
+//	                flagVerified uvarint signer length and signer, then
+//	                with flagCompact the advertisement in the compact
+//	                form of pending.go, else (earlier versions) its block
+//	seen/<cid>      written by earlier versions for an advertisement
+//	                collected by the walk in progress; discarded with it
 //	done/<cid>      advertisement applied while not frozen (kept for
 //	                good, next to the entries it indexed); none is
 //	                written for an advertisement applied while frozen
@@ -55,6 +58,7 @@ const (
 
 	flagRemoved  = 1 << 0 // a newer ad of the walk removes this ad's context
 	flagVerified = 1 << 1 // its signature was verified when it was collected; the signer follows the CID
+	flagCompact  = 1 << 2 // the decoded advertisement follows, in the compact form of pending.go, not its block
 )
 
 // maxRecentHeads bounds the heads of finished walks a walker remembers
@@ -203,54 +207,6 @@ func loadState(ctx context.Context, ds datastore.Read, k keys) (WalkState, error
 		return s, fmt.Errorf("corrupt walker state: %d applied of %d collected", s.Applied, s.Collected)
 	}
 	return s, nil
-}
-
-// pending is one collected advertisement.
-type pending struct {
-	flags  byte
-	cid    cid.Cid
-	signer peer.ID // with flagVerified: the verified signer ("" for an accepted unsigned ad)
-	block  []byte
-}
-
-func (p pending) encode() []byte {
-	cb := p.cid.Bytes()
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(cb)+len(p.signer)+len(p.block))
-	b = append(b, p.flags)
-	b = binary.AppendUvarint(b, uint64(len(cb)))
-	b = append(b, cb...)
-	if p.flags&flagVerified != 0 {
-		b = binary.AppendUvarint(b, uint64(len(p.signer)))
-		b = append(b, p.signer...)
-	}
-	return append(b, p.block...)
-}
-
-func decodePending(b []byte) (pending, error) {
-	var p pending
-	if len(b) < 2 {
-		return p, errors.New("corrupt pending advertisement: too short")
-	}
-	p.flags = b[0]
-	n, k := binary.Uvarint(b[1:])
-	if k <= 0 || uint64(len(b)-1-k) < n {
-		return p, errors.New("corrupt pending advertisement: bad CID length")
-	}
-	rest := b[1+k:]
-	_, c, err := cid.CidFromBytes(rest[:n])
-	if err != nil {
-		return p, fmt.Errorf("corrupt pending advertisement: %w", err)
-	}
-	p.cid, rest = c, rest[n:]
-	if p.flags&flagVerified != 0 {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || uint64(len(rest)-k) < n {
-			return p, errors.New("corrupt pending advertisement: bad signer length")
-		}
-		p.signer, rest = peer.ID(rest[k:k+int(n)]), rest[k+int(n):]
-	}
-	p.block = rest
-	return p, nil
 }
 
 // deletePrefix adds a delete of every key under prefix to b.

@@ -31,9 +31,9 @@ func (w *Walker) apply(ctx context.Context, src Syncer, s WalkState, a Applier, 
 		}
 		first := s.Applied - len(done)
 		for i, d := range done {
-			err = errors.Join(err,
-				b.Delete(ctx, w.keys.queue(s.Collected-1-(first+i))),
-				b.Delete(ctx, w.keys.seen(d.cid)))
+			// seen/<cid> markers of walks collected by earlier
+			// versions go when the walk ends (discard).
+			err = errors.Join(err, b.Delete(ctx, w.keys.queue(s.Collected-1-(first+i))))
 			// A frozen node walks for as long as its publishers
 			// publish, storing nothing new: a marker for each of those
 			// advertisements would be the one thing that grows its
@@ -113,9 +113,11 @@ func (w *Walker) applyOne(ctx context.Context, src Syncer, s WalkState, a Applie
 	if err != nil {
 		return fmt.Errorf("ingest: walk %s: %s: %w", w.publisher, k, err)
 	}
-	ad, err := schema.DecodeAdvertisement(p.cid, p.block)
-	if err != nil {
-		return &AdError{Ad: p.cid, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+	ad := p.ad
+	if ad == nil { // collected by an older version, which kept the block
+		if ad, err = schema.DecodeAdvertisement(p.cid, p.block); err != nil {
+			return &AdError{Ad: p.cid, Err: fmt.Errorf("%w: %w", ErrInvalidBlock, err)}
+		}
 	}
 	provider, _ := peer.Decode(ad.Provider)
 	signer := p.signer

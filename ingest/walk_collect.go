@@ -8,6 +8,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/ipfs/go-datastore"
+	"github.com/ipfs/go-datastore/query"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/ingest/schema"
@@ -29,9 +30,7 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 		w.setState(s)
 		return s, nil
 	}
-	if seen, err := cb.has(ctx, w.keys.seen(c)); err != nil {
-		return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
-	} else if seen {
+	if w.cycle.meet(c) {
 		return s, &AdError{Ad: c, Err: fmt.Errorf("%w: %s met twice walking from %s", ErrCycle, c, s.Head)}
 	}
 	if s.Collected >= w.cfg.adDepth {
@@ -67,10 +66,10 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 
 	// The writes of this advertisement go to cb together, or not at all.
 	var writes []collectWrite
-	p := pending{flags: flagVerified, cid: c, signer: signer, block: block}
+	p := pending{flags: flagVerified, cid: c, signer: signer, ad: ad}
 	if len(ad.ContextID) > 0 {
 		rmKey := w.keys.removed(provider, ad.ContextID)
-		removed, err := cb.has(ctx, rmKey)
+		removed, err := cb.removed(ctx, rmKey)
 		if err != nil {
 			return s, fmt.Errorf("ingest: walk %s: %w", w.publisher, err)
 		}
@@ -81,6 +80,7 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 		// its context.
 		if ad.IsRm && !removed {
 			writes = append(writes, collectWrite{key: rmKey})
+			cb.noteRemoved(rmKey)
 		}
 	}
 	next := s
@@ -89,7 +89,6 @@ func (w *Walker) collect(ctx context.Context, src Syncer, s WalkState, cb *colle
 	next.Tail = ad.PreviousID
 	writes = append(writes,
 		collectWrite{key: w.keys.queue(s.Collected), value: p.encode()},
-		collectWrite{key: w.keys.seen(c)},
 		collectWrite{key: w.keys.key(keyCount), value: intBytes(next.Collected)},
 		collectWrite{key: w.keys.key(keySpilled), value: intBytes(int(next.Spilled))},
 	)
@@ -120,6 +119,96 @@ type collectBatch struct {
 	writes  []collectWrite
 	held    map[datastore.Key]bool // keys written, true if put (not deleted)
 	started time.Time
+	// rm holds the walk's rm/ keys, all of them while rmAll: an
+	// advertisement with a context then needs no datastore lookup to
+	// know whether a newer one removed it. Past maxHeldRemovals keys
+	// the set is dropped, and lookups go to the datastore.
+	rmDir    string
+	rm       map[datastore.Key]struct{}
+	rmAll    bool
+	rmLoaded bool
+}
+
+// maxHeldRemovals bounds the rm/ keys a collectBatch holds: some 10 MiB.
+// A variable for tests.
+var maxHeldRemovals = 1 << 16
+
+// loadRemovals reads the walk's rm/ keys into cb.rm, unless there are
+// more than maxHeldRemovals.
+func (cb *collectBatch) loadRemovals(ctx context.Context) error {
+	cb.rmLoaded = true
+	res, err := cb.ds.Query(ctx, query.Query{Prefix: cb.rmDir, KeysOnly: true})
+	if err != nil {
+		return err
+	}
+	defer res.Close()
+	rm := make(map[datastore.Key]struct{})
+	for r := range res.Next() {
+		if r.Error != nil {
+			return r.Error
+		}
+		if len(rm) == maxHeldRemovals {
+			return nil // too many: look them up
+		}
+		rm[datastore.RawKey(r.Key)] = struct{}{}
+	}
+	cb.rm, cb.rmAll = rm, true
+	return nil
+}
+
+// removed reports whether the rm/ key k exists, written or not.
+func (cb *collectBatch) removed(ctx context.Context, k datastore.Key) (bool, error) {
+	if !cb.rmLoaded {
+		if err := cb.loadRemovals(ctx); err != nil {
+			return false, err
+		}
+	}
+	if cb.rmAll {
+		_, ok := cb.rm[k]
+		return ok, nil
+	}
+	return cb.has(ctx, k)
+}
+
+// noteRemoved records that the rm/ key k is written.
+func (cb *collectBatch) noteRemoved(k datastore.Key) {
+	if !cb.rmAll {
+		return
+	}
+	if len(cb.rm) >= maxHeldRemovals {
+		cb.rm, cb.rmAll = nil, false
+		return
+	}
+	cb.rm[k] = struct{}{}
+}
+
+// cycleCheck finds an advertisement CID met twice in a walk, with Brent's
+// algorithm: it remembers one CID, compares each CID met with it, and
+// moves it to the CID met after 1, 2, 4, 8 ... steps. A walk that has
+// gone round a cycle of n advertisements (from any point of the chain)
+// meets the CID it remembers again within about 2n more steps; the depth
+// and spill limits bound it meanwhile, and whichever fails first
+// abandons the walk. It holds no state on disk and reads none: a walk
+// resumed by a new process starts checking again from where it resumes. Versions
+// before it wrote a seen/<cid> marker per advertisement and looked it up
+// for each advertisement collected, for a cycle that verified blocks
+// cannot form (see "Failures" in the package documentation).
+type cycleCheck struct {
+	mark         cid.Cid
+	steps, power int
+}
+
+// meet reports whether c is the CID remembered, that is, whether the walk
+// has come back to it.
+func (cc *cycleCheck) meet(c cid.Cid) bool {
+	if cc.mark.Defined() && c.Equals(cc.mark) {
+		return true
+	}
+	cc.steps++
+	if cc.steps >= cc.power {
+		cc.mark, cc.power, cc.steps = c, max(1, 2*cc.power), 0
+	}
+	return false
 }
 
 type collectWrite struct {

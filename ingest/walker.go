@@ -73,6 +73,9 @@ type Walker struct {
 	// heads mirrors keyHeads once headsLoaded; guarded by walkMu.
 	heads       []cid.Cid
 	headsLoaded bool
+	// cycle checks the walk in progress for a CID met twice, across
+	// its runs in this process; guarded by walkMu.
+	cycle cycleCheck
 
 	stateMu sync.Mutex
 	state   WalkState // mirror of the persisted state, valid when loaded
@@ -350,6 +353,7 @@ func (w *Walker) walk(ctx context.Context, src Syncer, head cid.Cid, a Applier, 
 	}
 	s = WalkState{LastHead: s.LastHead, Head: head, Tail: head}
 	w.setState(s)
+	w.cycle = cycleCheck{}
 	w.log.Info("walk started", "cid", head.String(), "lastHead", s.LastHead.String())
 	return w.run(ctx, src, s, a, sl)
 }
@@ -357,7 +361,7 @@ func (w *Walker) walk(ctx context.Context, src Syncer, head cid.Cid, a Applier, 
 // run continues the walk in progress described by s.
 func (w *Walker) run(ctx context.Context, src Syncer, s WalkState, a Applier, sl *slot) error {
 	start := time.Now()
-	cb := &collectBatch{ds: w.ds}
+	cb := &collectBatch{ds: w.ds, rmDir: w.keys.dir(dirRemoved)}
 	for s.Tail.Defined() {
 		var err error
 		if s, err = w.collect(ctx, src, s, cb); err != nil {
