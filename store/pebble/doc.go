@@ -189,12 +189,14 @@
 // A larger base level (LBaseMaxBytes) leaves fewer levels to compact
 // through, and fewer for a lookup to read; at 30M it also left a third of
 // the compaction debt owed at the end of the load (12.8 B per multihash
-// against 38.9). Kept: [DefaultOptions] has a 512 MiB base level. Runs of
-// 64 MiB measured better still, but cost twice the memory; the node keeps
-// 32 MiB.
-//
-// (The route "runs" had the 64 MiB base level then; it is "runs-lbase64"
-// now.)
+// against 38.9). But every compaction out of level 0 rewrites the base
+// level it overlaps, which random keys make all of it, and at 100M that
+// cost wins: a node ingesting 100M multihashes on a quiet machine
+// (examples/scale, one run each, back to back) took 4.45 CPU-s per
+// million with a 512 MiB base level against 3.42 with 64 MiB, and left
+// 1.9 GiB of debt against 1.1. Rejected: [DefaultOptions] keeps 64 MiB.
+// Runs of 64 MiB measured better at 10M, but cost twice the memory; the
+// node keeps 32 MiB.
 //
 //	INDEXKIT_BENCH_KEYS=30000000 go test -run XXX -bench 'BenchmarkWrite/(runs-lbase64$|runs-lbase$)' -benchtime=1x ./store/pebble/
 //

@@ -109,9 +109,9 @@ var writeRoutes = []writeRoute{
 	{"runs-flush1", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
 	}, 1},
-	// Runs with the 64 MiB base level DefaultOptions had before, then with
-	// fewer, larger compactions: more L0 sublevels before compacting into
-	// the base level, and a larger base level (DefaultOptions' now).
+	// Runs with the 64 MiB base level of DefaultOptions, then with fewer,
+	// larger compactions: more L0 sublevels before compacting into the
+	// base level, and a larger base level.
 	{"runs-lbase64", func() []ikpebble.Option {
 		o := ikpebble.DefaultOptions()
 		o.LBaseMaxBytes = 64 << 20
