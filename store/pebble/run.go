@@ -56,6 +56,7 @@ type runs struct {
 	active *run
 	imm    []*run // rotated and not yet in Pebble; at most one
 	spare  *run   // the other arena, applied and released, when not in imm
+	arenas int    // arenas mapped: two at most
 	err    error  // the first apply error: later index writes fail with it
 
 	applyMu  sync.Mutex // held while applying, so that runs apply in order
@@ -91,6 +92,7 @@ func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, e
 	if r.active, err = newRun(r.size, r.seed); err != nil {
 		return nil, err
 	}
+	r.arenas = 1
 	if r.orderMem, err = newArena(int(unsafe.Sizeof(sortKey{})) * r.active.max); err != nil {
 		freeArena(r.active.mem)
 		return nil, err
@@ -143,11 +145,15 @@ func (r *runs) rotateLocked() (bool, error) {
 	}
 	next := r.spare
 	if next == nil {
+		if r.arenas >= 2 {
+			return false, nil // the other one is on its way back
+		}
 		var err error
 		if next, err = newRun(r.size, r.seed); err != nil {
 			r.err = fmt.Errorf("pebble: sorted runs: %w", err)
 			return false, r.err
 		}
+		r.arenas++
 	}
 	r.imm = append(r.imm, r.active)
 	r.active, r.spare = next, nil
@@ -201,12 +207,11 @@ func (r *runs) applyPending() error {
 			r.mu.Unlock()
 			return r.err
 		}
+		// x leaves imm and becomes the spare in one step under the write
+		// lock: no reader is using it then, and no writer can rotate in
+		// between and map a third arena for want of a spare.
 		r.imm = slices.Delete(r.imm, 0, 1)
-		r.mu.Unlock()
-		// No reader can be using x now: readers hold the read lock while
-		// they do, and x left imm under the write lock.
 		x.reset()
-		r.mu.Lock()
 		r.spare = x
 		r.mu.Unlock()
 	}

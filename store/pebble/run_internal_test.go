@@ -198,3 +198,38 @@ func TestRunsReadsNeverMiss(t *testing.T) {
 		t.Fatalf("runs: %d ingested, %d committed; the test must reach both", ingested, committed)
 	}
 }
+
+// Writers that fill runs at once keep going on two arenas, no more: each
+// applied run comes back as the spare that the next rotation takes (a run
+// that never came back would leave them waiting for good).
+func TestRunsTwoArenas(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir(), WithSortedRuns(256<<10), WithCacheSize(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 150 {
+				v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: fmt.Appendf(nil, "w%d-%d", w, i), Metadata: []byte("md")}
+				if err := s.Put(ctx, v, storetest.Multihashes(fmt.Sprint("two-arenas-", w, "-", i), 200)...); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := s.eng.runs
+	r.mu.RLock()
+	arenas := r.arenas
+	r.mu.RUnlock()
+	r.applyMu.Lock()
+	ingested := r.ingested
+	r.applyMu.Unlock()
+	if arenas > 2 || ingested < 10 {
+		t.Fatalf("4 writers, %d runs ingested: %d arenas mapped, want at most 2", ingested, arenas)
+	}
+}
