@@ -49,6 +49,7 @@ type runs struct {
 	wopts     sstable.WriterOptions
 	dir       string
 	size      int // bytes of each arena
+	recSpace  int // bytes for records in each arena
 	minIngest int // arena bytes from which a run is ingested rather than committed
 	seed      maphash.Seed
 
@@ -92,7 +93,7 @@ func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, e
 	if r.active, err = newRun(r.size, r.seed); err != nil {
 		return nil, err
 	}
-	r.arenas = 1
+	r.arenas, r.recSpace = 1, len(r.active.rec)
 	if r.orderMem, err = newArena(int(unsafe.Sizeof(sortKey{})) * r.active.max); err != nil {
 		freeArena(r.active.mem)
 		return nil, err
@@ -103,7 +104,7 @@ func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, e
 
 // fits reports whether an operand of key and op can go into a run at all.
 func (r *runs) fits(key, op []byte) bool {
-	return len(key) <= 0xffff && len(op) <= 0xffff && recordHeader+len(key)+len(op) <= len(r.active.rec)
+	return len(key) <= 0xffff && len(op) <= 0xffff && recordHeader+len(key)+len(op) <= r.recSpace
 }
 
 // add appends a committed batch's index operands, in order, rotating and

@@ -199,9 +199,11 @@ func TestRunsReadsNeverMiss(t *testing.T) {
 	}
 }
 
-// Writers that fill runs at once keep going on two arenas, no more: each
-// applied run comes back as the spare that the next rotation takes (a run
-// that never came back would leave them waiting for good).
+// Writers that fill runs at once, one of them Flushing as a checkpoint
+// does, keep going on two arenas, no more: each applied run comes back as
+// the spare that the next rotation takes (a run that never came back
+// would leave them waiting for good). Under -race it also checks that
+// nothing reads the runs' state unlocked while a Flush rotates them.
 func TestRunsTwoArenas(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(t.TempDir(), WithSortedRuns(256<<10), WithCacheSize(1<<20))
@@ -217,6 +219,13 @@ func TestRunsTwoArenas(t *testing.T) {
 				if err := s.Put(ctx, v, storetest.Multihashes(fmt.Sprint("two-arenas-", w, "-", i), 200)...); err != nil {
 					t.Error(err)
 					return
+				}
+				if w == 0 && i%5 == 0 {
+					// A checkpoint: drains the runs while the others write.
+					if err := s.Flush(ctx); err != nil {
+						t.Error(err)
+						return
+					}
 				}
 			}
 		})
