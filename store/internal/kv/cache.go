@@ -80,7 +80,13 @@ func (c *cache[K, V]) shard(k K) *shard[K, V] {
 func (c *cache[K, V]) get(k K) (v V, ok bool, epoch uint64) {
 	s := c.shard(k)
 	s.mu.RLock()
-	e := s.m[k]
+	return s.found(s.m[k])
+}
+
+// found ends a lookup that holds s's read lock and found e (nil: a miss):
+// it marks a hit referenced and returns its value, or a miss with the
+// shard's epoch, and releases the lock.
+func (s *shard[K, V]) found(e *centry[K, V]) (v V, ok bool, epoch uint64) {
 	if e == nil {
 		epoch = s.epoch
 		s.mu.RUnlock()
@@ -102,18 +108,7 @@ func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint6
 		s = &c.shards[hashBytes(k)>>c.shift]
 	}
 	s.mu.RLock()
-	e := s.m[string(k)]
-	if e == nil {
-		epoch = s.epoch
-		s.mu.RUnlock()
-		return v, false, epoch
-	}
-	if !e.ref.Load() {
-		e.ref.Store(true)
-	}
-	v = e.val
-	s.mu.RUnlock()
-	return v, true, 0
+	return s.found(s.m[string(k)])
 }
 
 // fill adds k, read from the engine after the get that returned epoch,
