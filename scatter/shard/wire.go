@@ -18,18 +18,18 @@ type OpKind uint8
 
 // The write operations, numbered as on the wire.
 const (
-	OpPut              OpKind = 1 // Index.Put(Value, Multihashes...)
-	OpRemove           OpKind = 2 // Index.Remove(ProviderID, ContextID, Multihashes...)
-	OpRemoveContext    OpKind = 3 // Index.RemoveProviderContext(ProviderID, ContextID)
-	OpRemoveProvider   OpKind = 4 // Index.RemoveProvider(ProviderID)
-	OpUpdateMetadata   OpKind = 5 // Index.UpdateMetadata(ProviderID, ContextID, Metadata)
-	OpPutProvider      OpKind = 6 // ProviderRecords.PutProvider(Provider)
-	OpDeleteProvider   OpKind = 7 // ProviderRecords.DeleteProvider(ProviderID)
-	maxOpKind                 = OpDeleteProvider
-	batchMagic                = "IKSB"
-	batchVersion              = 1
-	maxWriterName             = 256
-	maxProviderRecord         = 1 << 20
+	OpPut             OpKind = 1 // Index.Put(Value, Multihashes...)
+	OpRemove          OpKind = 2 // Index.Remove(ProviderID, ContextID, Multihashes...)
+	OpRemoveContext   OpKind = 3 // Index.RemoveProviderContext(ProviderID, ContextID)
+	OpRemoveProvider  OpKind = 4 // Index.RemoveProvider(ProviderID)
+	OpUpdateMetadata  OpKind = 5 // Index.UpdateMetadata(ProviderID, ContextID, Metadata)
+	OpPutProvider     OpKind = 6 // ProviderRecords.PutProvider(Provider)
+	OpDeleteProvider  OpKind = 7 // ProviderRecords.DeleteProvider(ProviderID)
+	maxOpKind                = OpDeleteProvider
+	batchMagic               = "IKSB"
+	batchVersion             = 1
+	maxWriterName            = 256
+	maxProviderRecord        = 1 << 20
 )
 
 var opNames = [...]string{"", "put", "remove", "remove-context", "remove-provider", "update-metadata", "put-provider", "delete-provider"}
