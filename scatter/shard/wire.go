@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -101,9 +100,22 @@ type Batch struct {
 	Ops     []Op
 }
 
-// AppendBinary appends b's wire form to dst. It validates each op as the
-// store would, so that a batch that encodes applies.
+// AppendBinary appends b's wire form to dst: [Batch.AppendHeader]
+// followed by [AppendOps] of b.Ops. It validates each op as the store
+// would, so that a batch that encodes applies.
 func (b *Batch) AppendBinary(dst []byte) ([]byte, error) {
+	dst, err := b.AppendHeader(dst)
+	if err != nil {
+		return nil, err
+	}
+	return AppendOps(dst, b.Ops...)
+}
+
+// AppendHeader appends the wire form of b's header (everything but the
+// ops) to dst. A batch on the wire is a header followed by an ops section
+// ([AppendOps]), so a writer can keep encoded ops in its outbox and add
+// the header when it sends them.
+func (b *Batch) AppendHeader(dst []byte) ([]byte, error) {
 	if len(b.Writer) == 0 || len(b.Writer) > maxWriterName {
 		return nil, fmt.Errorf("%w: writer name of %d bytes", ErrInvalidBatch, len(b.Writer))
 	}
@@ -117,11 +129,16 @@ func (b *Batch) AppendBinary(dst []byte) ([]byte, error) {
 	if b.Drained {
 		flags |= 1
 	}
-	dst = append(dst, flags)
-	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
-	for i := range b.Ops {
+	return append(dst, flags), nil
+}
+
+// AppendOps appends the ops section of a batch to dst: the number of ops,
+// then each op. It validates each op as the store would.
+func AppendOps(dst []byte, ops ...Op) ([]byte, error) {
+	dst = binary.AppendUvarint(dst, uint64(len(ops)))
+	for i := range ops {
 		var err error
-		if dst, err = b.Ops[i].appendBinary(dst); err != nil {
+		if dst, err = ops[i].appendBinary(dst); err != nil {
 			return nil, fmt.Errorf("op %d: %w", i, err)
 		}
 	}
@@ -154,7 +171,7 @@ func (op *Op) appendBinary(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, v.ContextID)
 		dst = appendBytes(dst, v.Metadata)
 	case OpPutProvider:
-		j, err := json.Marshal(op.Provider)
+		j, err := encodeProvider(op.Provider)
 		if err != nil {
 			return nil, fmt.Errorf("%w: provider record: %w", ErrInvalidBatch, err)
 		}
@@ -372,12 +389,12 @@ func (d *decoder) op() Op {
 		if d.err != nil {
 			return op
 		}
-		var info store.ProviderInfo
-		if err := json.Unmarshal(j, &info); err != nil {
+		info, err := decodeProvider(j)
+		if err != nil {
 			d.fail("provider record: %v", err)
 			return op
 		}
-		op.Provider = &info
+		op.Provider = info
 	}
 	return op
 }
