@@ -20,6 +20,9 @@ var (
 	// ErrAckAhead is wrapped by the error of an Ack past the last
 	// appended Seq.
 	ErrAckAhead = errors.New("outbox: ack past the head")
+	// ErrInvalidOption is wrapped by the error of an [Open] given an
+	// invalid [Option].
+	ErrInvalidOption = errors.New("outbox: invalid option")
 	// ErrLocked is wrapped by the error of an Open of a directory that
 	// another open Outbox (in this process or another) holds.
 	ErrLocked = errors.New("outbox: directory in use")

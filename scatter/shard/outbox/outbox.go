@@ -56,28 +56,44 @@ type Status struct {
 	OldestEpoch uint64
 }
 
-// Option configures [Open].
-type Option func(*config)
+// Option configures [Open]; an invalid one makes Open fail with an error
+// wrapping [ErrInvalidOption].
+type Option func(*config) error
 
 type config struct {
 	log     *slog.Logger
 	segSize int64
 }
 
+// newConfig is where the defaults live.
+func newConfig() config {
+	return config{log: slog.New(slog.DiscardHandler), segSize: DefaultSegmentSize}
+}
+
 // WithLogger sets the logger (discard by default): torn tails truncated
 // at Open, leftovers removed.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l != nil {
-			c.log = l
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("%w: WithLogger(nil)", ErrInvalidOption)
 		}
+		c.log = l
+		return nil
 	}
 }
 
 // WithSegmentSize sets the size past which a queue starts a new segment
-// file ([DefaultSegmentSize] by default). A record larger than n goes
-// alone in a segment.
-func WithSegmentSize(n int64) Option { return func(c *config) { c.segSize = n } }
+// file ([DefaultSegmentSize] by default); it must be positive. A record
+// larger than n goes alone in a segment.
+func WithSegmentSize(n int64) Option {
+	return func(c *config) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithSegmentSize(%d): must be positive", ErrInvalidOption, n)
+		}
+		c.segSize = n
+		return nil
+	}
+}
 
 // Outbox is a set of durable queues, one per destination, in one
 // directory. See the package documentation.
@@ -102,12 +118,11 @@ type Outbox struct {
 // wrapping [ErrCorrupt] that names the file and the offset. The
 // directory is locked until [Outbox.Close].
 func Open(dir string, opts ...Option) (*Outbox, error) {
-	cfg := config{log: slog.New(slog.DiscardHandler), segSize: DefaultSegmentSize}
+	cfg := newConfig()
 	for _, opt := range opts {
-		opt(&cfg)
-	}
-	if cfg.segSize <= 0 {
-		return nil, fmt.Errorf("outbox: segment size %d: must be positive", cfg.segSize)
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("outbox: open: %w", err)

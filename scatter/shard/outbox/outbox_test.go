@@ -549,6 +549,14 @@ func TestWaitAndClose(t *testing.T) {
 	}
 }
 
+func TestInvalidOption(t *testing.T) {
+	for _, opt := range []outbox.Option{outbox.WithSegmentSize(0), outbox.WithLogger(nil)} {
+		if _, err := outbox.Open(t.TempDir(), opt); !errors.Is(err, outbox.ErrInvalidOption) {
+			t.Fatalf("Open with an invalid option: %v", err)
+		}
+	}
+}
+
 func TestLocked(t *testing.T) {
 	dir := t.TempDir()
 	open(t, dir)
