@@ -41,7 +41,8 @@
 // have an incomplete tail. A segment is deleted once every record in it
 // is acknowledged and that acknowledgement is written: a sealed segment
 // at once, the last one once it holds a sixteenth of the segment size
-// (so that a queue that keeps up does not create a file per batch).
+// (so that a queue that keeps up does not create a file per batch), or
+// at Open or Remove.
 //
 // Records live only in the files: memory per queue is a few words per
 // segment plus an index mark per MiB of records (for locating a Seq
@@ -98,8 +99,8 @@
 //
 // # Lifecycle and errors
 //
-// [Open] takes the directory's lock ([ErrLocked] if another Outbox holds
-// it) and reads every queue; [Outbox.Close] syncs, closes the files and
+// [Open] checks its options ([ErrInvalidOption]), takes the directory's
+// lock ([ErrLocked] if another Outbox holds it) and reads every queue; [Outbox.Close] syncs, closes the files and
 // releases the lock, and is idempotent; every method afterwards returns
 // [ErrClosed]. Destination names are 1 to [MaxDestLen] bytes, any bytes
 // ([ErrInvalidDest]); payloads at most [MaxPayload] bytes

@@ -3,6 +3,7 @@ package outbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,8 +77,13 @@ func newQueue(o *Outbox, name, dir string) *queue {
 }
 
 // loadQueue reads a queue directory at Open.
-func (o *Outbox) loadQueue(name, dir string) (*queue, error) {
+func (o *Outbox) loadQueue(name, dir string) (_ *queue, err error) {
 	q := newQueue(o, name, dir)
+	defer func() {
+		if err != nil {
+			q.closeFiles()
+		}
+	}()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: open queue %q: %w", name, err)
@@ -94,7 +100,10 @@ func (o *Outbox) loadQueue(name, dir string) (*queue, error) {
 			}
 			q.ackf = f
 			b := make([]byte, ackSlot1+ackSlotSize)
-			k, _ := f.ReadAt(b, 0)
+			k, err := f.ReadAt(b, 0)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("outbox: read %s: %w", filepath.Join(dir, n), err)
+			}
 			q.persist, q.ackSlot = decodeAck(b[:k])
 		case n == removedFile:
 			marker = true
@@ -144,18 +153,15 @@ func (o *Outbox) loadQueue(name, dir string) (*queue, error) {
 		}
 	}
 	if err := q.dropAcked(true); err != nil {
-		q.closeFiles()
 		return nil, err
 	}
 	if err := q.setAckPos(); err != nil {
-		q.closeFiles()
 		return nil, err
 	}
 	if marker {
 		if len(q.segs) == 0 {
 			q.removed = true
 		} else if err := os.Remove(filepath.Join(dir, removedFile)); err != nil {
-			q.closeFiles()
 			return nil, fmt.Errorf("outbox: open queue %q: %w", name, err)
 		}
 	}
