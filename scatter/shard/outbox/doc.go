@@ -8,15 +8,15 @@
 //
 // # Model
 //
-// A queue is an ordered log of [Record]s. [Outbox.Append] gives each
+// A queue is an ordered log of records ([Record]). [Outbox.Append] gives each
 // record the next Seq of its destination: 1, 2, 3, … never reused, not
 // after acknowledgements, not after [Outbox.Remove], not across
 // restarts. With the outbox's [Outbox.Stream] id, a Seq names a record
 // for the receivers, which apply each stream's records once, in Seq
-// order, and drop one they have already applied. The delivery loop
-// [Outbox.Wait]s for records, [Outbox.Peek]s a bounded batch of them
-// after the last acknowledged one, sends them, and [Outbox.Ack]s through
-// the last the receiver acknowledged. [Outbox.Status] is what
+// order, and drop one they have already applied. The delivery loop waits
+// for records ([Outbox.Wait]), takes a bounded batch of those after the
+// last acknowledged one ([Outbox.Peek]), sends it, and acknowledges
+// through the last one the receiver took ([Outbox.Ack]). [Outbox.Status] is what
 // shard.OutboxStatus reports; [Outbox.Dests] lists the queues, so that a
 // restarted node resumes delivery to every destination, including those
 // no longer in its layout, until it removes them.
