@@ -388,3 +388,7 @@ func httptestRecorder(h http.Handler) *httptest.ResponseRecorder {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+func peerInfo(t testing.TB, i int) peer.AddrInfo {
+	return peer.AddrInfo{ID: provider(t, i)}
+}
