@@ -229,7 +229,12 @@ func TestRestartReadiness(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "catching up") {
 		t.Fatalf("gated find: %d %q", rec.Code, rec.Body.String())
 	}
-	// A replay of the last batch, drained, counts; a heartbeat behind
+	// A first heartbeat of w2 (a fresh outbox) counts.
+	mustPost(t, n.srv.URL, shard.Batch{Writer: "w2", Stream: 5, Epoch: 1, Seq: 0, Drained: true})
+	if n.Ready() {
+		t.Fatal("ready before w1 spoke")
+	}
+	// A replay of w1's last batch, drained, counts; a heartbeat behind
 	// does not.
 	if code, ans := postBatch(t, n.srv.URL, shard.Batch{Writer: "w1", Stream: 1, Epoch: 1, Seq: 1, Drained: true}); code != http.StatusOK || ans.Applied != 2 {
 		t.Fatalf("heartbeat behind: %d %+v", code, ans)
@@ -238,10 +243,6 @@ func TestRestartReadiness(t *testing.T) {
 		t.Fatal("ready after a heartbeat behind the position")
 	}
 	mustPost(t, n.srv.URL, shard.Batch{Writer: "w1", Stream: 1, Epoch: 1, Seq: 2, Drained: true})
-	if n.Ready() {
-		t.Fatal("ready before w2 spoke")
-	}
-	mustPost(t, n.srv.URL, shard.Batch{Writer: "w2", Stream: 5, Epoch: 1, Seq: 0, Drained: true})
 	if !n.Ready() || !n.Status().Ready {
 		t.Fatalf("not ready after both writers drained: %+v", n.Status())
 	}

@@ -279,7 +279,7 @@ func (o *oracle) get(mh multihash.Multihash) []string {
 	for k, set := range o.members {
 		if set[string(mh)] {
 			v := o.ctxs[k]
-			out = append(out, fmt.Sprintf("%s/%s/%x", v.ProviderID, v.ContextID, o.meta[k]))
+			out = append(out, fmtValue(store.Value{ProviderID: v.ProviderID, ContextID: v.ContextID, Metadata: o.meta[k]}))
 		}
 	}
 	sort.Strings(out)
@@ -294,7 +294,7 @@ func got(t testing.TB, st store.Store, mh multihash.Multihash) []string {
 	}
 	var out []string
 	for _, v := range vs {
-		out = append(out, fmt.Sprintf("%s/%s/%x", v.ProviderID, v.ContextID, v.Metadata))
+		out = append(out, fmtValue(v))
 	}
 	sort.Strings(out)
 	return out
@@ -391,4 +391,10 @@ func errorsIs(err, target error) bool { return errors.Is(err, target) }
 
 func peerInfo(t testing.TB, i int) peer.AddrInfo {
 	return peer.AddrInfo{ID: provider(t, i)}
+}
+
+// fmtValue shows a value as provider…/context/metadata.
+func fmtValue(v store.Value) string {
+	p := v.ProviderID.String()
+	return fmt.Sprintf("p…%s/ctx%x/%s", p[len(p)-4:], v.ContextID, v.Metadata)
 }
