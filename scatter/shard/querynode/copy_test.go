@@ -299,11 +299,6 @@ func TestCopySourceFailure(t *testing.T) {
 		t.Fatalf("copy: %+v", tk)
 	}
 	ch.check(t, "q4")
-	// With both owners of some keys failing, the copy says so.
-	ch.c["q2"].srv.set(cutExport(ch.c["q2"].Handler(), 300))
-	if code, body := postEpoch(t, ch.c["q4"].srv.URL+shard.PathCopy, 2); code != http.StatusOK {
-		t.Fatalf("copy again: %d %s", code, body)
-	}
 }
 
 func TestCopyBothOwnersFail(t *testing.T) {
