@@ -90,7 +90,7 @@ func (ch *change) check(t *testing.T, name string) {
 		want, have := ch.o.get(mh), got(t, ch.c[name].st, mh)
 		if !slices.Equal(want, have) {
 			if bad++; bad <= 5 {
-				t.Errorf("%s: key %x: have %v, want %v", name, mh[len(mh)-4:], have, want)
+				t.Errorf("%s: key %x: have %v, want %v", name, []byte(mh[len(mh)-4:]), have, want)
 			}
 		}
 	}
@@ -219,11 +219,11 @@ func TestCopyJoin(t *testing.T) {
 					have, want := got(t, n.st, mh), ch.o.get(mh)
 					if p4.Owns(p4.Node(name), mh) {
 						if !slices.Equal(have, want) {
-							t.Fatalf("%s owns %x: have %v, want %v", name, mh, have, want)
+							t.Fatalf("%s owns %x: have %v, want %v", name, []byte(mh), have, want)
 						}
 					} else {
 						if len(have) != 0 {
-							t.Fatalf("%s does not own %x but holds %v after the drop", name, mh, have)
+							t.Fatalf("%s does not own %x but holds %v after the drop", name, []byte(mh), have)
 						}
 						if name != "q3" && len(want) > 0 {
 							dropped++
@@ -370,7 +370,7 @@ func TestExportStream(t *testing.T) {
 			case op.Kind == shard.OpPut:
 				for _, mh := range op.Multihashes {
 					if !p.Gains(p.Node("q3"), mh) || p.Source(mh, nil) != p.Node("q1") {
-						t.Fatalf("exported %x, which q3 does not gain from q1", mh)
+						t.Fatalf("exported %x, which q3 does not gain from q1", []byte(mh))
 					}
 					keys++
 				}
