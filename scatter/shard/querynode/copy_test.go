@@ -1,6 +1,7 @@
 package querynode_test
 
 import (
+	"context"
 	"bufio"
 	"encoding/binary"
 	"fmt"
@@ -146,6 +147,17 @@ func raceOps(t *testing.T, gained []int) []shard.Op {
 		// A context removed and put again live: only its live keys.
 		{Kind: shard.OpRemoveContext, Value: store.Value{ProviderID: provider(t, 2), ContextID: []byte{4}}},
 		putOp(t, 2, 4, "md-2-4-again", gained[14:16]...),
+		// A provider record written live is newer than the copied one.
+		{Kind: shard.OpPutProvider, Provider: &store.ProviderInfo{AddrInfo: peerInfo(t, 1), LastError: "live"}},
+	}
+}
+
+// checkRecord checks that node keeps the live provider record of raceOps.
+func (ch *change) checkRecord(t *testing.T, name string) {
+	t.Helper()
+	info, err := ch.c[name].st.Provider(context.Background(), provider(t, 1))
+	if err != nil || info.LastError != "live" {
+		t.Fatalf("%s: provider record %+v, %v; want the live one (LastError \"live\"), not the copied one", name, info, err)
 	}
 }
 
@@ -191,6 +203,7 @@ func TestCopyJoin(t *testing.T) {
 				ch.w.send(t, ch.c["q2"], 2, rr["q2"])
 			}
 			ch.check(t, "q3")
+			ch.checkRecord(t, "q3")
 
 			// Moved, stable, drop: every node holds exactly what it owns.
 			l3, _ := ch.l2.Advance()
@@ -257,6 +270,7 @@ func TestCopyGuardSurvivesRestart(t *testing.T) {
 		t.Fatalf("copy: %+v", tk)
 	}
 	ch.check(t, "q3")
+	ch.checkRecord(t, "q3")
 }
 
 // cutExport cuts every export stream of h after n bytes.

@@ -41,7 +41,12 @@ func (n *Node) guarded(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		defer n.inflight.Done()
-		h(w, r)
+		// Close stops what is in flight: an export streams as long as
+		// it has keys, and a batch cut short is not acknowledged.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(n.closing, cancel)()
+		h(w, r.WithContext(ctx))
 	}
 }
 
@@ -94,6 +99,11 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		ws.view = ws.pos
+		n.mu.Unlock()
+	}()
 	if b.Epoch > epoch {
 		// Routed under a layout this node has not adopted: applying it
 		// now could bypass the copy guard of that layout. The writer
@@ -130,7 +140,7 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 		ws.pos = pos
 	}
 	ws.pos.Drained = b.Drained && b.Seq == ws.pos.Applied
-	if ws.pos.Drained && !ws.heard {
+	if ws.pos.Drained {
 		n.mu.Lock()
 		ws.heard = true
 		n.mu.Unlock()

@@ -66,6 +66,8 @@ type Node struct {
 	running  bool
 	closed   bool
 	done     chan struct{} // closed by Close
+	closing  context.Context
+	shut     context.CancelFunc // cancels closing: requests in flight stop
 	inflight sync.WaitGroup
 }
 
@@ -73,7 +75,8 @@ type Node struct {
 type writer struct {
 	mu    sync.Mutex // serialises the writer's batches
 	pos   shard.WriterPosition
-	heard bool // a drained message at its position arrived since start
+	view  shard.WriterPosition // pos as Status shows it; guarded by Node.mu
+	heard bool                 // a drained message at its position arrived since start; guarded by Node.mu
 }
 
 // New returns a node acting on layout l, with the positions and copy guard
@@ -114,11 +117,12 @@ func New(cfg Config, l shard.Layout) (*Node, error) {
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
+	n.closing, n.shut = context.WithCancel(context.Background())
 	if cfg.Token != "" {
 		n.auth = []byte("Bearer " + cfg.Token)
 	}
 	for name, p := range pos {
-		n.writers[name] = &writer{pos: p}
+		n.writers[name] = &writer{pos: p, view: p}
 	}
 	if err := n.adopt(l.Clone(), place); err != nil {
 		return nil, err
@@ -283,17 +287,11 @@ func (n *Node) Status() shard.Status {
 		Ready:   n.readyLocked(),
 		Writers: make(map[string]shard.WriterPosition, len(n.writers)),
 	}
-	ws := make(map[string]*writer, len(n.writers))
 	for k, w := range n.writers {
-		ws[k] = w
+		st.Writers[k] = w.view
 	}
 	ct, dt := n.copyTask, n.dropTask
 	n.mu.Unlock()
-	for k, w := range ws {
-		w.mu.Lock()
-		st.Writers[k] = w.pos
-		w.mu.Unlock()
-	}
 	if ct != nil {
 		t := ct.snapshot()
 		st.Copy = &t
@@ -329,6 +327,7 @@ func (n *Node) Close() error {
 	}
 	n.closed = true
 	close(n.done)
+	n.shut()
 	for _, t := range []*task{n.copyTask, n.dropTask} {
 		if t != nil {
 			t.cancel()
