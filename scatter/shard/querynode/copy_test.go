@@ -1,8 +1,8 @@
 package querynode_test
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
