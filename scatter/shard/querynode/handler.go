@@ -109,7 +109,7 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 		// now could bypass the copy guard of that layout. The writer
 		// retries once the node has reloaded its layout.
 		return http.StatusServiceUnavailable, shard.BatchAnswer{Applied: ws.pos.Applied,
-			Error: fmt.Sprintf("querynode: batch of epoch %d, node at epoch %d: %v", b.Epoch, epoch, shard.ErrStaleEpoch)}
+			Error: fmt.Sprintf("querynode: batch of epoch %d, node at epoch %d: retry once the node has loaded the newer layout", b.Epoch, epoch)}
 	}
 	if b.Stream != ws.pos.Stream {
 		// The writer's outbox was recreated: number its batches afresh.
