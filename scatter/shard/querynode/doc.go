@@ -1,0 +1,88 @@
+// Package querynode is a query node of the keyspace-sharded layer (package
+// [shard]): it applies the write batches of ingest nodes to any
+// [store.Store], copies the ranges it gains in a membership change, drops
+// the ranges it loses, and says when it is ready to answer finds.
+//
+// # Model
+//
+// A [Node] serves the write side of the [shard] HTTP API ([Node.Handler]):
+//
+//   - Batches ([shard.PathBatch]). Per writer the node keeps, durably in
+//     [Config].Dir, the stream (the writer's outbox) and the last Seq it
+//     applied. A batch at Seq ≤ Applied is a replay: 200, nothing applied.
+//     At Applied+1 its ops are applied in order, the store is flushed, the
+//     new position is written (atomically, synced), and only then does the
+//     node answer 200 with a [shard.BatchAnswer]. A batch further ahead, or
+//     a heartbeat (a batch without ops) ahead of Applied, is a gap: 409
+//     naming Applied. A new stream of a known writer restarts its
+//     numbering. A batch routed under an epoch newer than the node's
+//     layout is refused with 503 until the node adopts that layout, so
+//     that every write of a change passes through its copy guard. An
+//     UpdateMetadata of a context the node holds nothing of is a no-op
+//     (writers send context-wide operations to every node).
+//   - Readiness ([Node.Ready], [Node.GateFind]). After every start, the
+//     node answers finds only once each writer of its layout has sent a
+//     message with Drained set at the Seq the node has applied: nothing
+//     older waits for it in that writer's outbox. Once ready it stays
+//     ready.
+//   - Copies ([shard.PathCopy]). In a PhaseCopy layout in which the node
+//     gains keys, it pulls [shard.PathExport] from every other node of the
+//     Current ring; each exports the keys the node gains and of which it
+//     is the first owner not in skip. A source that fails is added to
+//     skip and the others are asked again, so its keys come from their
+//     next owners. Copied writes pass through the copy guard: from the
+//     moment the node adopts the layout, live removals, provider-record
+//     writes and the latest metadata of each context are recorded (in
+//     memory and in a log in Dir, synced before the batch is
+//     acknowledged), and a copied Put never resurrects what a live batch
+//     removed nor reverts a live metadata update. See guard.go for the
+//     reasoning behind each rule. The guard is discarded when the layout
+//     leaves PhaseCopy.
+//   - Exports ([shard.PathExport]): a stream of frames, each a uvarint
+//     length and a [shard.Batch] (Writer: the node's name, Seq: the frame
+//     number): the provider records first, then Put ops grouped by value,
+//     at most 16384 multihashes or about 4 MiB per frame, and an empty
+//     frame at the end.
+//   - Drops ([shard.PathDrop]). In a stable layout, the node removes each
+//     key it holds and does not own.
+//
+// Keys in a store keyed on digest prefixes (store/pebble's
+// WithDigestPrefixKeys) are exported in that form, which the receiving
+// store, keyed the same way, answers for the full multihash: every query
+// node of a layer must use the same key layout. The ring places such a
+// form where it places the full multihash for every function it reads
+// positions from the digest of; for the few it does not (sha2-384,
+// sha2-224, sha2-512/224, sha2-512/256), the form does not say where the
+// key belongs, so exports send such keys to every gaining node and drops
+// keep them.
+//
+// # Lifecycle
+//
+// [New] reads the durable state and starts nothing. The caller serves
+// [Node.Handler] (and the find API wrapped in [Node.GateFind]), runs
+// [Node.Run] for the copy and drop tasks, calls [Node.SetLayout] when the
+// layout file changes, and finally cancels Run and calls [Node.Close],
+// which waits for the requests in flight. The store outlives the node:
+// the caller closes it after Close. Copy and drop progress is kept in
+// memory: after a restart the coordinator posts them again; both are
+// idempotent.
+//
+// # Concurrency
+//
+// A Node is safe for concurrent use. The batches of one writer are
+// applied one at a time; those of different writers concurrently, except
+// during a copy, when live batches and copied frames take turns through
+// the guard.
+//
+// # Errors
+//
+// [New] fails with errors wrapping [ErrInvalidConfig] or [ErrState];
+// [Node.SetLayout] with errors wrapping [shard.ErrStaleEpoch] for an
+// older layout. HTTP answers carry a [shard.BatchAnswer] whose Error names
+// the problem: 400 for a batch that does not decode (the decoder says at
+// which byte), 401 without the token, 409 for a gap or an epoch mismatch,
+// 413 for a body over [Config].MaxBatchBytes, 500 when the store fails
+// (the position does not advance), 503 while closing or behind the
+// batch's epoch. A failed copy or drop reports its error in
+// [Node.Status].
+package querynode
