@@ -148,7 +148,11 @@ func uniformDigest(code uint64) bool {
 	case multihash.SHA1, multihash.SHA2_256, multihash.SHA2_512, multihash.SHA2_256_TRUNC254_PADDED,
 		multihash.DBL_SHA2_256, multihash.SHA3_224, multihash.SHA3_256, multihash.SHA3_384,
 		multihash.SHA3_512, multihash.KECCAK_224, multihash.KECCAK_256, multihash.KECCAK_384,
-		multihash.KECCAK_512, multihash.SHAKE_128, multihash.SHAKE_256, multihash.BLAKE3:
+		multihash.KECCAK_512, multihash.SHAKE_128, multihash.SHAKE_256, multihash.BLAKE3,
+		0x20, 0x1013, 0x1014, 0x1015: // sha2-384, sha2-224, sha2-512/224, sha2-512/256
+		// Every hash whose key a store may shorten to a digest prefix
+		// (store.IndexKey) is placed by its digest, so that the
+		// shortened key lands where the whole one does.
 		return true
 	}
 	return code >= multihash.BLAKE2B_MIN && code <= multihash.BLAKE2S_MAX

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/store"
 )
 
 func ringNames(n int) []string {
@@ -165,5 +167,29 @@ func BenchmarkRingOwners(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		dst = r.AppendOwners(dst[:0], keys[i%len(keys)])
+	}
+}
+
+// TestRingPlacesIndexKeys: a key a store shortens to a digest prefix
+// (store.IndexKey) has the owners of the whole multihash, so that a
+// query node exporting its keys sends them where a lookup goes.
+func TestRingPlacesIndexKeys(t *testing.T) {
+	r, err := NewRing([]string{"a", "b", "c", "d", "e"}, 64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := []uint64{0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x20,
+		0x1012, 0x1013, 0x1014, 0x1015, 0xb220, 0xb240, 0xb260}
+	for _, code := range codes {
+		for i := range 50 {
+			mh, err := multihash.Sum([]byte{byte(i), byte(code)}, code, -1)
+			if err != nil {
+				continue // a length the function does not take
+			}
+			short := store.IndexKey(mh)
+			if got, want := r.Owners(short), r.Owners(mh); !slices.Equal(got, want) {
+				t.Fatalf("code %#x: owners of the store's key %x = %v, of the multihash %v", code, []byte(short), got, want)
+			}
+		}
 	}
 }
