@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +32,14 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fc, err := loadConfig(args, stderr)
 	if err != nil {
 		return err
+	}
+	var hup chan os.Signal
+	if fc.Layout != "" {
+		// SIGHUP re-reads the layout file. Take it before anything can
+		// send one, so that it never kills the process.
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
 	}
 	tok, err := fc.adminToken(os.Getenv)
 	if err != nil {
@@ -123,6 +133,20 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		// Not cli.NewHTTPServer: its write timeout would cut a CPU
 		// profile of more than a few seconds.
 		cli.Serve(ctx, eg, "pprof", &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, pprofLn, cfg.ShutdownTimeout)
+	}
+	if hup != nil {
+		eg.Go(func() error {
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-hup:
+					if err := n.ReloadLayout(); err != nil {
+						log.Error("SIGHUP: layout not loaded; keeping the one in force", "err", err)
+					}
+				}
+			}
+		})
 	}
 	eg.Go(func() error {
 		err := n.Run(ctx)

@@ -38,6 +38,11 @@ type Config struct {
 	// it and does not close it.
 	Index store.Store
 
+	// Shard, when set, makes the node an ingest node of the
+	// keyspace-sharded layer: it indexes into the query nodes of a
+	// layout (see [ShardConfig]), and Index must be nil.
+	Shard *ShardConfig
+
 	// AdminToken, when set, is the bearer token the admin API requires.
 	AdminToken string
 	// HandoffFrom are the find URLs of the frozen indexers a handoff may
@@ -204,6 +209,10 @@ func (c *Config) validate() error {
 		return errors.New("Config.Dir must not be empty")
 	case c.Index != nil && c.Store != "":
 		return fmt.Errorf("Config.Store %q with Config.Index: leave Store empty when giving an index store", c.Store)
+	case c.Index != nil && c.Shard != nil:
+		return errors.New("Config.Index with Config.Shard: a sharded node indexes into the query nodes")
+	case c.Shard != nil && c.Shard.Layout == "":
+		return errors.New("Config.Shard.Layout must name the layout file")
 	case c.Index == nil && c.Store != "pebble" && c.Store != "leveldb" && c.Store != "memory":
 		return fmt.Errorf("Config.Store %q: want pebble, leveldb or memory (or set Config.Index)", c.Store)
 	case c.DiskBudget < 0:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -66,6 +67,16 @@ type fileConfig struct {
 	// IndexRunSize is the sorted runs of a pebble index in bytes
 	// (Config.IndexRunSize); 0 turns them off.
 	IndexRunSize int64
+	// Layout, when set, is the layout file of a keyspace-sharded layer:
+	// the node then indexes into its query nodes (Config.Shard),
+	// re-reading the file on SIGHUP. ShardName is the node's name among
+	// the layout's writers; ShardTokenFile holds the query nodes' bearer
+	// token (else $INDEXKIT_SHARD_TOKEN); ShardBatchBytes sizes the
+	// batches.
+	Layout          string
+	ShardName       string
+	ShardTokenFile  string
+	ShardBatchBytes int
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -170,6 +181,10 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
+	fs.StringVar(&c.Layout, "layout", c.Layout, "layout `file` of a keyspace-sharded query layer: index into its query nodes through a durable outbox under -dir instead of a local index (re-read on SIGHUP; \"\": a plain indexer)")
+	fs.StringVar(&c.ShardName, "shard-name", c.ShardName, "the node's `name` among the layout's writers (with -layout)")
+	fs.StringVar(&c.ShardTokenFile, "shard-token-file", c.ShardTokenFile, "`file` whose first line is the query nodes' bearer token (with -layout; else $"+EnvShardToken+")")
+	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches sent to each query node (with -layout; 0: 1 MiB)")
 	fs.BoolVar(&c.UnfreezeOnStart, "unfreeze-on-start", c.UnfreezeOnStart, "unfreeze a frozen node at start when usage is below -freeze-at")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.Pprof, "pprof", c.Pprof, "loopback listen `address` of Go's /debug/pprof/ profiles (\"\": none, the default)")
@@ -261,7 +276,16 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("-announce-rate-exempt: %w", err)
 	}
+	var sc *ShardConfig
+	if c.Layout != "" {
+		tok, err := shardToken(c.ShardTokenFile, os.Getenv)
+		if err != nil {
+			return Config{}, err
+		}
+		sc = &ShardConfig{Layout: c.Layout, Name: c.ShardName, Token: tok, BatchBytes: c.ShardBatchBytes}
+	}
 	return Config{
+		Shard:              sc,
 		Dir:                c.Dir,
 		Store:              c.Store,
 		AdminToken:         token,

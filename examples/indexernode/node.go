@@ -38,6 +38,7 @@ import (
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/routing"
+	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -105,15 +106,16 @@ func httpURL(hostport string) string {
 // ingest and admin APIs. [New] makes it, [Node.Run] runs it,
 // [Node.Close] releases it.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
-	key  crypto.PrivKey
-	id   peer.ID
-	st   store.Store
-	ownS bool // st was opened by the node, which closes it
-	ds   *dspebble.Datastore
-	host host.Host // nil without libp2p
-	hc   *http.Client
+	cfg   Config
+	log   *slog.Logger
+	key   crypto.PrivKey
+	id    peer.ID
+	st    store.Store
+	ownS  bool       // st was opened by the node, which closes it
+	shard *shardPart // the ingest side of a keyspace-sharded layer (Config.Shard)
+	ds    *dspebble.Datastore
+	host  host.Host // nil without libp2p
+	hc    *http.Client
 	// policy is where the node may connect: publishers over HTTP and
 	// libp2p, and the frozen indexers of handoffs.
 	policy *netpolicy.Policy
@@ -183,7 +185,11 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
 		return err
 	}
-	if cfg.Index != nil {
+	if cfg.Shard != nil {
+		if err := n.openShard(cfg); err != nil {
+			return err
+		}
+	} else if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
 		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, log); err != nil {
@@ -342,6 +348,9 @@ func (n *Node) serve(lns Listeners) error {
 		return err
 	}
 	findListener.Handle(sample.Prefix, sampleAPI)
+	if h := n.shardHandler(); h != nil {
+		findListener.Handle(shard.PathStatus, h)
+	}
 	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
 	if err != nil {
 		return err
@@ -424,6 +433,9 @@ func (n *Node) Close() error {
 		}
 		if n.st != nil && n.ownS {
 			errs = append(errs, n.st.Close())
+		}
+		if n.shard != nil {
+			errs = append(errs, n.shard.close())
 		}
 		if n.ds != nil {
 			errs = append(errs, n.ds.Close())

@@ -51,6 +51,9 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.gossip != nil {
 		eg.Go(func() error { return n.gossip.Run(gctx) })
 	}
+	if n.shard != nil {
+		eg.Go(func() error { return n.runShard(gctx) })
+	}
 	return cli.WaitStopped(gctx, eg, n.log)
 }
 

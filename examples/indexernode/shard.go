@@ -1,0 +1,141 @@
+package indexernode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/shard/outbox"
+	"github.com/indexkit/indexkit/scatter/shard/writer"
+	"github.com/indexkit/indexkit/store"
+)
+
+// ShardConfig makes a node an ingest node of the keyspace-sharded layer
+// (package scatter/shard): it keeps doing everything it does with
+// publishers, but indexes into the query nodes of a layout instead of its
+// own store, through a durable outbox under Dir/outbox
+// ([writer.Writer]). Its own store (Config.Store under Dir) then holds only
+// provider records; its find API has no index to answer from.
+type ShardConfig struct {
+	// Layout is the layout file ([shard.Load]), re-read by
+	// [Node.ReloadLayout] (examples/indexer: on SIGHUP).
+	Layout string
+	// Name is the node's name among the layout's Writers. Required.
+	Name string
+	// Token is the query nodes' bearer token.
+	Token string
+	// BatchBytes is the size of the batches sent to each query node
+	// (0: the writer package's 1 MiB).
+	BatchBytes int
+}
+
+// EnvShardToken is the environment variable holding the query nodes'
+// bearer token when no -shard-token-file is given.
+const EnvShardToken = "INDEXKIT_SHARD_TOKEN"
+
+// shardToken reads the query nodes' token from path, else from
+// $INDEXKIT_SHARD_TOKEN.
+func shardToken(path string, getenv func(string) string) (string, error) {
+	if path != "" {
+		tok, _, err := cli.ReadTokenFile(path)
+		if err != nil {
+			return "", fmt.Errorf("-shard-token-file: %w", err)
+		}
+		return tok, nil
+	}
+	return strings.TrimSpace(getenv(EnvShardToken)), nil
+}
+
+// shardPart is what a sharded node adds: the writer over its records
+// store and outbox.
+type shardPart struct {
+	w       *writer.Writer
+	records store.Store
+	ob      *outbox.Outbox
+}
+
+func (n *Node) openShard(cfg Config) error {
+	sc := cfg.Shard
+	if sc.Name == "" {
+		return fmt.Errorf("Shard.Name: empty: a sharded node needs its name among the layout's writers")
+	}
+	l, err := shard.Load(sc.Layout)
+	if err != nil {
+		return fmt.Errorf("Shard.Layout: %w", err)
+	}
+	sp := &shardPart{}
+	n.shard = sp
+	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.log); err != nil {
+		return lockHint(err)
+	}
+	if sp.ob, err = outbox.Open(filepath.Join(cfg.Dir, "outbox"), outbox.WithLogger(n.log)); err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	sp.w, err = writer.New(writer.Config{
+		Name: sc.Name, Records: sp.records, Outbox: sp.ob, Token: sc.Token,
+		BatchBytes: sc.BatchBytes, Logger: n.log.With("part", "writer"),
+	}, l)
+	if err != nil {
+		return fmt.Errorf("Shard: %w", err)
+	}
+	n.st = sp.w
+	return nil
+}
+
+// ReloadLayout re-reads the layout file of a sharded node and routes by
+// it from now on. A layout that does not load, or is older than the one in
+// force, is refused and the node keeps its layout. Without Config.Shard it
+// does nothing.
+func (n *Node) ReloadLayout() error {
+	if n.shard == nil {
+		return nil
+	}
+	l, err := shard.Load(n.cfg.Shard.Layout)
+	if err != nil {
+		return err
+	}
+	if err := n.shard.w.SetLayout(l); err != nil {
+		return err
+	}
+	n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
+	return nil
+}
+
+// ShardStatus reports a sharded node's epoch and outboxes (zero without
+// Config.Shard).
+func (n *Node) ShardStatus() shard.Status {
+	if n.shard == nil {
+		return shard.Status{}
+	}
+	return n.shard.w.Status()
+}
+
+func (n *Node) shardHandler() http.Handler {
+	if n.shard == nil {
+		return nil
+	}
+	return n.shard.w.Handler()
+}
+
+func (n *Node) runShard(ctx context.Context) error {
+	return n.shard.w.Run(ctx)
+}
+
+func (sp *shardPart) close() error {
+	var errs []error
+	if sp.w != nil {
+		errs = append(errs, sp.w.Close())
+	}
+	if sp.ob != nil {
+		errs = append(errs, sp.ob.Close())
+	}
+	if sp.records != nil {
+		errs = append(errs, sp.records.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,26 @@
+// Command query runs a query node of a keyspace-sharded IPNI layer
+// (package scatter/shard): it holds the index of the ranges a layout file
+// gives it, written by ingest nodes (examples/indexer -layout) through an
+// authenticated batch API, and answers the find API for them. A front end
+// (examples/scatter -layout) routes each lookup to a key's owners.
+//
+//	query -name q1 -layout layout.json -dir q1-data -listen 127.0.0.1:3100
+//
+// Flags:
+//
+//	-dir DIR            data directory: index, writer positions, copy guard (./query-data)
+//	-name NAME          the node's name in the layout (required)
+//	-layout FILE        layout file, re-read on SIGHUP (layout.json)
+//	-store pebble|memory  index backend (pebble)
+//	-listen ADDR        find and shard APIs (127.0.0.1:3100)
+//	-token-file FILE    the shard API's bearer token (else $INDEXKIT_SHARD_TOKEN);
+//	                    a listener off loopback requires one
+//	-index-cache-size N Pebble block cache in bytes (32 MiB)
+//	-shutdown-timeout D time requests in flight get on SIGTERM (10s)
+//	-log-level LEVEL    debug, info, warn or error
+//	-max-conns N, -max-conns-per-ip N  connection caps
+//
+// Finds answer 503 until the node has heard from every writer of its
+// layout that nothing older waits for it (after each start), so that no
+// lookup gets an answer that looks complete from a node still catching up.
+package main

@@ -1,0 +1,105 @@
+package querynode
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/cli"
+)
+
+// EnvToken is the environment variable holding the shard API's bearer
+// token when no -token-file is given.
+const EnvToken = "INDEXKIT_SHARD_TOKEN"
+
+// Main is the query program (examples/query): it parses args as that
+// command's flags, binds the listener, opens the node and runs it until
+// ctx ends, re-reading the layout file on each SIGHUP. It logs one
+// msg=listening name=query addr=<host:port> line before msg=starting.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: query [flags]")
+		fmt.Fprintln(fs.Output(), "Runs a query node of a keyspace-sharded IPNI layer: the index of its ranges, written by ingest nodes, answered by the find API.")
+		fs.PrintDefaults()
+	}
+	listen := "127.0.0.1:3100"
+	var tokenFile string
+	level := slog.LevelInfo
+	maxConns, maxPerIP := cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
+	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data `directory` (index, positions, copy guard)")
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's `name` in the layout (required)")
+	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP")
+	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
+	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
+	fs.StringVar(&tokenFile, "token-file", "", "`file` whose first line is the shard API's bearer token (else $"+EnvToken+"; neither: no token, loopback only)")
+	fs.Int64Var(&cfg.IndexCacheSize, "index-cache-size", cfg.IndexCacheSize, "`bytes` of the Pebble block cache")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long requests in flight may take on SIGTERM")
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	cli.ConnLimitFlags(fs, &maxConns, &maxPerIP)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if tokenFile != "" {
+		tok, _, err := cli.ReadTokenFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("-token-file: %w", err)
+		}
+		cfg.Token = tok
+	} else {
+		cfg.Token = strings.TrimSpace(os.Getenv(EnvToken))
+	}
+	if cfg.Token == "" && !cli.IsLoopback(listen) {
+		return fmt.Errorf("-listen %s: the shard API off loopback needs a token (-token-file or $%s): anyone who reaches it could write the index", listen, EnvToken)
+	}
+	log := cli.NewLogger(stderr, level)
+	cfg.Logger = log
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	ln, err := cli.Listen(listen, maxConns, maxPerIP)
+	if err != nil {
+		return fmt.Errorf("-listen %s: %w", listen, err)
+	}
+	n, err := New(cfg, ln)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := n.Close(); err != nil {
+			log.Error("close", "err", err)
+		}
+	}()
+	cli.LogListening(log, "query", ln.Addr().String())
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.Go(func() error {
+		for {
+			select {
+			case <-gctx.Done():
+				return nil
+			case <-hup:
+				if err := n.ReloadLayout(); err != nil {
+					log.Error("SIGHUP: layout not loaded; keeping the one in force", "err", err)
+				}
+			}
+		}
+	})
+	eg.Go(func() error { return n.Run(gctx) })
+	return eg.Wait()
+}

@@ -1,0 +1,31 @@
+// Package querynode is a query node of the keyspace-sharded layer as an
+// importable package: an index store (Pebble by default) that ingest nodes
+// write to through the batched, authenticated write API of
+// scatter/shard/querynode, and that answers the find API (and Delegated
+// Routing V1) for the ranges the layout gives it. It talks to no
+// publisher. examples/query is the same node as a program.
+//
+// # Embedding
+//
+//	cfg := querynode.DefaultConfig()
+//	cfg.Dir, cfg.Name, cfg.Layout = dir, "q1", "layout.json"
+//	n, err := querynode.New(cfg, ln) // ln: the listener of every API
+//	...
+//	go n.Run(ctx)                    // until ctx ends
+//	n.ReloadLayout()                 // after the layout file changes (SIGHUP in the program)
+//	n.Close()                        // after Run has returned
+//
+// One listener serves the find API at /, /routing/v1/, /health and
+// /stats, and the shard API under /shard/v1/ (batches, status, export,
+// copy, drop). Finds answer 503 until the node is ready: after each start,
+// until every writer of the layout has said that nothing older waits for
+// it, so a lookup never gets an answer that looks complete from a node
+// still catching up; a front end takes the key's other owner meanwhile.
+//
+// # Lifecycle
+//
+// [New] validates the Config, opens the store and the node's state under
+// Dir and starts nothing. [Node.Run] serves until its context ends, then
+// stops the listener (waiting at most Config.ShutdownTimeout) and the
+// node's copy and drop tasks; [Node.Close] closes the store.
+package querynode
