@@ -196,14 +196,14 @@ func (f *fanIn) take(spare []fanMsg) []fanMsg {
 }
 
 func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(find.ProviderResult, error) bool) {
+	if g.ring != nil {
+		g.findRing(ctx, mh, yield)
+		return
+	}
 	var tbuf [16]int
 	targets := tbuf[:0]
-	if g.ring != nil {
-		targets = g.ring.AppendOwners(targets, mh)
-	} else {
-		for i := range g.backends {
-			targets = append(targets, i)
-		}
+	for i := range g.backends {
+		targets = append(targets, i)
 	}
 
 	var pe partial

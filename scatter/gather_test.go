@@ -280,15 +280,26 @@ func TestGatherRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	owners := ring.Owners(gatherMH)
-	got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+	o0, o1 := fakes[owners[0]], fakes[owners[1]]
+	lookup := func() ([]string, error) {
+		t.Helper()
+		for _, f := range fakes {
+			f.calls.Store(0)
+		}
+		got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+		slices.Sort(got)
+		return got, err
+	}
+
+	// The first complete answer wins: the owners are not merged, and only
+	// they are asked.
+	o1.delay = time.Second
+	got, err := lookup()
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(got)
-	want := []string{fmt.Sprintf("P%d/c=m", owners[0]), fmt.Sprintf("P%d/c=m", owners[1])}
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("results %q, want those of owners %v", got, owners)
+	if want := []string{fmt.Sprintf("P%d/c=m", owners[0])}; !slices.Equal(got, want) {
+		t.Errorf("results %q, want the first owner's %q", got, want)
 	}
 	for i, f := range fakes {
 		if asked := f.calls.Load() == 1; asked != slices.Contains(owners, i) {
@@ -298,12 +309,35 @@ func TestGatherRing(t *testing.T) {
 	if s := g.Stats().Backends[owners[0]]; s.Name != names[owners[0]] {
 		t.Errorf("backend named %q, want the ring's %q", s.Name, names[owners[0]])
 	}
+	if s := g.Stats().Backends[owners[1]]; s.Failures != 0 {
+		t.Errorf("the cancelled owner counts as failed: %+v", s)
+	}
 
-	fakes[owners[0]].err = errGatherBoom
-	_, err = gatherCollect(t, g.Find(t.Context(), gatherMH))
-	checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
-	if !strings.Contains(err.Error(), names[owners[0]]) {
-		t.Errorf("error %q does not name the backend", err)
+	// A failed owner does not count: the other's answer is complete.
+	o1.delay = 0
+	o0.err = errGatherBoom
+	o0.results = nil
+	if got, err = lookup(); err != nil || !slices.Equal(got, []string{fmt.Sprintf("P%d/c=m", owners[1])}) {
+		t.Errorf("owner %d failing: %q, %v; want owner %d's answer", owners[0], got, err, owners[1])
+	}
+
+	// A leader that fails after some results: the other owner completes
+	// the answer, de-duplicated.
+	shared := gres("S", "c", "m")
+	o0.results = []find.ProviderResult{shared}
+	o1.results = []find.ProviderResult{shared, gres("P1", "c", "m")}
+	o1.delay = 50 * time.Millisecond
+	if got, err = lookup(); err != nil || !slices.Equal(got, []string{"P1/c=m", "S/c=m"}) {
+		t.Errorf("leader failing midway: %q, %v; want [P1/c=m S/c=m] and no error", got, err)
+	}
+
+	// Only when every owner fails is the answer partial.
+	o1.err = errGatherBoom
+	o1.results = nil
+	_, err = lookup()
+	checkPartialErr(t, err, &find.PartialError{Answered: 0, Total: 2}, errGatherBoom)
+	if !strings.Contains(err.Error(), names[owners[0]]) || !strings.Contains(err.Error(), names[owners[1]]) {
+		t.Errorf("error %q does not name the backends", err)
 	}
 
 	if _, err := NewGather(gatherBackends(fakes[:5]...), WithRing(ring)); !errors.Is(err, ErrInvalidOption) {
