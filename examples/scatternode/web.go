@@ -81,3 +81,20 @@ func (c countingBackend) Find(ctx context.Context, mh multihash.Multihash) iter.
 		}
 	}
 }
+
+// FindBatch lets a batch lookup reach the Gather's own FindBatch (which,
+// with a ring, splits it by owner), counting each multihash.
+func (c countingBackend) FindBatch(ctx context.Context, mhs []multihash.Multihash) []find.BatchResult {
+	bf, ok := c.Backend.(find.BatchFinder)
+	if !ok {
+		return find.FindEach(ctx, c, mhs)
+	}
+	out := bf.FindBatch(ctx, mhs)
+	c.lookups.Add(uint64(len(mhs)))
+	for _, a := range out {
+		if _, ok := errors.AsType[*find.PartialError](a.Err); ok {
+			c.partial.Add(1)
+		}
+	}
+	return out
+}
