@@ -107,9 +107,11 @@ func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 	return g, nil
 }
 
-// Find asks every backend (or, with [WithRing], every owner of mh) for mh at
-// once and yields each result as soon as any backend yields it, without
-// waiting for the others.
+// Find asks every backend for mh at once and yields each result as soon as
+// any backend yields it, without waiting for the others. With [WithRing],
+// it asks only the owners of mh and returns the first complete answer of
+// one of them instead, as the package documentation's "Ring mode" says;
+// what follows is the mode without a ring.
 //
 // Results are de-duplicated by (provider ID, context ID), compared
 // exactly: the first result seen for a pair is yielded and later ones are

@@ -68,6 +68,18 @@ func WithCache(entries int, ttl, negativeTTL time.Duration) GatherOption {
 // so r.Len() must equal the number of backends. The ring's names name the
 // backends unless [WithBackendNames] is given. Providers and Provider still
 // ask every backend.
+//
+// The owners of a key are replicas: each holds the whole answer for it. So
+// Find asks them all at once and returns the first complete answer (results
+// or "not found") of any of them, cancelling the others, instead of merging
+// every backend's; an owner that fails (an error, a 5xx such as a query
+// node's 503 while it catches up, its timeout, its breaker open) does not
+// count, and only when every owner fails does the answer end with a
+// [*find.PartialError]. [Gather.FindBatch] splits a batch by owner.
+//
+// Use a ring only over backends whose data is placed by the same ring
+// (package scatter/shard places it; see [Ring]): over a pool sharded by
+// publisher, answers would look complete and miss what other backends hold.
 func WithRing(r *Ring) GatherOption {
 	return func(c *gatherConfig) error {
 		if r == nil {
