@@ -30,6 +30,7 @@ type Gather struct {
 	counters []backendCounters
 	timeout  time.Duration
 	ring     *Ring
+	hedge    time.Duration
 	cache    *resultCache
 	hooks    GatherHooks
 
@@ -93,6 +94,7 @@ func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 		counters: make([]backendCounters, len(backends)),
 		timeout:  c.timeout,
 		ring:     c.ring,
+		hedge:    c.hedge,
 		hooks:    c.hooks,
 	}
 	if !c.breaker.Disabled {
@@ -179,6 +181,25 @@ func (f *fanIn) push(m fanMsg) {
 	select {
 	case f.wake <- struct{}{}:
 	default:
+	}
+}
+
+// takeOr is take, but gives up when timer fires first (ok false).
+func (f *fanIn) takeOr(spare []fanMsg, timer <-chan time.Time) (msgs []fanMsg, ok bool) {
+	for {
+		f.mu.Lock()
+		if len(f.q) > 0 {
+			b := f.q
+			f.q = spare[:0]
+			f.mu.Unlock()
+			return b, true
+		}
+		f.mu.Unlock()
+		select {
+		case <-f.wake:
+		case <-timer:
+			return nil, false
+		}
 	}
 }
 

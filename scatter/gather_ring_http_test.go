@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -39,6 +40,7 @@ type ringBackend struct {
 	delay time.Duration
 
 	requests atomic.Int64 // find requests (GET or POST), faulty or not
+	conns    atomic.Int64 // connections accepted
 	mu       sync.Mutex
 	keys     []string // every multihash asked, as B58
 	posts    int
@@ -143,7 +145,13 @@ func newRingPool(tb testing.TB, n, r, keys int) *ringPool {
 	for i := range n {
 		b := &ringBackend{name: names[i]}
 		h := findHandler(tb, findStoreBackend(tb, stores[i]))
-		b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.ServeHTTP(w, r, h) }))
+		b.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { b.ServeHTTP(w, r, h) }))
+		b.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				b.conns.Add(1)
+			}
+		}
+		b.srv.Start()
 		tb.Cleanup(b.srv.Close)
 		p.backends = append(p.backends, b)
 	}
@@ -256,21 +264,35 @@ func (p *ringPool) checkComplete(t *testing.T, what string, a ringAnswer, mhs ..
 // while one query node is down, answers 503 or is slow, every lookup is
 // still complete, and a slow owner does not slow it down.
 func TestGatherRingHTTPOwnerFails(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		fault int32
-	}{
-		{"all up", faultNone},
-		{"owner down", faultDown},
-		{"owner 503", fault503},
-		{"owner slow", faultSlow},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		for _, tc := range []struct {
+			name  string
+			fault int32
+		}{
+			{"all up", faultNone},
+			{"owner down", faultDown},
+			{"owner 503", fault503},
+			{"owner slow", faultSlow},
+		} {
+			t.Run(fmt.Sprintf("%s/hedged=%v", tc.name, hedged), func(t *testing.T) {
+				testRingOwnerFails(t, tc.fault, hedged)
+			})
+		}
+	}
+}
+
+func testRingOwnerFails(t *testing.T, fault int32, hedged bool) {
+	{
+		{
 			p := newRingPool(t, 4, 2, 40)
-			g := p.gather(t, false, scatter.WithBackendTimeout(5*time.Second))
+			opts := []scatter.GatherOption{scatter.WithBackendTimeout(5 * time.Second)}
+			if hedged {
+				opts = append(opts, scatter.WithHedge(100*time.Millisecond))
+			}
+			g := p.gather(t, false, opts...)
 			front := httptest.NewServer(findHandler(t, g))
 			defer front.Close()
-			p.setFault(0, tc.fault, 3*time.Second)
+			p.setFault(0, fault, 3*time.Second)
 			owned := 0
 			for _, mh := range p.keys {
 				if slices.Contains(p.ring.Owners(mh), 0) {
@@ -280,7 +302,7 @@ func TestGatherRingHTTPOwnerFails(t *testing.T) {
 				a := ringGet(t, front.URL, mh)
 				p.checkComplete(t, "GET", a, mh)
 				if d := time.Since(start); d > time.Second {
-					t.Fatalf("lookup of %s took %v with backend q0 %s", mh.B58String(), d, tc.name)
+					t.Fatalf("lookup of %s took %v with backend q0 in fault %d", mh.B58String(), d, fault)
 				}
 			}
 			if owned == 0 {
@@ -290,15 +312,28 @@ func TestGatherRingHTTPOwnerFails(t *testing.T) {
 			if st.Partial != 0 {
 				t.Errorf("%d partial answers", st.Partial)
 			}
-			// Each lookup went to its 2 owners only.
+			// Each lookup went to its 2 owners only, and with a hedge to
+			// the primary alone unless it failed or was slow.
 			var asked uint64
 			for _, b := range st.Backends {
 				asked += b.Requests + b.Skipped
 			}
-			if want := uint64(2 * len(p.keys)); asked != want {
+			want := uint64(2 * len(p.keys))
+			if hedged {
+				want = uint64(len(p.keys))
+				if fault != faultNone {
+					want = uint64(len(p.keys) + owned) // the primary and the next when q0 is the primary
+				}
+				for _, mh := range p.keys {
+					if fault != faultNone && p.ring.Owners(mh)[1] == 0 {
+						want-- // q0 second: never asked
+					}
+				}
+			}
+			if asked != want {
 				t.Errorf("%d backend requests for %d lookups, want %d", asked, len(p.keys), want)
 			}
-		})
+		}
 	}
 }
 

@@ -365,3 +365,62 @@ func TestNewGatherInvalid(t *testing.T) {
 		}
 	}
 }
+
+// With a hedge, the primary is asked alone; the next owner when the hedge
+// delay passes without a complete answer, or at once when the primary
+// fails; every owner failing is still partial.
+func TestGatherRingHedge(t *testing.T) {
+	fakes := make([]*gatherFake, 4)
+	names := make([]string, len(fakes))
+	for i := range fakes {
+		fakes[i] = &gatherFake{results: []find.ProviderResult{gres(fmt.Sprint("P", i), "c", "m")}}
+		names[i] = fmt.Sprintf("indexer-%d", i)
+	}
+	ring, err := NewRing(names, 64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hedge = 300 * time.Millisecond
+	g, err := NewGather(gatherBackends(fakes...), WithRing(ring), WithHedge(hedge),
+		WithBreaker(BreakerConfig{Disabled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := ring.Owners(gatherMH)
+	o0, o1 := fakes[owners[0]], fakes[owners[1]]
+	lookup := func() ([]string, error, time.Duration) {
+		t.Helper()
+		for _, f := range fakes {
+			f.calls.Store(0)
+		}
+		start := time.Now()
+		got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+		return got, err, time.Since(start)
+	}
+	primary, second := fmt.Sprintf("P%d/c=m", owners[0]), fmt.Sprintf("P%d/c=m", owners[1])
+
+	got, err, _ := lookup()
+	if err != nil || !slices.Equal(got, []string{primary}) || o1.calls.Load() != 0 {
+		t.Errorf("fast primary: %q, %v, second owner asked %d times; want the primary's answer alone", got, err, o1.calls.Load())
+	}
+
+	o0.delay = 10 * time.Second
+	got, err, d := lookup()
+	if err != nil || !slices.Equal(got, []string{second}) || d < hedge || d > 5*time.Second {
+		t.Errorf("slow primary: %q, %v after %v; want the second owner's answer after the hedge delay", got, err, d)
+	}
+
+	o0.delay, o0.err, o0.results = 0, errGatherBoom, nil
+	got, err, d = lookup()
+	if err != nil || !slices.Equal(got, []string{second}) || d >= hedge {
+		t.Errorf("failing primary: %q, %v after %v; want the second owner's answer at once", got, err, d)
+	}
+
+	o1.err, o1.results = errGatherBoom, nil
+	_, err, _ = lookup()
+	checkPartialErr(t, err, &find.PartialError{Answered: 0, Total: 2}, errGatherBoom)
+
+	if _, err := NewGather(gatherBackends(fakes...), WithHedge(0)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("WithHedge(0): %v", err)
+	}
+}

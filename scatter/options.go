@@ -20,6 +20,7 @@ type gatherConfig struct {
 	cacheTTL     time.Duration
 	cacheNegTTL  time.Duration
 	ring         *Ring
+	hedge        time.Duration
 	names        []string
 	hooks        GatherHooks
 }
@@ -86,6 +87,25 @@ func WithRing(r *Ring) GatherOption {
 			return fmt.Errorf("%w: nil ring", ErrInvalidOption)
 		}
 		c.ring = r
+		return nil
+	}
+}
+
+// WithHedge makes Find with a ring ([WithRing]) ask a key's owners one
+// after the other instead of all at once: the primary first, then the next
+// owner when d has passed without a complete answer, or at once when every
+// owner asked so far has failed. A lookup then usually touches one backend
+// instead of R, and the cancelled requests of losing owners (which cost
+// an HTTP/1.1 connection each) are rare; d is best a little above the
+// owners' usual answer time, so that only slow answers are hedged.
+// Without a ring it changes nothing. d must be positive; the default is
+// no hedge (every owner asked at once).
+func WithHedge(d time.Duration) GatherOption {
+	return func(c *gatherConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: hedge delay %v must be positive", ErrInvalidOption, d)
+		}
+		c.hedge = d
 		return nil
 	}
 }
