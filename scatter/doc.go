@@ -53,7 +53,12 @@
 // every owner of the multihash has failed does Find end with a
 // [*find.PartialError] (Answered 0 of the owners; the handler answers
 // 502/504, never 404). A lookup thus touches R backends, not N, and is as
-// fast as its fastest complete owner. [Gather.FindBatch] (POST /multihash
+// fast as its fastest complete owner. [WithHedge] asks the owners one after
+// the other instead — the next when the delay passes without a complete
+// answer, or at once when those asked have failed — so that a lookup
+// usually touches one backend; over HTTP/1.1 it also spares the
+// connection each cancelled request of a losing owner closes
+// (BenchmarkGatherRing counts them). [Gather.FindBatch] (POST /multihash
 // through a find.Handler) splits a batch by owner: each backend gets one
 // request with only the multihashes it owns, and each multihash takes the
 // first complete answer among its owners.

@@ -16,6 +16,9 @@
 //	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
+//	-hedge D                 with a Ring or -layout, ask a key's owners one after the other: the next
+//	                         after D without a complete answer, or at once when those asked failed
+//	                         (default 0: all owners at once)
 //	-cache N                 result cache of N answers (default 0: none)
 //	-cache-ttl D             how long a cached answer is kept (default 30s)
 //	-cache-negative-ttl D    how long a cached "not found" is kept (default 5s; 0: never cached)
@@ -98,8 +101,11 @@
 // query node catching up answers 503) or runs out of time does not count,
 // and only when all of a key's owners fail is the answer partial (502/504,
 // or X-IPNI-Backends on a batch). A POST /multihash batch is split by
-// owner: each query node gets one request with only its keys. With
-// -layout, the config file may give Timeout only. GET /shard/v1/status
+// owner: each query node gets one request with only its keys. -hedge D
+// asks a key's primary alone and the next owner only when it fails or has
+// not answered within D: a lookup then usually touches one query node, and
+// over HTTP/1.1 no connection is lost to cancelling a losing owner's
+// request. With -layout, the config file may give Timeout only. GET /shard/v1/status
 // answers {"Role":"frontend","Epoch":N}, N the epoch of the layout in
 // force (0 without -layout), which the layout's coordinator reads before
 // it publishes the next epoch.

@@ -36,6 +36,7 @@ type options struct {
 	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
+	hedge           time.Duration
 	cacheEntries    int
 	cacheTTL        time.Duration
 	cacheNegTTL     time.Duration
@@ -79,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.layoutPath, "layout", "", "scatter/shard layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
+	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once)")
 	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
 	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
@@ -104,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-listen must not be empty")
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("-timeout %v must be positive", o.timeout)
+	case o.hedge < 0:
+		return nil, fmt.Errorf("-hedge %v must not be negative", o.hedge)
 	case o.cacheEntries < 0:
 		return nil, fmt.Errorf("-cache %d must not be negative", o.cacheEntries)
 	case o.cacheEntries > 0 && o.cacheTTL <= 0:
@@ -263,6 +267,7 @@ func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config 
 	c := DefaultConfig()
 	c.Backends, c.Timeout, c.Ring, c.Layout = cfg.Backends, cfg.Timeout, cfg.Ring, cfg.Layout
 	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
+	c.Hedge = o.hedge
 	c.ShutdownTimeout = o.shutdownTimeout
 	c.AssignerURL = o.assignerURL
 	c.Logger = log

@@ -47,6 +47,11 @@ type Config struct {
 	// The front end reports the layout's epoch at GET shard.PathStatus (0
 	// without a layout).
 	Layout *shard.Layout
+	// Hedge, with a Ring or a Layout, asks a key's owners one after the
+	// other: the next when Hedge passes without a complete answer, or at
+	// once when those asked failed (scatter.WithHedge). 0 asks them all at
+	// once.
+	Hedge time.Duration
 	// CacheEntries is the size of the result cache in answers; 0: no
 	// cache (CacheTTL and CacheNegativeTTL are then unused).
 	CacheEntries int
@@ -122,6 +127,8 @@ func (c Config) normalized() (Config, error) {
 		return c, fmt.Errorf("CacheNegativeTTL %v must not be negative", c.CacheNegativeTTL)
 	case c.ShutdownTimeout <= 0:
 		return c, fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.Hedge < 0:
+		return c, fmt.Errorf("Hedge %v must not be negative", c.Hedge)
 	}
 	if c.AssignerURL != "" {
 		u, err := normalizeURL("AssignerURL", c.AssignerURL)
@@ -217,7 +224,7 @@ func normalizeBackends(raw []string, ring *Ring) ([]string, *Ring, error) {
 // reload from one to the other changes nothing.
 func (c Config) sameGather(o Config) bool {
 	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
-		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) &&
+		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) && c.Hedge == o.Hedge &&
 		(c.Layout == nil) == (o.Layout == nil) && (c.Layout == nil || reflect.DeepEqual(*c.Layout, *o.Layout)) &&
 		c.CacheEntries == o.CacheEntries && c.CacheTTL == o.CacheTTL && c.CacheNegativeTTL == o.CacheNegativeTTL
 }

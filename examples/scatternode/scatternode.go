@@ -131,6 +131,9 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if s.hooks.Gather != nil {
 		opts = append(opts, scatter.WithHooks(s.hooks.Gather(cfg.Backends)))
 	}
+	if cfg.Hedge > 0 {
+		opts = append(opts, scatter.WithHedge(cfg.Hedge))
+	}
 	if cfg.CacheEntries > 0 {
 		opts = append(opts, scatter.WithCache(cfg.CacheEntries, cfg.CacheTTL, cfg.CacheNegativeTTL))
 	}
@@ -181,8 +184,8 @@ func (s *Scatter) Config() Config {
 	return s.cur.cfg
 }
 
-// Reload builds a Gather from cfg's Backends, Timeout, Ring, Layout and
-// cache fields and swaps it in: requests that arrive from then on use it,
+// Reload builds a Gather from cfg's Backends, Timeout, Ring, Layout, Hedge
+// and cache fields and swaps it in: requests that arrive from then on use it,
 // requests in flight finish on the old one (then Hooks.Retired is called
 // with it). A cfg that builds the same Gather as the current one changes
 // nothing and returns applied false, keeping the breaker state and cache;
