@@ -60,7 +60,8 @@
 // connection each cancelled request of a losing owner closes
 // (BenchmarkGatherRing counts them). [Gather.FindBatch] (POST /multihash
 // through a find.Handler) splits a batch by owner: each backend gets one
-// request with only the multihashes it owns, and each multihash takes the
+// request with only the multihashes it owns (with a hedge, those it is the
+// primary of, then rounds for the rest), and each multihash takes the
 // first complete answer among its owners.
 //
 // A ring only routes reads. Answers are complete only when the data is

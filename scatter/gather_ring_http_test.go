@@ -423,3 +423,53 @@ func TestGatherRingHTTPBatchSplit(t *testing.T) {
 	a = ringPost(t, front.URL, p.keys)
 	p.checkComplete(t, "batch with q2 answering 503", a, p.keys...)
 }
+
+// With a hedge, a batch goes to each key's primary owner first: each query
+// node gets one POST with the keys it is primary for. Keys whose primary
+// answers 503 go to their next owner at once (well before the hedge
+// delay); keys whose primary is slow go to it once the delay has passed.
+func TestGatherRingHTTPBatchHedged(t *testing.T) {
+	p := newRingPool(t, 4, 2, 60)
+	const hedge = time.Second
+	g := p.gather(t, false, scatter.WithHedge(hedge), scatter.WithBreaker(scatter.BreakerConfig{Disabled: true}))
+	front := httptest.NewServer(findHandler(t, g))
+	defer front.Close()
+
+	a := ringPost(t, front.URL, p.keys)
+	p.checkComplete(t, "batch", a, p.keys...)
+	for i, b := range p.backends {
+		var want []string
+		for _, mh := range p.keys {
+			if p.ring.Owners(mh)[0] == i {
+				want = append(want, mh.B58String())
+			}
+		}
+		b.mu.Lock()
+		got, posts := slices.Clone(b.keys), b.posts
+		b.mu.Unlock()
+		slices.Sort(got)
+		slices.Sort(want)
+		if len(want) > 0 && (posts != 1 || b.requests.Load() != 1) {
+			t.Errorf("%s: %d requests, %d POSTs; want 1", b.name, b.requests.Load(), posts)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s asked %d keys, want the %d it is primary for", b.name, len(got), len(want))
+		}
+	}
+
+	p.setFault(2, fault503, 0)
+	start := time.Now()
+	a = ringPost(t, front.URL, p.keys)
+	p.checkComplete(t, "batch with q2 answering 503", a, p.keys...)
+	if d := time.Since(start); d >= hedge {
+		t.Errorf("batch with q2 answering 503 took %v, not less than the hedge delay %v", d, hedge)
+	}
+
+	p.setFault(2, faultSlow, 10*time.Second)
+	start = time.Now()
+	a = ringPost(t, front.URL, p.keys)
+	p.checkComplete(t, "batch with q2 slow", a, p.keys...)
+	if d := time.Since(start); d < hedge || d > hedge+2*time.Second {
+		t.Errorf("batch with q2 slow took %v, want about the hedge delay %v", d, hedge)
+	}
+}
