@@ -39,6 +39,39 @@
 //     with a replication factor; with [WithRing], Find asks only the owners
 //     of each multihash (keyspace sharding, the seed design's next step).
 //
+// # Ring mode
+//
+// With [WithRing], the owners of a multihash are replicas, each holding its
+// whole answer, and Find takes the first complete one instead of merging:
+// it asks every owner at once, yields the results of the first owner to
+// yield one as they arrive (holding the others'), and ends as soon as any
+// owner has answered completely (results or "not found"), adding that
+// owner's held results not yet yielded and cancelling the rest. An owner
+// that fails — an error, a 5xx such as a query node's 503 while it catches
+// up, running out of time, its breaker open — does not count; if the
+// leading owner fails, the one holding most results takes over. Only when
+// every owner of the multihash has failed does Find end with a
+// [*find.PartialError] (Answered 0 of the owners; the handler answers
+// 502/504, never 404). A lookup thus touches R backends, not N, and is as
+// fast as its fastest complete owner. [WithHedge] asks the owners one after
+// the other instead — the next when the delay passes without a complete
+// answer, or at once when those asked have failed — so that a lookup
+// usually touches one backend; over HTTP/1.1 it also spares the
+// connection each cancelled request of a losing owner closes
+// (BenchmarkGatherRing counts them). [Gather.FindBatch] (POST /multihash
+// through a find.Handler) splits a batch by owner: each backend gets one
+// request with only the multihashes it owns (with a hedge, those it is the
+// primary of, then rounds for the rest), and each multihash takes the
+// first complete answer among its owners.
+//
+// A ring only routes reads. Answers are complete only when the data is
+// placed by the same ring: package scatter/shard places the index of its
+// query layer by keyspace, and its Placement gives the read ring. Over a
+// pool that is not placed that way — today's publisher-sharded indexers,
+// each holding the multihashes of its own publishers — a ring asks owners
+// that never saw most of the answer, and their complete-looking answers
+// are not complete.
+//
 // # Construction
 //
 // [NewGather] takes [GatherOption]s; an option given a value it cannot

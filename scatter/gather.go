@@ -30,6 +30,7 @@ type Gather struct {
 	counters []backendCounters
 	timeout  time.Duration
 	ring     *Ring
+	hedge    time.Duration
 	cache    *resultCache
 	hooks    GatherHooks
 
@@ -93,6 +94,7 @@ func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 		counters: make([]backendCounters, len(backends)),
 		timeout:  c.timeout,
 		ring:     c.ring,
+		hedge:    c.hedge,
 		hooks:    c.hooks,
 	}
 	if !c.breaker.Disabled {
@@ -107,9 +109,11 @@ func NewGather(backends []find.Backend, opts ...GatherOption) (*Gather, error) {
 	return g, nil
 }
 
-// Find asks every backend (or, with [WithRing], every owner of mh) for mh at
-// once and yields each result as soon as any backend yields it, without
-// waiting for the others.
+// Find asks every backend for mh at once and yields each result as soon as
+// any backend yields it, without waiting for the others. With [WithRing],
+// it asks only the owners of mh and returns the first complete answer of
+// one of them instead, as the package documentation's "Ring mode" says;
+// what follows is the mode without a ring.
 //
 // Results are de-duplicated by (provider ID, context ID), compared
 // exactly: the first result seen for a pair is yielded and later ones are
@@ -180,6 +184,25 @@ func (f *fanIn) push(m fanMsg) {
 	}
 }
 
+// takeOr is take, but gives up when timer fires first (ok false).
+func (f *fanIn) takeOr(spare []fanMsg, timer <-chan time.Time) (msgs []fanMsg, ok bool) {
+	for {
+		f.mu.Lock()
+		if len(f.q) > 0 {
+			b := f.q
+			f.q = spare[:0]
+			f.mu.Unlock()
+			return b, true
+		}
+		f.mu.Unlock()
+		select {
+		case <-f.wake:
+		case <-timer:
+			return nil, false
+		}
+	}
+}
+
 // take waits for messages and returns them, leaving spare as the queue.
 func (f *fanIn) take(spare []fanMsg) []fanMsg {
 	for {
@@ -196,14 +219,14 @@ func (f *fanIn) take(spare []fanMsg) []fanMsg {
 }
 
 func (g *Gather) find(ctx context.Context, mh multihash.Multihash, yield func(find.ProviderResult, error) bool) {
+	if g.ring != nil {
+		g.findRing(ctx, mh, yield)
+		return
+	}
 	var tbuf [16]int
 	targets := tbuf[:0]
-	if g.ring != nil {
-		targets = g.ring.AppendOwners(targets, mh)
-	} else {
-		for i := range g.backends {
-			targets = append(targets, i)
-		}
+	for i := range g.backends {
+		targets = append(targets, i)
 	}
 
 	var pe partial

@@ -131,3 +131,62 @@ func Example_frontEnd() {
 	// [12D3KooWKRyzVWW6ChFjQjK4miCty85Niy48tpPV95XdKu1BcvMA 12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y]
 	// 200 OK X-IPNI-Backends: 2/3
 }
+
+// A ring over query nodes whose data is placed by the same ring: each key
+// is held by its 2 owners, and a lookup takes the first complete answer of
+// one of them — here while the key's primary is down.
+func ExampleWithRing() {
+	ctx := context.Background()
+	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
+	provider, _ := peer.Decode("12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y")
+	names := []string{"q0", "q1", "q2", "q3"}
+	ring, err := scatter.NewRing(names, scatter.DefaultVnodes, 2)
+	if err != nil {
+		log.Fatal(err)
+	}
+	owners := ring.Owners(mh)
+
+	// Four query nodes; the key is placed on its owners only (package
+	// scatter/shard does this for a real query layer).
+	backends := make([]find.Backend, len(names))
+	for i := range names {
+		s := memory.New()
+		defer s.Close()
+		if slices.Contains(owners, i) {
+			_ = s.Put(ctx, store.Value{ProviderID: provider, ContextID: []byte("ctx")}, mh)
+		}
+		h, _ := find.NewHandler(must(find.NewStoreBackend(s)))
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		if i == owners[0] {
+			srv.Close() // the primary owner is down
+		}
+		backends[i] = must(find.NewClient(srv.URL))
+	}
+	g, err := scatter.NewGather(backends, scatter.WithRing(ring))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for r, err := range g.Find(ctx, mh) {
+		if err != nil {
+			fmt.Println("no complete answer:", err)
+			break
+		}
+		fmt.Println(r.Provider.ID, string(r.ContextID))
+	}
+	asked := 0
+	for _, b := range g.Stats().Backends {
+		asked += int(b.Requests)
+	}
+	fmt.Println("backends asked:", asked, "of", len(backends))
+	// Output:
+	// 12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y ctx
+	// backends asked: 2 of 4
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		log.Fatal(err)
+	}
+	return v
+}

@@ -280,15 +280,26 @@ func TestGatherRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	owners := ring.Owners(gatherMH)
-	got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+	o0, o1 := fakes[owners[0]], fakes[owners[1]]
+	lookup := func() ([]string, error) {
+		t.Helper()
+		for _, f := range fakes {
+			f.calls.Store(0)
+		}
+		got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+		slices.Sort(got)
+		return got, err
+	}
+
+	// The first complete answer wins: the owners are not merged, and only
+	// they are asked.
+	o1.delay = time.Second
+	got, err := lookup()
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Sort(got)
-	want := []string{fmt.Sprintf("P%d/c=m", owners[0]), fmt.Sprintf("P%d/c=m", owners[1])}
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("results %q, want those of owners %v", got, owners)
+	if want := []string{fmt.Sprintf("P%d/c=m", owners[0])}; !slices.Equal(got, want) {
+		t.Errorf("results %q, want the first owner's %q", got, want)
 	}
 	for i, f := range fakes {
 		if asked := f.calls.Load() == 1; asked != slices.Contains(owners, i) {
@@ -298,12 +309,35 @@ func TestGatherRing(t *testing.T) {
 	if s := g.Stats().Backends[owners[0]]; s.Name != names[owners[0]] {
 		t.Errorf("backend named %q, want the ring's %q", s.Name, names[owners[0]])
 	}
+	if s := g.Stats().Backends[owners[1]]; s.Failures != 0 {
+		t.Errorf("the cancelled owner counts as failed: %+v", s)
+	}
 
-	fakes[owners[0]].err = errGatherBoom
-	_, err = gatherCollect(t, g.Find(t.Context(), gatherMH))
-	checkPartialErr(t, err, &find.PartialError{Answered: 1, Total: 2}, errGatherBoom)
-	if !strings.Contains(err.Error(), names[owners[0]]) {
-		t.Errorf("error %q does not name the backend", err)
+	// A failed owner does not count: the other's answer is complete.
+	o1.delay = 0
+	o0.err = errGatherBoom
+	o0.results = nil
+	if got, err = lookup(); err != nil || !slices.Equal(got, []string{fmt.Sprintf("P%d/c=m", owners[1])}) {
+		t.Errorf("owner %d failing: %q, %v; want owner %d's answer", owners[0], got, err, owners[1])
+	}
+
+	// A leader that fails after some results: the other owner completes
+	// the answer, de-duplicated.
+	shared := gres("S", "c", "m")
+	o0.results = []find.ProviderResult{shared}
+	o1.results = []find.ProviderResult{shared, gres("P1", "c", "m")}
+	o1.delay = 50 * time.Millisecond
+	if got, err = lookup(); err != nil || !slices.Equal(got, []string{"P1/c=m", "S/c=m"}) {
+		t.Errorf("leader failing midway: %q, %v; want [P1/c=m S/c=m] and no error", got, err)
+	}
+
+	// Only when every owner fails is the answer partial.
+	o1.err = errGatherBoom
+	o1.results = nil
+	_, err = lookup()
+	checkPartialErr(t, err, &find.PartialError{Answered: 0, Total: 2}, errGatherBoom)
+	if !strings.Contains(err.Error(), names[owners[0]]) || !strings.Contains(err.Error(), names[owners[1]]) {
+		t.Errorf("error %q does not name the backends", err)
 	}
 
 	if _, err := NewGather(gatherBackends(fakes[:5]...), WithRing(ring)); !errors.Is(err, ErrInvalidOption) {
@@ -329,5 +363,64 @@ func TestNewGatherInvalid(t *testing.T) {
 		if _, err := NewGather(tc.bs, tc.opts...); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", name, err)
 		}
+	}
+}
+
+// With a hedge, the primary is asked alone; the next owner when the hedge
+// delay passes without a complete answer, or at once when the primary
+// fails; every owner failing is still partial.
+func TestGatherRingHedge(t *testing.T) {
+	fakes := make([]*gatherFake, 4)
+	names := make([]string, len(fakes))
+	for i := range fakes {
+		fakes[i] = &gatherFake{results: []find.ProviderResult{gres(fmt.Sprint("P", i), "c", "m")}}
+		names[i] = fmt.Sprintf("indexer-%d", i)
+	}
+	ring, err := NewRing(names, 64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hedge = 300 * time.Millisecond
+	g, err := NewGather(gatherBackends(fakes...), WithRing(ring), WithHedge(hedge),
+		WithBreaker(BreakerConfig{Disabled: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := ring.Owners(gatherMH)
+	o0, o1 := fakes[owners[0]], fakes[owners[1]]
+	lookup := func() ([]string, error, time.Duration) {
+		t.Helper()
+		for _, f := range fakes {
+			f.calls.Store(0)
+		}
+		start := time.Now()
+		got, err := gatherCollect(t, g.Find(t.Context(), gatherMH))
+		return got, err, time.Since(start)
+	}
+	primary, second := fmt.Sprintf("P%d/c=m", owners[0]), fmt.Sprintf("P%d/c=m", owners[1])
+
+	got, err, _ := lookup()
+	if err != nil || !slices.Equal(got, []string{primary}) || o1.calls.Load() != 0 {
+		t.Errorf("fast primary: %q, %v, second owner asked %d times; want the primary's answer alone", got, err, o1.calls.Load())
+	}
+
+	o0.delay = 10 * time.Second
+	got, err, d := lookup()
+	if err != nil || !slices.Equal(got, []string{second}) || d < hedge || d > 5*time.Second {
+		t.Errorf("slow primary: %q, %v after %v; want the second owner's answer after the hedge delay", got, err, d)
+	}
+
+	o0.delay, o0.err, o0.results = 0, errGatherBoom, nil
+	got, err, d = lookup()
+	if err != nil || !slices.Equal(got, []string{second}) || d >= hedge {
+		t.Errorf("failing primary: %q, %v after %v; want the second owner's answer at once", got, err, d)
+	}
+
+	o1.err, o1.results = errGatherBoom, nil
+	_, err, _ = lookup()
+	checkPartialErr(t, err, &find.PartialError{Answered: 0, Total: 2}, errGatherBoom)
+
+	if _, err := NewGather(gatherBackends(fakes...), WithHedge(0)); !errors.Is(err, ErrInvalidOption) {
+		t.Errorf("WithHedge(0): %v", err)
 	}
 }

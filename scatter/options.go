@@ -20,6 +20,7 @@ type gatherConfig struct {
 	cacheTTL     time.Duration
 	cacheNegTTL  time.Duration
 	ring         *Ring
+	hedge        time.Duration
 	names        []string
 	hooks        GatherHooks
 }
@@ -68,12 +69,43 @@ func WithCache(entries int, ttl, negativeTTL time.Duration) GatherOption {
 // so r.Len() must equal the number of backends. The ring's names name the
 // backends unless [WithBackendNames] is given. Providers and Provider still
 // ask every backend.
+//
+// The owners of a key are replicas: each holds the whole answer for it. So
+// Find asks them all at once and returns the first complete answer (results
+// or "not found") of any of them, cancelling the others, instead of merging
+// every backend's; an owner that fails (an error, a 5xx such as a query
+// node's 503 while it catches up, its timeout, its breaker open) does not
+// count, and only when every owner fails does the answer end with a
+// [*find.PartialError]. [Gather.FindBatch] splits a batch by owner.
+//
+// Use a ring only over backends whose data is placed by the same ring
+// (package scatter/shard places it; see [Ring]): over a pool sharded by
+// publisher, answers would look complete and miss what other backends hold.
 func WithRing(r *Ring) GatherOption {
 	return func(c *gatherConfig) error {
 		if r == nil {
 			return fmt.Errorf("%w: nil ring", ErrInvalidOption)
 		}
 		c.ring = r
+		return nil
+	}
+}
+
+// WithHedge makes Find with a ring ([WithRing]) ask a key's owners one
+// after the other instead of all at once: the primary first, then the next
+// owner when d has passed without a complete answer, or at once when every
+// owner asked so far has failed. A lookup then usually touches one backend
+// instead of R, and the cancelled requests of losing owners (which cost
+// an HTTP/1.1 connection each) are rare; d is best a little above the
+// owners' usual answer time, so that only slow answers are hedged.
+// Without a ring it changes nothing. d must be positive; the default is
+// no hedge (every owner asked at once).
+func WithHedge(d time.Duration) GatherOption {
+	return func(c *gatherConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: hedge delay %v must be positive", ErrInvalidOption, d)
+		}
+		c.hedge = d
 		return nil
 	}
 }

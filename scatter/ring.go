@@ -20,6 +20,15 @@ const DefaultVnodes = 256
 // indexers is queried only where the data lives (see [WithRing]). A Ring is
 // immutable and safe for concurrent use.
 //
+// A ring routes reads; it does not place data. Its answers are complete
+// only over backends that hold every multihash the same ring assigns them,
+// each owner the whole answer for its keys — the query layer that package
+// scatter/shard places by keyspace (its Placement builds the ring from the
+// layout every process shares). Over any other pool, such as today's
+// publisher-sharded indexers, where each holds the multihashes of its own
+// publishers, a ring asks the wrong backends, and their "not found" looks
+// like a complete answer when it is not.
+//
 // Placement is deterministic across processes and versions, because the
 // ingest side that writes to key-sharded indexers and every query front end
 // must agree on it:

@@ -12,8 +12,13 @@
 //	-metrics ADDR            Prometheus GET /metrics address (default 127.0.0.1:8081; "" disables)
 //	-backends URL[,URL...]   backend find API base URLs; may be repeated
 //	-config FILE             config file (below), re-read on SIGHUP
+//	-layout FILE             scatter/shard layout of a keyspace-sharded query layer (below),
+//	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
+//	-hedge D                 with a Ring or -layout, ask a key's owners one after the other: the next
+//	                         after D without a complete answer, or at once when those asked failed
+//	                         (default 0: all owners at once)
 //	-cache N                 result cache of N answers (default 0: none)
 //	-cache-ttl D             how long a cached answer is kept (default 30s)
 //	-cache-negative-ttl D    how long a cached "not found" is kept (default 5s; 0: never cached)
@@ -75,16 +80,46 @@
 // Timeout is the per-backend timeout. Ring, when present, shards the
 // keyspace: each multihash is asked only of the Replication backends that
 // own it on a consistent-hash ring with Vnodes points per backend (default
-// 256), instead of every backend (see scatter.NewRing).
+// 256), instead of every backend (see scatter.NewRing), and the first of
+// them to answer completely gives the answer (the owners are replicas).
+//
+// A Ring gives complete answers only over backends whose data was placed
+// by the same ring. Over a pool of indexers sharded by publisher, each
+// holding the multihashes of its own publishers, it asks backends that
+// never saw most of a key's providers: the answers look complete and are
+// not. Point the front end at a keyspace-sharded query layer with -layout
+// instead.
+//
+// # Layout
+//
+// -layout FILE reads a scatter/shard layout (the JSON file shard.Save
+// writes and every process of the two layers re-reads on SIGHUP): the
+// backends are the URLs of its read nodes and the ring its read ring —
+// the Current ring, or the Next one from phase "moved" on — with its
+// Replication and Vnodes. Each lookup asks the R owners of its key and
+// takes the first complete answer; an owner that fails, answers 5xx (a
+// query node catching up answers 503) or runs out of time does not count,
+// and only when all of a key's owners fail is the answer partial (502/504,
+// or X-IPNI-Backends on a batch). A POST /multihash batch is split by
+// owner: each query node gets one request with only its keys. -hedge D
+// asks a key's primary alone and the next owner only when it fails or has
+// not answered within D: a lookup then usually touches one query node, and
+// over HTTP/1.1 no connection is lost to cancelling a losing owner's
+// request. With -layout, the config file may give Timeout only. GET /shard/v1/status
+// answers {"Role":"frontend","Epoch":N}, N the epoch of the layout in
+// force (0 without -layout), which the layout's coordinator reads before
+// it publishes the next epoch.
 //
 // # Reload
 //
-// On SIGHUP the config file is read again (the flags stay as given). A
+// On SIGHUP the config file and the -layout file are read again (the
+// flags stay as given). A
 // valid config that differs from the current one is built into a new
 // Gather, with fresh circuit breakers and cache, and swapped in atomically:
 // requests that arrive from then on use it, requests in flight finish on
 // the old one. A config that does not load (unreadable, bad JSON, no
-// backends, a bad or duplicate URL) is logged and the current Gather kept;
+// backends, a bad or duplicate URL, a layout that does not validate) is
+// logged with the reason and the current Gather kept;
 // an unchanged config keeps the current Gather and its breaker state. Unlike
 // indexstar, the file is read only on SIGHUP, not polled.
 //
@@ -92,9 +127,11 @@
 //
 // The routes and status rules are those of find.Handler: GET
 // /multihash/{mh} and /cid/{cid} (JSON, or NDJSON with Accept:
-// application/x-ndjson), POST /multihash, GET /providers[/{id}]. Results of
-// every backend are merged and de-duplicated by provider and context. 404
-// means every backend asked answered "not found"; when some did not answer,
+// application/x-ndjson), POST /multihash, GET /providers[/{id}]. Without
+// a ring, results of every backend are merged and de-duplicated by
+// provider and context; with one, the first complete answer of a key's
+// owners is the answer. 404 means every backend asked answered "not found"
+// (with a ring: one owner did); when some did not answer,
 // the answer carries X-IPNI-Backends: answered/total and Cache-Control:
 // no-store, or is 502/504 if nothing was found.
 //

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/shard"
 )
 
 // options are the command-line flags.
@@ -30,9 +32,11 @@ type options struct {
 	listen, metrics string
 	backends        []string // as given, in order
 	configPath      string
+	layoutPath      string
 	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
+	hedge           time.Duration
 	cacheEntries    int
 	cacheTTL        time.Duration
 	cacheNegTTL     time.Duration
@@ -73,8 +77,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
+	fs.StringVar(&o.layoutPath, "layout", "", "scatter/shard layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
+	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once)")
 	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
 	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
@@ -100,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-listen must not be empty")
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("-timeout %v must be positive", o.timeout)
+	case o.hedge < 0:
+		return nil, fmt.Errorf("-hedge %v must not be negative", o.hedge)
 	case o.cacheEntries < 0:
 		return nil, fmt.Errorf("-cache %d must not be negative", o.cacheEntries)
 	case o.cacheEntries > 0 && o.cacheTTL <= 0:
@@ -112,8 +120,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
 		return nil, err
 	}
-	if o.configPath == "" && len(o.backends) == 0 {
-		return nil, errors.New("no backends: give -backends or -config (see -h)")
+	if o.layoutPath != "" && len(o.backends) > 0 {
+		return nil, errors.New("-layout names the backends: give -backends or -layout, not both")
+	}
+	if o.configPath == "" && len(o.backends) == 0 && o.layoutPath == "" {
+		return nil, errors.New("no backends: give -backends, -config or -layout (see -h)")
 	}
 	return o, nil
 }
@@ -134,11 +145,14 @@ type config struct {
 	Backends []string // normalised URLs, unique, in order: flags first, then the file
 	Timeout  time.Duration
 	Ring     *ringConfig // nil: ask every backend
+	// Layout is the -layout file's (Backends and Ring are then empty).
+	Layout *shard.Layout
 }
 
 func (c config) equal(o config) bool {
 	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
-		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring)
+		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) &&
+		(c.Layout == nil) == (o.Layout == nil) && (c.Layout == nil || reflect.DeepEqual(*c.Layout, *o.Layout))
 }
 
 // parseConfigFile parses a config file: either a JSON array of URLs (the
@@ -170,8 +184,13 @@ func parseConfigFile(data []byte) (fileConfig, error) {
 
 // loadConfig reads the config file, if any, and merges it with the flags:
 // the backends of both, in that order; the file's Timeout unless -timeout
-// was given explicitly; the file's Ring.
+// was given explicitly; the file's Ring. With -layout, the layout file
+// gives the backends and the ring, and the config file may give only the
+// Timeout.
 func loadConfig(o *options) (config, error) {
+	if o.layoutPath != "" {
+		return loadLayoutConfig(o)
+	}
 	cfg := config{Timeout: o.timeout}
 	raw := slices.Clone(o.backends)
 	if o.configPath != "" {
@@ -204,12 +223,51 @@ func loadConfig(o *options) (config, error) {
 	return cfg, nil
 }
 
+// loadLayoutConfig is loadConfig with -layout.
+func loadLayoutConfig(o *options) (config, error) {
+	cfg := config{Timeout: o.timeout}
+	if o.configPath != "" {
+		data, err := os.ReadFile(o.configPath)
+		if err != nil {
+			return config{}, fmt.Errorf("config: %w", err)
+		}
+		fc, err := parseConfigFile(data)
+		if err != nil {
+			return config{}, fmt.Errorf("config file %s: %w", o.configPath, err)
+		}
+		if len(fc.Backends) > 0 || fc.Ring != nil {
+			return config{}, fmt.Errorf("config file %s: Backends and Ring come from -layout %s: leave them out", o.configPath, o.layoutPath)
+		}
+		if fc.Timeout != "" && !o.timeoutSet {
+			d, err := time.ParseDuration(fc.Timeout)
+			if err != nil || d <= 0 {
+				return config{}, fmt.Errorf("config file %s: Timeout %q must be a positive duration such as \"5s\"", o.configPath, fc.Timeout)
+			}
+			cfg.Timeout = d
+		}
+	}
+	l, err := shard.Load(o.layoutPath)
+	if err != nil {
+		return config{}, fmt.Errorf("layout: %w", err)
+	}
+	// Check it as New and Reload will, so that a bad layout is reported
+	// with the file's name.
+	c := DefaultConfig()
+	c.Layout = &l
+	if _, err := c.normalized(); err != nil {
+		return config{}, fmt.Errorf("layout %s: %w", o.layoutPath, err)
+	}
+	cfg.Layout = &l
+	return cfg, nil
+}
+
 // roleConfig is the Config of the flags o and the loaded cfg, logging to
 // log and feeding met.
 func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config {
 	c := DefaultConfig()
-	c.Backends, c.Timeout, c.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+	c.Backends, c.Timeout, c.Ring, c.Layout = cfg.Backends, cfg.Timeout, cfg.Ring, cfg.Layout
 	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
+	c.Hedge = o.hedge
 	c.ShutdownTimeout = o.shutdownTimeout
 	c.AssignerURL = o.assignerURL
 	c.Logger = log
@@ -226,6 +284,9 @@ func configAttrs(cfg config) []any {
 	attrs := []any{"backends", cfg.Backends, "timeout", cfg.Timeout}
 	if cfg.Ring != nil {
 		attrs = append(attrs, "ring_vnodes", cfg.Ring.Vnodes, "ring_replication", cfg.Ring.Replication)
+	}
+	if l := cfg.Layout; l != nil {
+		attrs = append(attrs, "layout_epoch", l.Epoch, "layout_phase", l.Phase, "ring_replication", l.Replication)
 	}
 	return attrs
 }
@@ -276,6 +337,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer node.Close()
 
+	cfg.Backends = node.Config().Backends // a layout's read nodes
 	cli.LogListening(log, "find", node.Addrs().Find)
 	if mln != nil {
 		cli.LogListening(log, "metrics", mln.Addr().String())
@@ -309,9 +371,9 @@ func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *
 			return
 		case <-hup:
 		}
-		if opts.configPath == "" {
+		if opts.configPath == "" && opts.layoutPath == "" {
 			met.reloads.WithLabelValues("unchanged").Inc()
-			log.Warn("SIGHUP: no -config file to reload; keeping the current backends")
+			log.Warn("SIGHUP: no -config or -layout file to reload; keeping the current backends")
 			continue
 		}
 		prev := node.Config()
@@ -319,7 +381,7 @@ func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *
 		applied := false
 		if err == nil {
 			rc := prev
-			rc.Backends, rc.Timeout, rc.Ring = cfg.Backends, cfg.Timeout, cfg.Ring
+			rc.Backends, rc.Timeout, rc.Ring, rc.Layout = cfg.Backends, cfg.Timeout, cfg.Ring, cfg.Layout
 			applied, err = node.Reload(rc)
 		}
 		switch {
@@ -333,7 +395,9 @@ func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *
 			continue
 		}
 		met.reloads.WithLabelValues("applied").Inc()
-		added, removed := diff(prev.Backends, cfg.Backends)
+		cur := node.Config()
+		added, removed := diff(prev.Backends, cur.Backends)
+		cfg.Backends = cur.Backends
 		log.Info("config reloaded", append(configAttrs(cfg), "added", added, "removed", removed)...)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/indexkit/indexkit/scatter"
+	"github.com/indexkit/indexkit/scatter/shard"
 )
 
 // Config is the typed configuration of a front end. Its zero value is
@@ -26,9 +28,30 @@ type Config struct {
 	Timeout time.Duration
 	// Ring, when not nil, shards the keyspace: each multihash is asked
 	// only of the Replication backends that own it on a consistent-hash
-	// ring of Vnodes points per backend (0: scatter.DefaultVnodes). Nil
-	// asks every backend.
+	// ring of Vnodes points per backend (0: scatter.DefaultVnodes), and
+	// the first of them to answer completely gives the answer. Nil asks
+	// every backend and merges their answers.
+	//
+	// A ring gives complete answers only over backends whose data was
+	// placed by the same ring (the query layer of package scatter/shard,
+	// which Layout describes). Over a publisher-sharded pool, where each
+	// indexer holds the multihashes of its publishers, the answers look
+	// complete and are not.
 	Ring *Ring
+	// Layout, when not nil, is the keyspace-sharded query layer to read
+	// from (a scatter/shard layout, as its file holds it): the backends are
+	// the URLs of its read nodes (shard.Placement.ReadNodes) and the ring
+	// its read ring (Placement.ReadRing), so that a Reload with the next
+	// epoch's layout moves reads as the layout says. Backends must then be
+	// empty or those URLs (as [Scatter.Config] returns them), and Ring nil.
+	// The front end reports the layout's epoch at GET shard.PathStatus (0
+	// without a layout).
+	Layout *shard.Layout
+	// Hedge, with a Ring or a Layout, asks a key's owners one after the
+	// other: the next when Hedge passes without a complete answer, or at
+	// once when those asked failed (scatter.WithHedge). 0 asks them all at
+	// once.
+	Hedge time.Duration
 	// CacheEntries is the size of the result cache in answers; 0: no
 	// cache (CacheTTL and CacheNegativeTTL are then unused).
 	CacheEntries int
@@ -104,6 +127,8 @@ func (c Config) normalized() (Config, error) {
 		return c, fmt.Errorf("CacheNegativeTTL %v must not be negative", c.CacheNegativeTTL)
 	case c.ShutdownTimeout <= 0:
 		return c, fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.Hedge < 0:
+		return c, fmt.Errorf("Hedge %v must not be negative", c.Hedge)
 	}
 	if c.AssignerURL != "" {
 		u, err := normalizeURL("AssignerURL", c.AssignerURL)
@@ -112,12 +137,49 @@ func (c Config) normalized() (Config, error) {
 		}
 		c.AssignerURL = u
 	}
+	if c.Layout != nil {
+		return c.normalizedLayout()
+	}
 	backends, ring, err := normalizeBackends(c.Backends, c.Ring)
 	if err != nil {
 		return c, err
 	}
 	c.Backends, c.Ring = backends, ring
 	return c, nil
+}
+
+// normalizedLayout is normalized for a c with a Layout: its backends are
+// the layout's read nodes.
+func (c Config) normalizedLayout() (Config, error) {
+	if c.Ring != nil {
+		return c, errors.New("Ring must be nil with a Layout, which gives the ring")
+	}
+	p, err := shard.NewPlacement(*c.Layout)
+	if err != nil {
+		return c, fmt.Errorf("Layout: %w", err)
+	}
+	var raw []string
+	for _, n := range p.ReadNodes() {
+		raw = append(raw, n.URL)
+	}
+	backends, _, err := normalizeBackends(raw, nil)
+	if err != nil {
+		return c, fmt.Errorf("Layout (epoch %d): %w", c.Layout.Epoch, err)
+	}
+	if len(c.Backends) > 0 && !slices.Equal(c.Backends, backends) {
+		return c, fmt.Errorf("Backends %q with a Layout, whose read nodes are %q: leave Backends empty", c.Backends, backends)
+	}
+	l := c.Layout.Clone()
+	c.Layout, c.Backends = &l, backends
+	return c, nil
+}
+
+// epoch is the epoch of c's layout, 0 without one.
+func (c Config) epoch() uint64 {
+	if c.Layout == nil {
+		return 0
+	}
+	return c.Layout.Epoch
 }
 
 // normalizeBackends checks and normalises raw (see [Config.Backends]) and
@@ -162,7 +224,8 @@ func normalizeBackends(raw []string, ring *Ring) ([]string, *Ring, error) {
 // reload from one to the other changes nothing.
 func (c Config) sameGather(o Config) bool {
 	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
-		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) &&
+		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) && c.Hedge == o.Hedge &&
+		(c.Layout == nil) == (o.Layout == nil) && (c.Layout == nil || reflect.DeepEqual(*c.Layout, *o.Layout)) &&
 		c.CacheEntries == o.CacheEntries && c.CacheTTL == o.CacheTTL && c.CacheNegativeTTL == o.CacheNegativeTTL
 }
 

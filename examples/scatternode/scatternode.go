@@ -18,6 +18,7 @@ import (
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/routing"
+	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -130,10 +131,22 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if s.hooks.Gather != nil {
 		opts = append(opts, scatter.WithHooks(s.hooks.Gather(cfg.Backends)))
 	}
+	if cfg.Hedge > 0 {
+		opts = append(opts, scatter.WithHedge(cfg.Hedge))
+	}
 	if cfg.CacheEntries > 0 {
 		opts = append(opts, scatter.WithCache(cfg.CacheEntries, cfg.CacheTTL, cfg.CacheNegativeTTL))
 	}
-	if cfg.Ring != nil {
+	switch {
+	case cfg.Layout != nil:
+		// The read ring's backend i is ReadNodes()[i], whose URL is
+		// cfg.Backends[i]; WithBackendNames names them by URL.
+		p, err := shard.NewPlacement(*cfg.Layout)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, scatter.WithRing(p.ReadRing()))
+	case cfg.Ring != nil:
 		r, err := scatter.NewRing(cfg.Backends, cfg.Ring.Vnodes, cfg.Ring.Replication)
 		if err != nil {
 			return nil, err
@@ -171,8 +184,8 @@ func (s *Scatter) Config() Config {
 	return s.cur.cfg
 }
 
-// Reload builds a Gather from cfg's Backends, Timeout, Ring and cache
-// fields and swaps it in: requests that arrive from then on use it,
+// Reload builds a Gather from cfg's Backends, Timeout, Ring, Layout, Hedge
+// and cache fields and swaps it in: requests that arrive from then on use it,
 // requests in flight finish on the old one (then Hooks.Retired is called
 // with it). A cfg that builds the same Gather as the current one changes
 // nothing and returns applied false, keeping the breaker state and cache;

@@ -2,6 +2,7 @@ package scatternode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -35,7 +37,18 @@ func (s *Scatter) handler() http.Handler {
 	mux.Handle("/status.json", s.status) // the page's JSON status (scatter/web)
 	mux.Handle("/health", s.conv)        // scatter/find/health: every method, for OPTIONS
 	mux.Handle("/stats", s.conv)         // the sums of the backends' /stats
+	mux.HandleFunc("GET "+shard.PathStatus, s.shardStatus)
 	return mux
+}
+
+// shardStatus serves GET shard.PathStatus: the front end's role and the
+// epoch of the layout it reads by (0 without one), which a
+// shard.Coordinator waits for before it publishes the next epoch.
+func (s *Scatter) shardStatus(w http.ResponseWriter, r *http.Request) {
+	st := shard.Status{Role: "frontend", Epoch: s.Config().epoch()}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(st)
 }
 
 // newStatus builds the status endpoint over the front end's current
@@ -80,4 +93,21 @@ func (c countingBackend) Find(ctx context.Context, mh multihash.Multihash) iter.
 			}
 		}
 	}
+}
+
+// FindBatch lets a batch lookup reach the Gather's own FindBatch (which,
+// with a ring, splits it by owner), counting each multihash.
+func (c countingBackend) FindBatch(ctx context.Context, mhs []multihash.Multihash) []find.BatchResult {
+	bf, ok := c.Backend.(find.BatchFinder)
+	if !ok {
+		return find.FindEach(ctx, c, mhs)
+	}
+	out := bf.FindBatch(ctx, mhs)
+	c.lookups.Add(uint64(len(mhs)))
+	for _, a := range out {
+		if _, ok := errors.AsType[*find.PartialError](a.Err); ok {
+			c.partial.Add(1)
+		}
+	}
+	return out
 }

@@ -134,12 +134,54 @@ func (h *Handler) findBatch(w http.ResponseWriter, r *http.Request) {
 	w.Write(buf)
 }
 
-// lookupAll finds every multihash of mhs, findBatchWorkers at a time, and
-// returns the results and the final error of each, by index. It returns
-// after every lookup has ended.
+// lookupAll finds every multihash of mhs and returns the results and the
+// final error of each, by index: in one call when the backend is a
+// [BatchFinder], else with [FindEach]. It returns after every lookup has
+// ended.
 func (h *Handler) lookupAll(ctx context.Context, mhs []multihash.Multihash) ([][]ProviderResult, []error) {
+	var answers []BatchResult
+	if bf, ok := h.b.(BatchFinder); ok {
+		answers = bf.FindBatch(ctx, mhs)
+	} else {
+		answers = FindEach(ctx, h.b, mhs)
+	}
 	results := make([][]ProviderResult, len(mhs))
 	errs := make([]error, len(mhs))
+	for i := range mhs {
+		if i < len(answers) {
+			results[i], errs[i] = answers[i].Results, answers[i].Err
+		} else {
+			errs[i] = fmt.Errorf("find: batch backend answered %d of %d multihashes", len(answers), len(mhs))
+		}
+	}
+	return results, errs
+}
+
+// BatchFinder is the optional capability of a [Backend] that looks many
+// multihashes up in one call: a [Client] sends them in one POST
+// /multihash, and scatter's Gather with a ring splits them by owner. The
+// [Handler] uses it for POST /multihash when its backend has it.
+type BatchFinder interface {
+	// FindBatch returns one BatchResult per multihash of mhs, by index,
+	// once every lookup has ended. Each says what Find would have
+	// yielded: the results, and the error that ended them (nil for a
+	// complete answer; no results and no error is "not found").
+	FindBatch(ctx context.Context, mhs []multihash.Multihash) []BatchResult
+}
+
+// BatchResult is the answer of a [BatchFinder] for one multihash.
+type BatchResult struct {
+	Results []ProviderResult
+	// Err is what the lookup ended with, as the last value of a Find: the
+	// results before it are real but may not be all there is.
+	Err error
+}
+
+// FindEach looks every multihash of mhs up with b's Find, a few at a time,
+// and returns their answers by index: what a [BatchFinder] does for a
+// Backend that cannot do better. It returns after every lookup has ended.
+func FindEach(ctx context.Context, b Backend, mhs []multihash.Multihash) []BatchResult {
+	out := make([]BatchResult, len(mhs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(findBatchWorkers, len(mhs)) {
@@ -149,16 +191,16 @@ func (h *Handler) lookupAll(ctx context.Context, mhs []multihash.Multihash) ([][
 				if i >= len(mhs) {
 					return
 				}
-				for pr, err := range h.b.Find(ctx, mhs[i]) {
+				for pr, err := range b.Find(ctx, mhs[i]) {
 					if err != nil {
-						errs[i] = err
+						out[i].Err = err
 						break
 					}
-					results[i] = append(results[i], pr)
+					out[i].Results = append(out[i].Results, pr)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return results, errs
+	return out
 }

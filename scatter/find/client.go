@@ -320,3 +320,96 @@ func (b *Client) getJSON(ctx context.Context, op string, v any, elem ...string) 
 	}
 	return nil
 }
+
+var _ BatchFinder = (*Client)(nil)
+
+// FindBatch looks mhs up with POST /multihash, [DefaultBatchLimit] of them
+// per request, and returns one answer per multihash. A 404 is "not found"
+// for every multihash of the request; any other status but 200 is a
+// [*StatusError] for each. A 200 that the remote marks incomplete (a
+// [HeaderBackends] value with fewer answered than asked, or Cache-Control:
+// no-store, as a [Handler] marks an answer built despite a failure) gives
+// every multihash of the request its results, if any, and an error: a
+// multihash missing from such an answer is not known to be absent.
+func (b *Client) FindBatch(ctx context.Context, mhs []multihash.Multihash) []BatchResult {
+	out := make([]BatchResult, len(mhs))
+	for start := 0; start < len(mhs); start += DefaultBatchLimit {
+		end := min(start+DefaultBatchLimit, len(mhs))
+		b.findBatch(ctx, mhs[start:end], out[start:end])
+	}
+	return out
+}
+
+// findBatch sends one POST /multihash for mhs and fills out, by index.
+func (b *Client) findBatch(ctx context.Context, mhs []multihash.Multihash, out []BatchResult) {
+	fail := func(err error) {
+		for i := range out {
+			out[i].Err = err
+		}
+	}
+	u := b.base.JoinPath("multihash").String()
+	body, err := json.Marshal(findBatchRequest{Multihashes: mhs})
+	if err != nil {
+		fail(fmt.Errorf("find: find batch %s: %w", u, err))
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		fail(fmt.Errorf("find: find batch %s: %w", u, err))
+		return
+	}
+	req.Header.Set("Content-Type", mediaJSON)
+	req.Header.Set("Accept", mediaJSON)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		fail(fmt.Errorf("find: find batch %s: %w", u, httpWithCtxErr(ctx, err)))
+		return
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		io.Copy(io.Discard, io.LimitReader(resp.Body, httpMaxErrorBody))
+		return
+	default:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
+		fail(&StatusError{Client: "find", Method: http.MethodPost, URL: u, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))})
+		return
+	}
+	data, err := httpReadLimited(resp.Body, b.limit)
+	if err != nil {
+		fail(fmt.Errorf("find: find batch %s: %w", u, httpWithCtxErr(ctx, err)))
+		return
+	}
+	var fr FindResponse
+	if err := json.Unmarshal(data, &fr); err != nil {
+		fail(fmt.Errorf("find: find batch %s: decoding answer: %w", u, err))
+		return
+	}
+	index := make(map[string]int, len(mhs))
+	for i, mh := range mhs {
+		index[string(mh)] = i
+	}
+	for _, r := range fr.MultihashResults {
+		if i, ok := index[string(r.Multihash)]; ok {
+			out[i].Results = append(out[i].Results, r.ProviderResults...)
+		}
+	}
+	if why := incompleteAnswer(resp.Header); why != "" {
+		fail(fmt.Errorf("find: find batch %s: %w", u, &IncompleteError{Why: why}))
+	}
+}
+
+// incompleteAnswer says why a 200 answer's headers mark it incomplete, or
+// returns "".
+func incompleteAnswer(h http.Header) string {
+	if v := h.Get(HeaderBackends); v != "" {
+		if a, t, ok := strings.Cut(v, "/"); !ok || a != t {
+			return HeaderBackends + ": " + v
+		}
+	}
+	if strings.Contains(strings.ToLower(h.Get("Cache-Control")), "no-store") {
+		return "Cache-Control: no-store"
+	}
+	return ""
+}

@@ -35,7 +35,10 @@
 //     server's WriteTimeout bounds a stalled client, not a long stream.
 //   - POST /multihash with {"Multihashes":["<base64>",...]}: a batch
 //     lookup, bounded by [WithBatchLimit] and [WithBodyLimit] (413 beyond),
-//     answering one MultihashResult per multihash found.
+//     answering one MultihashResult per multihash found. A backend that is
+//     a [BatchFinder] gets the whole batch in one call (a [Client] sends
+//     it on in one POST, scatter's Gather with a ring splits it by owner);
+//     any other is asked one multihash at a time ([FindEach]).
 //   - GET /providers (a JSON array, [] when empty) and GET
 //     /providers/{peerID}.
 //
@@ -84,7 +87,9 @@
 // [NewClient] queries any IPNI find API (an indexkit [Handler], a
 // storetheindex indexer, indexstar): it asks for NDJSON and reads either
 // NDJSON (line by line as it arrives) or JSON, takes 404 as "not found" and
-// any other status as a [*StatusError] naming the URL and status.
+// any other status as a [*StatusError] naming the URL and status. Its
+// FindBatch sends a batch as POST /multihash and takes a 200 the remote
+// marks incomplete as an [*IncompleteError] for each multihash.
 // Deadlines come from the context of each call.
 //
 // # Construction

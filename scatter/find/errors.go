@@ -46,3 +46,13 @@ const HeaderBackends = "X-IPNI-Backends"
 // are the same type). Its Client is "find", Body the start of the answer's
 // body; it wraps no sentinel.
 type StatusError = httperr.StatusError
+
+// IncompleteError is the error of a [Client] batch lookup whose 200 answer
+// the remote marked incomplete (see [Client.FindBatch]): the results that
+// came with it are real, but may not be all there is.
+type IncompleteError struct {
+	// Why quotes the header that marked the answer.
+	Why string
+}
+
+func (e *IncompleteError) Error() string { return "answer marked incomplete (" + e.Why + ")" }
