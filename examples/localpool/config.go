@@ -58,6 +58,10 @@ type Config struct {
 	Executable string
 	// Replication is the number of indexers per publisher (default 1).
 	Replication int
+	// Sharded, when set, runs the keyspace-sharded layers: the indexers
+	// ingest into query nodes instead of their own stores, and the front
+	// end asks each key's owners (see [Sharded]).
+	Sharded *Sharded
 	// FreezeBudget, when positive, is the disk budget in bytes of
 	// indexer-0 (-disk-budget, freezing at 90% of it), so that it freezes
 	// during the run and its publishers are handed off. 0: no indexer
@@ -154,6 +158,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Interval < 0 || c.PollInterval < 0 || c.FreezeBudget < 0 || c.DiskBudget < 0 {
 		errs = append(errs, errors.New("Interval, PollInterval, FreezeBudget and DiskBudget must not be negative"))
+	}
+	if c.Sharded != nil {
+		sc := *c.Sharded
+		if err := sc.withDefaults(); err != nil {
+			errs = append(errs, err)
+		}
+		c.Sharded = &sc
 	}
 	if c.Replication > c.Indexers {
 		errs = append(errs, fmt.Errorf("Replication %d exceeds Indexers %d", c.Replication, c.Indexers))

@@ -73,6 +73,8 @@ func (p *Pool) startInProcess(ctx context.Context, r *role) (*run, error) {
 		svc, err = p.newPublishers(ctx, r, logger, listen)
 	case KindPiece:
 		svc, err = p.newPiece(ctx, r, logger, listen)
+	case KindQuery:
+		svc, err = p.newQuery(r, logger, listen)
 	default:
 		err = fmt.Errorf("kind %s has no typed start", r.kind)
 	}
@@ -95,7 +97,7 @@ func (p *Pool) startInProcess(ctx context.Context, r *role) (*run, error) {
 		return nil, werr
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	cur := &run{tap: tap, cancel: cancel, done: make(chan struct{})}
+	cur := &run{tap: tap, cancel: cancel, done: make(chan struct{}), svc: svc}
 	go func() {
 		err := svc.Run(rctx)
 		if cerr := svc.Close(); err == nil {
@@ -124,6 +126,9 @@ func (p *Pool) newIndexer(ctx context.Context, r *role, log *slog.Logger, listen
 	cfg.HandoffFromFile = filepath.Join(c.Dir, HandoffFromFile)
 	cfg.AnnounceRateExempt = loopback // every role of this pool announces from loopback
 	cfg.Logger = log
+	if sc := c.Sharded; sc != nil {
+		cfg.Shard = &indexernode.ShardConfig{Layout: p.layoutPath(), Name: r.name, Token: p.shardToken, BatchBytes: sc.BatchBytes}
+	}
 	var lns indexernode.Listeners
 	var err error
 	if lns.Find, err = listen("find"); err != nil {
@@ -178,6 +183,9 @@ func (p *Pool) newAssigner(ctx context.Context, r *role, log *slog.Logger, liste
 // newScatter makes the front end over the indexers' find APIs.
 func (p *Pool) newScatter(ctx context.Context, r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
 	cfg := scatternode.DefaultConfig()
+	if p.cfg.Sharded != nil {
+		return p.newShardedScatter(ctx, cfg, log, listen)
+	}
 	p.mu.Lock()
 	for _, ix := range p.indexerRoles() {
 		cfg.Backends = append(cfg.Backends, ix.url("find"))

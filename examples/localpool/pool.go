@@ -68,6 +68,9 @@ type Pool struct {
 	heads headLog // publisher heads seen, for the lag
 	hc    *http.Client
 	token string // the indexers' admin token (AdminTokenFile)
+
+	queries    []string // query node roles (Config.Sharded), in order of creation
+	shardToken string   // the query nodes' token (ShardTokenFile)
 }
 
 // Start starts a pool as cfg says, in this order: the indexers, the
@@ -113,6 +116,11 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 		p.addRole(MaliciousName(i), KindPublisher, i, "publisher-0")
 	}
 	p.addRole(RolePiece, KindPiece, 0, "api")
+	if cfg.Sharded != nil {
+		if err := p.initSharded(); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Logger.Info("roles that dial what others name get "+allowPrivate+": every role listens on 127.0.0.1, "+
 		"which their default dial policy refuses", "roles", dialingRoles)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/cli"
 )
@@ -42,6 +43,7 @@ var programs = map[string]cli.RunFunc{
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishernode.Main,
 	KindPiece:     piecenode.Main,
+	KindQuery:     querynode.Main,
 }
 
 // RoleMain runs a role and exits when the process was started as one
@@ -75,6 +77,7 @@ type run struct {
 	tap    *logtap.Tap
 	cancel context.CancelFunc // goroutine mode
 	cmd    *exec.Cmd          // processes mode
+	svc    service            // goroutine mode through a typed API
 	done   chan struct{}      // closed when the run has returned
 	err    error              // set before done is closed
 }

@@ -97,13 +97,19 @@ func (p *Pool) args(r *role) []string {
 		if r.index == 0 && c.FreezeBudget > 0 {
 			budget = c.FreezeBudget
 		}
-		return []string{"-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
+		var sharded []string
+		if c.Sharded != nil {
+			sharded = p.shardedIndexerArgs(r)
+		}
+		return append(sharded, "-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
 			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
 			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info",
 			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
 			"-handoff-from-file", filepath.Join(c.Dir, HandoffFromFile),
 			// Every role of this pool announces from loopback: not limited.
-			"-announce-rate-exempt", loopbackPrefixes}
+			"-announce-rate-exempt", loopbackPrefixes)
+	case KindQuery:
+		return p.queryArgs(r)
 	case KindAssigner:
 		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", "",
 			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
@@ -121,8 +127,12 @@ func (p *Pool) args(r *role) []string {
 		for _, name := range p.indexers {
 			backends = append(backends, p.roles[name].url("find"))
 		}
-		return []string{"-listen", r.addr("find"), "-metrics", "", "-backends", strings.Join(backends, ","),
-			"-assigner-state", p.roles[RoleAssigner].url("state"), "-timeout", "3s", "-log-level", "info"}
+		src := []string{"-backends", strings.Join(backends, ",")}
+		if c.Sharded != nil {
+			src = []string{"-layout", p.layoutPath()}
+		}
+		return append(src, "-listen", r.addr("find"), "-metrics", "",
+			"-assigner-state", p.roles[RoleAssigner].url("state"), "-timeout", "3s", "-log-level", "info")
 	case KindPublisher:
 		a := []string{"-listen", r.addr("publisher-0"), "-interval", c.Interval.String(), "-entries", strconv.Itoa(c.Entries),
 			"-initial-ads", strconv.Itoa(c.InitialAds), "-dir", r.dir, "-log-level", "info",

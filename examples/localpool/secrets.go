@@ -27,13 +27,19 @@ const (
 // newAdminToken writes a fresh random token (32 bytes, hex) to
 // dir/AdminTokenFile and returns it.
 func newAdminToken(dir string) (string, error) {
+	return newToken(filepath.Join(dir, AdminTokenFile))
+}
+
+// newToken writes a fresh random token (32 bytes, hex) to path (mode
+// 0600) and returns it.
+func newToken(path string) (string, error) {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("pool: admin token: %w", err)
+		return "", fmt.Errorf("pool: token: %w", err)
 	}
 	tok := hex.EncodeToString(b[:])
-	if err := writeFileAtomic(filepath.Join(dir, AdminTokenFile), tok+"\n", 0o600); err != nil {
-		return "", fmt.Errorf("pool: admin token: %w", err)
+	if err := writeFileAtomic(path, tok+"\n", 0o600); err != nil {
+		return "", fmt.Errorf("pool: token %s: %w", filepath.Base(path), err)
 	}
 	return tok, nil
 }

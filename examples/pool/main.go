@@ -19,6 +19,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter/shard"
 )
 
 func main() {
@@ -75,6 +76,10 @@ type options struct {
 	checkTimeout time.Duration
 	checkMin     time.Duration
 	checkMax     time.Duration
+	sharded      bool
+	queryNodes   int
+	shardRepl    int
+	joinAfter    time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -98,6 +103,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.checkTimeout, "check-timeout", 0, "how long the end check waits for complete answers (0: scaled with the work, between --check-min and --check-max)")
 	fs.DurationVar(&o.checkMin, "check-min", defaultCheckMin, "least wait of the end check when it is scaled with the work")
 	fs.DurationVar(&o.checkMax, "check-max", defaultCheckMax, "longest wait of the end check when it is scaled with the work")
+	fs.BoolVar(&o.sharded, "sharded", false, "run the keyspace-sharded layers: the indexers ingest into query nodes, each holding its ranges of the keyspace, and the front end asks each key's owners")
+	fs.IntVar(&o.queryNodes, "query-nodes", 4, "query nodes at start (with --sharded)")
+	fs.IntVar(&o.shardRepl, "shard-replication", 2, "owners of each multihash among the query nodes (with --sharded)")
+	fs.DurationVar(&o.joinAfter, "join-after", 20*time.Second, "add a query node this long into the run, live (with --sharded; 0: never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -146,6 +155,9 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 		Processes: o.processes, Interval: o.interval, Entries: o.entries, FreezeBudget: o.freezeBudget,
 		Malicious: faults, Log: stderr, LogLevel: level, Logger: log,
 	}
+	if o.sharded {
+		cfg.Sharded = &localpool.Sharded{QueryNodes: o.queryNodes, Replication: o.shardRepl}
+	}
 	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
 		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
 	p, err := localpool.Start(ctx, cfg)
@@ -191,6 +203,26 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 	}
 	v := newView(stdout)
 	start := time.Now()
+	joined := make(chan error, 1)
+	if o.sharded && o.joinAfter > 0 {
+		// A query node joins during the run: the view shows its copy,
+		// the reads moving to it and the old owners dropping.
+		go func() {
+			select {
+			case <-ctx.Done():
+				joined <- nil
+				return
+			case <-time.After(o.joinAfter):
+			}
+			name, err := p.AddQueryNode(ctx, func(a shard.Action) {
+				fmt.Fprintf(stdout, "RING %s: %s\n", a.Kind, a.Why)
+			})
+			if err == nil {
+				fmt.Fprintf(stdout, "RING %s joined: it owns its ranges, the old owners dropped them\n", name)
+			}
+			joined <- err
+		}()
+	}
 	t := time.NewTicker(o.refresh)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
@@ -204,6 +236,20 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 		cancel()
 		if err == nil && ctx.Err() == nil {
 			v.render(s, time.Since(start).Round(time.Second).String())
+		}
+		if o.sharded && ctx.Err() == nil {
+			sctx, cancel := context.WithTimeout(ctx, o.refresh)
+			if ss, err := p.ShardSnapshot(sctx); err == nil {
+				v.shards(ss)
+			}
+			cancel()
+		}
+		select {
+		case err := <-joined:
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(stdout, "RING join failed: %v\n", err)
+			}
+		default:
 		}
 		if tick%3 == 0 && ctx.Err() == nil {
 			// The probes read the whole truth and ask every indexer: they

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/scatter/shard"
 )
 
 // view renders snapshots as plain lines: a block per refresh, and a line
@@ -149,4 +151,52 @@ func upDown(up bool) string {
 		return "up"
 	}
 	return "down"
+}
+
+// shards writes the query layer: the layout's epoch and phase, and each
+// query node with its share of the keyspace, its state and its keys.
+func (v *view) shards(s *localpool.ShardState) {
+	l := s.Layout
+	change := ""
+	if l.Phase != shard.PhaseStable {
+		change = fmt.Sprintf(" (ring %v → %v)", l.Current, l.Next)
+	}
+	fmt.Fprintf(v.w, "  query layer: epoch %d, %s%s, R=%d\n", l.Epoch, l.Phase, change, l.Replication)
+	fmt.Fprintf(v.w, "  %-10s %-12s %6s %6s %13s  %s\n", "QUERY", "STATE", "SHARE", "NEXT", "MULTIHASHES", "TASK")
+	for _, q := range s.Query {
+		state := "ready"
+		switch {
+		case !q.Up:
+			state = "down"
+		case !q.Ready:
+			state = "catching up"
+		}
+		next := "-"
+		if l.Phase != shard.PhaseStable {
+			next = fmt.Sprintf("%.0f%%", 100*q.NextShare)
+		}
+		task := ""
+		if t := q.Copy; t != nil && t.Epoch == l.Epoch {
+			task = fmt.Sprintf("copy %d keys", t.Keys)
+			if t.Done {
+				task += " (done)"
+			}
+		}
+		if t := q.Drop; t != nil && t.Epoch == l.Epoch {
+			task = fmt.Sprintf("dropped %d keys", t.Keys)
+		}
+		fmt.Fprintf(v.w, "  %-10s %-12s %5.0f%% %6s %13d  %s\n", q.Name, state, 100*q.Share, next, q.Multihashes, task)
+	}
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(s.Ingest)) {
+		st := s.Ingest[name]
+		pending := 0
+		for _, o := range st.Owners {
+			pending += o.Pending
+		}
+		lines = append(lines, fmt.Sprintf("%s epoch %d, %d batches in its outboxes", name, st.Epoch, pending))
+	}
+	if len(lines) > 0 {
+		fmt.Fprintf(v.w, "  ingest: %s\n", strings.Join(lines, "; "))
+	}
 }

@@ -80,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.layoutPath, "layout", "", "scatter/shard layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
-	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once)")
+	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+DefaultLayoutHedge.String()+")")
 	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
 	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
@@ -95,11 +95,20 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	hedgeSet := false
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "timeout" {
+		switch f.Name {
+		case "timeout":
 			o.timeoutSet = true
+		case "hedge":
+			hedgeSet = true
 		}
 	})
+	if o.layoutPath != "" && !hedgeSet {
+		// Asking both owners at once cancels the loser's request, which
+		// closes its connection: nearly a new connection per lookup.
+		o.hedge = DefaultLayoutHedge
+	}
 	o.backends = backends
 	switch {
 	case o.listen == "":

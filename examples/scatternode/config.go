@@ -258,3 +258,10 @@ func normalizeURL(what, s string) (string, error) {
 	u.RawPath = ""
 	return u.String(), nil
 }
+
+// DefaultLayoutHedge is the -hedge of a front end given a -layout: the
+// primary owner of a key is asked alone, and the next one 2 ms later (or
+// at once if it fails). Asking both at once cancels the slower request,
+// which closes its connection (a new connection for nearly every lookup;
+// BenchmarkGatherRing in package scatter measures both).
+const DefaultLayoutHedge = 2 * time.Millisecond

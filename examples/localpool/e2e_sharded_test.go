@@ -1,0 +1,219 @@
+package localpool_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/scatter/shard"
+)
+
+// shardAds is each publisher's chain length in the sharded tests.
+const shardAds = 60
+
+// shardStart starts a sharded pool in processes mode: 4 query nodes with
+// R = 2, two ingest nodes, two publishers that publish shardAds ads
+// (with removals and metadata updates), and waits until the front end
+// answers their whole truth. It returns the pool and that truth, which
+// no longer moves: a stable set that every later lookup must answer in
+// full.
+func shardStart(ctx context.Context, t *testing.T) (*localpool.Pool, localpool.Truth) {
+	t.Helper()
+	cfg := localpool.Config{
+		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Processes: true,
+		Interval: 100 * time.Millisecond, Entries: 20, MaxAds: shardAds, RemoveEvery: 5, UpdateEvery: 3,
+		PollInterval: 200 * time.Millisecond,
+		Sharded:      &localpool.Sharded{QueryNodes: 4, Replication: 2, BatchBytes: 16 << 10},
+		Log:          testLog{t}, LogLevel: 4,
+	}
+	p := convStart(ctx, t, cfg)
+	convSettled(ctx, t, p, shardAds)
+	c, err := convWaitComplete(ctx, p)
+	if err != nil {
+		convDumpLogs(t, p)
+		t.Fatal(err)
+	}
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first publishers indexed: %v", c)
+	return p, truth
+}
+
+// prober asks the front end for a stable set again and again until
+// stopped, and records every round that was not complete: a lookup for
+// an indexed multihash must never come back incomplete, partial or
+// failed.
+type prober struct {
+	p      *localpool.Pool
+	set    []publishernode.Entry
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex
+	rounds int
+	bad    []string
+}
+
+func startProber(p *localpool.Pool, set []publishernode.Entry) *prober {
+	pr := &prober{p: p, set: set, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(pr.done)
+		for {
+			select {
+			case <-pr.stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			c := p.Check(ctx, set)
+			cancel()
+			pr.mu.Lock()
+			pr.rounds++
+			if !c.OK() || c.Partial > 0 {
+				pr.bad = append(pr.bad, c.String()+": "+strings.Join(c.Examples, "; "))
+			}
+			pr.mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return pr
+}
+
+// finish stops the prober and fails t for every incomplete round.
+func (pr *prober) finish(t *testing.T, what string) {
+	t.Helper()
+	close(pr.stop)
+	<-pr.done
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.rounds < 3 {
+		t.Errorf("%s: only %d probe rounds", what, pr.rounds)
+	}
+	for i, b := range pr.bad {
+		if i == 5 {
+			t.Errorf("... %d more", len(pr.bad)-5)
+			break
+		}
+		t.Errorf("%s: an incomplete round of %d: %s", what, pr.rounds, b)
+	}
+	t.Logf("%s: %d probe rounds of %d multihashes, %d incomplete", what, pr.rounds, len(pr.set), len(pr.bad))
+}
+
+// shardFinal waits for the whole truth through the front end and checks
+// each query node on its own: exactly its keys, once, nothing stale.
+func shardFinal(ctx context.Context, t *testing.T, p *localpool.Pool) {
+	t.Helper()
+	c, err := convWaitComplete(ctx, p)
+	if err != nil {
+		convDumpLogs(t, p)
+		t.Fatal(err)
+	}
+	t.Logf("front end at the end: %v", c)
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range l.Current {
+		qc, err := p.CheckQueryNode(ctx, name, truth.Queries())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !qc.OK() || qc.Multihashes == 0 {
+			t.Errorf("%s on its own keys: %v %v", name, qc, qc.Examples)
+		}
+	}
+}
+
+// TestShardedKills: a query node killed (SIGKILL) while two more
+// publishers are ingested, then an ingest node killed in the middle of
+// its batches. Lookups of what was indexed stay complete throughout;
+// after the restarts every query node catches up from the outboxes and
+// holds exactly the truth of its keys.
+func TestShardedKills(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	p, stable := shardStart(ctx, t)
+	pr := startProber(p, stable.Queries())
+
+	// More publishers: ingestion goes on while the nodes die.
+	if _, err := p.AddPublishers(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitFor(ctx, "the new publishers ingesting", func(s *localpool.Snapshot) bool {
+		return len(s.Publishers) == 4 && s.Publishers[3].Ads >= 10
+	}); err != nil {
+		t.Fatal(err)
+	}
+	victim := localpool.QueryName(1)
+	if err := p.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s", victim)
+	time.Sleep(2 * time.Second)
+	if err := p.Start(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+
+	// An ingest node killed in the middle of its work.
+	ingest := localpool.IndexerName(1)
+	if _, err := p.WaitFor(ctx, "more ads", func(s *localpool.Snapshot) bool { return s.Publishers[3].Ads >= 25 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(ingest); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed %s", ingest)
+	time.Sleep(time.Second)
+	if err := p.Start(ctx, ingest); err != nil {
+		t.Fatal(err)
+	}
+	convSettled(ctx, t, p, shardAds)
+	pr.finish(t, "kills")
+	shardFinal(ctx, t, p)
+}
+
+// TestShardedJoinLeave adds a fifth query node while more publishers are
+// ingested, then removes one of the first four: lookups stay complete
+// throughout, and at the end each node holds exactly its keys.
+func TestShardedJoinLeave(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	p, stable := shardStart(ctx, t)
+	pr := startProber(p, stable.Queries())
+	if _, err := p.AddPublishers(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	log := func(a shard.Action) { steps = append(steps, a.Kind.String()+" "+a.Why) }
+	name, err := p.AddQueryNode(ctx, log)
+	if err != nil {
+		convDumpLogs(t, p)
+		t.Fatal(err)
+	}
+	t.Logf("added %s: %s", name, strings.Join(steps, "; "))
+	steps = nil
+	if err := p.RemoveQueryNode(ctx, localpool.QueryName(2), log); err != nil {
+		convDumpLogs(t, p)
+		t.Fatal(err)
+	}
+	t.Logf("removed %s: %s", localpool.QueryName(2), strings.Join(steps, "; "))
+	l, err := p.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Phase != shard.PhaseStable || len(l.Current) != 4 {
+		t.Fatalf("layout after the changes: %+v", l)
+	}
+	convSettled(ctx, t, p, shardAds)
+	pr.finish(t, "join and leave")
+	shardFinal(ctx, t, p)
+}

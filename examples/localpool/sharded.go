@@ -1,0 +1,456 @@
+package localpool
+
+// The keyspace-sharded layers: query nodes, the layout file, and the
+// coordinator that adds and removes query nodes.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/internal/freeport"
+	"github.com/indexkit/indexkit/scatter/shard"
+)
+
+// Sharded configures the keyspace-sharded layers of a pool
+// (Config.Sharded): the indexers become ingest nodes that write through
+// durable outboxes to query nodes, each holding the multihashes of its
+// ranges on a ring with Replication owners per key, and the front end
+// routes each lookup to the owners of its key.
+type Sharded struct {
+	// QueryNodes is the number of query nodes at start (default 4),
+	// roles "query-0", "query-1", ...
+	QueryNodes int
+	// Replication is the number of owners of each multihash (default 2).
+	Replication int
+	// Store is the query nodes' index backend: "pebble" (default) or
+	// "memory".
+	Store string
+	// BatchBytes is the size of the batches an ingest node sends to a
+	// query node (0: the writer package's default, 1 MiB).
+	BatchBytes int
+}
+
+// Files of a sharded pool in Config.Dir.
+const (
+	// LayoutFile is the layout every sharded role loads at start and
+	// again on SIGHUP (the one source of the epoch); the pool's
+	// coordinator rewrites it at each step of a membership change.
+	LayoutFile = "layout.json"
+	// ShardTokenFile holds the query nodes' bearer token (mode 0600),
+	// written fresh at each [Start].
+	ShardTokenFile = "shard-token"
+)
+
+// KindQuery is the kind of a query node role.
+const KindQuery = "query"
+
+// QueryName is the role name of query node i: "query-<i>".
+func QueryName(i int) string { return "query-" + strconv.Itoa(i) }
+
+func (s *Sharded) withDefaults() error {
+	if s.QueryNodes == 0 {
+		s.QueryNodes = 4
+	}
+	if s.Replication == 0 {
+		s.Replication = 2
+	}
+	if s.Store == "" {
+		s.Store = "pebble"
+	}
+	switch {
+	case s.QueryNodes < 0 || s.Replication < 0 || s.BatchBytes < 0:
+		return errors.New("Sharded: QueryNodes, Replication and BatchBytes must not be negative")
+	case s.Replication > s.QueryNodes:
+		return fmt.Errorf("Sharded: Replication %d exceeds QueryNodes %d", s.Replication, s.QueryNodes)
+	case s.Store != "pebble" && s.Store != "memory":
+		return fmt.Errorf("Sharded: Store %q: want pebble or memory", s.Store)
+	}
+	return nil
+}
+
+// addQueryRole adds query node role i with its port chosen now: the
+// layout names its URL before it starts. p.mu is held or p is not shared.
+func (p *Pool) addQueryRole(i int) (*role, error) {
+	name := QueryName(i)
+	r := &role{name: name, kind: KindQuery, index: i, listeners: []string{"query"}, ports: map[string]int{},
+		dir: filepath.Join(p.cfg.Dir, name)}
+	r.log = &roleLog{name: name, cfg: &p.cfg, watch: map[*watcher]struct{}{}}
+	port, err := freeport.Pick(1)
+	if err != nil {
+		return nil, err
+	}
+	r.ports["query"] = port
+	r.started = true // its port is in the layout: never picked again
+	p.roles[name] = r
+	p.queries = append(p.queries, name)
+	return r, nil
+}
+
+// initSharded adds the query roles (first in the start order) and writes
+// the layout file and the token; Start calls it before starting anything.
+func (p *Pool) initSharded() error {
+	sc := p.cfg.Sharded
+	tok, err := newToken(filepath.Join(p.cfg.Dir, ShardTokenFile))
+	if err != nil {
+		return err
+	}
+	p.shardToken = tok
+	l := shard.Layout{Epoch: 1, Replication: sc.Replication, Phase: shard.PhaseStable}
+	for i := range sc.Config().QueryNodes {
+		r, err := p.addQueryRole(i)
+		if err != nil {
+			return err
+		}
+		l.Nodes = append(l.Nodes, shard.Node{Name: r.name, URL: r.url("query")})
+		l.Current = append(l.Current, r.name)
+	}
+	p.order = append(slices.Clone(p.queries), p.order...)
+	for i := range p.cfg.Indexers {
+		l.Writers = append(l.Writers, IndexerName(i))
+	}
+	return shard.Save(p.layoutPath(), l)
+}
+
+// Config returns s with the defaults filled in.
+func (s *Sharded) Config() Sharded {
+	c := *s
+	_ = c.withDefaults()
+	return c
+}
+
+func (p *Pool) layoutPath() string { return filepath.Join(p.cfg.Dir, LayoutFile) }
+
+// Layout returns the layout in force (the file's).
+func (p *Pool) Layout() (shard.Layout, error) {
+	if p.cfg.Sharded == nil {
+		return shard.Layout{}, fmt.Errorf("layout: %w: the pool is not sharded", ErrConfig)
+	}
+	return shard.Load(p.layoutPath())
+}
+
+// QueryNodes returns the names of the query node roles, in order of
+// creation (those removed included).
+func (p *Pool) QueryNodes() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.queries)
+}
+
+// ShardToken returns the query nodes' bearer token.
+func (p *Pool) ShardToken() string { return p.shardToken }
+
+// queryArgs are the flags of query node r.
+func (p *Pool) queryArgs(r *role) []string {
+	return []string{"-dir", r.dir, "-name", r.name, "-layout", p.layoutPath(), "-store", p.cfg.Sharded.Config().Store,
+		"-listen", r.addr("query"), "-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile), "-log-level", "info"}
+}
+
+// shardedIndexerArgs are the flags an ingest node adds.
+func (p *Pool) shardedIndexerArgs(r *role) []string {
+	a := []string{"-layout", p.layoutPath(), "-shard-name", r.name, "-shard-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile)}
+	if b := p.cfg.Sharded.BatchBytes; b > 0 {
+		a = append(a, "-shard-batch-bytes", strconv.Itoa(b))
+	}
+	return a
+}
+
+// reloadLayout has every running sharded role load the layout file: a
+// SIGHUP to each process, or a direct call in goroutine mode.
+func (p *Pool) reloadLayout(ctx context.Context, _ shard.Layout) error {
+	p.mu.Lock()
+	var runs []*run
+	for _, name := range p.order {
+		r := p.roles[name]
+		if r.cur == nil || r.cur.exited() {
+			continue
+		}
+		switch r.kind {
+		case KindQuery, KindIndexer, KindScatter:
+			runs = append(runs, r.cur)
+		}
+	}
+	p.mu.Unlock()
+	var errs []error
+	for _, cur := range runs {
+		if cur.cmd != nil {
+			if err := cur.cmd.Process.Signal(syscall.SIGHUP); err != nil && !cur.exited() {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if rl, ok := cur.svc.(interface{ ReloadLayout() error }); ok {
+			if err := rl.ReloadLayout(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// coordinator is a shard.Coordinator over the pool's roles.
+func (p *Pool) coordinator(onAction func(shard.Action)) (*shard.Coordinator, error) {
+	p.mu.Lock()
+	ingest := map[string]string{}
+	for _, name := range p.indexers {
+		ingest[name] = p.roles[name].url("find")
+	}
+	fronts := []string{p.roles[RoleScatter].url("find")}
+	p.mu.Unlock()
+	return shard.NewCoordinator(shard.CoordinatorConfig{
+		LayoutPath: p.layoutPath(), Ingest: ingest, Fronts: fronts, Token: p.shardToken,
+		Reload: p.reloadLayout, Poll: 100 * time.Millisecond,
+		Logger: p.cfg.Logger.With("part", "coordinator"), OnAction: onAction,
+	})
+}
+
+// AddQueryNode starts a new query node (role "query-<n>") and adds it to
+// the ring: it copies its ranges from their owners while the ingest
+// nodes write to both, reads move to it once it has caught up, and the
+// old owners then drop what moved. It returns the new role's name once
+// the change is done. onAction, when not nil, sees each step.
+func (p *Pool) AddQueryNode(ctx context.Context, onAction func(shard.Action)) (string, error) {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if p.cfg.Sharded == nil {
+		return "", fmt.Errorf("add query node: %w: the pool is not sharded", ErrConfig)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return "", fmt.Errorf("add query node: %w", ErrClosed)
+	}
+	r, err := p.addQueryRole(len(p.queries))
+	if err == nil {
+		p.order = slices.Insert(p.order, 0, r.name)
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return "", fmt.Errorf("add query node: %w", err)
+	}
+	if err := p.startRole(ctx, r); err != nil {
+		return r.name, fmt.Errorf("add query node: %w", err)
+	}
+	co, err := p.coordinator(onAction)
+	if err != nil {
+		return r.name, err
+	}
+	if err := co.Drive(ctx, shard.Goal{Join: &shard.Node{Name: r.name, URL: r.url("query")}}); err != nil {
+		return r.name, fmt.Errorf("add query node %s: %w", r.name, err)
+	}
+	return r.name, nil
+}
+
+// RemoveQueryNode drains a query node: its ranges are copied to the nodes
+// that take them over, reads move, and then the pool stops it. It may be
+// stopped or killed already (its ranges are copied from the other owners).
+func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(shard.Action)) error {
+	p.opMu.Lock()
+	defer p.opMu.Unlock()
+	if p.cfg.Sharded == nil {
+		return fmt.Errorf("remove query node: %w: the pool is not sharded", ErrConfig)
+	}
+	r, err := p.lookup("remove query node", name)
+	if err != nil {
+		return err
+	}
+	if r.kind != KindQuery {
+		return fmt.Errorf("remove query node %s: %w: not a query node", name, ErrUnknownRole)
+	}
+	co, err := p.coordinator(onAction)
+	if err != nil {
+		return err
+	}
+	if err := co.Drive(ctx, shard.Goal{Leave: name}); err != nil {
+		return fmt.Errorf("remove query node %s: %w", name, err)
+	}
+	if err := p.stop(name, false); err != nil && !errors.Is(err, ErrStopped) {
+		return err
+	}
+	return nil
+}
+
+// newQuery makes query node r in goroutine mode.
+func (p *Pool) newQuery(r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	cfg := querynode.DefaultConfig()
+	cfg.Dir, cfg.Name, cfg.Layout, cfg.Store = r.dir, r.name, p.layoutPath(), p.cfg.Sharded.Config().Store
+	cfg.Token, cfg.Logger = p.shardToken, log
+	ln, err := listen("query")
+	if err != nil {
+		return nil, err
+	}
+	return querynode.New(cfg, ln)
+}
+
+// CheckQueryNode is [Pool.Check] against one query node's own find API,
+// for the entries it owns on the layout in force (a removed entry, with
+// no values, is asked of its owners too). It returns the check and how
+// many of entries the node owns.
+func (p *Pool) CheckQueryNode(ctx context.Context, name string, entries []publishernode.Entry) (Check, error) {
+	l, err := p.Layout()
+	if err != nil {
+		return Check{}, err
+	}
+	pl, err := shard.NewPlacement(l)
+	if err != nil {
+		return Check{}, err
+	}
+	self := pl.Node(name)
+	if self < 0 {
+		return Check{}, fmt.Errorf("check %s: %w: not in the layout of epoch %d", name, ErrUnknownRole, l.Epoch)
+	}
+	var own []publishernode.Entry
+	for _, e := range entries {
+		mh, err := multihash.FromB58String(e.Multihash)
+		if err != nil {
+			return Check{}, fmt.Errorf("check %s: entry %s: %w", name, e.Multihash, err)
+		}
+		if slices.Contains(pl.AppendReadOwners(nil, mh), self) {
+			own = append(own, e)
+		}
+	}
+	return p.checkAt(ctx, l.URL(name), own), nil
+}
+
+// QueryNodeState is one query node as [Pool.ShardSnapshot] saw it.
+type QueryNodeState struct {
+	Name, URL string
+	// Up: it answered its status; Ready: it answers finds.
+	Up, Ready bool
+	// Epoch is the layout it acts on.
+	Epoch uint64
+	// Share is the fraction of the keyspace it owns on the ring reads
+	// use (R owners per key: shares add up to R); NextShare on the ring
+	// a change moves to (0 when none, or when it leaves).
+	Share, NextShare float64
+	// Multihashes is its index's count (or estimate) from GET /stats.
+	Multihashes int64
+	// Copy and Drop are its last copy and drop.
+	Copy, Drop *shard.Task
+}
+
+// ShardState is the sharded layers at one moment.
+type ShardState struct {
+	Layout shard.Layout
+	// Query are the query nodes of the layout, in its order.
+	Query []QueryNodeState
+	// Ingest are the ingest nodes' statuses (epoch, outboxes), by name;
+	// one that did not answer is missing.
+	Ingest map[string]shard.Status
+}
+
+// shareSamples is the number of keyspace positions a share is
+// estimated from.
+const shareSamples = 4096
+
+// ShardSnapshot reads the layout and asks every query and ingest node for
+// its status.
+func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
+	l, err := p.Layout()
+	if err != nil {
+		return nil, err
+	}
+	pl, err := shard.NewPlacement(l)
+	if err != nil {
+		return nil, err
+	}
+	st := &ShardState{Layout: l, Ingest: map[string]shard.Status{}}
+	read := make([]float64, len(l.Nodes))
+	nextShare := map[string]float64{}
+	var nextPl *shard.Placement
+	if l.Phase != shard.PhaseStable {
+		nl := l.Clone()
+		nl.Current, nl.Next, nl.Phase = nl.Next, nil, shard.PhaseStable
+		nl.Nodes = slices.DeleteFunc(nl.Nodes, func(n shard.Node) bool { return !slices.Contains(nl.Current, n.Name) })
+		if nextPl, err = shard.NewPlacement(nl); err != nil {
+			return nil, err
+		}
+	}
+	for i := range shareSamples {
+		mh, _ := multihash.Sum(binary.BigEndian.AppendUint64(nil, uint64(i)), multihash.SHA2_256, -1)
+		for _, o := range pl.AppendReadOwners(nil, mh) {
+			read[o]++
+		}
+		if nextPl != nil {
+			for _, o := range nextPl.AppendReadOwners(nil, mh) {
+				nextShare[nextPl.Nodes()[o].Name] += 1.0 / shareSamples
+			}
+		}
+	}
+	for i, n := range l.Nodes {
+		q := QueryNodeState{Name: n.Name, URL: n.URL, Share: read[i] / shareSamples, NextShare: nextShare[n.Name]}
+		var s shard.Status
+		if err := p.getJSON(ctx, n.URL+shard.PathStatus, &s); err == nil {
+			q.Up, q.Ready, q.Epoch, q.Copy, q.Drop = true, s.Ready, s.Epoch, s.Copy, s.Drop
+		}
+		var hs struct{ EntriesCount int64 }
+		if err := p.getJSON(ctx, n.URL+"/stats", &hs); err == nil {
+			q.Multihashes = hs.EntriesCount
+		}
+		st.Query = append(st.Query, q)
+	}
+	for _, name := range p.Indexers() {
+		var s shard.Status
+		if err := p.getJSON(ctx, p.role(name).url("find")+shard.PathStatus, &s); err == nil {
+			st.Ingest[name] = s
+		}
+	}
+	return st, nil
+}
+
+// newShardedScatter makes the front end of a sharded pool: its backends
+// and ring come from the layout file, which [layoutScatter.ReloadLayout]
+// reads again.
+func (p *Pool) newShardedScatter(ctx context.Context, cfg scatternode.Config, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
+	l, err := shard.Load(p.layoutPath())
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	cfg.AssignerURL = p.roles[RoleAssigner].url("state")
+	p.mu.Unlock()
+	cfg.Layout, cfg.Hedge = &l, scatternode.DefaultLayoutHedge
+	cfg.Timeout, cfg.Logger = 3*time.Second, log
+	ln, err := listen("find")
+	if err != nil {
+		return nil, err
+	}
+	s, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
+	if err != nil {
+		return nil, err
+	}
+	return &layoutScatter{Scatter: s, path: p.layoutPath()}, nil
+}
+
+// layoutScatter is a front end whose layout the pool reloads in
+// goroutine mode, as SIGHUP does in processes mode.
+type layoutScatter struct {
+	*scatternode.Scatter
+	path string
+}
+
+// ReloadLayout reads the layout file and rebuilds the front end's
+// backends and ring from it.
+func (s *layoutScatter) ReloadLayout() error {
+	l, err := shard.Load(s.path)
+	if err != nil {
+		return err
+	}
+	cfg := s.Config()
+	cfg.Layout, cfg.Backends = &l, nil
+	_, err = s.Reload(cfg)
+	return err
+}
