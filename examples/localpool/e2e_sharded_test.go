@@ -2,6 +2,7 @@ package localpool_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ const shardAds = 60
 // answers their whole truth. It returns the pool and that truth, which
 // no longer moves: a stable set that every later lookup must answer in
 // full.
-func shardStart(ctx context.Context, t *testing.T) (*localpool.Pool, localpool.Truth) {
+func shardStart(ctx context.Context, t *testing.T, tweak func(*localpool.Config)) (*localpool.Pool, localpool.Truth) {
 	t.Helper()
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Processes: true,
@@ -29,6 +30,9 @@ func shardStart(ctx context.Context, t *testing.T) (*localpool.Pool, localpool.T
 		PollInterval: 200 * time.Millisecond,
 		Sharded:      &localpool.Sharded{QueryNodes: 4, Replication: 2, BatchBytes: 16 << 10},
 		Log:          testLog{t}, LogLevel: 4,
+	}
+	if tweak != nil {
+		tweak(&cfg)
 	}
 	p := convStart(ctx, t, cfg)
 	convSettled(ctx, t, p, shardAds)
@@ -141,7 +145,10 @@ func shardFinal(ctx context.Context, t *testing.T, p *localpool.Pool) {
 func TestShardedKills(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	p, stable := shardStart(ctx, t)
+	// No removals or metadata updates: what was once in the truth stays
+	// there with the same values, so a set taken while the victim is down
+	// can be probed after its restart. TestShardedJoinLeave has them.
+	p, stable := shardStart(ctx, t, func(c *localpool.Config) { c.RemoveEvery, c.UpdateEvery = -1, -1 })
 	pr := startProber(p, stable.Queries())
 
 	// More publishers: ingestion goes on while the nodes die.
@@ -158,7 +165,40 @@ func TestShardedKills(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("killed %s", victim)
-	time.Sleep(2 * time.Second)
+	// What is indexed while it is down: complete through the other
+	// owners now, and still complete while the victim catches up after
+	// its restart, because it answers no find until it has.
+	time.Sleep(3 * time.Second)
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]bool{}
+	for _, e := range stable.Entries {
+		old[e.Multihash] = true
+	}
+	var down []publishernode.Entry
+	for _, e := range truth.Entries {
+		if !old[e.Multihash] {
+			down = append(down, e)
+		}
+	}
+	// Every third: enough keys of the victim's, and quick rounds.
+	down = slices.Collect(func(yield func(publishernode.Entry) bool) {
+		for i := 0; i < len(down); i += 3 {
+			if !yield(down[i]) {
+				return
+			}
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for c := p.Check(ctx, down); !c.OK(); c = p.Check(ctx, down) {
+		if time.Now().After(deadline) {
+			t.Fatalf("what was published while %s was down is not answered in full: %v %v", victim, c, c.Examples)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	catchUp := startProber(p, down)
 	if err := p.Start(ctx, victim); err != nil {
 		t.Fatal(err)
 	}
@@ -178,6 +218,7 @@ func TestShardedKills(t *testing.T) {
 	}
 	convSettled(ctx, t, p, shardAds)
 	pr.finish(t, "kills")
+	catchUp.finish(t, "indexed while "+victim+" was down")
 	shardFinal(ctx, t, p)
 }
 
@@ -187,7 +228,7 @@ func TestShardedKills(t *testing.T) {
 func TestShardedJoinLeave(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	p, stable := shardStart(ctx, t)
+	p, stable := shardStart(ctx, t, nil)
 	pr := startProber(p, stable.Queries())
 	if _, err := p.AddPublishers(ctx, 2); err != nil {
 		t.Fatal(err)
