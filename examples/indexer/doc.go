@@ -40,6 +40,10 @@
 //	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)
 //	-index-run-size     33554432                  bytes of multihashes gathered and written as one sorted table, 32 MiB (below; 0: off)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
+//	-layout             ""                        layout file of a keyspace-sharded query layer: be an ingest node (below)
+//	-shard-name         ""                        the node's name among the layout's writers (with -layout)
+//	-shard-token-file   ""                        file whose first line is the query nodes' token (else $INDEXKIT_SHARD_TOKEN)
+//	-shard-batch-bytes  0                         bytes of the batches sent to each query node (0: 1 MiB)
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles; "": none
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
@@ -174,6 +178,21 @@
 // as FrozenURL (403 "unknown-indexer" otherwise, before anything is
 // fetched); without either, any is accepted and the node says so at start
 // with a WARN in assigner mode.
+//
+// # Ingest node of a sharded layer
+//
+// With -layout the node is an ingest node of the keyspace-sharded layer
+// (package scatter/shard): it does everything above with publishers, but
+// indexes into the query nodes the layout names (examples/query) instead
+// of its own index. Each multihash goes to its owners on the ring, and
+// provider records and context-wide operations to every query node,
+// through a durable outbox per query node under -dir/outbox; the walker's
+// checkpoints wait for the outbox to hold and sync every write, and a
+// killed node resumes the outbox and its walks where they were. Its own
+// store keeps the provider records; its find API has no index to answer
+// from (ask a front end, examples/scatter -layout). GET /shard/v1/status
+// on the find listener reports its epoch and outboxes, and SIGHUP re-reads
+// the layout file.
 //
 // # Data directory
 //

@@ -45,6 +45,21 @@
 // active indexer, which resumes right after indexer-0's last ad; the front
 // end answers across frozen and active indexers.
 //
+// # Sharded pools
+//
+// With Config.Sharded the pool runs the keyspace-sharded layers of package
+// scatter/shard: query node roles "query-<i>" (examples/query), the
+// indexers as ingest nodes writing to them through durable outboxes, and
+// the front end reading the layout. The layout file ([LayoutFile] in
+// Dir, the one source of the epoch) and the query nodes' token
+// ([ShardTokenFile]) are written at [Start]; every sharded role re-reads
+// the layout on SIGHUP (a direct call in goroutine mode).
+// [Pool.AddQueryNode] and [Pool.RemoveQueryNode] change the ring through a
+// shard.Coordinator, live; [Pool.ShardSnapshot] reports the query layer
+// and [Pool.CheckQueryNode] checks one query node on its own keys.
+// [Pool.AddIndexer] does not add a writer to the layout: a sharded pool
+// keeps the ingest nodes it started with.
+//
 // # Goroutine mode and processes mode
 //
 // By default every role runs in a goroutine, built through its package's

@@ -38,6 +38,18 @@
 // (--probe-timeout), not the refresh interval: they read the publishers'
 // whole truth, which grows with the run.
 //
+// # Sharded
+//
+// With --sharded the indexers are ingest nodes that write through durable
+// outboxes to query nodes (query-0, query-1, ...), each holding its
+// ranges of the keyspace with --shard-replication owners per key, and the
+// front end asks each key's owners. The view adds the query layer: the
+// layout's epoch and phase, each query node's share of the keyspace (on
+// the ring in force and, during a change, the next one), its state (ready,
+// catching up, down), its multihashes and its last copy or drop, and each
+// ingest node's outbox backlog. After --join-after a fifth node joins live:
+// RING lines show each step (copy, reads moving, the old owners dropping).
+//
 // # End check
 //
 // On Ctrl-C (SIGINT or SIGTERM) or after --duration it samples the piece
@@ -86,6 +98,10 @@
 //	--check-timeout  0           bound of the end check's wait (0: scaled with the work)
 //	--check-min      30s         least bound of the end check when scaled
 //	--check-max      10m         greatest bound of the end check when scaled
+//	--sharded        false       the keyspace-sharded layers: indexers ingest into query nodes (below)
+//	--query-nodes    4           query nodes at start (with --sharded)
+//	--shard-replication 2        owners of each multihash among the query nodes
+//	--join-after     20s         add a query node this long into the run (0: never)
 //
 // The view goes to standard output, the roles' logs (prefixed role=<name>)
 // to standard error.

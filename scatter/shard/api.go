@@ -12,8 +12,12 @@ const (
 	// (application/octet-stream). 200 with a [BatchAnswer] when the
 	// batch is applied and durable, or was already (a replay); 409 with a
 	// BatchAnswer when Seq skips ahead of what the node applied, naming
-	// the Seq it expects; 400 for a batch that does not decode; 401
-	// without the token; 503 while the node closes.
+	// the Seq it expects (a heartbeat ahead of the node's position gets
+	// 409 too: something it was sent is lost); 400 for a batch that does
+	// not decode; 401 without the token; 413 for a body over the node's
+	// limit; 503 while the node closes, and for a batch routed under an
+	// epoch newer than the node's layout (it has not loaded it yet: the
+	// writer retries).
 	PathBatch = PathPrefix + "batch"
 	// PathStatus: GET a [Status] (every role serves it).
 	PathStatus = PathPrefix + "status"

@@ -23,8 +23,13 @@
 //     API, and answer finds for their ranges. Each applies a writer's
 //     batches once, in order: a batch delivered twice changes nothing.
 //   - Front ends route a lookup to the read owners of its key
-//     ([Placement.ReadRing]); the first complete answer wins, and when
-//     every owner of a key fails the answer says it is partial.
+//     ([Placement.ReadRing] with scatter.WithRing, hedged by
+//     scatter.WithHedge: the primary first, the next owner after a delay
+//     or at once if the primary fails); the first complete answer wins,
+//     and when every owner of a key fails the answer says it is partial.
+//     A query node that restarts answers finds 503 until every writer has
+//     told it that nothing older waits for it, so a node still catching
+//     up never gives an answer that looks complete.
 //
 // # Layouts and epochs
 //
