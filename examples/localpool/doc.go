@@ -57,8 +57,8 @@
 // [Pool.AddQueryNode] and [Pool.RemoveQueryNode] change the ring through a
 // shard.Coordinator, live; [Pool.ShardSnapshot] reports the query layer
 // and [Pool.CheckQueryNode] checks one query node on its own keys.
-// [Pool.AddIndexer] does not add a writer to the layout: a sharded pool
-// keeps the ingest nodes it started with.
+// [Pool.AddIndexer] adds the new ingest node to the layout's writers (in
+// a new epoch) before it starts it.
 //
 // # Goroutine mode and processes mode
 //

@@ -258,3 +258,48 @@ func TestShardedJoinLeave(t *testing.T) {
 	pr.finish(t, "join and leave")
 	shardFinal(ctx, t, p)
 }
+
+// TestShardedInProcess runs a small sharded pool in goroutines, as the
+// demo does, and adds an ingest node and publishers for it: the new node
+// joins the layout's writers in a new epoch, and everything published is
+// answered in full.
+func TestShardedInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cfg := localpool.Config{
+		Dir: t.TempDir(), Publishers: 1, Indexers: 1,
+		Interval: 100 * time.Millisecond, Entries: 10, MaxAds: 30,
+		PollInterval: 200 * time.Millisecond,
+		Sharded:      &localpool.Sharded{QueryNodes: 3, Replication: 2, Store: "memory"},
+		Log:          testLog{t}, LogLevel: 4,
+	}
+	p := convStart(ctx, t, cfg)
+	name, err := p.AddIndexer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := p.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(l.Writers, name) || l.Epoch != 2 {
+		t.Fatalf("layout after adding %s: epoch %d, writers %v", name, l.Epoch, l.Writers)
+	}
+	if _, err := p.AddPublishers(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	convSettled(ctx, t, p, 30)
+	shardFinal(ctx, t, p)
+	st, err := p.ShardSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range st.Query {
+		if !q.Up || !q.Ready || q.Epoch != l.Epoch {
+			t.Errorf("query node %+v", q)
+		}
+	}
+	if len(st.Ingest) != 2 {
+		t.Errorf("ingest nodes reporting: %v", st.Ingest)
+	}
+}

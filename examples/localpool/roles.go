@@ -372,6 +372,13 @@ func (p *Pool) AddIndexer(ctx context.Context) (string, error) {
 	name := IndexerName(len(p.indexers))
 	r := p.addRole(name, KindIndexer, len(p.indexers), "find", "ingest", "admin")
 	p.mu.Unlock()
+	if p.cfg.Sharded != nil {
+		// A new ingest node is a new writer of the layout: the next
+		// epoch names it, so that the query nodes wait for it too.
+		if err := p.addWriter(ctx, name); err != nil {
+			return name, fmt.Errorf("add indexer: %w", err)
+		}
+	}
 	if err := p.startRole(ctx, r); err != nil {
 		return name, fmt.Errorf("add indexer: %w", err)
 	}

@@ -454,3 +454,24 @@ func (s *layoutScatter) ReloadLayout() error {
 	_, err = s.Reload(cfg)
 	return err
 }
+
+// addWriter publishes the next epoch of a stable layout with name among
+// its writers, and has every sharded role load it.
+func (p *Pool) addWriter(ctx context.Context, name string) error {
+	l, err := p.Layout()
+	if err != nil {
+		return err
+	}
+	if l.Phase != shard.PhaseStable {
+		return fmt.Errorf("writer %s: the layout is in phase %s: add it once the change is done", name, l.Phase)
+	}
+	if slices.Contains(l.Writers, name) {
+		return nil
+	}
+	l.Epoch++
+	l.Writers = append(l.Writers, name)
+	if err := shard.Save(p.layoutPath(), l); err != nil {
+		return err
+	}
+	return p.reloadLayout(ctx, l)
+}
