@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -109,4 +110,74 @@ func validatePeerID(id peer.ID) error {
 	}
 	_, err := peer.IDFromBytes([]byte(id))
 	return err
+}
+
+// providerJSON is the JSON form of a ProviderInfo. CIDs are strings so
+// that an undefined CID round-trips as undefined, and an absent publisher
+// is left out (peer.AddrInfo cannot decode an empty ID).
+type providerJSON struct {
+	AddrInfo              peer.AddrInfo
+	Publisher             *peer.AddrInfo     `json:",omitempty"`
+	LastAdvertisement     string             `json:",omitempty"`
+	LastAdvertisementTime time.Time          `json:",omitzero"`
+	FrozenAt              string             `json:",omitempty"`
+	FrozenAtTime          time.Time          `json:",omitzero"`
+	ExtendedProviders     *ExtendedProviders `json:",omitempty"`
+	LastError             string             `json:",omitempty"`
+	LastErrorTime         time.Time          `json:",omitzero"`
+}
+
+// MarshalProviderInfo encodes info as JSON, the form the disk backends
+// store and the keyspace-sharded layer (scatter/shard) sends; every field
+// round-trips through [UnmarshalProviderInfo], zero values included.
+func MarshalProviderInfo(info ProviderInfo) ([]byte, error) {
+	pj := providerJSON{
+		AddrInfo:              info.AddrInfo,
+		LastAdvertisementTime: info.LastAdvertisementTime,
+		FrozenAtTime:          info.FrozenAtTime,
+		ExtendedProviders:     info.ExtendedProviders,
+		LastError:             info.LastError,
+		LastErrorTime:         info.LastErrorTime,
+	}
+	if info.Publisher.ID != "" {
+		pj.Publisher = &info.Publisher
+	}
+	if info.LastAdvertisement.Defined() {
+		pj.LastAdvertisement = info.LastAdvertisement.String()
+	}
+	if info.FrozenAt.Defined() {
+		pj.FrozenAt = info.FrozenAt.String()
+	}
+	return json.Marshal(pj)
+}
+
+// UnmarshalProviderInfo decodes what [MarshalProviderInfo] encoded.
+func UnmarshalProviderInfo(b []byte) (ProviderInfo, error) {
+	var pj providerJSON
+	if err := json.Unmarshal(b, &pj); err != nil {
+		return ProviderInfo{}, fmt.Errorf("provider record: %w", err)
+	}
+	info := ProviderInfo{
+		AddrInfo:              pj.AddrInfo,
+		LastAdvertisementTime: pj.LastAdvertisementTime,
+		FrozenAtTime:          pj.FrozenAtTime,
+		ExtendedProviders:     pj.ExtendedProviders,
+		LastError:             pj.LastError,
+		LastErrorTime:         pj.LastErrorTime,
+	}
+	if pj.Publisher != nil {
+		info.Publisher = *pj.Publisher
+	}
+	var err error
+	if pj.LastAdvertisement != "" {
+		if info.LastAdvertisement, err = cid.Decode(pj.LastAdvertisement); err != nil {
+			return info, fmt.Errorf("provider record: last advertisement: %w", err)
+		}
+	}
+	if pj.FrozenAt != "" {
+		if info.FrozenAt, err = cid.Decode(pj.FrozenAt); err != nil {
+			return info, fmt.Errorf("provider record: frozen at: %w", err)
+		}
+	}
+	return info, nil
 }

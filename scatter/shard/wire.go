@@ -171,7 +171,7 @@ func (op *Op) appendBinary(dst []byte) ([]byte, error) {
 		dst = appendBytes(dst, v.ContextID)
 		dst = appendBytes(dst, v.Metadata)
 	case OpPutProvider:
-		j, err := encodeProvider(op.Provider)
+		j, err := store.MarshalProviderInfo(*op.Provider)
 		if err != nil {
 			return nil, fmt.Errorf("%w: provider record: %w", ErrInvalidBatch, err)
 		}
@@ -389,12 +389,12 @@ func (d *decoder) op() Op {
 		if d.err != nil {
 			return op
 		}
-		info, err := decodeProvider(j)
+		info, err := store.UnmarshalProviderInfo(j)
 		if err != nil {
-			d.fail("provider record: %v", err)
+			d.fail("%v", err)
 			return op
 		}
-		op.Provider = info
+		op.Provider = &info
 	}
 	return op
 }

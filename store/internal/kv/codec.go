@@ -2,13 +2,10 @@ package kv
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -116,39 +113,8 @@ func readField(b []byte) (field, rest []byte, err error) {
 	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
-// providerJSON is the stored form of a ProviderInfo. CIDs are strings so that
-// an undefined CID round-trips as undefined.
-type providerJSON struct {
-	AddrInfo              peer.AddrInfo
-	Publisher             *peer.AddrInfo           `json:",omitempty"`
-	LastAdvertisement     string                   `json:",omitempty"`
-	LastAdvertisementTime time.Time                `json:",omitzero"`
-	FrozenAt              string                   `json:",omitempty"`
-	FrozenAtTime          time.Time                `json:",omitzero"`
-	ExtendedProviders     *store.ExtendedProviders `json:",omitempty"`
-	LastError             string                   `json:",omitempty"`
-	LastErrorTime         time.Time                `json:",omitzero"`
-}
-
 func encodeProvider(info store.ProviderInfo) ([]byte, error) {
-	pj := providerJSON{
-		AddrInfo:              info.AddrInfo,
-		LastAdvertisementTime: info.LastAdvertisementTime,
-		FrozenAtTime:          info.FrozenAtTime,
-		ExtendedProviders:     info.ExtendedProviders,
-		LastError:             info.LastError,
-		LastErrorTime:         info.LastErrorTime,
-	}
-	if info.Publisher.ID != "" {
-		pj.Publisher = &info.Publisher
-	}
-	if info.LastAdvertisement.Defined() {
-		pj.LastAdvertisement = info.LastAdvertisement.String()
-	}
-	if info.FrozenAt.Defined() {
-		pj.FrozenAt = info.FrozenAt.String()
-	}
-	b, err := json.Marshal(pj)
+	b, err := store.MarshalProviderInfo(info)
 	if err != nil {
 		return nil, err
 	}
@@ -162,31 +128,9 @@ func encodeProvider(info store.ProviderInfo) ([]byte, error) {
 }
 
 func decodeProvider(b []byte) (store.ProviderInfo, error) {
-	var pj providerJSON
-	if err := json.Unmarshal(b, &pj); err != nil {
-		return store.ProviderInfo{}, fmt.Errorf("%w: provider: %v", errCorrupt, err)
-	}
-	info := store.ProviderInfo{
-		AddrInfo:              pj.AddrInfo,
-		LastAdvertisementTime: pj.LastAdvertisementTime,
-		FrozenAtTime:          pj.FrozenAtTime,
-		ExtendedProviders:     pj.ExtendedProviders,
-		LastError:             pj.LastError,
-		LastErrorTime:         pj.LastErrorTime,
-	}
-	if pj.Publisher != nil {
-		info.Publisher = *pj.Publisher
-	}
-	var err error
-	if pj.LastAdvertisement != "" {
-		if info.LastAdvertisement, err = cid.Decode(pj.LastAdvertisement); err != nil {
-			return info, fmt.Errorf("%w: provider last advertisement: %v", errCorrupt, err)
-		}
-	}
-	if pj.FrozenAt != "" {
-		if info.FrozenAt, err = cid.Decode(pj.FrozenAt); err != nil {
-			return info, fmt.Errorf("%w: provider frozen at: %v", errCorrupt, err)
-		}
+	info, err := store.UnmarshalProviderInfo(b)
+	if err != nil {
+		return info, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	return info, nil
 }
