@@ -56,9 +56,12 @@ type Writer struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	place   *shard.Placement
-	bufs    map[string]*destBuf // by query node name
+	mu    sync.Mutex
+	place *shard.Placement
+	bufs  map[string]*destBuf // by query node name
+	// sentMD is the metadata last sent to every query node of the layout,
+	// by provider and context ID; see Put.
+	sentMD  map[string]string
 	closed  bool
 	changed chan struct{} // closed and replaced when the layout changes
 
@@ -122,7 +125,7 @@ func New(cfg Config, l shard.Layout) (*Writer, error) {
 	}
 	return &Writer{
 		cfg: cfg, log: log, place: p,
-		bufs: map[string]*destBuf{}, changed: make(chan struct{}),
+		bufs: map[string]*destBuf{}, sentMD: map[string]string{}, changed: make(chan struct{}),
 		dests: map[string]*destState{},
 	}, nil
 }
@@ -163,6 +166,7 @@ func (w *Writer) SetLayout(l shard.Layout) error {
 		}
 	}
 	w.place = p
+	clear(w.sentMD) // nodes that joined were sent none of it
 	close(w.changed)
 	w.changed = make(chan struct{})
 	w.log.Info("layout", "epoch", l.Epoch, "phase", l.Phase, "current", l.Current, "next", l.Next)
@@ -264,14 +268,44 @@ func (w *Writer) Put(ctx context.Context, v store.Value, mhs ...multihash.Multih
 	}
 	nodes := w.place.Nodes()
 	var owners [8]int
+	got := make([]bool, len(nodes))
 	for _, mh := range mhs {
 		for _, o := range w.place.AppendWriteOwners(owners[:0], mh) {
+			got[o] = true
 			if err := w.addLocked(nodes[o].Name, shard.Op{Kind: shard.OpPut, Value: v}, mh); err != nil {
 				return err
 			}
 		}
 	}
+	// A put replaces the metadata of its context on every multihash of
+	// the context, and the others are on other nodes: they get the
+	// metadata as an update (one op each, ignored where the context is
+	// not), unless it is what they were last sent.
+	key := string(v.ProviderID) + "\x00" + string(v.ContextID)
+	if md, ok := w.sentMD[key]; !ok || md != string(v.Metadata) {
+		for i, n := range nodes {
+			if got[i] {
+				continue
+			}
+			if err := w.addLocked(n.Name, shard.Op{Kind: shard.OpUpdateMetadata, Value: v}, nil); err != nil {
+				return err
+			}
+		}
+		w.rememberMD(key, string(v.Metadata))
+	}
 	return ctx.Err()
+}
+
+// maxSentMD bounds the contexts whose last metadata sent is remembered.
+const maxSentMD = 1 << 16
+
+// rememberMD records that every query node of the layout has been sent
+// md as the metadata of the context key. w.mu is held.
+func (w *Writer) rememberMD(key, md string) {
+	if len(w.sentMD) >= maxSentMD {
+		clear(w.sentMD) // forgetting only costs an update op per node
+	}
+	w.sentMD[key] = md
 }
 
 // Get is not served: see [ErrNoIndex].
@@ -347,6 +381,9 @@ func (w *Writer) UpdateMetadata(ctx context.Context, provider peer.ID, contextID
 	if err := v.Validate(); err != nil {
 		return err
 	}
+	w.mu.Lock()
+	delete(w.sentMD, string(provider)+"\x00"+string(contextID))
+	w.mu.Unlock()
 	return w.broadcast(shard.Op{Kind: shard.OpUpdateMetadata, Value: v})
 }
 

@@ -414,3 +414,25 @@ func TestWrongToken(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestPutMetadataReachesEveryNode: a put with new metadata for a context
+// replaces it on every multihash of the context, as a store's Put does,
+// also on the query nodes that own none of the put's multihashes.
+func TestPutMetadataReachesEveryNode(t *testing.T) {
+	c := newCluster(t, 4)
+	w := newWorld(t, 1)
+	ctx := context.Background()
+	p := w.provs[0]
+	v1 := store.Value{ProviderID: p, ContextID: []byte("c"), Metadata: []byte{0x80, 0x12, 1}}
+	v2 := store.Value{ProviderID: p, ContextID: []byte("c"), Metadata: []byte{0x80, 0x12, 2}}
+	for _, s := range []store.Store{c.w, w.oracle} {
+		if err := s.Put(ctx, v1, w.mhs[:200]...); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Put(ctx, v2, w.mhs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.drained(t)
+	w.verify(t, c)
+}
