@@ -182,24 +182,29 @@ func (w *Writer) addLocked(dest string, op shard.Op, mh multihash.Multihash) err
 		b = &destBuf{}
 		w.bufs[dest] = b
 	}
-	if mh != nil {
-		start := len(b.mhs)
-		b.mhs = append(b.mhs, mh...)
-		mh = b.mhs[start:len(b.mhs):len(b.mhs)]
-		if n := len(b.ops); n > 0 && b.ops[n-1].Kind == op.Kind && sameTarget(&b.ops[n-1], &op) {
-			b.ops[n-1].Multihashes = append(b.ops[n-1].Multihashes, mh)
-			b.size += len(mh) + 2
-			goto sealCheck
-		}
-		op.Multihashes = []multihash.Multihash{mh}
+	switch n := len(b.ops); {
+	case mh == nil:
+		b.ops = append(b.ops, op)
+		b.size += 16 + len(op.Value.ProviderID) + len(op.Value.ContextID) + len(op.Value.Metadata)
+	case n > 0 && b.ops[n-1].Kind == op.Kind && sameTarget(&b.ops[n-1], &op):
+		b.ops[n-1].Multihashes = append(b.ops[n-1].Multihashes, b.keep(mh))
+		b.size += len(mh) + 2
+	default:
+		op.Multihashes = []multihash.Multihash{b.keep(mh)}
+		b.ops = append(b.ops, op)
+		b.size += 16 + len(op.Value.ProviderID) + len(op.Value.ContextID) + len(op.Value.Metadata) + len(mh) + 2
 	}
-	b.ops = append(b.ops, op)
-	b.size += 16 + len(op.Value.ProviderID) + len(op.Value.ContextID) + len(op.Value.Metadata) + len(mh) + 2
-sealCheck:
 	if b.size >= w.cfg.BatchBytes {
 		return w.sealLocked(dest, b)
 	}
 	return nil
+}
+
+// keep copies mh into the buffer's arena: the caller may reuse its slice.
+func (b *destBuf) keep(mh multihash.Multihash) multihash.Multihash {
+	start := len(b.mhs)
+	b.mhs = append(b.mhs, mh...)
+	return b.mhs[start:len(b.mhs):len(b.mhs)]
 }
 
 func sameTarget(a, b *shard.Op) bool {
