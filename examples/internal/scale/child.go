@@ -20,13 +20,15 @@ import (
 
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // ChildCommand is the first argument with which [Main] runs as a child of
 // the benchmark: "child node <indexer flags>" is the indexer node
 // (examples/indexer), "child query <query flags>" a query node
-// (examples/query), "child rawpebble <flags>" the raw Pebble baseline.
+// (examples/query), "child scatter <scatter flags>" a front end
+// (examples/scatter), "child rawpebble <flags>" the raw Pebble baseline.
 const ChildCommand = "child"
 
 // stopTimeout is how long a child has to exit after SIGTERM before it is
@@ -220,15 +222,17 @@ func (n *node) url(name string) string { return "http://" + n.addrs[name] }
 // childMain runs a child: the node, a query node or the raw baseline.
 func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("child: want node, query or rawpebble")
+		return errors.New("child: want node, query, scatter or rawpebble")
 	}
 	switch args[0] {
 	case "node":
 		return indexernode.Main(ctx, args[1:], stderr)
 	case "query":
 		return querynode.Main(ctx, args[1:], stderr)
+	case "scatter":
+		return scatternode.Main(ctx, args[1:], stderr)
 	case "rawpebble":
 		return rawMain(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("child %q: want node, query or rawpebble", strings.Join(args, " "))
+	return fmt.Errorf("child %q: want node, query, scatter or rawpebble", strings.Join(args, " "))
 }

@@ -203,10 +203,10 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 	fmt.Fprintf(b, "| all query nodes | | | | %s (%.3f × %s multihashes) | | |\n",
 		thousands(uint64(keys)), float64(keys)/float64(t.Multihashes), thousands(t.Multihashes))
 	if j := sf.Join; j != nil {
-		b.WriteString("\n| join | keys copied | copy s | keys/s copied | keys/CPU-s | total s (first publish to done) | CPU-s, every process | keys dropped by the old owners |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
-		fmt.Fprintf(b, "| %s joins %d nodes | %s | %.1f | %s | %s | %.1f | %.1f | %s |\n", j.Node, sf.QueryNodes,
-			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), thousands(uint64(j.PerCPU())),
-			j.Total.Seconds(), j.CPU.Seconds(), thousands(uint64(j.Dropped)))
+		b.WriteString("\n| join | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(b, "| %s joins %d nodes | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, sf.QueryNodes,
+			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), thousands(uint64(j.CopyPerCPU())),
+			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), thousands(uint64(j.PerCPU())))
 	}
 }

@@ -120,31 +120,54 @@ func TestFlags(t *testing.T) {
 }
 
 // TestSharded runs the sharded layer at a tiny size (20k multihashes, 3
-// query nodes, R = 2) and a join of a fourth, then reads every query
-// node's store itself: each multihash of the chains, generated again
-// here from their seeds, is held by exactly R query nodes, each an owner
-// of it in the final layout, and nothing else is held; the report's
-// counts and the join's copy and drop agree.
+// query nodes, R = 2), alone and then with a join of a fourth, and reads
+// every query node's store itself: each multihash of the chains,
+// generated again here from their seeds, is held by exactly R query
+// nodes, each an owner of it in the final layout, and nothing else is
+// held; the report's counts and the join's copy and drop agree. Without
+// the join, the counts also say that the run waited for the outboxes to
+// drain before it stopped the ingest node.
 func TestSharded(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, join := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ingest", true: "join"}[join], func(t *testing.T) { testSharded(t, exe, join) })
+	}
+}
+
+func testSharded(t *testing.T, exe string, join bool) {
 	c := scale.DefaultConfig()
 	c.Multihashes, c.MhsPerAd = 20_000, 1000
 	c.Samples, c.Clients, c.ProbeRate, c.Raw = 50, 4, 0, false
-	c.Sharded, c.Replication, c.Join, c.ShardBatchBytes = 3, 2, true, 64<<10
+	c.Sharded, c.Replication, c.Join, c.ShardBatchBytes = 3, 2, join, 64<<10
 	c.Dir, c.Exe, c.Keep = t.TempDir(), exe, true
 	r, err := scale.Run(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sf := r.Sharded
-	if sf == nil || sf.Join == nil || len(sf.Nodes) != 4 {
+	nodes := 3
+	if join {
+		nodes = 4
+	}
+	if sf == nil || (sf.Join != nil) != join || len(sf.Nodes) != nodes {
 		t.Fatalf("sharded figures missing: %+v", sf)
 	}
-	if sf.Total.CPU <= sf.Ingest.CPU || sf.Total.Wall < sf.Walked || sf.Total.Disk <= 0 || sf.Join.Copy <= 0 || sf.Join.Total < sf.Join.Copy {
-		t.Errorf("sharded figures: %+v, join %+v", sf.Total, *sf.Join)
+	if sf.Total.CPU <= sf.Ingest.CPU || sf.Total.Wall < sf.Walked || sf.Total.Disk <= 0 {
+		t.Errorf("sharded figures: %+v", sf.Total)
+	}
+	if len(sf.Outboxes) != 3 {
+		t.Errorf("outboxes when measured: %+v, want one per query node", sf.Outboxes)
+	}
+	for q, o := range sf.Outboxes {
+		if o.Pending != 0 || o.Head == 0 || o.Acked != o.Head {
+			t.Errorf("outbox towards %s when measured: %+v, want every batch acknowledged", q, o)
+		}
+	}
+	if j := sf.Join; j != nil && (j.Copy <= 0 || j.Drop <= 0 || j.Total < j.Copy+j.Drop) {
+		t.Errorf("join figures: %+v", *j)
 	}
 
 	// The chains' multihashes, from their seeds: publisher i has seed
@@ -176,8 +199,8 @@ func TestSharded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if layout.Phase != shard.PhaseStable || len(layout.Current) != 4 {
-		t.Fatalf("final layout %+v, want stable over 4 nodes", layout)
+	if layout.Phase != shard.PhaseStable || len(layout.Current) != nodes {
+		t.Fatalf("final layout %+v, want stable over %d nodes", layout, nodes)
 	}
 	var sum int64
 	for qi, q := range sf.Nodes {
@@ -225,14 +248,30 @@ func TestSharded(t *testing.T) {
 			t.Errorf("query node %s holds %d keys, owns %d of the chains'", q.Name, q.Keys, owned[qi])
 		}
 	}
-	if j := sf.Join; j.Copied != sf.Nodes[3].Keys || j.Dropped != j.Copied {
+	if j := sf.Join; j != nil && (j.Copied != sf.Nodes[3].Keys || j.Dropped != j.Copied) {
 		t.Errorf("join copied %d keys and the old owners dropped %d; the new node holds %d: want all equal", j.Copied, j.Dropped, sf.Nodes[3].Keys)
+	}
+	fronts := 0
+	for _, l := range r.Finds {
+		if strings.HasPrefix(l.Name, "front end") || strings.HasPrefix(l.Name, "a key's first owner") {
+			fronts++
+			if l.N == 0 || l.Found != l.N {
+				t.Errorf("%s: found %d of %d, want every sample", l.Name, l.Found, l.N)
+			}
+		}
+	}
+	if fronts != 4 {
+		t.Errorf("%d find series through the front end and the owners, want 4: %+v", fronts, r.Finds)
 	}
 	var out bytes.Buffer
 	if err := r.WriteTable(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| ingest node + 3 query nodes |", "| sharded / local |", "| query node q4 (joined", "| q4 joins 3 nodes |", "40,000 (2.000 × 20,000"} {
+	wants := []string{"| ingest node + 3 query nodes |", "front end -layout over 3 query nodes, 4 clients", "| sharded / local |", "40,000 (2.000 × 20,000"}
+	if join {
+		wants = append(wants, "| query node q4 (joined", "| q4 joins 3 nodes |")
+	}
+	for _, want := range wants {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the tables lack %q:\n%s", want, out.String())
 		}

@@ -46,6 +46,9 @@ type ShardedFigures struct {
 	// Walked is the wall time until the ingest node had applied every
 	// head; Total.Wall - Walked is the wait for the outboxes to drain.
 	Walked time.Duration
+	// Outboxes is the ingest node's outbox towards each query node when
+	// the figures were taken: every one drained.
+	Outboxes map[string]shard.OutboxStatus
 	// Nodes are the query nodes, those of the join included.
 	Nodes []QueryNodeFigures
 	// Join is the join's, nil without Config.Join.
@@ -78,11 +81,13 @@ type JoinFigures struct {
 	// keys the old owners dropped (their Status.Drop.Keys, summed).
 	Copied, Dropped int64
 	// Copy is the time from the copy's request to the publication of
-	// PhaseMoved (the copy done), Total from the first publication to
-	// ActDone (the old owners have dropped the moved keys).
-	Copy, Total time.Duration
-	// CPU is the CPU time of every process during the join.
-	CPU time.Duration
+	// PhaseMoved (the copy done), Drop from the first drop request to
+	// ActDone, Total from the first publication to ActDone (the old
+	// owners have dropped the moved keys).
+	Copy, Drop, Total time.Duration
+	// CPU is the CPU time of every process during the join, CopyCPU
+	// during Copy alone.
+	CPU, CopyCPU time.Duration
 }
 
 // CopyRate is keys copied per second of Copy.
@@ -90,6 +95,9 @@ func (j JoinFigures) CopyRate() float64 { return float64(j.Copied) / j.Copy.Seco
 
 // PerCPU is keys copied per CPU-second of the whole join.
 func (j JoinFigures) PerCPU() float64 { return float64(j.Copied) / j.CPU.Seconds() }
+
+// CopyPerCPU is keys copied per CPU-second of the copy.
+func (j JoinFigures) CopyPerCPU() float64 { return float64(j.Copied) / j.CopyCPU.Seconds() }
 
 // sharded is the running layer.
 type sharded struct {
@@ -173,7 +181,7 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 	}
 	sf.Walked = time.Since(start)
 	log.Info("ingest node walked every chain; waiting for its outboxes to drain", "wall", sf.Walked.Round(time.Millisecond))
-	if err := s.waitDrained(ctx, start); err != nil {
+	if sf.Outboxes, err = s.waitDrained(ctx, start); err != nil {
 		return err
 	}
 	wall := time.Since(start)
@@ -204,6 +212,9 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		"cpu", sf.Total.CPU, "ingest_cpu", sf.Ingest.CPU, "mh_per_cpu_s", int(sf.Total.PerCPU()),
 		"query_disk_b_per_mh", fmt.Sprintf("%.1f", sf.Total.DiskPerMh()))
 
+	if err := s.finds(ctx, r, pubs); err != nil {
+		return err
+	}
 	if c.Join {
 		if err := s.join(ctx, sf); err != nil {
 			return err
@@ -280,8 +291,8 @@ func getStatus(ctx context.Context, hc *http.Client, base string) (shard.Status,
 }
 
 // waitDrained polls the ingest node's status until its outbox towards
-// every query node is empty.
-func (s *sharded) waitDrained(ctx context.Context, start time.Time) error {
+// every query node is empty, and returns the outboxes then.
+func (s *sharded) waitDrained(ctx context.Context, start time.Time) (map[string]shard.OutboxStatus, error) {
 	hc := keepAliveClient(1)
 	defer hc.CloseIdleConnections()
 	tick := time.NewTicker(statusPoll)
@@ -290,9 +301,9 @@ func (s *sharded) waitDrained(ctx context.Context, start time.Time) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-s.ingest.done:
-			return fmt.Errorf("the ingest node exited while its outboxes drained (%v)", s.ingest.err)
+			return nil, fmt.Errorf("the ingest node exited while its outboxes drained (%v)", s.ingest.err)
 		case <-tick.C:
 		}
 		st, err := s.ingestStatus(ctx, hc)
@@ -306,7 +317,7 @@ func (s *sharded) waitDrained(ctx context.Context, start time.Time) error {
 			bytes += o.Bytes
 		}
 		if pending == 0 && len(st.Owners) >= len(s.queries) {
-			return nil
+			return st.Owners, nil
 		}
 		if time.Since(lastLog) >= s.c.Status {
 			s.log.Info("draining the outboxes", "batches", pending, "mib", int(mib(uint64(bytes))),
@@ -333,7 +344,8 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	if err != nil {
 		return err
 	}
-	var start, copyAt, movedAt time.Time
+	var start, copyAt, movedAt, dropAt time.Time
+	var sCopy, sMoved []procSample
 	coord, err := shard.NewCoordinator(shard.CoordinatorConfig{
 		LayoutPath: s.layout,
 		Ingest:     map[string]string{ingestName: s.ingest.url("find")},
@@ -354,8 +366,12 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 				start = now
 			case a.Kind == shard.ActCopy && copyAt.IsZero():
 				copyAt = now
+				sCopy, _ = readProcs(procs)
 			case a.Kind == shard.ActPublish && a.Layout.Phase == shard.PhaseMoved && movedAt.IsZero():
 				movedAt = now
+				sMoved, _ = readProcs(procs)
+			case a.Kind == shard.ActDrop && dropAt.IsZero():
+				dropAt = now
 			}
 		},
 	})
@@ -371,9 +387,12 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	if err != nil {
 		return err
 	}
-	j := &JoinFigures{Node: name, Total: end.Sub(start), Copy: movedAt.Sub(copyAt)}
+	j := &JoinFigures{Node: name, Total: end.Sub(start), Copy: movedAt.Sub(copyAt), Drop: end.Sub(dropAt)}
 	for i := range procs {
 		j.CPU += s1[i].CPU - s0[i].CPU
+		if sCopy != nil && sMoved != nil {
+			j.CopyCPU += sMoved[i].CPU - sCopy[i].CPU
+		}
 	}
 	hc := keepAliveClient(1)
 	defer hc.CloseIdleConnections()
@@ -400,6 +419,102 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	s.log.Info("joined", "node", name, "copied", j.Copied, "dropped", j.Dropped, "copy", j.Copy.Round(time.Millisecond),
 		"total", j.Total.Round(time.Millisecond), "keys_per_s", int(j.CopyRate()), "cpu", j.CPU)
 	return nil
+}
+
+// finds times finds of the same samples as the node's through a front
+// end (examples/scatter -layout) over the query nodes, and asking the
+// first read owner of each key directly, into r.Finds. The front end is
+// stopped before the join (the coordinator does not wait for it).
+func (s *sharded) finds(ctx context.Context, r *Report, pubs []*publisher) error {
+	if err := s.waitReady(ctx); err != nil {
+		return err
+	}
+	dir := filepath.Join(s.dir, "front")
+	logFile := filepath.Join(s.dir, "front.log")
+	args := []string{"scatter", "-layout", s.layout, "-listen", "127.0.0.1:0", "-metrics", "",
+		"-max-conns", "0", "-max-conns-per-ip", "0", "-log-level", "info"}
+	fe, err := startServer(ctx, s.c, "front end", dir, logFile, s.log, args, "find")
+	if err != nil {
+		return err
+	}
+	defer fe.stop()
+	l, err := shard.Load(s.layout)
+	if err != nil {
+		return err
+	}
+	place, err := shard.NewPlacement(l)
+	if err != nil {
+		return err
+	}
+	samples := sampleFinds(s.c, pubs)
+	direct := make([]string, len(samples))
+	for i, sm := range samples {
+		direct[i] = l.Nodes[place.AppendReadOwners(nil, sm.mh)[0]].URL
+	}
+	hc := keepAliveClient(s.c.Clients + 1)
+	defer hc.CloseIdleConnections()
+	twice := append(append([]sample(nil), samples...), samples...)
+	twiceURL := append(append([]string(nil), direct...), direct...)
+	n := len(s.queries)
+	for _, tc := range []struct {
+		name    string
+		samples []sample
+		urls    []string
+		clients int
+	}{
+		{fmt.Sprintf("front end -layout over %d query nodes, 1 client", n), samples, nil, 1},
+		{fmt.Sprintf("front end -layout over %d query nodes, %d clients", n, s.c.Clients), twice, nil, s.c.Clients},
+		{"a key's first owner asked directly, 1 client", samples, direct, 1},
+		{fmt.Sprintf("a key's first owner asked directly, %d clients", s.c.Clients), twice, twiceURL, s.c.Clients},
+	} {
+		keys := make([][]byte, len(tc.samples))
+		for i := range keys {
+			keys[i] = []byte(strconv.Itoa(i))
+		}
+		lat, err := timeCalls(tc.name, keys, tc.clients, func(k []byte) (bool, error) {
+			i, _ := strconv.Atoi(string(k))
+			u := fe.url("find")
+			if tc.urls != nil {
+				u = tc.urls[i]
+			}
+			return find(ctx, hc, u, tc.samples[i])
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", tc.name, err)
+		}
+		if lat.Found < lat.N {
+			s.log.Warn("finds missed multihashes the layer holds", "series", tc.name, "found", lat.Found, "of", lat.N)
+		}
+		r.Finds = append(r.Finds, lat)
+	}
+	return nil
+}
+
+// waitReady waits until every query node answers finds (a minute at
+// most).
+func (s *sharded) waitReady(ctx context.Context) error {
+	hc := keepAliveClient(1)
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		ready := 0
+		for _, q := range s.queries {
+			if st, err := getStatus(ctx, hc, q.url("query")); err == nil && st.Ready {
+				ready++
+			}
+		}
+		if ready == len(s.queries) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d query nodes ready after a minute", ready, len(s.queries))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(statusPoll):
+		}
+	}
 }
 
 // readProcs samples each process.
