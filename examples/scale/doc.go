@@ -9,6 +9,7 @@
 //	make scale SCALE_FLAGS='-mh 100M'
 //	make scale SCALE_FLAGS='-shape contexts -mh 10M'
 //	make scale SCALE_FLAGS='-mh 10M -- -log-level=warn'     # node flags after --
+//	make scale SCALE_FLAGS='-mh 10M -sharded 4 -join'       # and the sharded layer, then a join
 //	scale [flags] [-- node flags]
 //
 //	flag            default   meaning
@@ -26,6 +27,10 @@
 //	-probe-rate     150       finds a second during ingest (0: none)
 //	-status         5s        interval of the progress lines
 //	-raw            true      run the raw Pebble baseline
+//	-sharded        0         also run the keyspace-sharded layer: the node as an ingest node, this many query nodes
+//	-replication    0         owners of each key with -sharded (0: 2)
+//	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)
+//	-join           false     with -sharded, then add one query node through a shard.Coordinator
 //	-dir            ""        where the temporary directory goes (default $TMPDIR)
 //	-keep           false     keep the temporary directory: the node's data and log
 //	-node-flag      (none)    a node flag, repeatable: -node-flag=-log-level=warn

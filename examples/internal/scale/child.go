@@ -19,12 +19,16 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // ChildCommand is the first argument with which [Main] runs as a child of
 // the benchmark: "child node <indexer flags>" is the indexer node
-// (examples/indexer), "child rawpebble <flags>" the raw Pebble baseline.
+// (examples/indexer), "child query <query flags>" a query node
+// (examples/query), "child scatter <scatter flags>" a front end
+// (examples/scatter), "child rawpebble <flags>" the raw Pebble baseline.
 const ChildCommand = "child"
 
 // stopTimeout is how long a child has to exit after SIGTERM before it is
@@ -115,7 +119,7 @@ func (ch *child) stop() error {
 	return ch.err
 }
 
-// node is the indexer node, a child process.
+// node is a server child: the indexer node or a query node.
 type node struct {
 	*child
 	dir   string
@@ -125,15 +129,16 @@ type node struct {
 // nodeArgs are the node's flags: every listener on an ephemeral port of
 // 127.0.0.1, no libp2p, private addresses allowed (the publishers are on
 // loopback), no announce rate limit, no connection caps, no freezing;
-// then c.NodeFlags, which override them, but for a -log-level above
-// info.
-func nodeArgs(c Config, dir string) []string {
+// then extra (an ingest node's -layout flags); then c.NodeFlags, which
+// override them, but for a -log-level above info.
+func nodeArgs(c Config, dir string, extra ...string) []string {
 	args := []string{"node",
 		"-dir", dir, "-store", "pebble",
 		"-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
 		"-p2p", "none", "-allow-private-addrs", "-announce-rate", "0",
 		"-max-conns", "0", "-max-conns-per-ip", "0", "-freeze-at", "-1",
 	}
+	args = append(args, extra...)
 	args = append(args, c.NodeFlags...)
 	// The benchmark reads the node's msg=listening and msg=starting lines,
 	// which it logs at INFO: a -log-level above that is lowered to info.
@@ -160,7 +165,15 @@ func flagValue(args []string, name string) string {
 
 // startNode starts the node on dir and waits until it listens. Its
 // warnings and errors are logged.
-func startNode(ctx context.Context, c Config, dir, logFile string, log *slog.Logger) (*node, error) {
+func startNode(ctx context.Context, c Config, dir, logFile string, log *slog.Logger, extra ...string) (*node, error) {
+	return startServer(ctx, c, "node", dir, logFile, log, nodeArgs(c, dir, extra...), "find", "ingest", "admin", "metrics")
+}
+
+// startServer starts a server child (name: its role in messages) with
+// args, on dir, and waits until it has logged msg=starting and a
+// msg=listening line for each of listeners. Its warnings and errors are
+// logged.
+func startServer(ctx context.Context, c Config, name, dir, logFile string, log *slog.Logger, args []string, listeners ...string) (*node, error) {
 	n := &node{dir: dir, addrs: make(map[string]string)}
 	var mu sync.Mutex
 	ready := make(chan struct{})
@@ -177,10 +190,10 @@ func startNode(ctx context.Context, c Config, dir, logFile string, log *slog.Log
 			once.Do(func() { close(ready) })
 		case (f["level"] == "WARN" || f["level"] == "ERROR") && warned < 20:
 			warned++
-			log.Warn("node: "+f["msg"], "line", line)
+			log.Warn(name+": "+f["msg"], "line", line)
 		}
 	}
-	ch, err := startChild(c, "node", logFile, false, onLine, nodeArgs(c, dir)...)
+	ch, err := startChild(c, name, logFile, false, onLine, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -188,17 +201,17 @@ func startNode(ctx context.Context, c Config, dir, logFile string, log *slog.Log
 	select {
 	case <-ready:
 	case <-ch.done:
-		return nil, fmt.Errorf("node exited at start (%v); its log: %s", ch.err, logFile)
+		return nil, fmt.Errorf("%s exited at start (%v); its log: %s", name, ch.err, logFile)
 	case <-ctx.Done():
 		ch.stop()
 		return nil, ctx.Err()
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, name := range []string{"find", "ingest", "admin", "metrics"} {
-		if n.addrs[name] == "" {
+	for _, l := range listeners {
+		if n.addrs[l] == "" {
 			ch.stop()
-			return nil, fmt.Errorf("node started without a %s listener (is it disabled by a node flag?); its log: %s", name, logFile)
+			return nil, fmt.Errorf("%s started without a %s listener (is it disabled by a node flag?); its log: %s", name, l, logFile)
 		}
 	}
 	return n, nil
@@ -206,16 +219,20 @@ func startNode(ctx context.Context, c Config, dir, logFile string, log *slog.Log
 
 func (n *node) url(name string) string { return "http://" + n.addrs[name] }
 
-// childMain runs a child: the node or the raw baseline.
+// childMain runs a child: the node, a query node or the raw baseline.
 func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("child: want node or rawpebble")
+		return errors.New("child: want node, query, scatter or rawpebble")
 	}
 	switch args[0] {
 	case "node":
 		return indexernode.Main(ctx, args[1:], stderr)
+	case "query":
+		return querynode.Main(ctx, args[1:], stderr)
+	case "scatter":
+		return scatternode.Main(ctx, args[1:], stderr)
 	case "rawpebble":
 		return rawMain(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("child %q: want node or rawpebble", strings.Join(args, " "))
+	return fmt.Errorf("child %q: want node, query, scatter or rawpebble", strings.Join(args, " "))
 }

@@ -41,6 +41,8 @@ const (
 	DefaultClients       = 64
 	DefaultProbeRate     = 150
 	DefaultStatus        = 5 * time.Second
+	// DefaultReplication is the owners of each key in a sharded run.
+	DefaultReplication = 2
 )
 
 // Config is what [Run] measures. [DefaultConfig] gives the defaults; a
@@ -79,6 +81,16 @@ type Config struct {
 	Status time.Duration
 	// Raw runs the raw Pebble baseline.
 	Raw bool
+
+	// Sharded, when positive, runs the keyspace-sharded layer too, after
+	// the node: the node again as an ingest node (-layout) writing
+	// through its outbox to Sharded query nodes (examples/query, each its
+	// own process), with Replication owners per key (0: 2) and batches of
+	// ShardBatchBytes (0: the writer's 1 MiB).
+	Sharded, Replication, ShardBatchBytes int
+	// Join, with Sharded, then adds one more query node with a
+	// shard.Coordinator and measures the move.
+	Join bool
 
 	// Dir is where the temporary directory is made ("": the system's).
 	Dir string
@@ -151,6 +163,18 @@ func (c Config) normalize() (Config, error) {
 		return c, fmt.Errorf("probe rate %v, status %v: want 0 or more, and a positive interval", c.ProbeRate, c.Status)
 	case c.Exe == "":
 		return c, errors.New("no executable to run the node from")
+	case c.Sharded < 0 || c.ShardBatchBytes < 0 || c.Replication < 0:
+		return c, fmt.Errorf("sharded %d, replication %d, batch bytes %d: want 0 or more", c.Sharded, c.Replication, c.ShardBatchBytes)
+	case c.Join && c.Sharded == 0:
+		return c, errors.New("join: want -sharded N as well")
+	}
+	if c.Sharded > 0 {
+		if c.Replication == 0 {
+			c.Replication = DefaultReplication
+		}
+		if c.Sharded < c.Replication {
+			return c, fmt.Errorf("sharded %d query nodes: want at least replication %d", c.Sharded, c.Replication)
+		}
 	}
 	return c, nil
 }
@@ -221,6 +245,10 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.Float64Var(&c.ProbeRate, "probe-rate", c.ProbeRate, "finds per second during ingest (0: none)")
 	fs.DurationVar(&c.Status, "status", c.Status, "interval of the progress lines")
 	fs.BoolVar(&c.Raw, "raw", c.Raw, "run the raw Pebble baseline")
+	fs.IntVar(&c.Sharded, "sharded", c.Sharded, "also run the keyspace-sharded layer: the node as an ingest node writing to this `number` of query nodes (0: not)")
+	fs.IntVar(&c.Replication, "replication", c.Replication, "owners of each key with -sharded (0: 2)")
+	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")
+	fs.BoolVar(&c.Join, "join", c.Join, "with -sharded, then add one query node and measure the move")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` for the temporary data (default the system's)")
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the temporary data and the node's log")
 	fs.Func("node-flag", "a `flag` for the node, such as -node-flag=-log-level=debug (repeatable; also everything after --)", func(s string) error {

@@ -34,6 +34,36 @@
 // node's store commits, and measures itself the same way. It runs after
 // the node has stopped, so that the two never share the CPUs.
 //
+// # The sharded layer
+//
+// With Config.Sharded N, after the node has stopped and before the
+// baseline, the same chains are ingested again by the keyspace-sharded
+// layer of scatter/shard: N query nodes ([ChildCommand] "query":
+// examples/query's querynode.Main, Pebble, each its own process on a
+// port of 127.0.0.1 picked before it starts, since the layout names it)
+// on a stable layout with Config.Replication owners per key, and the
+// node again as its ingest node (-layout, -shard-name ingest1,
+// -shard-token-file, -shard-batch-bytes Config.ShardBatchBytes),
+// writing to them through its outbox. The run ends when the ingest node
+// has applied every head and its shard status (GET /shard/v1/status on
+// its find listener) shows every outbox empty: every multihash is then
+// applied on its owners. CPU is summed over the ingest node and every
+// query node; RSS likewise; disk is the query nodes' data directories,
+// which hold R copies of each multihash. The sharded table sets it
+// beside the node's run on the same chains: the target is a
+// sharded rate of at least half the local one.
+//
+// Then, with the query nodes ready, the node's find samples are timed
+// through a front end ([ChildCommand] "scatter": examples/scatter
+// -layout, its default hedging) and by asking each key's first read
+// owner directly. With Config.Join, one more query node is started and
+// a shard.Coordinator drives its join (Reload: SIGHUP to every process):
+// keys copied (the new node's Status.Copy.Keys), the copy's time (from
+// the copy request to the publication of PhaseMoved), the total (first
+// publication to done, the old owners' drops included) and the CPU of
+// every process meanwhile. Last, every query node is stopped and its
+// store is opened and counted: the keys each holds.
+//
 // # The figures
 //
 // On the node process alone, read from /proc/<pid>: CPU-seconds (utime +

@@ -76,6 +76,8 @@ type Report struct {
 	// Node is the node's ingest; Raw the raw baseline's, nil without.
 	Node Figures
 	Raw  *Figures
+	// Sharded is the sharded run's, nil without Config.Sharded.
+	Sharded *ShardedFigures
 	// Finds are the node's finds: after ingest with one client and with
 	// Config.Clients, and during ingest; then the raw gets.
 	Finds []Latency
@@ -120,6 +122,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			float64(n.RSS)/float64(raw.RSS), float64(n.PeakRSS)/float64(raw.PeakRSS), n.DiskPerMh()/raw.DiskPerMh(), ratio(n.Debt, raw.Debt))
 	}
 
+	if sf := r.Sharded; sf != nil {
+		writeSharded(&b, r.Node, sf)
+	}
+
 	b.WriteString("\n| find | requests | found | p50 µs | p99 µs | req/s |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|\n")
 	for _, l := range r.Finds {
@@ -148,4 +154,59 @@ func thousands(n uint64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// writeSharded writes the sharded run's tables: the layer against the
+// node, its processes, and the join.
+func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
+	batch := "1 MiB (default)"
+	if sf.BatchBytes > 0 {
+		batch = fmt.Sprintf("%d B", sf.BatchBytes)
+	}
+	fmt.Fprintf(b, "\nsharded: 1 ingest node, %d query nodes, R = %d, batches of %s, every process on this machine; CPU summed over the processes, wall until every outbox is drained\n\n",
+		sf.QueryNodes, sf.Replication, batch)
+	b.WriteString("| sharded ingest | mh/s | mh/CPU-s | CPU-s/M mh | wall s | RSS after MiB | RSS peak MiB | disk B/mh |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	row := func(name string, f Figures) {
+		fmt.Fprintf(b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f |\n", name,
+			thousands(uint64(f.Rate())), thousands(uint64(f.PerCPU())), f.CPUPerMillion(), f.Wall.Seconds(),
+			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh())
+	}
+	row("indexkit node, local Pebble", node)
+	row(fmt.Sprintf("ingest node + %d query nodes", sf.QueryNodes), sf.Total)
+	t := sf.Total
+	fmt.Fprintf(b, "| sharded / local | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+		t.Rate()/node.Rate(), t.PerCPU()/node.PerCPU(), t.CPUPerMillion()/node.CPUPerMillion(), t.Wall.Seconds()/node.Wall.Seconds(),
+		float64(t.RSS)/float64(node.RSS), float64(t.PeakRSS)/float64(node.PeakRSS), t.DiskPerMh()/node.DiskPerMh())
+	fmt.Fprintf(b, "\nwalk done after %.1f s, outboxes drained after %.1f s; disk B/mh of the layer counts the R copies (%.1f B per stored copy)\n\n",
+		sf.Walked.Seconds(), t.Wall.Seconds(), t.DiskPerMh()/float64(sf.Replication))
+	b.WriteString("| process | CPU-s | share of CPU | RSS peak MiB | keys held | disk MiB | disk B/key |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(b, "| ingest node | %.1f | %.0f%% | %.0f | — | %.1f | — |\n", sf.Ingest.CPU.Seconds(),
+		100*sf.Ingest.CPU.Seconds()/t.CPU.Seconds(), mib(sf.Ingest.PeakRSS), mib(uint64(sf.Ingest.Disk)))
+	var keys int64
+	for _, q := range sf.Nodes {
+		name := "query node " + q.Name
+		share := fmt.Sprintf("%.0f%%", 100*q.CPU.Seconds()/t.CPU.Seconds())
+		if sf.Join != nil && q.Name == sf.Join.Node {
+			name += " (joined; CPU of the join)"
+			share = "—"
+		}
+		perKey := "—"
+		if q.Keys > 0 {
+			perKey = fmt.Sprintf("%.1f", float64(q.Disk)/float64(q.Keys))
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %s | %.0f | %s | %.1f | %s |\n", name, q.CPU.Seconds(), share,
+			mib(q.PeakRSS), thousands(uint64(q.Keys)), mib(uint64(q.Disk)), perKey)
+		keys += q.Keys
+	}
+	fmt.Fprintf(b, "| all query nodes | | | | %s (%.3f × %s multihashes) | | |\n",
+		thousands(uint64(keys)), float64(keys)/float64(t.Multihashes), thousands(t.Multihashes))
+	if j := sf.Join; j != nil {
+		b.WriteString("\n| join | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(b, "| %s joins %d nodes | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, sf.QueryNodes,
+			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), thousands(uint64(j.CopyPerCPU())),
+			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), thousands(uint64(j.PerCPU())))
+	}
 }

@@ -97,6 +97,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := runNode(ctx, c, r, pubs, tmp, log); err != nil {
 		return nil, err
 	}
+	if c.Sharded > 0 {
+		if err := runSharded(ctx, c, r, pubs, tmp, log); err != nil {
+			return nil, err
+		}
+	}
 	if c.Raw {
 		if err := runRaw(ctx, c, r, pubs, tmp, log); err != nil {
 			return nil, err

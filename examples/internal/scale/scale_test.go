@@ -6,11 +6,18 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/multiformats/go-multihash"
+
 	"github.com/indexkit/indexkit/examples/internal/scale"
+	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/pebble"
 )
 
 // TestMain runs the benchmark's children: the test binary is the program
@@ -110,4 +117,164 @@ func TestFlags(t *testing.T) {
 	if !strings.Contains(stderr.String(), "-probe-rate") {
 		t.Errorf("usage lacks the flags:\n%s", stderr.String())
 	}
+}
+
+// TestSharded runs the sharded layer at a tiny size (20k multihashes, 3
+// query nodes, R = 2), alone and then with a join of a fourth, and reads
+// every query node's store itself: each multihash of the chains,
+// generated again here from their seeds, is held by exactly R query
+// nodes, each an owner of it in the final layout, and nothing else is
+// held; the report's counts and the join's copy and drop agree. Without
+// the join, the counts also say that the run waited for the outboxes to
+// drain before it stopped the ingest node.
+func TestSharded(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, join := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ingest", true: "join"}[join], func(t *testing.T) { testSharded(t, exe, join) })
+	}
+}
+
+func testSharded(t *testing.T, exe string, join bool) {
+	c := scale.DefaultConfig()
+	c.Multihashes, c.MhsPerAd = 20_000, 1000
+	c.Samples, c.Clients, c.ProbeRate, c.Raw = 50, 4, 0, false
+	c.Sharded, c.Replication, c.Join, c.ShardBatchBytes = 3, 2, join, 64<<10
+	c.Dir, c.Exe, c.Keep = t.TempDir(), exe, true
+	r, err := scale.Run(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := r.Sharded
+	nodes := 3
+	if join {
+		nodes = 4
+	}
+	if sf == nil || (sf.Join != nil) != join || len(sf.Nodes) != nodes {
+		t.Fatalf("sharded figures missing: %+v", sf)
+	}
+	if sf.Total.CPU <= sf.Ingest.CPU || sf.Total.Wall < sf.Walked || sf.Total.Disk <= 0 {
+		t.Errorf("sharded figures: %+v", sf.Total)
+	}
+	if len(sf.Outboxes) != 3 {
+		t.Errorf("outboxes when measured: %+v, want one per query node", sf.Outboxes)
+	}
+	for q, o := range sf.Outboxes {
+		if o.Pending != 0 || o.Head == 0 || o.Acked != o.Head {
+			t.Errorf("outbox towards %s when measured: %+v, want every batch acknowledged", q, o)
+		}
+	}
+	if j := sf.Join; j != nil && (j.Copy <= 0 || j.Drop <= 0 || j.Total < j.Copy+j.Drop) {
+		t.Errorf("join figures: %+v", *j)
+	}
+
+	// The chains' multihashes, from their seeds: publisher i has seed
+	// Seed+i and 5 ads of 1,000.
+	holders := make(map[string][]int) // index key -> query nodes holding it
+	var mhs []multihash.Multihash
+	for i := range c.Publishers {
+		ch, err := chaingen.NewOnDemand(t.Context(), chaingen.Config{Seed: c.Seed + uint64(i), Ads: 5, MhsPerAd: 1000, ChunkSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range ch.Multihashes() {
+			mh := ch.Multihash(j)
+			k := string(store.IndexKey(mh))
+			if _, dup := holders[k]; !dup {
+				holders[k] = nil
+				mhs = append(mhs, mh)
+			}
+		}
+	}
+	if len(mhs) != 20_000 || r.Sharded.Total.Multihashes != 20_000 {
+		t.Fatalf("%d distinct multihashes generated, %d ingested; want 20,000", len(mhs), r.Sharded.Total.Multihashes)
+	}
+	layout, err := shard.Load(filepath.Join(filepath.Dir(sf.Nodes[0].Dir), "layout.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	place, err := shard.NewPlacement(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if layout.Phase != shard.PhaseStable || len(layout.Current) != nodes {
+		t.Fatalf("final layout %+v, want stable over %d nodes", layout, nodes)
+	}
+	var sum int64
+	for qi, q := range sf.Nodes {
+		st, err := pebble.Open(filepath.Join(q.Dir, "index"), pebble.WithDigestPrefixKeys())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for e, err := range st.All(t.Context()) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			k := string(store.IndexKey(e.Multihash))
+			hs, ok := holders[k]
+			if !ok {
+				t.Fatalf("query node %s holds %s, which no chain has", q.Name, e.Multihash.B58String())
+			}
+			holders[k] = append(hs, qi)
+		}
+		st.Close()
+		if n != q.Keys {
+			t.Errorf("query node %s: %d keys in its store, the report says %d", q.Name, n, q.Keys)
+		}
+		sum += n
+	}
+	if want := int64(c.Replication * len(mhs)); sum != want {
+		t.Errorf("the query nodes hold %d keys in all, want R × %d = %d", sum, len(mhs), want)
+	}
+	owned := make([]int64, len(sf.Nodes))
+	for _, mh := range mhs {
+		hs := holders[string(store.IndexKey(mh))]
+		if len(hs) != c.Replication {
+			t.Fatalf("%s is held by %d query nodes %v, want %d", mh.B58String(), len(hs), hs, c.Replication)
+		}
+		for _, qi := range hs {
+			if !place.Owns(place.Node(sf.Nodes[qi].Name), mh) {
+				t.Fatalf("%s is held by %s, which does not own it in the final layout", mh.B58String(), sf.Nodes[qi].Name)
+			}
+			owned[qi]++
+		}
+	}
+	for qi, q := range sf.Nodes {
+		if owned[qi] != q.Keys {
+			t.Errorf("query node %s holds %d keys, owns %d of the chains'", q.Name, q.Keys, owned[qi])
+		}
+	}
+	if j := sf.Join; j != nil && (j.Copied != sf.Nodes[3].Keys || j.Dropped != j.Copied) {
+		t.Errorf("join copied %d keys and the old owners dropped %d; the new node holds %d: want all equal", j.Copied, j.Dropped, sf.Nodes[3].Keys)
+	}
+	fronts := 0
+	for _, l := range r.Finds {
+		if strings.HasPrefix(l.Name, "front end") || strings.HasPrefix(l.Name, "a key's first owner") {
+			fronts++
+			if l.N == 0 || l.Found != l.N {
+				t.Errorf("%s: found %d of %d, want every sample", l.Name, l.Found, l.N)
+			}
+		}
+	}
+	if fronts != 4 {
+		t.Errorf("%d find series through the front end and the owners, want 4: %+v", fronts, r.Finds)
+	}
+	var out bytes.Buffer
+	if err := r.WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	wants := []string{"| ingest node + 3 query nodes |", "front end -layout over 3 query nodes, 4 clients", "| sharded / local |", "40,000 (2.000 × 20,000"}
+	if join {
+		wants = append(wants, "| query node q4 (joined", "| q4 joins 3 nodes |")
+	}
+	for _, want := range wants {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the tables lack %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("\n%s", out.String())
 }
