@@ -127,6 +127,31 @@ func shardFinal(ctx context.Context, t *testing.T, p *localpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every query node ready and every outbox delivered: a node restarted
+	// late may still be catching up when the front end is already
+	// complete through the other owners.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		st, err := p.ShardSnapshot(ctx)
+		if err != nil {
+			st = &localpool.ShardState{}
+		}
+		settled := err == nil
+		for _, q := range st.Query {
+			settled = settled && q.Ready
+		}
+		for _, s := range st.Ingest {
+			for _, o := range s.Owners {
+				settled = settled && o.Pending == 0
+			}
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the query layer did not settle: %+v %+v", st.Query, st.Ingest)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	for _, name := range l.Current {
 		qc, err := p.CheckQueryNode(ctx, name, truth.Queries())
 		if err != nil {
@@ -134,6 +159,11 @@ func shardFinal(ctx context.Context, t *testing.T, p *localpool.Pool) {
 		}
 		if !qc.OK() || qc.Multihashes == 0 {
 			t.Errorf("%s on its own keys: %v %v", name, qc, qc.Examples)
+			if st, err := p.ShardSnapshot(ctx); err == nil {
+				t.Logf("query nodes: %+v", st.Query)
+				t.Logf("ingest nodes: %+v", st.Ingest)
+			}
+			t.Logf("%s:\n%s", name, lines(p.LogLines(name)))
 		}
 	}
 }

@@ -44,6 +44,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
 	fs.StringVar(&tokenFile, "token-file", "", "`file` whose first line is the shard API's bearer token (else $"+EnvToken+"; neither: no token, loopback only)")
 	fs.Int64Var(&cfg.IndexCacheSize, "index-cache-size", cfg.IndexCacheSize, "`bytes` of the Pebble block cache")
+	fs.DurationVar(&cfg.CommitInterval, "commit-interval", cfg.CommitInterval, "how long applied batches may wait to be made durable together (0: each batch before it is answered; writers keep a batch until it is durable)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long requests in flight may take on SIGTERM")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	cli.ConnLimitFlags(fs, &maxConns, &maxPerIP)

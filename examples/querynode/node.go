@@ -41,6 +41,10 @@ type Config struct {
 	// IndexCacheSize is the Pebble block cache in bytes (0: the pebble
 	// package's default).
 	IndexCacheSize int64
+	// CommitInterval is how long applied batches may wait to be made
+	// durable together (querynode.Config.CommitInterval; 0: each batch
+	// before it is answered). Writers keep a batch until it is durable.
+	CommitInterval time.Duration
 	// ShutdownTimeout bounds the wait for requests in flight.
 	ShutdownTimeout time.Duration
 	// Logger receives the node's log (nil: discard).
@@ -49,7 +53,8 @@ type Config struct {
 
 // DefaultConfig is examples/query without flags.
 func DefaultConfig() Config {
-	return Config{Dir: "./query-data", Store: "pebble", Layout: "layout.json", IndexCacheSize: 32 << 20, ShutdownTimeout: 10 * time.Second}
+	return Config{Dir: "./query-data", Store: "pebble", Layout: "layout.json", IndexCacheSize: 32 << 20,
+		CommitInterval: time.Second, ShutdownTimeout: 10 * time.Second}
 }
 
 // Node is a running query node.
@@ -113,7 +118,8 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 			return nil, fmt.Errorf("index store: %w", err)
 		}
 	}
-	if n.node, err = qn.New(qn.Config{Name: cfg.Name, Dir: filepath.Join(cfg.Dir, "shard"), Store: n.st, Token: cfg.Token, Logger: log}, l); err != nil {
+	if n.node, err = qn.New(qn.Config{Name: cfg.Name, Dir: filepath.Join(cfg.Dir, "shard"), Store: n.st, Token: cfg.Token,
+		CommitInterval: cfg.CommitInterval, Logger: log}, l); err != nil {
 		return n, err
 	}
 	backend, err := find.NewStoreBackend(n.st)

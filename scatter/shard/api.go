@@ -40,9 +40,14 @@ const (
 )
 
 // BatchAnswer is a query node's answer to a batch: the last Seq it has
-// applied from the batch's writer and stream.
+// applied from the batch's writer and stream, and the last it has made
+// durable. A node that commits in groups (querynode's CommitInterval)
+// applies a batch at once and makes it durable later, with the batches of
+// every writer that came meanwhile; a writer keeps a batch in its outbox
+// until it is durable, and sends the next ones meanwhile.
 type BatchAnswer struct {
 	Applied uint64
+	Durable uint64
 	// Error says why a batch was refused.
 	Error string `json:",omitempty"`
 }

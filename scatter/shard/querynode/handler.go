@@ -77,7 +77,7 @@ func (n *Node) serveBatch(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, shard.BatchAnswer{Error: err.Error()})
 		return
 	}
-	code, ans := n.applyBatch(r.Context(), &b)
+	code, ans := n.applyBatch(r.Context(), &b, len(body))
 	if code != http.StatusOK {
 		n.log.Warn("batch refused", "writer", b.Writer, "seq", b.Seq, "status", code, "err", ans.Error)
 	}
@@ -85,7 +85,7 @@ func (n *Node) serveBatch(w http.ResponseWriter, r *http.Request) {
 }
 
 // applyBatch applies b once and in order; see the package documentation.
-func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.BatchAnswer) {
+func (n *Node) applyBatch(ctx context.Context, b *shard.Batch, size int) (int, shard.BatchAnswer) {
 	n.applyMu.RLock()
 	defer n.applyMu.RUnlock()
 	n.mu.Lock()
@@ -108,15 +108,23 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 		// Routed under a layout this node has not adopted: applying it
 		// now could bypass the copy guard of that layout. The writer
 		// retries once the node has reloaded its layout.
-		return http.StatusServiceUnavailable, shard.BatchAnswer{Applied: ws.pos.Applied,
+		return http.StatusServiceUnavailable, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(),
 			Error: fmt.Sprintf("querynode: batch of epoch %d, node at epoch %d: retry once the node has loaded the newer layout", b.Epoch, epoch)}
 	}
 	if b.Stream != ws.pos.Stream {
 		// The writer's outbox was recreated: number its batches afresh.
 		n.log.Info("writer stream reset", "writer", b.Writer, "stream", b.Stream, "old_stream", ws.pos.Stream, "old_applied", ws.pos.Applied)
 		pos := shard.WriterPosition{Stream: b.Stream}
-		if err := saveWriter(n.cfg.Dir, b.Writer, pos); err != nil {
-			return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Error: err.Error()}
+		ws.smu.Lock()
+		err := saveWriter(n.cfg.Dir, b.Writer, pos)
+		if err == nil {
+			ws.stream = b.Stream
+			ws.applied.Store(0)
+			ws.durable.Store(0)
+		}
+		ws.smu.Unlock()
+		if err != nil {
+			return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(), Error: err.Error()}
 		}
 		ws.pos = pos
 	}
@@ -126,18 +134,25 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 	case len(b.Ops) == 0 || b.Seq > ws.pos.Applied+1:
 		// A heartbeat ahead of the node, or a gap: something was not
 		// delivered.
-		return http.StatusConflict, shard.BatchAnswer{Applied: ws.pos.Applied,
+		return http.StatusConflict, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(),
 			Error: fmt.Sprintf("querynode: batch %d of writer %q, expected %d", b.Seq, b.Writer, ws.pos.Applied+1)}
 	default:
 		if err := n.apply(ctx, g, b.Ops); err != nil {
-			return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Error: err.Error()}
+			return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(), Error: err.Error()}
 		}
-		pos := ws.pos
-		pos.Applied = b.Seq
-		if err := saveWriter(n.cfg.Dir, b.Writer, pos); err != nil {
-			return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Error: err.Error()}
+		ws.pos.Applied = b.Seq
+		ws.applied.Store(b.Seq)
+		if n.cfg.CommitInterval <= 0 {
+			// No group commit: durable before it is answered.
+			if err := n.commit(ctx); err != nil {
+				return http.StatusInternalServerError, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(), Error: err.Error()}
+			}
+		} else if n.pending.Add(int64(size)) >= n.cfg.CommitBytes {
+			select {
+			case n.commitNow <- struct{}{}:
+			default:
+			}
 		}
-		ws.pos = pos
 	}
 	ws.pos.Drained = b.Drained && b.Seq == ws.pos.Applied
 	if ws.pos.Drained {
@@ -145,11 +160,11 @@ func (n *Node) applyBatch(ctx context.Context, b *shard.Batch) (int, shard.Batch
 		ws.heard = true
 		n.mu.Unlock()
 	}
-	return http.StatusOK, shard.BatchAnswer{Applied: ws.pos.Applied}
+	return http.StatusOK, shard.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load()}
 }
 
-// apply applies ops to the store, through the guard g when there is one,
-// and makes them durable.
+// apply applies ops to the store, through the guard g when there is one
+// (whose record it syncs); a commit makes them durable.
 func (n *Node) apply(ctx context.Context, g *guard, ops []shard.Op) error {
 	if g != nil {
 		g.mu.Lock()
@@ -174,9 +189,6 @@ func (n *Node) apply(ctx context.Context, g *guard, ops []shard.Op) error {
 		if err := g.sync(); err != nil {
 			return err
 		}
-	}
-	if err := st.Flush(ctx); err != nil {
-		return fmt.Errorf("querynode: flush: %w", err)
 	}
 	return nil
 }

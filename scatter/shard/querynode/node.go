@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/indexkit/indexkit/scatter/shard"
@@ -36,6 +37,19 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBatchBytes bounds a batch body (0: [DefaultMaxBatchBytes]).
 	MaxBatchBytes int64
+	// CommitInterval, when positive, commits in groups: a batch is
+	// applied at once and answered as applied, and made durable (the
+	// store flushed, the writers' positions saved) at most this long
+	// after, or as soon as CommitBytes of batches wait, by [Node.Run].
+	// A flush per batch costs the store dearly (Pebble's sorted runs are
+	// committed through its memtable when small); a writer keeps a batch
+	// until it is durable, so a node killed before a commit gets the
+	// batches since its last one again. 0: every batch is made durable
+	// before it is answered.
+	CommitInterval time.Duration
+	// CommitBytes is the size of the batches that waiting for a commit
+	// starts one at once (0: 16 MiB).
+	CommitBytes int64
 }
 
 // DefaultMaxBatchBytes is the largest batch body a node reads by default.
@@ -69,14 +83,26 @@ type Node struct {
 	closing  context.Context
 	shut     context.CancelFunc // cancels closing: requests in flight stop
 	inflight sync.WaitGroup
+
+	commitMu  sync.Mutex    // one commit at a time
+	pending   atomic.Int64  // bytes of batches applied since the last commit
+	commitNow chan struct{} // cap 1: CommitBytes wait
 }
 
 // writer is the node's position with one ingest node.
 type writer struct {
-	mu    sync.Mutex // serialises the writer's batches
-	pos   shard.WriterPosition
-	view  shard.WriterPosition // pos as Status shows it; guarded by Node.mu
-	heard bool                 // a drained message at its position arrived since start; guarded by Node.mu
+	mu  sync.Mutex // serialises the writer's batches
+	pos shard.WriterPosition
+	// applied is pos.Applied once its ops are in the store, for a commit
+	// to read without the writer's lock; durable is the last Seq a
+	// commit has flushed and saved.
+	applied, durable atomic.Uint64
+	// smu guards stream, the stream the durable position belongs to:
+	// a commit saves a position only for the stream it read it under.
+	smu    sync.Mutex
+	stream uint64
+	view   shard.WriterPosition // pos as Status shows it; guarded by Node.mu
+	heard  bool                 // a drained message at its position arrived since start; guarded by Node.mu
 }
 
 // New returns a node acting on layout l, with the positions and copy guard
@@ -92,6 +118,9 @@ func New(cfg Config, l shard.Layout) (*Node, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	case cfg.MaxBatchBytes < 0:
 		return nil, fmt.Errorf("%w: max batch bytes %d", ErrInvalidConfig, cfg.MaxBatchBytes)
+	}
+	if cfg.CommitBytes <= 0 {
+		cfg.CommitBytes = 16 << 20
 	}
 	if cfg.MaxBatchBytes == 0 {
 		cfg.MaxBatchBytes = DefaultMaxBatchBytes
@@ -111,18 +140,22 @@ func New(cfg Config, l shard.Layout) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:     cfg,
-		log:     cfg.Logger.With("node", cfg.Name),
-		writers: make(map[string]*writer, len(pos)),
-		wake:    make(chan struct{}, 1),
-		done:    make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger.With("node", cfg.Name),
+		writers:   make(map[string]*writer, len(pos)),
+		wake:      make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		commitNow: make(chan struct{}, 1),
 	}
 	n.closing, n.shut = context.WithCancel(context.Background())
 	if cfg.Token != "" {
 		n.auth = []byte("Bearer " + cfg.Token)
 	}
 	for name, p := range pos {
-		n.writers[name] = &writer{pos: p, view: p}
+		w := &writer{pos: p, view: p, stream: p.Stream}
+		w.applied.Store(p.Applied)
+		w.durable.Store(p.Applied)
+		n.writers[name] = w
 	}
 	if err := n.adopt(l.Clone(), place); err != nil {
 		return nil, err
@@ -335,6 +368,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.inflight.Wait()
+	cerr := n.commit(context.Background())
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
 	n.mu.Lock()
@@ -342,9 +376,81 @@ func (n *Node) Close() error {
 	n.guard = nil
 	n.mu.Unlock()
 	if g != nil {
-		return g.close(false)
+		return errors.Join(cerr, g.close(false))
+	}
+	return cerr
+}
+
+// commit makes every batch applied so far durable: it reads each writer's
+// applied position, flushes the store (everything up to those positions
+// is in it), then saves the positions that moved. Commits run one at a
+// time.
+func (n *Node) commit(ctx context.Context) error {
+	n.commitMu.Lock()
+	defer n.commitMu.Unlock()
+	n.mu.Lock()
+	type move struct {
+		name        string
+		w           *writer
+		stream, seq uint64
+	}
+	var moves []move
+	for name, w := range n.writers {
+		w.smu.Lock()
+		stream := w.stream
+		a := w.applied.Load()
+		w.smu.Unlock()
+		if a > w.durable.Load() {
+			moves = append(moves, move{name, w, stream, a})
+		}
+	}
+	n.mu.Unlock()
+	n.pending.Store(0)
+	if len(moves) == 0 {
+		return nil
+	}
+	if err := n.cfg.Store.Flush(ctx); err != nil {
+		return fmt.Errorf("querynode: commit: flush: %w", err)
+	}
+	for _, m := range moves {
+		if err := m.w.saveDurable(n.cfg.Dir, m.name, m.stream, m.seq); err != nil {
+			return fmt.Errorf("querynode: commit: %w", err)
+		}
 	}
 	return nil
+}
+
+// saveDurable saves seq as the durable position of stream, unless the
+// writer's stream has been reset since.
+func (w *writer) saveDurable(dir, name string, stream, seq uint64) error {
+	w.smu.Lock()
+	defer w.smu.Unlock()
+	if w.stream != stream || seq <= w.durable.Load() {
+		return nil
+	}
+	if err := saveWriter(dir, name, shard.WriterPosition{Stream: stream, Applied: seq}); err != nil {
+		return err
+	}
+	w.durable.Store(seq)
+	return nil
+}
+
+// committer commits every CommitInterval, and at once when a batch has
+// found CommitBytes waiting, until ctx ends.
+func (n *Node) committer(ctx context.Context) {
+	t := time.NewTicker(n.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-n.commitNow:
+		}
+		if err := n.commit(ctx); err != nil && ctx.Err() == nil {
+			n.log.Error("commit failed; batches stay unacknowledged and will come again", "err", err)
+		}
+	}
 }
 
 // enter counts a request in flight; it fails once the node is closed.
@@ -382,6 +488,13 @@ func (n *Node) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if n.cfg.CommitInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.committer(ctx)
+		}()
+	}
 	for {
 		n.mu.Lock()
 		for _, t := range []*task{n.copyTask, n.dropTask} {

@@ -76,20 +76,35 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 	ob := w.cfg.Outbox
 	backoff := w.cfg.MinBackoff
 	lastBeat := time.Time{}
+	// sent is the last batch the node has applied, as far as this loop
+	// knows: batches after it are sent; those up to it stay in the
+	// outbox until the node says they are durable.
+	var sent uint64
 	for ctx.Err() == nil {
 		st := ob.Status(dest)
-		recs, err := ob.Peek(dest, st.Acked, 1, w.cfg.BatchBytes*2)
+		sent = max(sent, st.Acked)
+		recs, err := ob.Peek(dest, sent, 1, w.cfg.BatchBytes*2)
 		if err == nil && len(recs) == 0 {
-			// Nothing waits: a heartbeat now and then, so that the node
-			// knows it is not behind.
-			if time.Since(lastBeat) >= w.cfg.Heartbeat {
-				err = w.send(ctx, dest, shard.Batch{Epoch: w.Layout().Epoch, Seq: st.Head, Drained: true}, nil, st.Head)
+			// Nothing to send. A heartbeat now and then, so that the node
+			// knows it is not behind; and more often while batches it
+			// applied wait to be durable, to learn when they are.
+			every := w.cfg.Heartbeat
+			if st.Acked < st.Head {
+				every = min(every, durablePoll)
+			}
+			if time.Since(lastBeat) >= every {
+				var ans shard.BatchAnswer
+				ans, err = w.send(ctx, dest, shard.Batch{Epoch: w.Layout().Epoch, Seq: st.Head, Drained: true}, nil, st.Head)
 				if err == nil {
 					lastBeat = time.Now()
+				} else if ans.Applied < sent && ans.Applied >= st.Acked {
+					sent = ans.Applied // the node restarted without what it had not made durable
+					backoff = w.cfg.MinBackoff
+					continue
 				}
 			}
 			if err == nil {
-				wctx, cancel := context.WithTimeout(ctx, w.cfg.Heartbeat)
+				wctx, cancel := context.WithTimeout(ctx, every)
 				ob.Wait(wctx, dest, st.Head)
 				cancel()
 				backoff = w.cfg.MinBackoff
@@ -98,10 +113,18 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 		}
 		if err == nil {
 			r := recs[0]
-			head := ob.Status(dest).Head
-			err = w.send(ctx, dest, shard.Batch{Epoch: r.Epoch, Seq: r.Seq, Drained: r.Seq == head}, r.Payload, r.Seq)
+			var ans shard.BatchAnswer
+			ans, err = w.send(ctx, dest, shard.Batch{Epoch: r.Epoch, Seq: r.Seq, Drained: r.Seq == st.Head}, r.Payload, r.Seq)
 			if err == nil {
+				sent = max(sent, ans.Applied)
 				lastBeat = time.Now()
+				backoff = w.cfg.MinBackoff
+				continue
+			}
+			if ans.Applied < sent && ans.Applied >= st.Acked {
+				// The node restarted without what it had not made
+				// durable: send again from what it has, at once.
+				sent = ans.Applied
 				backoff = w.cfg.MinBackoff
 				continue
 			}
@@ -121,17 +144,23 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 	}
 }
 
+// durablePoll is how often a delivery loop asks a node that commits in
+// groups whether the batches it applied are durable.
+const durablePoll = 100 * time.Millisecond
+
 // send posts one batch (payload: its ops section, nil for a heartbeat)
 // and acknowledges it in the outbox when the node has applied it.
-func (w *Writer) send(ctx context.Context, dest string, b shard.Batch, payload []byte, seq uint64) error {
+func (w *Writer) send(ctx context.Context, dest string, b shard.Batch, payload []byte, seq uint64) (ans shard.BatchAnswer, err error) {
+	// An answer that says nothing keeps the loop's position.
+	ans.Applied = ^uint64(0)
 	u := w.url(dest)
 	if u == "" {
-		return fmt.Errorf("writer: %s is not in the layout", dest)
+		return ans, fmt.Errorf("writer: %s is not in the layout", dest)
 	}
 	b.Writer, b.Stream = w.cfg.Name, w.cfg.Outbox.Stream()
 	body, err := b.AppendHeader(make([]byte, 0, 64+len(payload)))
 	if err != nil {
-		return err
+		return ans, err
 	}
 	if payload == nil {
 		body = append(body, 0) // no ops
@@ -140,7 +169,7 @@ func (w *Writer) send(ctx context.Context, dest string, b shard.Batch, payload [
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(u, "/")+shard.PathBatch, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("writer: batch to %s: %w", dest, err)
+		return ans, fmt.Errorf("writer: batch to %s: %w", dest, err)
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	if w.cfg.Token != "" {
@@ -148,38 +177,38 @@ func (w *Writer) send(ctx context.Context, dest string, b shard.Batch, payload [
 	}
 	resp, err := w.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("writer: batch %d to %s: %w", seq, dest, err)
+		return ans, fmt.Errorf("writer: batch %d to %s: %w", seq, dest, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	var ans shard.BatchAnswer
-	jerr := json.Unmarshal(raw, &ans)
+	var got shard.BatchAnswer
+	jerr := json.Unmarshal(raw, &got)
+	st := w.cfg.Outbox.Status(dest)
 	switch {
 	case resp.StatusCode == http.StatusOK && jerr == nil:
 	case resp.StatusCode == http.StatusConflict && jerr == nil:
-		if ans.Applied < seq {
+		if got.Applied < st.Acked {
 			// The node has not applied batches this outbox no longer
-			// holds: it lost data it had acknowledged.
-			st := w.cfg.Outbox.Status(dest)
-			if ans.Applied < st.Acked {
-				return fmt.Errorf("writer: %s applied batches up to %d of stream %d, but acknowledged %d: it lost acknowledged writes and must copy its ranges again", dest, ans.Applied, b.Stream, st.Acked)
-			}
-			return fmt.Errorf("writer: %s expects batch %d, got %d", dest, ans.Applied+1, seq)
+			// holds: it lost writes it had made durable.
+			return got, fmt.Errorf("writer: %s applied batches up to %d of stream %d, but made %d durable: it lost acknowledged writes and must copy its ranges again", dest, got.Applied, b.Stream, st.Acked)
 		}
+		// It restarted without what it had not made durable, or missed
+		// a batch: the loop sends again from what it has.
+		return got, fmt.Errorf("writer: %s expects batch %d, got %d", dest, got.Applied+1, seq)
 	default:
 		msg := strings.TrimSpace(string(raw))
-		if ans.Error != "" {
-			msg = ans.Error
+		if got.Error != "" {
+			msg = got.Error
 		}
-		return fmt.Errorf("writer: batch %d to %s: %s: %s", seq, dest, resp.Status, msg)
+		return ans, fmt.Errorf("writer: batch %d to %s: %s: %s", seq, dest, resp.Status, msg)
 	}
-	if payload != nil || ans.Applied > w.cfg.Outbox.Status(dest).Acked {
-		if err := w.cfg.Outbox.Ack(dest, min(ans.Applied, w.cfg.Outbox.Status(dest).Head)); err != nil {
-			return fmt.Errorf("writer: ack %s: %w", dest, err)
+	if d := min(got.Durable, st.Head); d > st.Acked {
+		if err := w.cfg.Outbox.Ack(dest, d); err != nil {
+			return ans, fmt.Errorf("writer: ack %s: %w", dest, err)
 		}
 	}
 	w.succeeded(dest)
-	return nil
+	return got, nil
 }
 
 func (w *Writer) failed(dest string, err error) {
