@@ -55,6 +55,10 @@ const (
 	ShardTokenFile = "shard-token"
 )
 
+// queryCommit is the query nodes' commit interval in a pool: short, so
+// that a change's barriers (which wait for durable batches) pass quickly.
+const queryCommit = 300 * time.Millisecond
+
 // KindQuery is the kind of a query node role.
 const KindQuery = "query"
 
@@ -156,7 +160,8 @@ func (p *Pool) ShardToken() string { return p.shardToken }
 // queryArgs are the flags of query node r.
 func (p *Pool) queryArgs(r *role) []string {
 	return []string{"-dir", r.dir, "-name", r.name, "-layout", p.layoutPath(), "-store", p.cfg.Sharded.Config().Store,
-		"-listen", r.addr("query"), "-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile), "-log-level", "info"}
+		"-listen", r.addr("query"), "-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile), "-log-level", "info",
+		"-commit-interval", queryCommit.String()}
 }
 
 // shardedIndexerArgs are the flags an ingest node adds.
@@ -287,7 +292,7 @@ func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(s
 func (p *Pool) newQuery(r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
 	cfg := querynode.DefaultConfig()
 	cfg.Dir, cfg.Name, cfg.Layout, cfg.Store = r.dir, r.name, p.layoutPath(), p.cfg.Sharded.Config().Store
-	cfg.Token, cfg.Logger = p.shardToken, log
+	cfg.Token, cfg.Logger, cfg.CommitInterval = p.shardToken, log, queryCommit
 	ln, err := listen("query")
 	if err != nil {
 		return nil, err

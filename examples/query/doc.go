@@ -17,7 +17,8 @@
 //	                    a listener off loopback requires one
 //	-index-cache-size N Pebble block cache in bytes (32 MiB)
 //	-commit-interval D  how long applied batches may wait to be made durable
-//	                    together (1s; 0: each batch before it is answered)
+//	                    together (5s, or 16 MiB of batches; 0: each batch
+//	                    before it is answered)
 //	-shutdown-timeout D time requests in flight get on SIGTERM (10s)
 //	-log-level LEVEL    debug, info, warn or error
 //	-max-conns N, -max-conns-per-ip N  connection caps
