@@ -77,7 +77,7 @@ test: ## everything CI checks: services, vet, gofmt, import rules, race tests, i
 		exit 1; \
 	fi
 	go test -run TestImportRules ./internal/importrules/
-	go test -race -count=1 ./...
+	go test -race -count=1 -timeout 25m ./...
 	@echo "go test -count=1 ./lease/agent/ (the manager tests, which are built without -race: see lease/agent/manager_test.go)"
 	go test -count=1 ./lease/agent/
 	@if [ -f interop/go.mod ]; then \
