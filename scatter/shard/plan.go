@@ -115,13 +115,20 @@ func NextAction(obs Observation, goal Goal) Action {
 			return Action{Kind: ActWait, Why: why}
 		}
 		var todo []string
+		running := ""
 		for _, n := range l.Current {
-			if t := obs.Query[n].Drop; t == nil || t.Epoch != l.Epoch || !t.Done || t.Error != "" {
+			switch t := obs.Query[n].Drop; {
+			case t == nil || t.Epoch != l.Epoch || t.Error != "":
 				todo = append(todo, n)
+			case !t.Done:
+				running = fmt.Sprintf("%s drops (%d keys so far)", n, t.Keys)
 			}
 		}
 		if len(todo) > 0 {
 			return Action{Kind: ActDrop, Nodes: todo, Why: "old owners drop the moved ranges"}
+		}
+		if running != "" {
+			return Action{Kind: ActWait, Why: running}
 		}
 		return Action{Kind: ActDone, Why: goal.String() + " done"}
 	case PhaseCopy:
