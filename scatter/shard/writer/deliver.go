@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,8 +15,7 @@ import (
 	"github.com/indexkit/indexkit/scatter/shard"
 )
 
-// maxBatchRecords bounds one request: the outbox's records are already
-// batches of about BatchBytes, so a request carries one.
+// maxAnswer bounds the answer to a batch read into memory.
 const maxAnswer = 64 << 10
 
 // Run delivers the outbox to the query nodes until ctx ends: one loop per
@@ -266,5 +264,3 @@ func (w *Writer) Handler() http.Handler {
 	})
 	return mux
 }
-
-var errNotDelivered = errors.New("writer: not delivered")
