@@ -10,9 +10,15 @@
 //   - Batches ([shard.PathBatch]). Per writer the node keeps, durably in
 //     [Config].Dir, the stream (the writer's outbox) and the last Seq it
 //     applied. A batch at Seq ≤ Applied is a replay: 200, nothing applied.
-//     At Applied+1 its ops are applied in order, the store is flushed, the
-//     new position is written (atomically, synced), and only then does the
-//     node answer 200 with a [shard.BatchAnswer]. A batch further ahead, or
+//     At Applied+1 its ops are applied in order and the node answers 200
+//     with a [shard.BatchAnswer] naming Applied and Durable. Without
+//     Config.CommitInterval the store is flushed and the position written
+//     (atomically, synced) before the answer, so Durable = Applied. With
+//     it, the node commits in groups: every interval, or once
+//     Config.CommitBytes of batches wait, [Node.Run] flushes the store
+//     once and saves every writer's position; a writer keeps its batches
+//     until they are durable, and a node that restarts resumes from its
+//     last commit, the writers sending the rest again. A batch further ahead, or
 //     a heartbeat (a batch without ops) ahead of Applied, is a gap: 409
 //     naming Applied. A new stream of a known writer restarts its
 //     numbering. A batch routed under an epoch newer than the node's

@@ -31,9 +31,12 @@
 //
 // # Delivery
 //
-// [Writer.Run] runs one loop per query node: it sends the oldest batch not
-// yet acknowledged, and acknowledges it in the outbox once the node
-// answers that it applied it; on an error it retries with exponential
+// [Writer.Run] runs one loop per query node: it sends the batches the
+// node has not applied, one at a time and in order, and acknowledges each
+// in the outbox once the node says it is durable (a node that commits in
+// groups says so a little later; the loop asks with heartbeats while it
+// waits, and after a node's restart sends again from the position the
+// node reports); on an error it retries with exponential
 // backoff and full jitter (Config.MinBackoff to MaxBackoff) until the node
 // takes it. A node applies each writer's batches once and in order (by the
 // outbox's stream and sequence numbers), so a batch sent twice, after an
