@@ -78,6 +78,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// getJSONWhenRunning is getJSON that reports false on the state API's 503
+// "service not running": the binary logs msg=starting just before its
+// service's Run begins, so the first requests can come too early.
+func getJSONWhenRunning(t *testing.T, url string, v any) bool {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), assigner.ErrNotRunning.Error()):
+		return false
+	case resp.StatusCode != http.StatusOK:
+		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, b)
+	}
+	return true
+}
+
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -135,7 +158,9 @@ func TestPool(t *testing.T) {
 
 	waitFor(t, "the startup rebuild", func() bool {
 		var ixs []assigner.IndexerSnapshot
-		getJSON(t, stateURL+"/indexers", &ixs)
+		if !getJSONWhenRunning(t, stateURL+"/indexers", &ixs) {
+			return false
+		}
 		for _, ix := range ixs {
 			if !ix.Known {
 				return false
