@@ -41,8 +41,8 @@ type pending struct {
 }
 
 var (
-	_ lease.Store       = (*Store)(nil)
-	_ lease.LiveCounter = (*Store)(nil)
+	_ lease.Store         = (*Store)(nil)
+	_ lease.LiveCounter   = (*Store)(nil)
 	_ lease.Lister        = (*Store)(nil)
 	_ lease.MaxBidsSetter = (*Store)(nil)
 )

@@ -30,8 +30,8 @@ type Store struct {
 }
 
 var (
-	_ lease.Store       = (*Store)(nil)
-	_ lease.LiveCounter = (*Store)(nil)
+	_ lease.Store         = (*Store)(nil)
+	_ lease.LiveCounter   = (*Store)(nil)
 	_ lease.Lister        = (*Store)(nil)
 	_ lease.MaxBidsSetter = (*Store)(nil)
 )
