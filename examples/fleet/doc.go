@@ -10,6 +10,7 @@
 //	fleet node [flags]   one fleet node
 //	fleet demo [flags]   3 nodes, 50 generated repos: ownership as it settles, routed queries
 //	fleet sim  [flags]   4 nodes, 500 generated repos, one SIGKILLed: the figures
+//	fleet set  -max-bids N -redis ADDR -prefix P   change a running fleet's max-bids
 //
 // For example, from the module root:
 //
@@ -42,6 +43,33 @@
 // size (the Index's accounted bytes) is what the Manager charges to the
 // budget and reports to the catalog.
 //
+// When the catalog row of a repo a node holds names a new commit (a Put
+// by the catalog's administrator), the node's next scan sees it and
+// indexes the new commit under the same lease; until the new index is
+// built the old one answers (the answer's "commit" says which), then the
+// new one replaces it and the row is marked Ready again. A node that loses
+// a lease keeps the repo's index for one TTL, counted in its used memory
+// and dropped first when it needs room: if it wins the repo back at the
+// same commit, it serves that index at once (msg=reused) without a clone.
+// Repos whose catalog size or minimum bid exceeds a node's budget are
+// never bid on: the node logs msg=starved once per repo, lists them in
+// GET /status ("starved") and counts them in GET /metrics
+// (indexkit_fleet_items_starved); sim prints those every node reports.
+//
+// # Settings at runtime
+//
+// Every node reads the Redis hash P+"fleet:settings" at each heartbeat.
+// Its field max-bids, when present, replaces the node's -max-bids as the
+// static short-circuit threshold (lease.MaxBidsSetter on the node's
+// store): the next bid or evaluation uses it, and an open auction that
+// already has that many bids closes at its next evaluation. Set it with
+//
+//	fleet set -max-bids N -redis ADDR -prefix P   (0: no short circuit)
+//	fleet set -unset -redis ADDR -prefix P        (back to each node's flag)
+//
+// A fleet started with -max-bids 0 (dynamic: the live nodes) uses the
+// static value only while no node is live.
+//
 // The index maps each trigram (three bytes) to the lines that contain it;
 // a query intersects the posting lists of its trigrams and checks each
 // candidate line, and a query shorter than three bytes scans every line.
@@ -52,18 +80,19 @@
 //
 // The node logs its bound address as msg=listening name=http addr=…,
 // then msg=starting, and one line per event: msg=won, msg=indexed (item,
-// size, files, took), msg=evicted, msg=lost, and at debug level msg=bid.
+// size, commit, files, took), msg=reused, msg=evicted, msg=lost,
+// msg=starved, msg="max-bids set", and at debug level msg=bid.
 //
 // # HTTP API of a node
 //
 //	GET /search?repo=ID&q=SUBSTRING[&limit=N]
 //	    200 {"status":"ok","repo","query","commit","served_by","routed_by","matches":[{"path","line","text"}],"truncated"}
-//	    503 {"status":"warming","owner":…}     the owner has not finished indexing
+//	    503 {"status":"warming","owner":…}     the owner has not finished its first index of the repo
 //	    503 {"status":"unassigned"}            nobody holds the repo
 //	    503 {"status":"unreachable","owner":…} the owner did not answer
 //	    404 {"status":"unknown"}               not in the catalog
 //	    400 {"status":"bad query","error":…}   no repo, empty query, a line break, over 256 bytes, limit not in 1..1000
-//	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"counters":{…}}
+//	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"starved":[{"item","need"}],"counters":{…}}
 //	GET /metrics  the counters and gauges in the Prometheus text format
 //
 // A node answers a query for a repo it holds and has indexed. Otherwise
@@ -105,7 +134,9 @@
 // -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
 // -max-size (64KiB; sim 256KiB), -budget (0: the catalog's estimated
 // index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
-// sim 5m), -v (echo the nodes' log lines).
+// sim 5m), -v (echo the nodes' log lines), -oversize (demo 0, sim 1: extra
+// catalog rows larger than every budget, reported starved and left out of
+// coverage).
 //
 // # What the sim reports
 //

@@ -31,6 +31,7 @@ type fleetFlags struct {
 	Seed     uint64
 	Duration time.Duration
 	Verbose  bool
+	Oversize int // catalog rows larger than every node's budget: starved
 	tuning
 }
 
@@ -45,6 +46,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.Seed, "seed", f.Seed, "seed of the generated repos")
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "bound on the whole run")
 	fs.BoolVar(&f.Verbose, "v", f.Verbose, "echo the nodes' log lines")
+	fs.IntVar(&f.Oversize, "oversize", f.Oversize, "extra catalog rows too large for every node's budget, which the nodes report starved")
 	f.tuning.register(fs)
 }
 
@@ -70,6 +72,8 @@ func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-replicas %d: want fewer than -nodes %d, so that copies survive the loss of a node", f.Replicas, f.Nodes)
 	case f.Prefix == "":
 		return errors.New("-prefix is empty")
+	case f.Oversize < 0:
+		return fmt.Errorf("-oversize %d is negative", f.Oversize)
 	}
 	return f.tuning.validate()
 }
@@ -206,7 +210,7 @@ func (f *fleet) startNodes(ctx context.Context, n int) error {
 
 func (f *fleet) record(e event) {
 	switch e.Fields["msg"] {
-	case "bid", "won", "indexed", "evicted", "lost":
+	case "bid", "won", "indexed", "reused", "evicted", "lost", "starved":
 		f.mu.Lock()
 		f.events = append(f.events, e)
 		f.mu.Unlock()
@@ -222,7 +226,45 @@ func (f *fleet) eventsSince(t time.Time) []event {
 }
 
 func (f *fleet) putCatalog(ctx context.Context) error {
-	return putCatalog(ctx, f.rdb, f.store, f.prefix, f.repos, f.flags.Replicas)
+	if err := putCatalog(ctx, f.rdb, f.store, f.prefix, f.repos, f.flags.Replicas); err != nil {
+		return err
+	}
+	for i := range f.flags.Oversize {
+		need := 2*f.budget + int64(i)
+		it := lease.Item{ID: fmt.Sprintf("huge-%04d", i), Commit: f.repos[0].Commit, Size: need, MinBid: need}
+		if err := f.store.Put(ctx, it); err != nil {
+			return fmt.Errorf("put catalog row: %w", err)
+		}
+	}
+	return nil
+}
+
+// fits reports whether a node of the fleet's budget can hold r: the rows
+// that are not are starved, left out of coverage.
+func (f *fleet) fits(r lease.Row) bool { return max(r.Size, r.MinBid) <= f.budget }
+
+// starved returns, for each starved repo the live nodes report in GET
+// /status, how many of them report it.
+func (f *fleet) starved(ctx context.Context) (map[string]int, map[string]int64, int) {
+	f.mu.Lock()
+	nodes := append([]*child(nil), f.nodes...)
+	f.mu.Unlock()
+	by, need, asked := map[string]int{}, map[string]int64{}, 0
+	for _, c := range nodes {
+		if c.Exited() {
+			continue
+		}
+		st, err := c.status(ctx, f.hc)
+		if err != nil {
+			continue
+		}
+		asked++
+		for _, s := range st.Starved {
+			by[s.Item]++
+			need[s.Item] = s.Need
+		}
+	}
+	return by, need, asked
 }
 
 // rows reads every catalog row.

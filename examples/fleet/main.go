@@ -18,6 +18,7 @@ commands:
   node   run one fleet node (see fleet node -h)
   demo   run 3 nodes over 50 generated repos and show ownership and routing
   sim    run N nodes over 500 generated repos, kill one, report the figures
+  set    change a running fleet's settings (-max-bids N) in Redis
 `
 
 // run dispatches the subcommand.
@@ -33,6 +34,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return runDemo(ctx, args[1:], stderr)
 	case "sim":
 		return runSim(ctx, args[1:], stderr)
+	case "set":
+		return runSet(ctx, args[1:], stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stderr, usage)
 		return flag.ErrHelp

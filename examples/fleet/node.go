@@ -188,6 +188,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 type counters struct {
 	BidsPlaced, BidsRejected                      atomic.Int64
 	Won, Indexed, IndexErrors, Evicted, Lost      atomic.Int64
+	Reused, Starved, AuctionsStarved              atomic.Int64
 	AuctionsShortCircuited, AuctionsTimedOut      atomic.Int64
 	AuctionsNoWinner                              atomic.Int64
 	QueriesLocal, QueriesRouted, QueriesWarming   atomic.Int64
@@ -199,6 +200,7 @@ func (c *counters) snapshot() map[string]int64 {
 		"bids_placed": c.BidsPlaced.Load(), "bids_rejected": c.BidsRejected.Load(),
 		"won": c.Won.Load(), "indexed": c.Indexed.Load(), "index_errors": c.IndexErrors.Load(),
 		"evicted": c.Evicted.Load(), "lost": c.Lost.Load(),
+		"reused": c.Reused.Load(), "starved": c.Starved.Load(), "auctions_starved": c.AuctionsStarved.Load(),
 		"auctions_short_circuited": c.AuctionsShortCircuited.Load(), "auctions_timed_out": c.AuctionsTimedOut.Load(),
 		"auctions_no_winner": c.AuctionsNoWinner.Load(),
 		"queries_local":      c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
@@ -230,6 +232,10 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 		AuctionShortCircuited: func(lease.AuctionResult) { n.c.AuctionsShortCircuited.Add(1) },
 		AuctionTimedOut:       func(lease.AuctionResult) { n.c.AuctionsTimedOut.Add(1) },
 		AuctionNoWinner:       func(lease.AuctionResult) { n.c.AuctionsNoWinner.Add(1) },
+		ItemStarved: func(item string, unleased int) {
+			n.c.AuctionsStarved.Add(1)
+			n.log.Warn("auction starved", "item", item, "unleased", unleased)
+		},
 	}
 	mgr = agent.Hooks{
 		BidPlaced: func(item, _ string, free int64) {
@@ -253,9 +259,17 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 			n.c.Indexed.Add(1)
 			attrs := []any{"item", ref.Item, "size", size}
 			if ri := n.idx.get(ref.Item); ri != nil {
-				attrs = append(attrs, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond))
+				attrs = append(attrs, "commit", ri.Commit, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond))
 			}
 			n.log.Info("indexed", attrs...)
+		},
+		Reused: func(ref lease.Ref, size int64) {
+			n.c.Reused.Add(1)
+			n.log.Info("reused", "item", ref.Item, "size", size)
+		},
+		Starved: func(item string, need int64) {
+			n.c.Starved.Add(1)
+			n.log.Info("starved", "item", item, "need", need, "budget", int64(n.cfg.Budget))
 		},
 		Evicted: func(ref lease.Ref, size int64) {
 			n.c.Evicted.Add(1)
@@ -295,34 +309,11 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("redis at %s unreachable: %w", cfg.Redis, err)
 	}
 
-	n := &node{cfg: cfg, log: log, rdb: rdb, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
-	defer n.client.CloseIdleConnections()
-	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
-	sh, mh := n.hooks()
-	n.store, err = leaseredis.New(rdb, cfg.Prefix, cfg.storeOptions(sh)...)
+	n, err := newNode(cfg, log, rdb, nil)
 	if err != nil {
 		return err
 	}
-	defer n.store.Close()
-	mopts := []agent.Option{
-		agent.WithIndexer(n.idx),
-		agent.WithBudget(int64(cfg.Budget)),
-		agent.WithIndexConcurrency(cfg.IndexConcurrency),
-		agent.WithHeartbeatInterval(cfg.Heartbeat),
-		agent.WithScanInterval(cfg.Scan),
-		agent.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
-		agent.WithDrainTimeout(cfg.DrainTimeout),
-		agent.WithTTL(cfg.TTL),
-		agent.WithHooks(mh),
-		agent.WithLogger(log),
-	}
-	if cfg.Replicas > 1 {
-		mopts = append(mopts, agent.WithReplication())
-	}
-	n.mgr, err = agent.NewManager(n.store, cfg.Name, mopts...)
-	if err != nil {
-		return err
-	}
+	defer n.close()
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -341,6 +332,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	cli.Serve(gctx, eg, "http", cli.NewHTTPServer(n.handler(), log), ln, 5*time.Second)
 	eg.Go(func() error { return n.mgr.Run(gctx) })
 	eg.Go(func() error { return n.keepAddr(gctx) })
+	eg.Go(func() error { return n.keepSettings(gctx) })
 	<-gctx.Done()
 	log.Info("shutting down", "held", len(n.mgr.Held()))
 	err = eg.Wait()
@@ -355,6 +347,55 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// newNode builds the node's store, indexer and manager on rdb; wrap, when
+// not nil, wraps the indexer the manager calls (tests gate it). close
+// undoes it.
+func newNode(cfg nodeConfig, log *slog.Logger, rdb *goredis.Client, wrap func(agent.Indexer) agent.Indexer) (_ *node, err error) {
+	n := &node{cfg: cfg, log: log, rdb: rdb, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	defer func() {
+		if err != nil {
+			n.close()
+		}
+	}()
+	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
+	var idx agent.Indexer = n.idx
+	if wrap != nil {
+		idx = wrap(idx)
+	}
+	sh, mh := n.hooks()
+	n.store, err = leaseredis.New(rdb, cfg.Prefix, cfg.storeOptions(sh)...)
+	if err != nil {
+		return nil, err
+	}
+	mopts := []agent.Option{
+		agent.WithIndexer(idx),
+		agent.WithBudget(int64(cfg.Budget)),
+		agent.WithIndexConcurrency(cfg.IndexConcurrency),
+		agent.WithHeartbeatInterval(cfg.Heartbeat),
+		agent.WithScanInterval(cfg.Scan),
+		agent.WithBidBackoff(cfg.BackoffBase, cfg.BackoffMax),
+		agent.WithDrainTimeout(cfg.DrainTimeout),
+		agent.WithTTL(cfg.TTL),
+		agent.WithHooks(mh),
+		agent.WithLogger(log),
+	}
+	if cfg.Replicas > 1 {
+		mopts = append(mopts, agent.WithReplication())
+	}
+	n.mgr, err = agent.NewManager(n.store, cfg.Name, mopts...)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *node) close() {
+	n.client.CloseIdleConnections()
+	if n.store != nil {
+		_ = n.store.Close()
+	}
 }
 
 // publishAddr writes the node's HTTP address into the fleet's address

@@ -59,12 +59,21 @@ type itemStatus struct {
 
 // nodeStatus is the answer of GET /status.
 type nodeStatus struct {
-	Node     string           `json:"node"`
-	Addr     string           `json:"addr"`
-	Budget   int64            `json:"budget"`
-	Used     int64            `json:"used"`
-	Items    []itemStatus     `json:"items"`
+	Node   string       `json:"node"`
+	Addr   string       `json:"addr"`
+	Budget int64        `json:"budget"`
+	Used   int64        `json:"used"`
+	Items  []itemStatus `json:"items"`
+	// Starved are the unowned repos too large for this node's budget
+	// (agent.Manager.Starved): it never bids on them.
+	Starved  []starvedStatus  `json:"starved"`
 	Counters map[string]int64 `json:"counters"`
+}
+
+// starvedStatus is one starved repo in GET /status.
+type starvedStatus struct {
+	Item string `json:"item"`
+	Need int64  `json:"need"` // bytes: the larger of the row's Size and MinBid
 }
 
 func (n *node) handler() http.Handler {
@@ -127,7 +136,9 @@ func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		mine = true
-		if ri := n.idx.get(row.ID); ri != nil && ri.Commit == row.Commit {
+		// The index may be of an older commit while the new one is built:
+		// the answer names the commit it searched.
+		if ri := n.idx.get(row.ID); ri != nil {
 			n.mgr.Touch(row.ID)
 			n.c.QueriesLocal.Add(1)
 			ms, trunc, err := ri.Search(query, limit)
@@ -233,7 +244,10 @@ func (n *node) forward(ctx context.Context, owner, repoID, query string, limit i
 
 func (n *node) status() nodeStatus {
 	st := nodeStatus{Node: n.cfg.Name, Addr: n.addr, Budget: int64(n.cfg.Budget), Used: n.mgr.Used(),
-		Items: []itemStatus{}, Counters: n.c.snapshot()}
+		Items: []itemStatus{}, Starved: []starvedStatus{}, Counters: n.c.snapshot()}
+	for _, it := range n.mgr.Starved() {
+		st.Starved = append(st.Starved, starvedStatus{Item: it.Item, Need: it.Need})
+	}
 	for _, ref := range n.mgr.Held() {
 		is := itemStatus{Item: ref.Item, Fence: uint64(ref.Fence)}
 		if ri := n.idx.get(ref.Item); ri != nil {
@@ -270,6 +284,7 @@ func (n *node) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	}
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_held gauge\nindexkit_fleet_items_held %d\n", len(st.Items))
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_ready gauge\nindexkit_fleet_items_ready %d\n", ready)
+	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_starved gauge\nindexkit_fleet_items_starved %d\n", len(st.Starved))
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_used_bytes gauge\nindexkit_fleet_memory_used_bytes %d\n", st.Used)
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_budget_bytes gauge\nindexkit_fleet_memory_budget_bytes %d\n", st.Budget)
 }

@@ -19,7 +19,7 @@ func simFlags() fleetFlags {
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	t.MaxBids = 2
 	return fleetFlags{Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
-		Seed: 1, Duration: 5 * time.Minute, tuning: t}
+		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, tuning: t}
 }
 
 // runSim is `fleet sim`: N nodes claim M repos of varied sizes; once
@@ -51,6 +51,28 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	initial := time.Since(t0)
 	fmt.Fprintf(out, "full coverage: %d/%d repos ready after %v\n", len(rows), len(rows), initial.Round(10*time.Millisecond))
+	if ff.Oversize > 0 {
+		// Every node reports the rows too large for it once its scan has
+		// seen them, which it has by now; wait a few scans to be sure.
+		var by map[string]int
+		var need map[string]int64
+		var asked int
+		for range 50 {
+			if by, need, asked = f.starved(ctx); len(by) >= ff.Oversize {
+				break
+			}
+			time.Sleep(ff.Scan)
+		}
+		ids := make([]string, 0, len(by))
+		for id := range by {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		fmt.Fprintf(out, "starved (too large for the budget of %s, never bid on): %d rows\n", mib(f.budget), len(ids))
+		for _, id := range ids {
+			fmt.Fprintf(out, "  %s needs %s; reported by %d/%d nodes\n", id, mib(need[id]), by[id], asked)
+		}
+	}
 
 	// Kill the node that holds the most.
 	held := map[string][]string{}
@@ -129,10 +151,11 @@ func (f *fleet) waitCoverage(ctx context.Context, since time.Time, dead map[stri
 	defer t.Stop()
 	last := time.Now()
 	for {
-		rows, err := f.rows(ctx)
+		all, err := f.rows(ctx)
 		if err != nil {
 			return nil, err
 		}
+		rows := slices.DeleteFunc(all, func(r lease.Row) bool { return !f.fits(r) })
 		ready, warming, unassigned := coverage(rows, dead)
 		if ready == len(rows) {
 			return rows, nil
@@ -158,7 +181,7 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 	newPhase := func() phase { return phase{map[string]time.Time{}, map[string]time.Time{}} }
 	p1, p2 := newPhase(), newPhase()
 	indexes := map[string]int{} // successful Index calls per item
-	var calls, failed, evicted, lostLeases, won int
+	var calls, failed, evicted, lostLeases, won, reused int
 	for _, e := range evs {
 		item := e.Fields["item"]
 		p := &p1
@@ -172,6 +195,11 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 			}
 		case "won":
 			won++
+		case "reused":
+			reused++ // no Index call: a kept index served again
+			if _, ok := p.ready[item]; !ok {
+				p.ready[item] = e.At
+			}
 		case "indexed":
 			calls++
 			if e.Fields["err"] != "" {
@@ -220,7 +248,7 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 	}
 	fmt.Fprintf(&b, "reindexing: %d Index calls (%d failed) for %d catalog items; %d items indexed more than once (at most %d times); %d items re-homed after the kill\n",
 		calls, failed, len(all), multi, maxN, len(lost))
-	fmt.Fprintf(&b, "leases: %d won, %d lost by survivors, %d evictions\n", won, lostLeases, evicted)
+	fmt.Fprintf(&b, "leases: %d won, %d lost by survivors, %d evictions; %d wins served from a kept index\n", won, lostLeases, evicted, reused)
 	return b.String()
 }
 

@@ -63,6 +63,7 @@ func (m *Manager) scan(ctx context.Context) {
 		_, mine := m.held[r.ID]
 		bo := m.backoff[r.ID]
 		m.mu.Unlock()
+		m.observe(r, mine) // a held item's new commit, an item too large (keep.go, starve.go)
 		switch {
 		case mine:
 		case r.Owner == m.node:

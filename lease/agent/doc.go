@@ -26,6 +26,20 @@
 //   - on a win it acquires the lease.Lease, indexes the item with at most
 //     [WithIndexConcurrency] Index calls at once, and marks the row Ready
 //     with its size under the lease's fence;
+//   - when the scan finds a held item's row at another Commit, it calls
+//     Index again under the same lease, while the Indexer keeps serving
+//     the old index, and marks the row Ready with the new size once the
+//     new one is built (a failure keeps the old one and backs off);
+//   - when it loses a lease (a refused renewal, a lapsed deadline), it
+//     keeps the item's index for [WithKeepLost] (default the TTL), so that
+//     winning the item back at the same commit needs no Index call
+//     ([Hooks].Reused); kept indexes count in [Manager.Used], not against
+//     bids, and are dropped first, oldest first, when held and kept
+//     indexes together exceed the budget;
+//   - it reports, once each, unowned items whose Size or MinBid exceeds
+//     its whole budget ([Hooks].Starved, [Manager.Starved], a log line):
+//     it never bids on them, so no auction of theirs ever opens, let alone
+//     closes without a winner (the store's lease.Hooks.ItemStarved);
 //   - over budget it evicts ready items in the order of the
 //     [EvictionPolicy] ([EvictLRU] by last [Manager.Touch], or
 //     [EvictSizeTraffic]), releasing and dropping each; [Manager.Pin]ned

@@ -26,7 +26,8 @@ func (m *Manager) won(ctx context.Context, ref lease.Ref, row lease.Row) {
 		m.c.log.Warn("lease: acquire", "node", m.node, "item", ref.Item, "err", err)
 		return
 	}
-	h := &held{l: l, row: row, size: row.Size, lastTouch: m.lc.Clock.Now(), indexed: make(chan struct{})}
+	h := &held{l: l, row: row, want: row, size: row.Size, lastTouch: m.lc.Clock.Now(),
+		indexed: make(chan struct{}), refresh: make(chan struct{}, 1)}
 	m.mu.Lock()
 	if m.held[ref.Item] != nil {
 		m.mu.Unlock()
@@ -47,12 +48,20 @@ func (m *Manager) won(ctx context.Context, ref lease.Ref, row lease.Row) {
 			}
 		}
 	}
+	size, reuse, stale := m.takeKept(ref.Item, row.Commit)
+	if reuse {
+		h.size, h.reuse = size, true
+	}
 	m.held[ref.Item] = h
 	m.used += h.size
 	delete(m.backoff, ref.Item)
 	work := m.work
 	m.wg.Add(1)
 	m.mu.Unlock()
+	if stale != "" {
+		m.c.idx.Drop(stale) // kept at another commit: before Index builds anew
+	}
+	m.dropKept(false) // make room for the new item
 	if f := m.c.hooks.Won; f != nil {
 		f(ref)
 	}
@@ -74,11 +83,21 @@ func (m *Manager) hold(work context.Context, h *held) {
 		}
 	})
 
-	size, err := m.index(ictx, h)
-	close(h.indexed)
-	if f := m.c.hooks.Indexed; f != nil {
-		f(ref, size, err)
+	var size int64
+	var err error
+	if h.reuse {
+		size = h.size
+		m.c.log.Info("lease: index reused", "node", m.node, "item", ref.Item, "commit", h.row.Commit, "size", size)
+		if f := m.c.hooks.Reused; f != nil {
+			f(ref, size)
+		}
+	} else {
+		size, err = m.index(ictx, h.row)
+		if f := m.c.hooks.Indexed; f != nil {
+			f(ref, size, err)
+		}
 	}
+	close(h.indexed)
 	if err == nil {
 		ready, now := true, m.lc.Clock.Now()
 		_, err = h.l.Update(ictx, lease.Mutation{Ready: &ready, Size: &size, LastIndexed: &now})
@@ -96,30 +115,37 @@ func (m *Manager) hold(work context.Context, h *held) {
 		m.mu.Lock()
 		if !h.gone {
 			m.used += size - h.size
-			h.size, h.ready = size, true
+			h.size, h.ready, h.commit = size, true, h.row.Commit
 		}
 		m.mu.Unlock()
 		m.evict(work)
+		m.refresh(h.want) // the commit may have changed while indexing
 	}
 
-	select {
-	case <-h.l.Done():
-		if m.forget(h) {
-			m.c.log.Warn("lease: lost", "node", m.node, "item", ref.Item, "err", h.l.Err())
-			m.c.idx.Drop(ref.Item)
+	for {
+		select {
+		case <-h.l.Done():
+			if m.forget(h) {
+				m.c.log.Warn("lease: lost", "node", m.node, "item", ref.Item, "err", h.l.Err())
+				m.lostIndex(h)
+			}
+			return
+		case <-work.Done():
+			return
+		case <-h.refresh:
+			m.reindex(ictx, work, h)
 		}
-	case <-work.Done():
 	}
 }
 
-func (m *Manager) index(ctx context.Context, h *held) (int64, error) {
+func (m *Manager) index(ctx context.Context, row lease.Row) (int64, error) {
 	select {
 	case m.sem <- struct{}{}:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
 	defer func() { <-m.sem }()
-	return m.c.idx.Index(ctx, h.row)
+	return m.c.idx.Index(ctx, row)
 }
 
 // forget removes h from the held set, reporting whether it was there.
@@ -141,6 +167,7 @@ func (m *Manager) forget(h *held) bool {
 // evict releases and drops indexed, unpinned items, in the policy's
 // order, until the node is within its budget.
 func (m *Manager) evict(ctx context.Context) {
+	m.dropKept(false) // kept indexes go first
 	m.mu.Lock()
 	var victims []*held
 	if m.used > m.c.budget {

@@ -9,6 +9,13 @@ type Hooks struct {
 	Won     func(ref lease.Ref)                        // a lease was won and acquired
 	Indexed func(ref lease.Ref, size int64, err error) // Index returned
 	Evicted func(ref lease.Ref, size int64)            // released and dropped over budget
+	// Reused reports a won item served from the index kept since the node
+	// lost it (WithKeepLost), at the same commit: no Index call.
+	Reused func(ref lease.Ref, size int64)
+	// Starved reports, once, an item the node will not bid on: unowned,
+	// and its Size or MinBid (need) above the node's whole budget. Again
+	// only if it fitted, or was owned, in between. See [Manager.Starved].
+	Starved func(item string, need int64)
 	// Held gets the number of leases the node holds each time it changes
 	// (a gauge). Calls are serialized, and the last one reports the count
 	// after the last change.

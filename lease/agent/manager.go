@@ -31,7 +31,8 @@ type Manager struct {
 	pins    map[string]bool
 	used    int64 // bytes of held items: Index's size, or Row.Size until indexed
 	backoff map[string]backoff
-	pending string // item of our unaccepted bid, "" if none
+	pending string   // item of our unaccepted bid, "" if none
+	gaps    gapState // kept indexes and starved items: keep.go, starve.go
 	wg      sync.WaitGroup
 	heldRep sync.Mutex      // serializes Hooks.Held calls
 	work    context.Context // cancelled when Run ends
@@ -46,6 +47,10 @@ type held struct {
 	touches   uint64
 	indexed   chan struct{} // closed when Index has returned
 	gone      bool          // removed from held by the manager itself
+	commit    string        // the commit indexed, once ready
+	want      lease.Row     // the latest row seen: its Commit is the one to serve
+	refresh   chan struct{} // wakes the holder to index want's commit (keep.go)
+	reuse     bool          // a kept index of row's commit: no Index call
 }
 
 type backoff struct {
@@ -155,7 +160,7 @@ func (m *Manager) Held() []lease.Ref {
 func (m *Manager) Used() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.used
+	return m.used + m.gaps.keptBytes
 }
 
 // Run heartbeats, renews, bids, indexes and evicts until ctx is done, then
@@ -202,6 +207,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	for item := range rest {
 		m.c.idx.Drop(item)
 	}
+	m.dropKept(true)
 	return nil
 }
 
@@ -264,6 +270,7 @@ func (m *Manager) reportHeld() {
 // group is the placement group of item: the item a replica slot belongs
 
 func (m *Manager) renew(ctx context.Context) {
+	m.dropKept(false) // those kept past their time
 	m.mu.Lock()
 	ls := make([]*lease.Lease, 0, len(m.held))
 	for _, h := range m.held {

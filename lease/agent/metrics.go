@@ -40,6 +40,7 @@ type Metrics struct {
 	won, renewed, lost, released atomic.Uint64
 	indexed, indexFailed         atomic.Uint64
 	evictions, evictedBytes      atomic.Uint64
+	reused, unfit                atomic.Uint64
 }
 
 // MetricsSnapshot is a copy of a [Metrics] at one moment. Counters count
@@ -75,6 +76,11 @@ type MetricsSnapshot struct {
 	IndexFailed    uint64 // Index calls that failed
 	Evictions      uint64 // items evicted over budget
 	EvictedBytes   uint64 // their sizes, summed
+	Reused         uint64 // wins served from a kept index, without an Index call
+	// ItemsTooLarge counts the items the manager found unowned and above
+	// its whole budget (Hooks.Starved), each once: starved items, since no
+	// bid on them can be placed, so no auction of theirs ever closes.
+	ItemsTooLarge uint64
 }
 
 // StoreHooks returns hooks that count every [lease.Hooks] event, for a
@@ -142,6 +148,8 @@ func (m *Metrics) Hooks() Hooks {
 			m.evictions.Add(1)
 			m.evictedBytes.Add(uint64(max(size, 0)))
 		},
+		Reused:    func(lease.Ref, int64) { m.reused.Add(1) },
+		Starved:   func(string, int64) { m.unfit.Add(1) },
 		Held:      func(n int) { m.held.Store(int64(n)) },
 		LiveNodes: func(n int) { m.liveNodes.Store(int64(n)) },
 		Lease:     m.LeaseHooks(),
@@ -174,5 +182,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		IndexFailed:            m.indexFailed.Load(),
 		Evictions:              m.evictions.Load(),
 		EvictedBytes:           m.evictedBytes.Load(),
+		Reused:                 m.reused.Load(),
+		ItemsTooLarge:          m.unfit.Load(),
 	}
 }

@@ -29,6 +29,7 @@ type config struct {
 	hooks        Hooks
 	log          *slog.Logger
 	replication  bool
+	keepLost     time.Duration // 0: the TTL; negative: off (keep.go)
 }
 
 func invalid(format string, args ...any) error {

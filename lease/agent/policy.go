@@ -14,9 +14,14 @@ import (
 type Indexer interface {
 	// Index builds the index of item at item.Commit and returns its
 	// in-memory size in bytes. ctx is cancelled when the lease is lost or
-	// the manager stops waiting for it.
+	// the manager stops waiting for it. The manager calls it again for an
+	// item it holds when the row's Commit changes: the Indexer keeps
+	// serving the index it has until the new one is built, and replaces it
+	// only if Index succeeds.
 	Index(ctx context.Context, item lease.Row) (size int64, err error)
-	// Drop forgets the index of item.
+	// Drop forgets the index of item. After a lost lease the manager may
+	// call it late (WithKeepLost), or not at all if it wins the item back
+	// at the same commit and serves the index it kept.
 	Drop(item string)
 }
 

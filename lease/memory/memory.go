@@ -41,9 +41,10 @@ type pending struct {
 }
 
 var (
-	_ lease.Store       = (*Store)(nil)
-	_ lease.LiveCounter = (*Store)(nil)
-	_ lease.Lister      = (*Store)(nil)
+	_ lease.Store         = (*Store)(nil)
+	_ lease.LiveCounter   = (*Store)(nil)
+	_ lease.Lister        = (*Store)(nil)
+	_ lease.MaxBidsSetter = (*Store)(nil)
 )
 
 // New returns an empty store configured by opts (see [lease.NewConfig]).
@@ -60,6 +61,21 @@ func New(opts ...lease.Option) (*Store, error) {
 		pending: make(map[string]pending),
 		live:    make(map[string]time.Time),
 	}, nil
+}
+
+// SetMaxBids implements [lease.MaxBidsSetter]: the static short-circuit
+// threshold ([lease.WithMaxBids]) becomes n (0: none) from the next Bid or
+// Evaluate on.
+func (s *Store) SetMaxBids(n int) error {
+	if n < 0 {
+		return fmt.Errorf("lease/memory: set max bids %d: %w", n, lease.ErrInvalid)
+	}
+	if err := s.begin(context.Background(), "set max bids"); err != nil {
+		return err
+	}
+	s.cfg.MaxBids = n // read under s.mu by threshold
+	s.mu.Unlock()
+	return nil
 }
 
 // events collects hook calls made under the lock, to run after it.

@@ -47,3 +47,5 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxBidsSetter(t *testing.T) { leasetest.RunMaxBidsSetter(t, newStore) }

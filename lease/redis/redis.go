@@ -22,14 +22,18 @@ type Store struct {
 	rdb    goredis.UniversalClient
 	prefix string
 	cfg    lease.Config
-	cfgArg []any // ARGV[1..9] of the auction scripts
-	closed atomic.Bool
+	cfgArg []any // ARGV[1..9] of the auction scripts; ARGV[4] from maxBids
+	// maxBids is the static short-circuit threshold sent as ARGV[4], which
+	// SetMaxBids changes while the store runs.
+	maxBids atomic.Int64
+	closed  atomic.Bool
 }
 
 var (
-	_ lease.Store       = (*Store)(nil)
-	_ lease.LiveCounter = (*Store)(nil)
-	_ lease.Lister      = (*Store)(nil)
+	_ lease.Store         = (*Store)(nil)
+	_ lease.LiveCounter   = (*Store)(nil)
+	_ lease.Lister        = (*Store)(nil)
+	_ lease.MaxBidsSetter = (*Store)(nil)
 )
 
 // New returns a store that keeps its keys under prefix on rdb, configured
@@ -62,7 +66,7 @@ func New(rdb goredis.UniversalClient, prefix string, opts ...lease.Option) (*Sto
 	if cfg.LossGuard {
 		guard = us(cfg.TTL)
 	}
-	return &Store{
+	st := &Store{
 		rdb:    rdb,
 		prefix: prefix,
 		cfg:    cfg,
@@ -70,7 +74,24 @@ func New(rdb goredis.UniversalClient, prefix string, opts ...lease.Option) (*Sto
 			us(cfg.TTL), us(cfg.AuctionWindow), int64(pendMs), cfg.MaxBids,
 			b2i(cfg.DynamicMaxBids), us(cfg.LivenessWindow), b2i(cfg.LiveBiddersOnly), prefix, guard,
 		},
-	}, nil
+	}
+	st.maxBids.Store(int64(cfg.MaxBids))
+	return st, nil
+}
+
+// SetMaxBids implements [lease.MaxBidsSetter]: the static short-circuit
+// threshold ([lease.WithMaxBids]) becomes n (0: none) for every later Bid
+// and Evaluate through this Store, which send it with each script call.
+// Other Store values on the same keys keep their own.
+func (s *Store) SetMaxBids(n int) error {
+	if n < 0 {
+		return fmt.Errorf("lease/redis: set max bids %d: %w", n, lease.ErrInvalid)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("lease/redis: set max bids: %w", lease.ErrClosed)
+	}
+	s.maxBids.Store(int64(n))
+	return nil
 }
 
 func us(d time.Duration) int64 { return max(1, d.Microseconds()) }
@@ -101,7 +122,9 @@ func (s *Store) run(ctx context.Context, sc *goredis.Script, op string, keys []s
 }
 
 func (s *Store) args(extra ...any) []any {
-	return append(append(make([]any, 0, len(s.cfgArg)+len(extra)), s.cfgArg...), extra...)
+	a := append(append(make([]any, 0, len(s.cfgArg)+len(extra)), s.cfgArg...), extra...)
+	a[3] = s.maxBids.Load()
+	return a
 }
 
 // Put implements [lease.Store].

@@ -91,3 +91,8 @@ func TestScriptFlush(t *testing.T) {
 		ref = next
 	}
 }
+
+func TestMaxBidsSetter(t *testing.T) {
+	redistest.Client(t, redistest.Addr())
+	leasetest.RunMaxBidsSetter(t, newStore)
+}

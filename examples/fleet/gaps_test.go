@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/lease"
+	"github.com/indexkit/indexkit/lease/agent"
+	leaseredis "github.com/indexkit/indexkit/lease/redis"
+)
+
+// gatedIndexer passes Index calls to the node's real indexer, reporting
+// each call's commit and, while shut, holding it until the gate opens.
+type gatedIndexer struct {
+	agent.Indexer
+	calls chan string
+	mu    sync.Mutex
+	gate  chan struct{} // nil: open
+}
+
+func (g *gatedIndexer) shut() {
+	g.mu.Lock()
+	g.gate = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedIndexer) open() {
+	g.mu.Lock()
+	if g.gate != nil {
+		close(g.gate)
+		g.gate = nil
+	}
+	g.mu.Unlock()
+}
+
+func (g *gatedIndexer) Index(ctx context.Context, r lease.Row) (int64, error) {
+	g.calls <- r.Commit
+	g.mu.Lock()
+	gate := g.gate
+	g.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return g.Indexer.Index(ctx, r)
+}
+
+// addCommit adds a commit on main of the bare repository path, with
+// files as its whole tree, and returns its SHA.
+func addCommit(t *testing.T, path, parent string, files []sourceFile) string {
+	t.Helper()
+	var s bytes.Buffer
+	fmt.Fprintf(&s, "commit refs/heads/main\nmark :1\ncommitter Fleet Test <fleet@example.invalid> 1700009999 +0000\ndata 6\nsecond\nfrom %s\ndeleteall\n", parent)
+	for _, f := range files {
+		fmt.Fprintf(&s, "M 100644 inline %s\ndata %d\n%s\n", f.Path, len(f.Data), f.Data)
+	}
+	s.WriteString("\nget-mark :1\n")
+	out, err := git(context.Background(), path, s.Bytes(), "fast-import", "--quiet", "--date-format=raw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestWarmingThenCommitChange runs a node in this process (its real
+// store, manager, git indexer and HTTP handler, on a real Redis) with its
+// Index calls gated: while the owner indexes a repo the first time it
+// answers 503 {"status":"warming","owner":…}; when the catalog's commit
+// changes it indexes the new commit while answering from the old index
+// (the answers name the old commit), then from the new one, and never
+// answers "warming" again.
+func TestWarmingThenCommitChange(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	addr, prefix := testRedis(t)
+	ctx := context.Background()
+	repos, err := generateRepos(ctx, t.TempDir(), 1, sizeRange{1 << 10, 4 << 10}, 21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repos[0]
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	cfg := nodeConfig{Name: "node-a", Redis: addr, Prefix: prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
+		DrainTimeout: 5 * time.Second, tuning: e2eTuning()}
+	g := &gatedIndexer{calls: make(chan string, 10)}
+	n, err := newNode(cfg, slog.New(slog.DiscardHandler), rdb, func(x agent.Indexer) agent.Indexer { g.Indexer = x; return g })
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(n.handler())
+	n.addr = strings.TrimPrefix(srv.URL, "http://")
+	if err := n.publishAddr(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.mgr.Run(rctx) }()
+	t.Cleanup(func() {
+		g.open()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		srv.Close()
+		n.close()
+	})
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	q := "marker-" + strings.TrimPrefix(r.ID, "repo-")
+
+	g.shut()
+	if err := putCatalog(ctx, rdb, n.store, prefix, repos, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-g.calls; c != r.Commit {
+		t.Fatalf("Index at %s, want %s", c, r.Commit)
+	}
+	code, _, ref, err := search(ctx, hc, n.addr, r.ID, q, 10)
+	if err != nil || code != http.StatusServiceUnavailable || ref == nil || ref.Status != "warming" || ref.Owner != "node-a" {
+		t.Fatalf("query while the owner indexes: %d %+v %v; want 503 warming, owner node-a", code, ref, err)
+	}
+	g.open()
+	var served []string // the commit of each answer from now on
+	ask := func(q string) *searchResult {
+		t.Helper()
+		code, res, ref, err := search(ctx, hc, n.addr, r.ID, q, 10)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("query %q after the first index: %d %+v %v; want 200", q, code, ref, err)
+		}
+		served = append(served, res.Commit)
+		return res
+	}
+	waitFor(t, 20*time.Second, "the first index", func() (bool, string) {
+		code, res, ref, _ := search(ctx, hc, n.addr, r.ID, q, 10)
+		return code == http.StatusOK && res.Commit == r.Commit, fmt.Sprintf("%d %+v", code, ref)
+	})
+	row1, _ := n.store.Get(ctx, r.ID)
+
+	// A new commit whose README has a line the old one lacks.
+	files := append([]sourceFile{{Path: "README.md", Data: []byte("# moved on\nsecond-commit-line\n")}}, r.Files[1:]...)
+	c2 := addCommit(t, r.Path, r.Commit, files)
+	g.shut()
+	if err := n.store.Put(ctx, lease.Item{ID: r.ID, Commit: c2, Size: r.Estimate(), MinBid: r.Estimate()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-g.calls:
+		if c != c2 {
+			t.Fatalf("reindex at %s, want %s", c, c2)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no Index call at the new commit within 15s of the catalog change")
+	}
+	for range 5 { // the new index is held at the gate: the old one answers
+		if res := ask(q); res.Commit != r.Commit || len(res.Matches) != 1 {
+			t.Fatalf("during the reindex: commit %s, %d matches; want the old commit %s and its marker", res.Commit, len(res.Matches), r.Commit)
+		}
+	}
+	g.open()
+	waitFor(t, 20*time.Second, "answers from the new commit", func() (bool, string) {
+		res := ask("second-commit-line")
+		return res.Commit == c2 && len(res.Matches) == 1, fmt.Sprintf("commit %s, %d matches", res.Commit, len(res.Matches))
+	})
+	row2, _ := n.store.Get(ctx, r.ID)
+	if row2.Owner != "node-a" || row2.Fence != row1.Fence || !row2.Ready || !row2.LastIndexed.After(row1.LastIndexed) {
+		t.Errorf("after the reindex: row %+v; want the same grant (fence %d), ready, indexed after %v", row2, row1.Fence, row1.LastIndexed)
+	}
+	t.Logf("answers after the first index named commits %v", compact(served))
+}
+
+func compact(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if len(out) == 0 || out[len(out)-1] != s[:8] {
+			out = append(out, s[:8])
+		}
+	}
+	return out
+}
+
+// TestMaxBidsAtRuntime runs 2 node processes with a static max-bids of 5
+// and an auction window of a minute: an auction with both nodes' bids
+// stays open until `fleet set -max-bids 2`, after which it closes at once
+// (short-circuited, not timed out).
+func TestMaxBidsAtRuntime(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	addr, prefix := testRedis(t)
+	bin := proctest.Build(t, "./examples/fleet")
+	ctx := context.Background()
+	repos, err := generateRepos(ctx, t.TempDir(), 1, sizeRange{1 << 10, 2 << 10}, 31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tun := e2eTuning()
+	tun.MaxBids, tun.Window = 5, time.Minute
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	store, err := leaseredis.New(rdb, prefix, tun.storeOptions(lease.Hooks{})...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var nodes []*testNode
+	for _, name := range []string{"node-a", "node-b"} {
+		args := append([]string{"node", "-name", name, "-redis", addr, "-prefix", prefix, "-budget", "64MiB",
+			"-work-dir", t.TempDir(), "-drain-timeout", "5s"}, tun.args()...)
+		nodes = append(nodes, &testNode{name: name, p: proctest.Start(t, bin, args...)})
+	}
+	for _, n := range nodes {
+		n.addr = n.p.Addr("http")
+		n.p.WaitMsg("starting")
+	}
+	if err := putCatalog(ctx, rdb, store, prefix, repos, 1); err != nil {
+		t.Fatal(err)
+	}
+	id := repos[0].ID
+	waitFor(t, 10*time.Second, "both nodes' bids in the open auction", func() (bool, string) {
+		r, err := store.Get(ctx, id)
+		return err == nil && r.Bids == 2, fmt.Sprintf("%+v %v", r, err)
+	})
+	if r, _ := store.Get(ctx, id); r.Owner != "" {
+		t.Fatalf("granted to %s with 2 of 5 bids", r.Owner)
+	}
+	set := time.Now()
+	out, err := exec.Command(bin, "set", "-max-bids", "2", "-redis", addr, "-prefix", prefix).CombinedOutput()
+	if err != nil {
+		t.Fatalf("fleet set: %v\n%s", err, out)
+	}
+	waitFor(t, 10*time.Second, "the auction to close at the new threshold", func() (bool, string) {
+		r, err := store.Get(ctx, id)
+		return err == nil && r.Owner != "", fmt.Sprintf("%+v %v", r, err)
+	})
+	t.Logf("granted %v after fleet set (window %v)", time.Since(set).Round(time.Millisecond), tun.Window)
+	var short, timedOut int64
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	for _, n := range nodes {
+		st := getStatus(t, hc, n.addr)
+		short += st.Counters["auctions_short_circuited"]
+		timedOut += st.Counters["auctions_timed_out"]
+		if !strings.Contains(n.p.Output(), "msg=\"max-bids set\" max_bids=2 was=5") {
+			t.Errorf("%s did not log the new max-bids:\n%s", n.name, n.p.Output())
+		}
+	}
+	if short != 1 || timedOut != 0 {
+		t.Errorf("auctions: %d short-circuited, %d timed out; want 1, 0", short, timedOut)
+	}
+}
+
+// TestSim runs `fleet sim` small: 3 nodes, 30 repos and one row too
+// large for every budget, one node SIGKILLed; the report shows full
+// coverage before and after the kill, the starved row reported by every
+// node, and every row idle after the survivors' SIGTERM.
+func TestSim(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	addr, prefix := testRedis(t)
+	bin := proctest.Build(t, "./examples/fleet")
+	p := proctest.Start(t, bin, "sim", "-redis", addr, "-prefix", prefix, "-nodes", "3", "-repos", "30",
+		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
+		"-oversize", "1", "-duration", "50s")
+	if code := p.Wait(55 * time.Second); code != 0 {
+		t.Fatalf("sim exited with %d\n%s", code, p.Output())
+	}
+	out := p.Output()
+	for _, re := range []string{
+		`full coverage: 30/30 repos ready after`,
+		`SIGKILL node-\w \(pid \d+\), which held \d+ repos`,
+		`full coverage again after`,
+		`starved \(too large for the budget of [\d.]+ MiB, never bid on\): 1 rows`,
+		`huge-0000 needs [\d.]+ MiB; reported by 3/3 nodes`,
+		`after SIGTERM of the survivors: 31/31 rows idle`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("sim output lacks %q:\n%s", re, out)
+		}
+	}
+}
