@@ -215,7 +215,9 @@ func (s *Store) read(ctx context.Context, id, node string, count bool) (*snap, e
 	if err != nil {
 		return nil, err
 	}
-	g := func(i int) *clientv3.GetResponse { return (*clientv3.GetResponse)(resp.Responses[i].GetResponseRange()) }
+	g := func(i int) *clientv3.GetResponse {
+		return (*clientv3.GetResponse)(resp.Responses[i].GetResponseRange())
+	}
 	sn := &snap{id: id, revision: resp.Header.Revision}
 	if k := kvOf(g(0)); k != nil {
 		if err := json.Unmarshal(k.val, &sn.r); err != nil {
@@ -863,7 +865,9 @@ func (s *Store) Release(ctx context.Context, ref lease.Ref) error {
 	if err != nil {
 		return fmt.Errorf("lease/etcd: release %q: %w", ref.Item, err)
 	}
-	g := func(j int) *clientv3.GetResponse { return (*clientv3.GetResponse)(resp.Responses[j].GetResponseRange()) }
+	g := func(j int) *clientv3.GetResponse {
+		return (*clientv3.GetResponse)(resp.Responses[j].GetResponseRange())
+	}
 	if resp.Succeeded {
 		if k := kvOf(g(0)); k != nil && k.lease != 0 {
 			_, _ = s.cli.Revoke(ctx, clientv3.LeaseID(k.lease))

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
-	"github.com/indexkit/indexkit/lease/leasetest"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
+	"github.com/indexkit/indexkit/lease/leasetest"
 )
 
 // The suite on real time against a real etcd: etcd leases count whole

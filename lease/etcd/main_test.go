@@ -10,8 +10,8 @@ import (
 
 	"github.com/indexkit/indexkit/internal/etcdtest"
 	"github.com/indexkit/indexkit/lease"
-	"github.com/indexkit/indexkit/lease/leasetest"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
+	"github.com/indexkit/indexkit/lease/leasetest"
 )
 
 // The tests share one single-member etcd (started by the first test that
