@@ -58,6 +58,8 @@ var rules = []rule{
 		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
 	{pkg: "lease/redis", allow: []string{"lease"},
 		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
+	{pkg: "lease/etcd", allow: []string{"lease"},
+		why: "lease/etcd, like lease/redis, imports lease only (and the etcd client)"},
 	{pkg: "lease/leasetest", allow: []string{"lease"},
 		why: "lease/memory, lease/redis and lease/leasetest import lease only"},
 	{pkg: "lease/agent", allow: []string{"lease"},
@@ -123,7 +125,7 @@ var rules = []rule{
 // Add each new backend here.
 var backends = []string{
 	"store/memory", "store/pebble", "store/leveldb",
-	"lease/memory", "lease/redis",
+	"lease/memory", "lease/redis", "lease/etcd",
 	"piece/memory", "piece/redis",
 }
 
@@ -132,10 +134,14 @@ var backends = []string{
 var engines = []struct {
 	module string // module path; its packages are the path and below
 	only   string // the one package of the module that may import it
+	// support is a test-support package (imported only by tests) that
+	// may import it too, to run the engine for the backend's tests.
+	support string
 }{
-	{"github.com/cockroachdb/pebble", "store/pebble"}, // and pebble/v2, /vfs, ...
-	{"github.com/ipfs/go-ds-leveldb", "store/leveldb"},
-	{"github.com/syndtr/goleveldb", "store/leveldb"},
+	{"github.com/cockroachdb/pebble", "store/pebble", ""}, // and pebble/v2, /vfs, ...
+	{"github.com/ipfs/go-ds-leveldb", "store/leveldb", ""},
+	{"github.com/syndtr/goleveldb", "store/leveldb", ""},
+	{"go.etcd.io/etcd", "lease/etcd", "internal/etcdtest"}, // client/v3, api/v3
 }
 
 // isSuite reports whether a package is a conformance suite (storetest,
@@ -252,7 +258,7 @@ func check(mod string, pkgs []listedPackage) []violation {
 			irel, internal := relOf(imp)
 			if !internal {
 				for _, e := range engines {
-					if (imp == e.module || strings.HasPrefix(imp, e.module+"/")) && rel != e.only && !example {
+					if (imp == e.module || strings.HasPrefix(imp, e.module+"/")) && rel != e.only && rel != e.support && !example {
 						add(kindImports, "%s imports %s: only %s (and examples/..., and tests) may import %s, "+
 							"so that importing a parent never drags in a heavy engine", name, imp, e.only, e.module)
 					}

@@ -1,0 +1,101 @@
+// Package etcd is a [lease.Store] on etcd, through go.etcd.io/etcd/client/v3
+// (v3.7; checked against Debian's etcd-server 3.4.23): the catalog, its
+// fenced TTL leases and its capacity auctions, shared by every node of a
+// fleet and replicated by etcd's raft. It also implements lease.Lister,
+// lease.LiveCounter, lease.Watcher and lease.MaxBidsSetter.
+//
+// # Usage
+//
+//	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
+//	s, err := etcd.New(cli, "fleet/", lease.WithTTL(30*time.Second))
+//	defer s.Close()
+//	res, err := s.Bid(ctx, "repo-1", "node-a", freeBytes)
+//
+// The package has no runnable Example: every call needs an etcd server,
+// and house style allows an Example only with an // Output comment that
+// runs without one.
+//
+// # Keys
+//
+// Under the prefix P given to [New]:
+//
+//	P r/<item>   the catalog row (JSON): catalog fields, version, the
+//	             newest grant's owner, fence, state and ready flag, the
+//	             round, Unleased, and the open auction (its bids in
+//	             arrival order, its reported deadline)
+//	P o/<item>   "fence holder" of the live grant, attached to the grant's
+//	             etcd lease: the grant is live exactly while this key exists
+//	P e/<item>   the expiry reported for the grant (client ns), on the same
+//	             etcd lease
+//	P a/<item>   the open auction's round, on an etcd lease of the window:
+//	             the window has passed when the key is gone
+//	P p/<node>   "round:item", the node's pending bid, on an etcd lease of
+//	             window + grace
+//	P n/<node>   the node's liveness key, on an etcd lease of the liveness
+//	             window (LiveNodes counts them with a count-only range)
+//
+// # Transactions
+//
+// Every write reads the item's keys in one read transaction and commits
+// one transaction that compares the mod revisions of the row, the owner
+// key and the window key with what it read (and that the bidder has no
+// pending marker); a lost compare retries from the read. So exactly one
+// evaluation takes effect per round, and a decision is never taken on a
+// lease or window that lapsed in between: the lapse is a deletion, a new
+// revision. A bid that reaches the threshold closes the auction in the
+// same transaction. Markers of a round's bidders are deleted by nested
+// transactions that compare their value with the round's tag. A round's
+// bids must fit one transaction: the server's --max-txn-ops (128 by
+// default) bounds them at about 120 bids per round.
+//
+// # Fences
+//
+// The fence is a counter in the row, incremented by the grant's own
+// transaction: it comes from etcd, never from a client clock, and it
+// strictly increases per item for as long as the row exists, across
+// leader changes and a restart of the whole cluster (etcd loses no
+// acknowledged write). The lease.LossGuard option is ignored.
+//
+// # Time
+//
+// etcd has no time API, and the store reads no client clock to decide an
+// expiry. The lease TTL, the auction window, the pending-bid marker and
+// node liveness are etcd leases; a key is gone when its lease is. Renew
+// checks the ref against the owner key in a transaction and then keeps the
+// grant's etcd lease alive (KeepAliveOnce); Release deletes the owner key
+// and revokes the lease. etcd lease TTLs are whole seconds: New refuses
+// (lease.ErrInvalid) a TTL, window, window plus grace or liveness window
+// that is not a whole number of seconds, rather than round it silently. A
+// server raises a TTL below its minimum (3/2 of its election timeout,
+// rounded up to seconds: 2 s with the defaults) to that minimum.
+//
+// The leader revokes expired leases in a loop every 500 ms, so a lease,
+// window or marker lapses up to about half a second after its TTL, never
+// before: the etcd lease is granted (or kept alive) after the call that
+// asked for it was sent. A lease that lapses late is safe: a holder's
+// local deadline ([lease.Lease]) counts from when it sent the call, before
+// the store's lease began, so Done closes before anyone can win the item.
+// A late lapse does delay the regrant by up to that half second.
+//
+// The expiries and deadlines the store reports (Grant.Expiry,
+// Renewal.Expiry, Row.Expiry, Row.AuctionDeadline) are best effort: the
+// client's clock before the etcd lease was granted or renewed, plus its
+// TTL. They are never used to decide anything.
+//
+// # Listing and watching
+//
+// Rows reads the catalog in pages of 256 rows, every page at the revision
+// of the first (one consistent snapshot), with the owner, expiry and window
+// keys of each page in one more read transaction. Watch follows the prefix
+// with an etcd watch from the revision after its Reset; see [Store.Watch].
+//
+// # Lifecycle
+//
+// New makes no request and starts nothing. The caller owns the client:
+// Close marks the store closed (every later call returns an error wrapping
+// lease.ErrClosed, a running Watch ends with it) but neither closes the
+// client nor deletes keys. A Store is safe for concurrent use. Hooks are
+// called after the transaction that decided them committed. Errors wrap
+// the sentinels of package lease; an etcd error is wrapped with the
+// operation that failed.
+package etcd

@@ -1,0 +1,41 @@
+package etcd_test
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/indexkit/indexkit/lease/leasetest"
+)
+
+var long = flag.Bool("etcd.long", false, "run the longer model and linearizability checks")
+
+// The model test on a real etcd: its lease clock cannot be moved, so the
+// untimed variant runs the same random operations without time steps,
+// every lease and window hours long.
+func TestModelUntimed(t *testing.T) {
+	endpoints(t)
+	steps := 150
+	if *long {
+		steps = 1000
+	}
+	leasetest.RunModelUntimed(t, newStore, steps)
+}
+
+// Concurrent histories on real time against a real etcd, checked with
+// porcupine and the fenced-register check. The unit is a second (TTL 8 s,
+// window 4 s, grace 1 s: whole seconds, as etcd leases are), and the
+// clock margin a second: an etcd lease lapses up to half a second after
+// its TTL (the leader revokes expired leases every 500 ms), and the
+// expiries the store reports are the client's send time plus the TTL.
+func TestLinearizable(t *testing.T) {
+	endpoints(t)
+	opts := []leasetest.LinearOption{
+		leasetest.WithUnit(time.Second), leasetest.WithClockMargin(time.Second),
+		leasetest.WithRounds(1), leasetest.WithClients(8), leasetest.WithOpsPerClient(40),
+	}
+	if *long {
+		opts = append(opts, leasetest.WithRounds(4), leasetest.WithOpsPerClient(60))
+	}
+	leasetest.RunLinearizable(t, newStore, opts...)
+}
