@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -197,23 +195,16 @@ func generateRepos(ctx context.Context, dir string, n int, sizes sizeRange, seed
 	return repos, nil
 }
 
-// Redis keys the fleet keeps beside the lease store's, under the same
-// prefix (the store's own keys are prefix + "{item}:…", "nodes", "items").
-func reposKey(prefix string) string { return prefix + "fleet:repos" } // item → clone URL
-func addrsKey(prefix string) string { return prefix + "fleet:addrs" } // node → HTTP address
-
-// putCatalog writes one catalog row per repo (ID, Commit, Size and MinBid
-// from the estimate), and replicas-1 replica slots of each, and the repos'
-// clone URLs.
-func putCatalog(ctx context.Context, rdb goredis.UniversalClient, s lease.Store, prefix string, repos []repo, replicas int) error {
-	urls := make(map[string]any, len(repos))
+// putCatalog writes the repos' clone URLs into tab.repos, then one
+// catalog row per repo (ID, Commit, Size and MinBid from the estimate) and
+// replicas-1 replica slots of each into s.
+func putCatalog(ctx context.Context, tab sideTables, s lease.Store, repos []repo, replicas int) error {
+	urls := make(map[string]string, len(repos))
 	for _, r := range repos {
 		urls[r.ID] = r.URL
 	}
-	if len(urls) > 0 {
-		if err := rdb.HSet(ctx, reposKey(prefix), urls).Err(); err != nil {
-			return fmt.Errorf("put clone URLs: %w", err)
-		}
+	if err := tab.repos.Set(ctx, urls); err != nil {
+		return fmt.Errorf("put clone URLs: %w", err)
 	}
 	for _, r := range repos {
 		est := r.Estimate()

@@ -17,7 +17,7 @@ import (
 func demoFlags() fleetFlags {
 	t := defaultTuning()
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 5*time.Second, time.Second, 3*time.Second, 500*time.Millisecond, 100*time.Millisecond
-	return fleetFlags{Prefix: "fleet-demo:", Nodes: 3, Repos: 50, MinSize: 2 << 10, MaxSize: 64 << 10,
+	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-demo:", Nodes: 3, Repos: 50, MinSize: 2 << 10, MaxSize: 64 << 10,
 		Seed: 1, Duration: 2 * time.Minute, tuning: t}
 }
 

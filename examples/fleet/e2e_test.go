@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/lease"
-	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
 // e2eTuning is fast: a node lost by SIGKILL is replaced within about
@@ -40,7 +37,8 @@ type testNode struct {
 func TestFleet(t *testing.T) {
 	t.Parallel()
 	needGit(t)
-	addr, prefix := testRedis(t)
+	env := testStore(t, storeRedis)
+	prefix := env.prefix
 	bin := proctest.Build(t, "./examples/fleet")
 	ctx := context.Background()
 
@@ -53,9 +51,7 @@ func TestFleet(t *testing.T) {
 		byID[r.ID] = r
 	}
 	tun := e2eTuning()
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	store, err := leaseredis.New(rdb, prefix, tun.storeOptions(lease.Hooks{})...)
+	store, err := env.b.newStore(prefix, tun.storeOptions(lease.Hooks{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +60,8 @@ func TestFleet(t *testing.T) {
 	work := t.TempDir()
 	var nodes []*testNode
 	for _, name := range []string{"node-a", "node-b", "node-c"} {
-		args := append([]string{"node", "-name", name, "-redis", addr, "-prefix", prefix, "-budget", "64MiB",
-			"-work-dir", work, "-log-level", "debug", "-drain-timeout", "5s"}, tun.args()...)
+		args := append(env.args("node", "-name", name, "-budget", "64MiB",
+			"-work-dir", work, "-log-level", "debug", "-drain-timeout", "5s"), tun.args()...)
 		p := proctest.Start(t, bin, args...)
 		nodes = append(nodes, &testNode{name: name, p: p})
 	}
@@ -73,7 +69,7 @@ func TestFleet(t *testing.T) {
 		n.addr = n.p.Addr("http")
 		n.p.WaitMsg("starting")
 	}
-	if err := putCatalog(ctx, rdb, store, prefix, repos, 1); err != nil {
+	if err := putCatalog(ctx, env.tab, store, repos, 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -244,8 +240,8 @@ func TestFleet(t *testing.T) {
 			t.Errorf("after SIGTERM %s: owner %q state %v ready %v; want released", id, r.Owner, r.State, r.Ready)
 		}
 	}
-	if n, _ := rdb.HLen(ctx, addrsKey(prefix)).Result(); n != 1 { // the killed node's stays
-		t.Errorf("%d published addresses after shutdown, want 1 (the killed node's)", n)
+	if addrs, err := env.tab.addrs.List(ctx); err != nil || len(addrs) != 1 { // the killed node's stays
+		t.Errorf("published addresses after shutdown: %v %v, want 1 (the killed node's)", addrs, err)
 	}
 }
 
@@ -291,7 +287,8 @@ func mapValues(m map[string]lease.Row) []lease.Row {
 func TestFleetReplicas(t *testing.T) {
 	t.Parallel()
 	needGit(t)
-	addr, prefix := testRedis(t)
+	env := testStore(t, storeRedis)
+	prefix := env.prefix
 	bin := proctest.Build(t, "./examples/fleet")
 	ctx := context.Background()
 	repos, err := generateRepos(ctx, t.TempDir(), 3, sizeRange{1 << 10, 4 << 10}, 13)
@@ -300,23 +297,21 @@ func TestFleetReplicas(t *testing.T) {
 	}
 	tun := e2eTuning()
 	tun.TTL, tun.Replicas = 20*time.Second, 2 // the dead primary stays in the catalog for the whole test
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	store, err := leaseredis.New(rdb, prefix, tun.storeOptions(lease.Hooks{})...)
+	store, err := env.b.newStore(prefix, tun.storeOptions(lease.Hooks{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	nodes := map[string]*testNode{}
 	for _, name := range []string{"node-a", "node-b", "node-c"} {
-		args := append([]string{"node", "-name", name, "-redis", addr, "-prefix", prefix, "-budget", "64MiB",
-			"-work-dir", t.TempDir(), "-drain-timeout", "5s"}, tun.args()...)
+		args := append(env.args("node", "-name", name, "-budget", "64MiB",
+			"-work-dir", t.TempDir(), "-drain-timeout", "5s"), tun.args()...)
 		nodes[name] = &testNode{name: name, p: proctest.Start(t, bin, args...)}
 	}
 	for _, n := range nodes {
 		n.addr = n.p.Addr("http")
 	}
-	if err := putCatalog(ctx, rdb, store, prefix, repos, 2); err != nil {
+	if err := putCatalog(ctx, env.tab, store, repos, 2); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "every copy owned and ready", func() (bool, string) {

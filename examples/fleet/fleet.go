@@ -13,30 +13,30 @@ import (
 	"sync"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/lease"
-	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
 // fleetFlags are the flags demo and sim share.
 type fleetFlags struct {
-	Redis    string
-	Prefix   string
-	Nodes    int
-	Repos    int
-	MinSize  byteSize
-	MaxSize  byteSize
-	Budget   byteSize // 0: from the catalog's estimates
-	Seed     uint64
-	Duration time.Duration
-	Verbose  bool
-	Oversize int // catalog rows larger than every node's budget: starved
+	storeFlags
+	EtcdMembers int // members of the etcd demo and sim start without -etcd
+	Prefix      string
+	Nodes       int
+	Repos       int
+	MinSize     byteSize
+	MaxSize     byteSize
+	Budget      byteSize // 0: from the catalog's estimates
+	Seed        uint64
+	Duration    time.Duration
+	Verbose     bool
+	Oversize    int // catalog rows larger than every node's budget: starved
 	tuning
 }
 
 func (f *fleetFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.Redis, "redis", f.Redis, `Redis address; "" starts a redis-server on a free loopback port`)
+	f.storeFlags.register(fs, `Redis address (-store redis); "" starts a redis-server on a free loopback port`,
+		`comma-separated etcd endpoints (-store etcd); "" starts an etcd of -etcd-members on free loopback ports`)
+	fs.IntVar(&f.EtcdMembers, "etcd-members", f.EtcdMembers, "members of the etcd started without -etcd (-store etcd)")
 	fs.StringVar(&f.Prefix, "prefix", f.Prefix, "key prefix base; a random suffix is added and the keys are deleted at the end")
 	fs.IntVar(&f.Nodes, "nodes", f.Nodes, "fleet nodes to start, as child processes")
 	fs.IntVar(&f.Repos, "repos", f.Repos, "git repositories to generate")
@@ -74,22 +74,30 @@ func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 		return errors.New("-prefix is empty")
 	case f.Oversize < 0:
 		return fmt.Errorf("-oversize %d is negative", f.Oversize)
+	case f.EtcdMembers < 1:
+		return fmt.Errorf("-etcd-members %d: want at least 1", f.EtcdMembers)
 	}
-	return f.tuning.validate()
+	if err := f.storeFlags.check(fs); err != nil {
+		return err
+	}
+	return f.tuning.validateFor(f.Store)
 }
 
 // fleet is a local fleet run by demo or sim: a work directory, a Redis
-// (its own or a given one), generated repos, and node processes.
+// or an etcd (its own or a given one), generated repos, and node
+// processes.
 type fleet struct {
 	flags  fleetFlags
 	out    io.Writer // the report
 	bin    string
 	work   string
-	redis  *redisServer
-	addr   string
+	redis  *redisServer // started by the fleet, or nil
+	etcd   *etcdServer  // started by the fleet, or nil
+	sf     storeFlags   // the store the nodes use
 	prefix string
-	rdb    *goredis.Client
-	store  *leaseredis.Store
+	b      *backend
+	store  fleetStore
+	tab    sideTables
 	repos  []repo
 	budget int64
 	hc     *http.Client
@@ -114,23 +122,27 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 	if f.work, err = os.MkdirTemp("", "fleet-"); err != nil {
 		return nil, err
 	}
-	f.addr = ff.Redis
-	if f.addr == "" {
+	f.sf = ff.storeFlags
+	switch {
+	case f.sf.Store == storeRedis && f.sf.Redis == "":
 		if f.redis, err = startRedis(ctx, f.work); err != nil {
 			return nil, fmt.Errorf("%w (or give -redis ADDR)", err)
 		}
-		f.addr = f.redis.Addr
-		fmt.Fprintf(out, "redis-server started on %s (pid %d)\n", f.addr, f.redis.cmd.Process.Pid)
+		f.sf.Redis = f.redis.Addr
+		fmt.Fprintf(out, "redis-server started on %s (pid %d)\n", f.sf.Redis, f.redis.cmd.Process.Pid)
+	case f.sf.Store == storeEtcd && f.sf.Etcd == "":
+		if f.etcd, err = startEtcd(ctx, f.work, ff.EtcdMembers); err != nil {
+			return nil, fmt.Errorf("%w (or give -etcd ENDPOINTS)", err)
+		}
+		f.sf.Etcd = f.etcd.Endpoints()
+		fmt.Fprintf(out, "etcd started: %d member(s) on %s (pids %v)\n", len(f.etcd.members), f.sf.Etcd, f.etcd.PIDs())
 	}
 	f.prefix = randomPrefix(ff.Prefix)
-	f.rdb = goredis.NewClient(&goredis.Options{Addr: f.addr, MaxRetries: -1}) // see lease/redis: a retried script may run twice
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = f.rdb.Ping(pctx).Err()
-	cancel()
-	if err != nil {
-		return nil, fmt.Errorf("redis at %s unreachable: %w", f.addr, err)
+	if f.b, err = dial(ctx, f.sf, 0); err != nil {
+		return nil, err
 	}
-	if f.store, err = leaseredis.New(f.rdb, f.prefix, ff.storeOptions(lease.Hooks{})...); err != nil {
+	f.tab = f.b.tables(f.prefix)
+	if f.store, err = f.b.newStore(f.prefix, ff.storeOptions(lease.Hooks{})...); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -187,8 +199,9 @@ func (f *fleet) startNodes(ctx context.Context, n int) error {
 		if i >= 26 {
 			name += strconv.Itoa(i / 26)
 		}
-		args := append([]string{"node", "-name", name, "-redis", f.addr, "-prefix", f.prefix,
-			"-budget", strconv.FormatInt(f.budget, 10), "-work-dir", f.work, "-log-level", level}, f.flags.args()...)
+		args := append([]string{"node", "-name", name, "-prefix", f.prefix}, f.sf.args()...)
+		args = append(append(args,
+			"-budget", strconv.FormatInt(f.budget, 10), "-work-dir", f.work, "-log-level", level), f.flags.tuning.args()...)
 		wg.Go(func() {
 			c, err := startChild(ctx, f.bin, name, args, f.record, echo)
 			results[i] = res{c, err}
@@ -226,7 +239,7 @@ func (f *fleet) eventsSince(t time.Time) []event {
 }
 
 func (f *fleet) putCatalog(ctx context.Context) error {
-	if err := putCatalog(ctx, f.rdb, f.store, f.prefix, f.repos, f.flags.Replicas); err != nil {
+	if err := putCatalog(ctx, f.tab, f.store, f.repos, f.flags.Replicas); err != nil {
 		return err
 	}
 	for i := range f.flags.Oversize {
@@ -323,16 +336,22 @@ func (f *fleet) Close() {
 			c.Kill()
 		}
 	}
-	if f.rdb != nil {
-		if f.redis == nil && f.prefix != "" {
+	if f.store != nil {
+		_ = f.store.Close()
+	}
+	if f.b != nil {
+		if f.redis == nil && f.etcd == nil && f.prefix != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = unlinkPrefix(ctx, f.rdb, f.prefix)
+			_ = f.b.deletePrefix(ctx, f.prefix)
 			cancel()
 		}
-		_ = f.rdb.Close()
+		_ = f.b.Close()
 	}
 	if f.redis != nil {
 		f.redis.Stop()
+	}
+	if f.etcd != nil {
+		f.etcd.Stop()
 	}
 	if f.work != "" {
 		_ = os.RemoveAll(f.work)

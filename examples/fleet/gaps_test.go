@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/internal/proctest"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
-	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
 // gatedIndexer passes Index calls to the node's real indexer, reporting
@@ -88,19 +85,17 @@ func addCommit(t *testing.T, path, parent string, files []sourceFile) string {
 func TestWarmingThenCommitChange(t *testing.T) {
 	t.Parallel()
 	needGit(t)
-	addr, prefix := testRedis(t)
+	env := testStore(t, storeRedis)
 	ctx := context.Background()
 	repos, err := generateRepos(ctx, t.TempDir(), 1, sizeRange{1 << 10, 4 << 10}, 21)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := repos[0]
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr, MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	cfg := nodeConfig{Name: "node-a", Redis: addr, Prefix: prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
+	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
 		DrainTimeout: 5 * time.Second, tuning: e2eTuning()}
 	g := &gatedIndexer{calls: make(chan string, 10)}
-	n, err := newNode(cfg, slog.New(slog.DiscardHandler), rdb, func(x agent.Indexer) agent.Indexer { g.Indexer = x; return g })
+	n, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, func(x agent.Indexer) agent.Indexer { g.Indexer = x; return g })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +121,7 @@ func TestWarmingThenCommitChange(t *testing.T) {
 	q := "marker-" + strings.TrimPrefix(r.ID, "repo-")
 
 	g.shut()
-	if err := putCatalog(ctx, rdb, n.store, prefix, repos, 1); err != nil {
+	if err := putCatalog(ctx, env.tab, n.store, repos, 1); err != nil {
 		t.Fatal(err)
 	}
 	if c := <-g.calls; c != r.Commit {
@@ -202,33 +197,40 @@ func compact(ss []string) []string {
 func TestMaxBidsAtRuntime(t *testing.T) {
 	t.Parallel()
 	needGit(t)
-	addr, prefix := testRedis(t)
+	for _, kind := range []string{storeRedis, storeEtcd} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			maxBidsAtRuntime(t, kind)
+		})
+	}
+}
+
+func maxBidsAtRuntime(t *testing.T, kind string) {
+	env := testStore(t, kind)
 	bin := proctest.Build(t, "./examples/fleet")
 	ctx := context.Background()
 	repos, err := generateRepos(ctx, t.TempDir(), 1, sizeRange{1 << 10, 2 << 10}, 31)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tun := e2eTuning()
+	tun := tuningFor(kind)
 	tun.MaxBids, tun.Window = 5, time.Minute
-	rdb := goredis.NewClient(&goredis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	store, err := leaseredis.New(rdb, prefix, tun.storeOptions(lease.Hooks{})...)
+	store, err := env.b.newStore(env.prefix, tun.storeOptions(lease.Hooks{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
 	var nodes []*testNode
 	for _, name := range []string{"node-a", "node-b"} {
-		args := append([]string{"node", "-name", name, "-redis", addr, "-prefix", prefix, "-budget", "64MiB",
-			"-work-dir", t.TempDir(), "-drain-timeout", "5s"}, tun.args()...)
+		args := append(env.args("node", "-name", name, "-budget", "64MiB",
+			"-work-dir", t.TempDir(), "-drain-timeout", "5s"), tun.args()...)
 		nodes = append(nodes, &testNode{name: name, p: proctest.Start(t, bin, args...)})
 	}
 	for _, n := range nodes {
 		n.addr = n.p.Addr("http")
 		n.p.WaitMsg("starting")
 	}
-	if err := putCatalog(ctx, rdb, store, prefix, repos, 1); err != nil {
+	if err := putCatalog(ctx, env.tab, store, repos, 1); err != nil {
 		t.Fatal(err)
 	}
 	id := repos[0].ID
@@ -240,7 +242,7 @@ func TestMaxBidsAtRuntime(t *testing.T) {
 		t.Fatalf("granted to %s with 2 of 5 bids", r.Owner)
 	}
 	set := time.Now()
-	out, err := exec.Command(bin, "set", "-max-bids", "2", "-redis", addr, "-prefix", prefix).CombinedOutput()
+	out, err := exec.Command(bin, env.args("set", "-max-bids", "2")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("fleet set: %v\n%s", err, out)
 	}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/indexkit/indexkit/internal/etcdtest"
 	"github.com/indexkit/indexkit/internal/redistest"
 )
 
@@ -50,4 +53,54 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, stri
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// testEnv is a store for a test: its flags, a fresh key prefix whose keys
+// are deleted at the end, a connection, and the side tables.
+type testEnv struct {
+	sf     storeFlags
+	prefix string
+	b      *backend
+	tab    sideTables
+}
+
+// testStore returns a testEnv on kind: for redis as testRedis does, for
+// etcd a single-member etcd of the test's own (internal/etcdtest, killed
+// by PID at the end).
+func testStore(t *testing.T, kind string) testEnv {
+	t.Helper()
+	var e testEnv
+	switch kind {
+	case storeRedis:
+		addr, prefix := testRedis(t)
+		e.sf, e.prefix = storeFlags{Store: storeRedis, Redis: addr}, prefix
+	case storeEtcd:
+		c := etcdtest.Start(t)
+		cli := etcdtest.Client(t, c.Endpoints()...)
+		e.sf, e.prefix = storeFlags{Store: storeEtcd, Etcd: strings.Join(c.Endpoints(), ",")}, etcdtest.Prefix(t, cli, "fleet")
+	default:
+		t.Fatalf("unknown store %q", kind)
+	}
+	b, err := dial(context.Background(), e.sf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e.b, e.tab = b, b.tables(e.prefix)
+	return e
+}
+
+// args returns a fleet command line: cmd and its flags, then the store's
+// flags and -prefix.
+func (e testEnv) args(cmd ...string) []string {
+	return append(append(cmd, e.sf.args()...), "-prefix", e.prefix)
+}
+
+// tuningFor is e2eTuning, with the liveness window a whole second on etcd.
+func tuningFor(kind string) tuning {
+	t := e2eTuning()
+	if kind == storeEtcd {
+		t.Liveness = 2 * time.Second
+	}
+	return t
 }

@@ -15,13 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
-	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
 // tuning is the lease timing every node of a fleet shares (the store's
@@ -97,6 +95,17 @@ func (t tuning) validate() error {
 	return nil
 }
 
+// validateFor is validate, and on etcd checkEtcdTiming.
+func (t tuning) validateFor(store string) error {
+	if err := t.validate(); err != nil {
+		return err
+	}
+	if store == storeEtcd {
+		return t.checkEtcdTiming()
+	}
+	return nil
+}
+
 // storeOptions are the lease store's options for t.
 func (t tuning) storeOptions(hooks lease.Hooks) []lease.Option {
 	opts := []lease.Option{lease.WithTTL(t.TTL), lease.WithAuctionWindow(t.Window), lease.WithHooks(hooks)}
@@ -138,28 +147,29 @@ func (b *byteSize) Set(s string) error {
 // nodeConfig is the configuration of one fleet node.
 type nodeConfig struct {
 	Name         string
-	Redis        string
 	Prefix       string
 	Listen       string
 	Budget       byteSize
 	WorkDir      string
 	DrainTimeout time.Duration
 	LogLevel     string
+	storeFlags
 	tuning
 }
 
 func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	host, _ := os.Hostname()
 	c := nodeConfig{
-		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Redis: "127.0.0.1:6379", Prefix: "fleet:",
+		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Prefix: "fleet:",
 		Listen: "127.0.0.1:0", Budget: 256 << 20, DrainTimeout: 10 * time.Second, LogLevel: "info",
-		tuning: defaultTuning(),
+		storeFlags: storeFlags{Store: storeRedis, Redis: "127.0.0.1:6379", Etcd: "127.0.0.1:2379"},
+		tuning:     defaultTuning(),
 	}
 	fs := flag.NewFlagSet("fleet node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Name, "name", c.Name, "node name, unique in the fleet")
-	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis address of the catalog")
-	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "key prefix of the catalog in Redis")
+	c.storeFlags.register(fs, "Redis address of the catalog (-store redis)", "comma-separated etcd endpoints of the catalog (-store etcd)")
+	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "key prefix of the catalog and the side tables in the store")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address (port 0: any free port, logged)")
 	fs.Var(&c.Budget, "budget", "memory budget for indexes (bytes, or with KiB, MiB, GiB)")
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for temporary clones (default: the system's)")
@@ -180,7 +190,10 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	case c.Budget <= 0:
 		return c, errors.New("-budget must be positive")
 	}
-	return c, c.tuning.validate()
+	if err := c.storeFlags.check(fs); err != nil {
+		return c, err
+	}
+	return c, c.tuning.validateFor(c.Store)
 }
 
 // counters are a node's event counts, shown by GET /status and exported
@@ -213,8 +226,8 @@ func (c *counters) snapshot() map[string]int64 {
 type node struct {
 	cfg    nodeConfig
 	log    *slog.Logger
-	rdb    *goredis.Client
-	store  *leaseredis.Store
+	tab    sideTables
+	store  fleetStore
 	mgr    *agent.Manager
 	idx    *repoIndexer
 	addr   string
@@ -300,16 +313,13 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := cli.NewLogger(stderr, level)
 
-	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Redis, PoolSize: 16, MaxRetries: -1}) // see lease/redis: a retried script may run twice
-	defer rdb.Close()
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	err = rdb.Ping(pctx).Err()
-	cancel()
+	b, err := dial(ctx, cfg.storeFlags, 16)
 	if err != nil {
-		return fmt.Errorf("redis at %s unreachable: %w", cfg.Redis, err)
+		return err
 	}
+	defer b.Close()
 
-	n, err := newNode(cfg, log, rdb, nil)
+	n, err := newNode(cfg, log, b, nil)
 	if err != nil {
 		return err
 	}
@@ -325,7 +335,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		ln.Close()
 		return err
 	}
-	log.Info("starting", "node", cfg.Name, "redis", cfg.Redis, "prefix", cfg.Prefix, "budget", int64(cfg.Budget),
+	log.Info("starting", "node", cfg.Name, "store", cfg.storeFlags.String(), "prefix", cfg.Prefix, "budget", int64(cfg.Budget),
 		"ttl", cfg.TTL, "window", cfg.Window, "max_bids", cfg.MaxBids, "replicas", cfg.Replicas)
 
 	eg, gctx := errgroup.WithContext(ctx)
@@ -337,7 +347,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("shutting down", "held", len(n.mgr.Held()))
 	err = eg.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	if derr := rdb.HDel(dctx, addrsKey(cfg.Prefix), cfg.Name).Err(); derr != nil {
+	if derr := n.tab.addrs.Delete(dctx, cfg.Name); derr != nil {
 		log.Warn("unpublish address", "err", derr)
 	}
 	cancel()
@@ -349,11 +359,11 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	return nil
 }
 
-// newNode builds the node's store, indexer and manager on rdb; wrap, when
-// not nil, wraps the indexer the manager calls (tests gate it). close
-// undoes it.
-func newNode(cfg nodeConfig, log *slog.Logger, rdb *goredis.Client, wrap func(agent.Indexer) agent.Indexer) (_ *node, err error) {
-	n := &node{cfg: cfg, log: log, rdb: rdb, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+// newNode builds the node's store, side tables, indexer and manager on b;
+// wrap, when not nil, wraps the indexer the manager calls (tests gate it).
+// close undoes it; b stays open.
+func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Indexer) agent.Indexer) (_ *node, err error) {
+	n := &node{cfg: cfg, log: log, tab: b.tables(cfg.Prefix), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	defer func() {
 		if err != nil {
 			n.close()
@@ -365,7 +375,7 @@ func newNode(cfg nodeConfig, log *slog.Logger, rdb *goredis.Client, wrap func(ag
 		idx = wrap(idx)
 	}
 	sh, mh := n.hooks()
-	n.store, err = leaseredis.New(rdb, cfg.Prefix, cfg.storeOptions(sh)...)
+	n.store, err = b.newStore(cfg.Prefix, cfg.storeOptions(sh)...)
 	if err != nil {
 		return nil, err
 	}
@@ -399,16 +409,18 @@ func (n *node) close() {
 }
 
 // publishAddr writes the node's HTTP address into the fleet's address
-// hash, where other nodes look owners up to route queries.
+// table, where other nodes look owners up to route queries.
 func (n *node) publishAddr(ctx context.Context) error {
-	if err := n.rdb.HSet(ctx, addrsKey(n.cfg.Prefix), n.cfg.Name, n.addr).Err(); err != nil {
+	if err := n.tab.addrs.Set(ctx, map[string]string{n.cfg.Name: n.addr}); err != nil {
 		return fmt.Errorf("publish address: %w", err)
 	}
 	return nil
 }
 
-// keepAddr rewrites the address at every heartbeat, so that it comes back
-// if Redis lost it.
+// keepAddr checks the address at every heartbeat and writes it again when
+// it is missing or different, so that it comes back if the store lost it
+// (a read per heartbeat, not a write: on etcd a write is a new revision
+// in the history).
 func (n *node) keepAddr(ctx context.Context) error {
 	t := time.NewTicker(n.cfg.Heartbeat)
 	defer t.Stop()
@@ -417,6 +429,9 @@ func (n *node) keepAddr(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			if a, err := n.tab.addrs.Get(ctx, n.cfg.Name); err == nil && a == n.addr {
+				continue
+			}
 			if err := n.publishAddr(ctx); err != nil && ctx.Err() == nil {
 				n.log.Warn("heartbeat address", "err", err)
 			}
@@ -428,8 +443,8 @@ func (n *node) keepAddr(ctx context.Context) error {
 // item a replica slot copies.
 func (n *node) cloneURL(ctx context.Context, item string) (string, error) {
 	item, _ = lease.SplitReplicaID(item)
-	u, err := n.rdb.HGet(ctx, reposKey(n.cfg.Prefix), item).Result()
-	if errors.Is(err, goredis.Nil) {
+	u, err := n.tab.repos.Get(ctx, item)
+	if errors.Is(err, errNoEntry) {
 		return "", fmt.Errorf("%w %s", errUnknownRepo, item)
 	}
 	if err != nil {

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	goredis "github.com/redis/go-redis/v9"
-
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -212,11 +210,11 @@ func (n *node) route(ctx context.Context, w http.ResponseWriter, ready []lease.R
 		Error: errors.Join(errs...).Error()})
 }
 
-// forward sends the query to owner, found in the fleet's address hash,
+// forward sends the query to owner, found in the fleet's address table,
 // and returns its answer.
 func (n *node) forward(ctx context.Context, owner, repoID, query string, limit int) (int, []byte, error) {
-	addr, err := n.rdb.HGet(ctx, addrsKey(n.cfg.Prefix), owner).Result()
-	if errors.Is(err, goredis.Nil) {
+	addr, err := n.tab.addrs.Get(ctx, owner)
+	if errors.Is(err, errNoEntry) {
 		return 0, nil, fmt.Errorf("owner %s has published no address", owner)
 	}
 	if err != nil {

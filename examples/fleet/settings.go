@@ -8,15 +8,12 @@ import (
 	"io"
 	"strconv"
 	"time"
-
-	goredis "github.com/redis/go-redis/v9"
 )
 
-// settingsKey is the Redis hash of the settings every node of the fleet
-// reads at each heartbeat: "max-bids" is the static short-circuit
-// threshold (see `fleet set`).
-func settingsKey(prefix string) string { return prefix + "fleet:settings" }
-
+// maxBidsField is the setting every node of the fleet reads at each
+// heartbeat from its settings table (Redis hash P+"fleet:settings", etcd
+// key P+"fleet/settings/max-bids"): the static short-circuit threshold
+// (see fleet set).
 const maxBidsField = "max-bids"
 
 // keepSettings reads the fleet's settings at every heartbeat and applies
@@ -50,8 +47,8 @@ func (n *node) keepSettings(ctx context.Context) error {
 // readMaxBids returns the fleet's max-bids setting, or the node's flag
 // when none is set.
 func (n *node) readMaxBids(ctx context.Context) (int, error) {
-	v, err := n.rdb.HGet(ctx, settingsKey(n.cfg.Prefix), maxBidsField).Result()
-	if errors.Is(err, goredis.Nil) {
+	v, err := n.tab.settings.Get(ctx, maxBidsField)
+	if errors.Is(err, errNoEntry) {
 		return n.cfg.MaxBids, nil
 	}
 	if err != nil {
@@ -59,7 +56,7 @@ func (n *node) readMaxBids(ctx context.Context) (int, error) {
 	}
 	mb, err := strconv.Atoi(v)
 	if err != nil || mb < 0 {
-		return 0, fmt.Errorf("%s %s = %q: want a count ≥ 0", settingsKey(n.cfg.Prefix), maxBidsField, v)
+		return 0, fmt.Errorf("%s: %s = %q: want a count ≥ 0", n.tab.settings, maxBidsField, v)
 	}
 	return mb, nil
 }
@@ -69,8 +66,9 @@ func (n *node) readMaxBids(ctx context.Context) (int, error) {
 func runSet(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fleet set", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("redis", "127.0.0.1:6379", "Redis address of the catalog")
-	prefix := fs.String("prefix", "fleet:", "key prefix of the catalog in Redis")
+	sf := storeFlags{Store: storeRedis, Redis: "127.0.0.1:6379", Etcd: "127.0.0.1:2379"}
+	sf.register(fs, "Redis address of the catalog (-store redis)", "comma-separated etcd endpoints of the catalog (-store etcd)")
+	prefix := fs.String("prefix", "fleet:", "key prefix of the catalog in the store")
 	maxBids := fs.Int("max-bids", -1, "static short-circuit threshold for every node (0: none); -1 leaves it alone")
 	unset := fs.Bool("unset", false, "remove the settings: each node goes back to its flags")
 	if err := fs.Parse(args); err != nil {
@@ -86,20 +84,27 @@ func runSet(ctx context.Context, args []string, stderr io.Writer) error {
 	case *maxBids == -1 && !*unset:
 		return errors.New("fleet set: nothing to set; give -max-bids N or -unset")
 	}
-	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
-	defer rdb.Close()
+	if err := sf.check(fs); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	b, err := dial(ctx, sf, 0)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	settings := b.tables(*prefix).settings
 	if *unset {
-		if err := rdb.Del(ctx, settingsKey(*prefix)).Err(); err != nil {
-			return fmt.Errorf("unset %s: %w", settingsKey(*prefix), err)
+		if err := settings.Clear(ctx); err != nil {
+			return err
 		}
-		fmt.Fprintf(stderr, "%s removed\n", settingsKey(*prefix))
+		fmt.Fprintf(stderr, "%s removed\n", settings)
 		return nil
 	}
-	if err := rdb.HSet(ctx, settingsKey(*prefix), maxBidsField, *maxBids).Err(); err != nil {
-		return fmt.Errorf("set %s: %w", settingsKey(*prefix), err)
+	if err := settings.Set(ctx, map[string]string{maxBidsField: strconv.Itoa(*maxBids)}); err != nil {
+		return err
 	}
-	fmt.Fprintf(stderr, "%s %s = %d; nodes apply it at their next heartbeat\n", settingsKey(*prefix), maxBidsField, *maxBids)
+	fmt.Fprintf(stderr, "%s: %s = %d; nodes apply it at their next heartbeat\n", settings, maxBidsField, *maxBids)
 	return nil
 }

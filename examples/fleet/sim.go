@@ -18,7 +18,7 @@ func simFlags() fleetFlags {
 	t := defaultTuning()
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	t.MaxBids = 2
-	return fleetFlags{Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
+	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
 		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, tuning: t}
 }
 
