@@ -1,7 +1,7 @@
 // Command fleet runs an in-memory serving fleet on package lease: nodes
-// that win git repositories at auction from a catalog in Redis, shallow-
-// clone each at the catalog's commit, index it in memory for substring
-// search, serve the queries for what they own and route the others to the
+// that win git repositories at auction from a catalog in Redis or etcd
+// (-store), shallow-clone each at the catalog's commit, index it in
+// memory for substring search, serve the queries for what they own and route the others to the
 // owner. It is the prototype step of the in-memory fleet design: a demo,
 // and a simulation that measures coverage, claim latency and reindexing.
 //
@@ -12,18 +12,28 @@
 //	fleet sim  [flags]   4 nodes, 500 generated repos, one SIGKILLed: the figures
 //	fleet set  -max-bids N -redis ADDR -prefix P   change a running fleet's max-bids
 //
+// Each runs on Redis (-store redis, the default: lease/redis) or on etcd
+// (-store etcd: lease/etcd); see "Stores" below.
+//
 // For example, from the module root:
 //
 //	go run ./examples/fleet demo
 //	go run ./examples/fleet sim
 //	go run ./examples/fleet sim -nodes 6 -max-bids 0 -ttl 2s
 //	go run ./examples/fleet demo -replicas 2
+//	go run ./examples/fleet sim -store etcd
+//	go run ./examples/fleet sim -store etcd -etcd-members 3
 //
 // demo and sim need git and, unless -redis ADDR is given, redis-server on
 // the PATH: they start their own on a free 127.0.0.1 port and stop it by
-// PID at the end. With -redis they use a random key prefix under -prefix
-// and delete its keys at the end. They generate the repos (bare
-// repositories made with git fast-import, one commit of text files of
+// PID at the end. With -store etcd and no -etcd they start their own etcd
+// the same way (etcd on the PATH, else Debian etcd-server's /usr/bin/etcd):
+// -etcd-members (default 1) members on free 127.0.0.1 ports, data
+// directories in their temporary directory, a 50 ms heartbeat and a
+// 500 ms election timeout (so the server's smallest lease TTL is 1 s),
+// stopped by PID at the end. With -redis or -etcd they use a random key
+// prefix under -prefix and delete its keys at the end. They generate the
+// repos (bare repositories made with git fast-import, one commit of text files of
 // log-uniform sizes between -min-size and -max-size, and a binary file in
 // every fifth) in a temporary directory they remove, and run the nodes as
 // child processes of the same binary, stopped by PID (SIGTERM, then
@@ -32,7 +42,8 @@
 // # The node
 //
 // A node (fleet node -name N -redis ADDR -prefix P -listen 127.0.0.1:0
-// -budget 256MiB) runs an agent.Manager (lease/agent) over lease/redis. The Manager
+// -budget 256MiB) runs an agent.Manager (lease/agent) over lease/redis,
+// or with -store etcd -etcd ENDPOINTS over lease/etcd. The Manager
 // heartbeats, bids its free memory (budget minus used) on claimable items,
 // holds and renews the leases it wins, evicts over budget and, on SIGINT
 // or SIGTERM, drains: marks its items draining, lets indexing finish (at
@@ -58,14 +69,16 @@
 //
 // # Settings at runtime
 //
-// Every node reads the Redis hash P+"fleet:settings" at each heartbeat.
-// Its field max-bids, when present, replaces the node's -max-bids as the
+// Every node reads the fleet's settings table (the Redis hash
+// P+"fleet:settings", or the etcd keys P+"fleet/settings/…") at each
+// heartbeat. Its entry max-bids, when present, replaces the node's -max-bids as the
 // static short-circuit threshold (lease.MaxBidsSetter on the node's
 // store): the next bid or evaluation uses it, and an open auction that
 // already has that many bids closes at its next evaluation. Set it with
 //
 //	fleet set -max-bids N -redis ADDR -prefix P   (0: no short circuit)
 //	fleet set -unset -redis ADDR -prefix P        (back to each node's flag)
+//	fleet set -max-bids N -store etcd -etcd ENDPOINTS -prefix P
 //
 // A fleet started with -max-bids 0 (dynamic: the live nodes) uses the
 // static value only while no node is live.
@@ -97,12 +110,49 @@
 //
 // A node answers a query for a repo it holds and has indexed. Otherwise
 // it looks the owner up in the catalog and routes the query to the owner's
-// address, which every node publishes in the Redis hash P+"fleet:addrs"
-// at start and at each heartbeat, and relays the answer (routed_by names
-// the node that routed it). A routed query is never routed again: a node
-// that receives one for a repo it no longer serves answers 503 "moved".
-// Clone URLs live in the hash P+"fleet:repos" (item → file:// URL), beside
-// the lease store's keys.
+// address, which every node publishes in the address table at start (and
+// checks at each heartbeat, writing it again if it is missing), and relays
+// the answer (routed_by names the node that routed it). A routed query is
+// never routed again: a node that receives one for a repo it no longer
+// serves answers 503 "moved". Clone URLs live in the repos table (item →
+// file:// URL), beside the lease store's keys.
+//
+// # Stores
+//
+// The catalog is a lease store; beside it the fleet keeps three side
+// tables of strings: addresses (node → HTTP address), repos (item → clone
+// URL) and settings (max-bids). With -store redis (the default) the
+// catalog is lease/redis under the prefix P and each side table is a hash:
+//
+//	P{item}:…, P nodes, P items   lease/redis's own keys
+//	P fleet:addrs                 node → address
+//	P fleet:repos                 item → clone URL
+//	P fleet:settings              max-bids → N
+//
+// With -store etcd -etcd ENDPOINTS (comma-separated host:port) the catalog
+// is lease/etcd under P+"lease/" and each side-table entry is one key:
+//
+//	P lease/r/<item>, P lease/o/<item>, …   lease/etcd's own keys
+//	P fleet/addrs/<node>                    address
+//	P fleet/repos/<item>                    clone URL
+//	P fleet/settings/max-bids               N
+//
+// The catalog sits under its own P+"lease/" so that lease/etcd's watch of
+// its prefix never sees a side table's write. Side-table writes of many
+// entries (the clone URLs of a catalog) go in transactions of at most 100
+// puts, below etcd's default --max-txn-ops of 128; a listing reads pages
+// of 256 keys at the revision of the first page.
+//
+// lease/etcd keeps the TTL, the auction window and the liveness window as
+// etcd lease TTLs, which are whole seconds: with -store etcd, -ttl,
+// -window and -liveness must be whole seconds of at least 1 s, and node,
+// demo and sim refuse other values with an error naming the flag. The
+// demo and sim defaults qualify (demo: ttl 5s, window 1s, liveness 3s;
+// sim: ttl 4s, window 1s, liveness 2s). A server raises a lease TTL below
+// its minimum (3/2 of its election timeout, rounded up to seconds: 2 s
+// with etcd's defaults, 1 s for the etcd demo and sim start) to that
+// minimum. -loss-guard is ignored on etcd: etcd loses no acknowledged
+// write.
 //
 // With -replicas N (default 1) each repo is N catalog items, the primary
 // and N-1 replica slots (lease.PutReplicated), which the Managers
@@ -128,10 +178,14 @@
 //	-backoff-max 2s      its cap
 //	-replicas 1          copies of each repo
 //
+// Shared by node, demo, sim and set: -store (redis), -redis, -etcd
+// (comma-separated endpoints; node and set 127.0.0.1:2379, demo and sim ""
+// starts one).
+//
 // node only: -name, -redis (127.0.0.1:6379), -prefix (fleet:), -listen
 // (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -drain-timeout
 // (10s), -log-level (info). demo and sim only: -redis ("" starts one),
-// -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
+// -etcd-members (1: members of the etcd they start), -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
 // -max-size (64KiB; sim 256KiB), -budget (0: the catalog's estimated
 // index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
 // sim 5m), -v (echo the nodes' log lines), -oversize (demo 0, sim 1: extra

@@ -18,7 +18,7 @@ commands:
   node   run one fleet node (see fleet node -h)
   demo   run 3 nodes over 50 generated repos and show ownership and routing
   sim    run N nodes over 500 generated repos, kill one, report the figures
-  set    change a running fleet's settings (-max-bids N) in Redis
+  set    change a running fleet's settings (-max-bids N) in Redis or etcd
 `
 
 // run dispatches the subcommand.
