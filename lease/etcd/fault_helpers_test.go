@@ -431,8 +431,9 @@ type belief struct {
 //
 //   - per item, each fence is acquired by one node only, and fences
 //     strictly increase with the grants' times;
-//   - the register's accepted fences never go down per item, and it
-//     accepted no zombie write (zero writes with a stale fence);
+//   - the register's accepted fences never go down per item, no fence's
+//     writes come from two nodes, and it accepted no zombie write (zero
+//     writes with a stale fence);
 //   - every zombie write and zombie renewal an owner reported was refused;
 //   - every write the register acknowledged to an owner is in its log;
 //   - no owner held an item, by its own clock, at or after the time of a
@@ -501,6 +502,7 @@ func (e *faultEnv) check() {
 	log := e.reg.entries()
 	high := make(map[string]lease.Fence)
 	in := make(map[string]bool)
+	writer := make(map[string]string) // "item fence" -> the node that wrote it first
 	accepted, rejected := 0, 0
 	for _, r := range log {
 		if !r.accepted {
@@ -508,6 +510,13 @@ func (e *faultEnv) check() {
 			continue
 		}
 		accepted++
+		k := r.item + " " + strconv.FormatUint(uint64(r.fence), 10)
+		if w, ok := writer[k]; !ok {
+			writer[k] = r.node
+		} else if w != r.node && w != "" {
+			e.t.Errorf("register accepted writes of %s with fence %d from two holders: %s and %s", r.item, r.fence, w, r.node)
+			writer[k] = "" // reported
+		}
 		in[r.node+" "+strconv.FormatInt(r.seq, 10)] = true
 		if r.fence < high[r.item] {
 			e.t.Errorf("register accepted %s fence %d (%s seq %d) after fence %d", r.item, r.fence, r.node, r.seq, high[r.item])
