@@ -97,7 +97,10 @@
 // then, and a holder whose local deadline passed during the outage finds
 // the grant still its own (Bid answers lease.ErrLeased, the row names
 // it) and may take it up again with lease.Acquire, under the same fence.
-// Fences survive the restart.
+// Fences survive the restart. Cap the client's reconnect backoff
+// (clientv3.Config.DialOptions, grpc.WithConnectParams): gRPC's default
+// grows from one second by 1.6 times per attempt, so after an outage of
+// a few seconds a client may find the cluster back seconds late.
 //
 // # Listing and watching
 //

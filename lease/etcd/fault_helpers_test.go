@@ -49,15 +49,15 @@ const (
 	gib         = int64(1) << 30
 )
 
-// regrantBound is how long after a fault ends every item must be held
-// again, shown by an accepted register write: the holders' leases lapse
-// (TTL, plus the up to half a second etcd revokes late), an auction is
-// held for each item, one at a time per node in the worst case (a window
-// per item: a node bids in one auction at a time), plus three seconds for
-// a new election, clients reconnecting, bid and write polls and a loaded
-// machine.
-func regrantBound(items int) time.Duration {
-	return faultTTL + lapse + time.Duration(items)*faultWindow + 3*time.Second
+// regrantBound is how long after a fault ends n items that must be
+// auctioned again must be held again, shown by an accepted register
+// write: the holders' leases lapse (TTL, plus the up to half a second
+// etcd revokes late), an auction is held for each item, one after the
+// other in the worst case (a window per item: a node bids in one auction
+// at a time), plus three seconds for a new election, clients
+// reconnecting, bid and write polls and a loaded machine.
+func regrantBound(n int) time.Duration {
+	return faultTTL + lapse + time.Duration(n)*faultWindow + 3*time.Second
 }
 
 // registerReply is the register's answer.

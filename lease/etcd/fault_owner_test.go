@@ -22,6 +22,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/indexkit/indexkit/lease"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
@@ -92,9 +94,17 @@ type owner struct {
 func runOwner(cfg ownerConfig) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Life)
 	defer cancel()
+	// gRPC's default reconnect backoff grows from 1 s by 1.6 times per
+	// attempt: after the whole cluster has been down for a few seconds, a
+	// client may wait seconds more once it is back. Capped at 500 ms.
+	reconnect := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 500 * time.Millisecond},
+		MinConnectTimeout: time.Second,
+	})
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: time.Second,
+		DialOptions: []grpc.DialOption{reconnect},
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
