@@ -82,6 +82,26 @@
 // client's clock before the etcd lease was granted or renewed, plus its
 // TTL. They are never used to decide anything.
 //
+// # Faults
+//
+// What the fault tests (three members, owner processes, a fenced
+// register) show: a leader killed during auctions or renewals costs an
+// election (the holders kept their leases through it in every run); a
+// member cut off with the clients pinned to it stops them from renewing,
+// so their leases lapse and the rest of the cluster grants the items
+// again one TTL (plus the late lapse and a window) later, with greater
+// fences. A new leader restarts the TTL of every etcd lease (etcd keeps
+// no remaining TTLs by default), so a grant outlives a leader change or
+// a restart of the whole cluster by up to one TTL after the election:
+// the items of a holder that died in the outage are granted again only
+// then, and a holder whose local deadline passed during the outage finds
+// the grant still its own (Bid answers lease.ErrLeased, the row names
+// it) and may take it up again with lease.Acquire, under the same fence.
+// Fences survive the restart. Cap the client's reconnect backoff
+// (clientv3.Config.DialOptions, grpc.WithConnectParams): gRPC's default
+// grows from one second by 1.6 times per attempt, so after an outage of
+// a few seconds a client may find the cluster back seconds late.
+//
 // # Listing and watching
 //
 // Rows reads the catalog in pages of 256 rows, every page at the revision
