@@ -186,11 +186,13 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Unlock()
 	keep, stopKeep := context.WithCancel(context.WithoutCancel(ctx))
 
-	var bidding, renewing sync.WaitGroup
+	var bidding, renewing, watching sync.WaitGroup
 	bidding.Go(func() { m.every(ctx, m.c.heartbeat, 0, m.heartbeat) })
 	bidding.Go(func() { m.every(ctx, m.c.scan, m.c.scan/2, m.scan) })
 	if m.feed != nil {
-		bidding.Go(func() { m.watch(ctx) })
+		// Waited for last: a feed may take a moment to notice ctx (a
+		// blocking read), which must not delay the drain.
+		watching.Go(func() { m.watch(ctx) })
 	}
 	renewing.Go(func() { m.every(keep, m.c.renew, 0, m.renew) })
 
@@ -203,6 +205,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	stopWork()
 	renewing.Wait()
 	m.wg.Wait()
+	watching.Wait()
 	m.mu.Lock()
 	rest := m.held
 	m.held, m.used = make(map[string]*held), 0
