@@ -90,8 +90,9 @@
 //
 // Store implements lease.Watcher. Every script that changes a row's
 // catalog fields, ownership or auction (put; bid, when it opens or joins an
-// auction and again when its short circuit closes it; an evaluation that
-// closes an auction, granted or not; release; update) ends by appending
+// auction, reported once with the closed auction when its short circuit
+// closes it; an evaluation that closes an auction, granted or not;
+// release; update) ends by appending
 // the row as it left it to the stream Pchanges (XADD MAXLEN ~ [FeedMaxLen],
 // in the same atomic script, so entries of one item are in the order the
 // writes took effect). Renewals, which move only the expiry, and lapses

@@ -194,15 +194,18 @@ else
   end
   local nb = redis.call('RPUSH', bidk, free .. ':' .. node)
   redis.call('SET', pendk, r.round .. ':' .. item, 'PX', PEND)
-  emit(streamk, seqk, rowk, bidk, item)
   local th = threshold(r, nodek)
   if th > 0 and nb >= th then
     res = {0, started, n(r.round), nb, nb, 1}
   else
+    emit(streamk, seqk, rowk, bidk, item)
     return {0, started, n(r.round), nb, nb, 0}
   end
 end
 local e = evaluate(rowk, bidk, nodek, r, item, streamk, seqk)
+-- A bid that closed the auction is reported by the evaluation's change
+-- alone; one the loss guard holds open is reported here.
+if res[1] == 0 and e[1] < 2 then emit(streamk, seqk, rowk, bidk, item) end
 for i = 1, #e do res[#res + 1] = e[i] end
 return res
 `)
