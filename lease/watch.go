@@ -38,10 +38,11 @@ type Watcher interface {
 }
 
 // Newer reports whether r describes a later state of its item than old:
-// a later grant (Fence), a later auction (Round), more bids in the same
-// auction, or a later catalog or owner write (Version). Feeds deliver one
-// item's changes in order, but a consumer that also lists rows can see an
-// older row after a newer one.
+// a later grant (Fence), a later auction (Round), a later catalog or owner
+// write (Version), a later auction closed without a winner (Unleased, which
+// only a grant resets, and a grant moves the Fence), or more bids in the
+// same auction. Feeds deliver one item's changes in order, but a consumer
+// that also lists rows can see an older row after a newer one.
 func (r Row) Newer(old Row) bool {
 	switch {
 	case r.Fence != old.Fence:
@@ -50,6 +51,11 @@ func (r Row) Newer(old Row) bool {
 		return r.Round > old.Round
 	case r.Version != old.Version:
 		return r.Version > old.Version
+	case r.Unleased != old.Unleased:
+		// An auction that closes without a winner keeps Fence, Round and
+		// Version and drops Bids to 0: without this case the closed row
+		// would look older than the open one.
+		return r.Unleased > old.Unleased
 	case r.Bids != old.Bids:
 		return r.Bids > old.Bids
 	}

@@ -52,7 +52,7 @@ func (m *Manager) scan(ctx context.Context) {
 	}
 
 	var open, idle []lease.Row
-	for r, err := range m.c.source.Rows(ctx) {
+	for r, err := range m.rows(ctx, now) {
 		if err != nil {
 			if ctx.Err() == nil {
 				m.c.log.Warn("lease: list items", "node", m.node, "err", err)
@@ -122,6 +122,9 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 			}
 		}
 		m.c.log.Debug("lease: bid rejected", "node", m.node, "item", r.ID, "err", err)
+		if errors.Is(err, lease.ErrLeased) {
+			m.confirm(ctx, r.ID) // the view thought the lease lapsed
+		}
 		m.backOff(r.ID)
 		return
 	}

@@ -20,6 +20,8 @@ import (
 type Manager struct {
 	s    lease.Store
 	node string
+	feed lease.Watcher // the item source's change feed, or nil: scan by listing
+	view *view         // the catalog as the feed shows it, when feed is set
 	c    config
 	lc   lease.Config
 
@@ -69,6 +71,7 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 		backoffMax:   time.Minute,
 		drainTimeout: 30 * time.Second,
 		policy:       EvictLRU,
+		reconcile:    -1,
 	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -88,6 +91,9 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	if c.renew == 0 {
 		c.renew = lc.TTL / 3
 	}
+	if c.reconcile < 0 {
+		c.reconcile = min(30*time.Second, lc.TTL/2)
+	}
 	if c.source == nil {
 		c.source, _ = s.(lease.Lister)
 	}
@@ -103,15 +109,20 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("agent: manager %s: no indexer: %w", node, lease.ErrInvalid)
 	case c.source == nil:
 		return nil, fmt.Errorf("agent: manager %s: store is no Lister and no item source: %w", node, lease.ErrInvalid)
-	case c.budget <= 0 || c.concurrency < 1 || c.heartbeat <= 0 || c.renew <= 0 || c.scan <= 0:
+	case c.budget <= 0 || c.concurrency < 1 || c.heartbeat <= 0 || c.renew <= 0 || c.scan <= 0 || c.reconcile <= 0:
 		return nil, fmt.Errorf("agent: manager %s: budget, concurrency or interval not positive: %w", node, lease.ErrInvalid)
 	case c.backoffBase <= 0 || c.backoffMax < c.backoffBase:
 		return nil, fmt.Errorf("agent: manager %s: backoff %v..%v: %w", node, c.backoffBase, c.backoffMax, lease.ErrInvalid)
 	case c.policy == nil:
 		return nil, fmt.Errorf("agent: manager %s: nil eviction policy: %w", node, lease.ErrInvalid)
 	}
+	feed, _ := c.source.(lease.Watcher)
+	var v *view
+	if feed != nil {
+		v = newView()
+	}
 	return &Manager{
-		s: s, node: node, c: c, lc: lc,
+		s: s, node: node, c: c, lc: lc, feed: feed, view: v,
 		sem:     make(chan struct{}, c.concurrency),
 		held:    make(map[string]*held),
 		pins:    make(map[string]bool),
@@ -180,9 +191,14 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Unlock()
 	keep, stopKeep := context.WithCancel(context.WithoutCancel(ctx))
 
-	var bidding, renewing sync.WaitGroup
+	var bidding, renewing, watching sync.WaitGroup
 	bidding.Go(func() { m.every(ctx, m.c.heartbeat, 0, m.heartbeat) })
 	bidding.Go(func() { m.every(ctx, m.c.scan, m.c.scan/2, m.scan) })
+	if m.feed != nil {
+		// Waited for last: a feed may take a moment to notice ctx (a
+		// blocking read), which must not delay the drain.
+		watching.Go(func() { m.watch(ctx) })
+	}
 	renewing.Go(func() { m.every(keep, m.c.renew, 0, m.renew) })
 
 	<-ctx.Done()
@@ -194,6 +210,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	stopWork()
 	renewing.Wait()
 	m.wg.Wait()
+	watching.Wait()
 	m.mu.Lock()
 	rest := m.held
 	m.held, m.used = make(map[string]*held), 0

@@ -30,6 +30,7 @@ type config struct {
 	log          *slog.Logger
 	replication  bool
 	keepLost     time.Duration // 0: the TTL; negative: off (keep.go)
+	reconcile    time.Duration // -1: the default
 }
 
 func invalid(format string, args ...any) error {
@@ -141,6 +142,29 @@ func WithEviction(p EvictionPolicy) Option {
 // [lease.Lister].
 func WithItemSource(src lease.Lister) Option {
 	return func(c *config) error { c.source = src; return nil }
+}
+
+// WithReconcileInterval sets how often a manager whose item source is a
+// [lease.Watcher] lists every row to reconcile its view of the catalog
+// with the store (default 30s or half the TTL, whichever is shorter). The
+// feed keeps the view current between listings and a Reset makes the next
+// scan list at once; the periodic listing is the safety net for a change
+// a feed lost without saying so. Renewals are not in the feed, so the
+// view's expiry of another node's lease is the one the last listing (or
+// grant) showed: holders renew every third of the TTL, so a listing at
+// most half a TTL old shows every live lease unexpired, and a lease the
+// view shows lapsed (by more than the safety margin) has lapsed unless its
+// holder renewed late. A bid on such an item that the store refuses as
+// leased reads the row again. A longer interval costs fewer reads and
+// more such refused bids.
+func WithReconcileInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalid("reconcile interval %v", d)
+		}
+		c.reconcile = d
+		return nil
+	}
 }
 
 // WithTTL tells the manager the store's lease TTL (default 30s, the

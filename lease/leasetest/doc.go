@@ -3,7 +3,11 @@
 // [RunModel] (or [RunModelUntimed]) and [RunLinearizable] and they pass
 // under -race. A backend whose clock cannot be moved runs [RunModelUntimed]:
 // the same random operations without time steps, with hour-long TTLs and
-// windows.
+// windows. A backend that implements lease.Watcher (a change feed) also
+// passes [RunWatch], on real time: a Reset first, every listed write in
+// order with rows that are Newer each time, and a consumer that lists at
+// each Reset ending up with the store's rows, after concurrent writers and
+// after a burst it could not keep up with.
 //
 //	func TestConformance(t *testing.T) {
 //		leasetest.Run(t, func(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.Store {

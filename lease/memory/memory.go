@@ -20,6 +20,8 @@ type Store struct {
 	items   map[string]*item
 	pending map[string]pending   // node -> its unaccepted bid
 	live    map[string]time.Time // node -> last heartbeat
+
+	watchers map[*watcher]struct{} // open Watch calls
 }
 
 type item struct {
@@ -140,6 +142,7 @@ func (s *Store) Put(ctx context.Context, it lease.Item) error {
 	}
 	x.row.Item = it
 	x.row.Version++
+	s.emit(x)
 	return nil
 }
 
@@ -288,6 +291,7 @@ func (s *Store) bid(ev *events, id, node string, free int64) (lease.BidResult, e
 	if h := s.cfg.Hooks.BidPlaced; h != nil {
 		*ev = append(*ev, func() { h(id, node, free) })
 	}
+	s.emit(it)
 	res := lease.BidResult{Round: a.round, Seq: a.seq, Bids: len(a.bids)}
 	if n := s.threshold(it, now); n > 0 && len(a.bids) >= n {
 		r := s.evaluate(ev, id, it, now)
@@ -375,6 +379,7 @@ func (s *Store) evaluate(ev *events, id string, it *item, now time.Time) lease.A
 	if r.TimedOut {
 		add(ev, hooks.AuctionTimedOut, r)
 	}
+	s.emit(it)
 	return r
 }
 
@@ -433,6 +438,7 @@ func (s *Store) Release(ctx context.Context, ref lease.Ref) error {
 	}
 	r := &it.row
 	r.Owner, r.State, r.Ready, r.Expiry = "", lease.Idle, false, time.Time{}
+	s.emit(it)
 	return nil
 }
 
@@ -470,6 +476,7 @@ func (s *Store) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (le
 		r.State = lease.Draining
 	}
 	r.Version++
+	s.emit(it)
 	return s.rowOf(it), nil
 }
 
@@ -479,6 +486,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.closeWatchers()
 	s.items, s.pending, s.live = nil, nil, nil
 	return nil
 }

@@ -57,6 +57,12 @@
 //	Pepoch                  STRING with lease.WithLossGuard: the server time
 //	                               (µs) at which an evaluation found the
 //	                               data new or lost; never deleted
+//	Pchanges                STREAM the change feed (lease.Watcher): one entry
+//	                               per write, fields _item _now(µs) _seq
+//	                               _bids and the row's hash fields as the
+//	                               write left them; MAXLEN ~ FeedMaxLen
+//	Pchanges:seq            STRING the feed's entry counter (INCR), the
+//	                               _seq of its last entry
 //
 // A bid and an evaluation touch the item's keys, the bidders' pending
 // markers and the nodes set, which sit in different slots: this version
@@ -79,6 +85,34 @@
 // script by free memory, ties by arrival on the server (list order).
 // Offers are Lua numbers (doubles), exact up to [MaxFree] = 2^53 bytes;
 // larger bids are refused with lease.ErrInvalid.
+//
+// # Change feed
+//
+// Store implements lease.Watcher. Every script that changes a row's
+// catalog fields, ownership or auction (put; bid, when it opens or joins an
+// auction, reported once with the closed auction when its short circuit
+// closes it; an evaluation that closes an auction, granted or not;
+// release; update) ends by appending
+// the row as it left it to the stream Pchanges (XADD MAXLEN ~ [FeedMaxLen],
+// in the same atomic script, so entries of one item are in the order the
+// writes took effect). Renewals, which move only the expiry, and lapses
+// are not written. An entry carries the whole row (the hash fields, the
+// number of bids and the server time of the write), so a reader decodes it
+// without reading the row again: about 300 bytes and one HGETALL, INCR and
+// XADD more per write, and the stream holds about FeedMaxLen of them
+// (a few MB).
+//
+// Watch reads the stream with XREAD BLOCK (one second; a cancelled Watch
+// may take that long to return, since go-redis does not interrupt a
+// blocking read), starting at the entry that was last when it started,
+// after yielding a Reset. Each entry carries a sequence number from
+// Pchanges:seq; a reader that sees a gap (entries trimmed before it read
+// them, or the counter started again after the data was lost) yields a
+// Reset before the entry. It also yields a Reset after a lost connection
+// (retried with backoff) and when, at the end of an empty block, the
+// stream's tail is behind its position (the stream was lost and made again
+// with lower IDs). A closed store, or an error reply that retrying cannot
+// mend, ends it with that error.
 //
 // # Fences
 //

@@ -102,6 +102,8 @@ func (s *Store) bidsKey(item string) string    { return s.prefix + "{" + item + 
 func (s *Store) pendingKey(node string) string { return s.prefix + "{node:" + node + "}:pending" }
 func (s *Store) nodesKey() string              { return s.prefix + "nodes" }
 func (s *Store) itemsKey() string              { return s.prefix + "items" }
+func (s *Store) feedKey() string               { return s.prefix + "changes" }
+func (s *Store) seqKey() string                { return s.prefix + "changes:seq" }
 
 func (s *Store) begin(ctx context.Context, op string) error {
 	if err := ctx.Err(); err != nil {
@@ -141,7 +143,8 @@ func (s *Store) Put(ctx context.Context, it lease.Item) error {
 	if err := s.rdb.SAdd(ctx, s.itemsKey(), it.ID).Err(); err != nil {
 		return fmt.Errorf("lease/redis: put %q: %w", it.ID, err)
 	}
-	err := putScript.Run(ctx, s.rdb, []string{s.rowKey(it.ID)}, it.Commit, it.Size, it.MaxBids, it.MinBid).Err()
+	keys := []string{s.rowKey(it.ID), s.bidsKey(it.ID), s.feedKey(), s.seqKey()}
+	err := putScript.Run(ctx, s.rdb, keys, it.Commit, it.Size, it.MaxBids, it.MinBid, it.ID).Err()
 	if err != nil {
 		return fmt.Errorf("lease/redis: put %q: %w", it.ID, err)
 	}
@@ -362,7 +365,7 @@ func (s *Store) Bid(ctx context.Context, id, node string, free int64) (lease.Bid
 	if err := s.begin(ctx, "bid"); err != nil {
 		return lease.BidResult{}, err
 	}
-	keys := []string{s.rowKey(id), s.bidsKey(id), s.nodesKey(), s.pendingKey(node)}
+	keys := []string{s.rowKey(id), s.bidsKey(id), s.nodesKey(), s.pendingKey(node), s.feedKey(), s.seqKey()}
 	v, err := s.run(ctx, bidScript, "bid", keys, s.args(id, node, free)...)
 	if err != nil {
 		return lease.BidResult{}, err
@@ -459,7 +462,7 @@ func (s *Store) Evaluate(ctx context.Context, id string) (lease.AuctionResult, e
 	if err := s.begin(ctx, "evaluate"); err != nil {
 		return lease.AuctionResult{}, err
 	}
-	keys := []string{s.rowKey(id), s.bidsKey(id), s.nodesKey()}
+	keys := []string{s.rowKey(id), s.bidsKey(id), s.nodesKey(), s.feedKey(), s.seqKey()}
 	v, err := s.run(ctx, evaluateScript, "evaluate", keys, s.args(id)...)
 	if err != nil {
 		return lease.AuctionResult{}, err
@@ -527,7 +530,8 @@ func (s *Store) Release(ctx context.Context, ref lease.Ref) error {
 	if err := s.begin(ctx, "release"); err != nil {
 		return err
 	}
-	v, err := s.run(ctx, releaseScript, "release", []string{s.rowKey(ref.Item)}, ref.Holder, uint64(ref.Fence))
+	keys := []string{s.rowKey(ref.Item), s.bidsKey(ref.Item), s.feedKey(), s.seqKey()}
+	v, err := s.run(ctx, releaseScript, "release", keys, ref.Holder, uint64(ref.Fence), ref.Item)
 	if err != nil {
 		return err
 	}
@@ -569,9 +573,10 @@ func (s *Store) Update(ctx context.Context, ref lease.Ref, m lease.Mutation) (le
 		ref.Holder, uint64(ref.Fence),
 		flag(m.Commit != nil), commit, flag(m.Ready != nil), ready,
 		flag(m.Size != nil), size, flag(m.LastIndexed != nil), last,
-		flag(m.IfVersion != nil), ifv, minBid, flag(m.Draining),
+		flag(m.IfVersion != nil), ifv, minBid, flag(m.Draining), ref.Item,
 	}
-	v, err := s.run(ctx, updateScript, "update", []string{s.rowKey(ref.Item), s.bidsKey(ref.Item)}, args...)
+	keys := []string{s.rowKey(ref.Item), s.bidsKey(ref.Item), s.feedKey(), s.seqKey()}
+	v, err := s.run(ctx, updateScript, "update", keys, args...)
 	if err != nil {
 		return lease.Row{}, err
 	}

@@ -1,12 +1,17 @@
 package redis
 
-import goredis "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	goredis "github.com/redis/go-redis/v9"
+)
 
 // Every script starts with the prelude: the server's clock (TIME, in
 // microseconds) and helpers. Numbers are formatted with %.0f before they
 // are written, since Lua's tostring keeps only 14 digits and a fence or an
 // expiry in microseconds has 16.
-const prelude = `
+var prelude = `
+local FEEDMAX = ` + feedMaxLenLua + `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local function n(v) return tonumber(v or '0') or 0 end
@@ -24,6 +29,20 @@ local function expire(key, r)
     redis.call('HSET', key, 'owner', '', 'state', '0', 'ready', '0', 'exp', '0')
     r.owner, r.state, r.ready, r.exp = '', '0', '0', '0'
   end
+end
+-- emit appends the row at rowk, as this script leaves it, to the change
+-- feed: the stream streamk, trimmed to about FeedMaxLen entries, with a
+-- sequence number from seqk that lets a reader see a gap (see watch.go).
+local function emit(streamk, seqk, rowk, bidk, item)
+  local a = redis.call('HGETALL', rowk)
+  if #a == 0 then return end
+  local nb, open = 0, false
+  for i = 1, #a, 2 do if a[i] == 'open' and a[i + 1] == '1' then open = true end end
+  if open then nb = redis.call('LLEN', bidk) end
+  local q = redis.call('INCR', seqk)
+  local x = {'XADD', streamk, 'MAXLEN', '~', FEEDMAX, '*', '_item', item, '_now', s(now), '_seq', q, '_bids', nb}
+  for i = 1, #a do x[#x + 1] = a[i] end
+  redis.call(unpack(x))
 end
 -- check is the owner check of a Ref: nil if current, else an error code.
 local function check(r, holder, fence)
@@ -62,7 +81,7 @@ end
 -- evaluate closes the item's auction if it is due. It returns
 -- {outcome, round, winner, fence, expiry, bids, unleased, short, timedout, deadline, threshold}
 -- with outcome 0 no auction, 1 not due, 2 granted, 3 no winner.
-local function evaluate(rowk, bidk, nodek, r, item)
+local function evaluate(rowk, bidk, nodek, r, item, streamk, seqk)
   if r.open ~= '1' then return {0, 0, '', 0, 0, 0, n(r.unleased), 0, 0, 0, 0} end
   local round, dl = n(r.round), n(r.deadline)
   local nb = redis.call('LLEN', bidk)
@@ -103,6 +122,7 @@ local function evaluate(rowk, bidk, nodek, r, item)
   if best == nil or (r.owner or '') ~= '' then
     redis.call('HSET', rowk, 'open', '0', 'deadline', '0')
     local u = redis.call('HINCRBY', rowk, 'unleased', 1)
+    emit(streamk, seqk, rowk, bidk, item)
     return {3, round, '', 0, 0, nb, u, sf, tf, dl, th}
   end
   -- The fence: one more than the last, and never below the server's clock
@@ -111,6 +131,7 @@ local function evaluate(rowk, bidk, nodek, r, item)
   local exp = now + TTL
   redis.call('HSET', rowk, 'open', '0', 'deadline', '0', 'owner', best, 'state', '1', 'ready', '0',
     'exp', s(exp), 'fence', s(fence), 'unleased', '0')
+  emit(streamk, seqk, rowk, bidk, item)
   return {2, round, best, fence, exp, nb, 0, sf, tf, dl, th}
 end
 `
@@ -128,10 +149,13 @@ const (
 	codeVersion  = 8
 )
 
-// put: KEYS row; ARGV commit, size, maxbids, minbid.
-var putScript = goredis.NewScript(`
+// put: KEYS row, bids, stream, seq; ARGV commit, size, maxbids, minbid,
+// item.
+var putScript = goredis.NewScript(prelude + `
 redis.call('HSET', KEYS[1], 'commit', ARGV[1], 'size', ARGV[2], 'maxbids', ARGV[3], 'minbid', ARGV[4])
-return redis.call('HINCRBY', KEYS[1], 'version', 1)
+local v = redis.call('HINCRBY', KEYS[1], 'version', 1)
+emit(KEYS[3], KEYS[4], KEYS[1], KEYS[2], ARGV[5])
+return v
 `)
 
 // get: KEYS row, bids. Read-only: it returns {now, bids, HGETALL...} and
@@ -145,10 +169,11 @@ for i = 1, #a do out[#out + 1] = a[i] end
 return out
 `)
 
-// bid: KEYS row, bids, nodes, pending marker of the node; ARGV cfg..., item,
-// node, free. Returns {code, started, round, seq, bids, closed, E...}.
+// bid: KEYS row, bids, nodes, pending marker of the node, stream, seq;
+// ARGV cfg..., item, node, free. Returns {code, started, round, seq, bids,
+// closed, E...}.
 var bidScript = goredis.NewScript(prelude + auction + `
-local rowk, bidk, nodek, pendk = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local rowk, bidk, nodek, pendk, streamk, seqk = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local item, node, free = ARGV[10], ARGV[11], ARGV[12]
 local r = load(rowk)
 if not r then return {1} end
@@ -173,21 +198,26 @@ else
   if th > 0 and nb >= th then
     res = {0, started, n(r.round), nb, nb, 1}
   else
+    emit(streamk, seqk, rowk, bidk, item)
     return {0, started, n(r.round), nb, nb, 0}
   end
 end
-local e = evaluate(rowk, bidk, nodek, r, item)
+local e = evaluate(rowk, bidk, nodek, r, item, streamk, seqk)
+-- A bid that closed the auction is reported by the evaluation's change
+-- alone; one the loss guard holds open is reported here.
+if res[1] == 0 and e[1] < 2 then emit(streamk, seqk, rowk, bidk, item) end
 for i = 1, #e do res[#res + 1] = e[i] end
 return res
 `)
 
-// evaluate: KEYS row, bids, nodes; ARGV cfg..., item. Returns {code, E...}.
+// evaluate: KEYS row, bids, nodes, stream, seq; ARGV cfg..., item. Returns
+// {code, E...}.
 var evaluateScript = goredis.NewScript(prelude + auction + `
 local r = load(KEYS[1])
 if not r then return {1} end
 expire(KEYS[1], r)
 local res = {0}
-local e = evaluate(KEYS[1], KEYS[2], KEYS[3], r, ARGV[10])
+local e = evaluate(KEYS[1], KEYS[2], KEYS[3], r, ARGV[10], KEYS[4], KEYS[5])
 for i = 1, #e do res[#res + 1] = e[i] end
 return res
 `)
@@ -219,7 +249,8 @@ end
 return out
 `)
 
-// release: KEYS row; ARGV holder, fence. Returns {code}.
+// release: KEYS row, bids, stream, seq; ARGV holder, fence, item. Returns
+// {code}.
 var releaseScript = goredis.NewScript(prelude + `
 local r = load(KEYS[1])
 if not r then return {1} end
@@ -227,11 +258,13 @@ expire(KEYS[1], r)
 local c = check(r, ARGV[1], tonumber(ARGV[2]))
 if c then return {c} end
 redis.call('HSET', KEYS[1], 'owner', '', 'state', '0', 'ready', '0', 'exp', '0')
+emit(KEYS[3], KEYS[4], KEYS[1], KEYS[2], ARGV[3])
 return {0}
 `)
 
-// update: KEYS row, bids; ARGV holder, fence, then flag/value pairs:
-// commit, ready, size (with minbid), last indexed, if-version, draining.
+// update: KEYS row, bids, stream, seq; ARGV holder, fence, then flag/value
+// pairs: commit, ready, size (with minbid), last indexed, if-version,
+// draining; then the item (ARGV[15]).
 // Returns {code} or {0, now, bids, HGETALL...}.
 var updateScript = goredis.NewScript(prelude + `
 local key = KEYS[1]
@@ -247,6 +280,7 @@ if ARGV[7] == '1' then redis.call('HSET', key, 'size', ARGV[8], 'minbid', ARGV[1
 if ARGV[9] == '1' then redis.call('HSET', key, 'last', ARGV[10]) end
 if ARGV[14] == '1' then redis.call('HSET', key, 'state', '2') end
 redis.call('HINCRBY', key, 'version', 1)
+emit(KEYS[3], KEYS[4], key, KEYS[2], ARGV[15])
 local out = {0, now, redis.call('LLEN', KEYS[2])}
 local a = redis.call('HGETALL', key)
 for i = 1, #a do out[#out + 1] = a[i] end
@@ -266,4 +300,20 @@ var liveScript = goredis.NewScript(prelude + `
 local cut = now - n(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', s(cut))
 return redis.call('ZCOUNT', KEYS[1], '(' .. s(cut), '+inf')
+`)
+
+// FeedMaxLen is about how many entries the change feed keeps (XADD MAXLEN
+// ~, which trims whole stream nodes, so a few more): a watcher that falls
+// further behind gets a Reset.
+const FeedMaxLen = 10000
+
+var feedMaxLenLua = strconv.Itoa(FeedMaxLen)
+
+// tail: KEYS stream, seq. Returns {last entry ID or "0-0", seq}: where a
+// watcher starts, read in one step so that no entry falls between them.
+var tailScript = goredis.NewScript(`
+local e = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local id = '0-0'
+if #e > 0 then id = e[1][1] end
+return {id, tonumber(redis.call('GET', KEYS[2]) or '0')}
 `)
