@@ -199,7 +199,7 @@ func TestSimEtcd(t *testing.T) {
 	bin := proctest.Build(t, "./examples/fleet")
 	p := proctest.Start(t, bin, "sim", "-store", "etcd", "-nodes", "3", "-repos", "20",
 		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "1s",
-		"-oversize", "1", "-duration", "50s")
+		"-oversize", "1", "-steady", "1s", "-duration", "50s")
 	if code := p.Wait(55 * time.Second); code != 0 {
 		t.Fatalf("sim exited with %d\n%s", code, p.Output())
 	}
@@ -209,6 +209,7 @@ func TestSimEtcd(t *testing.T) {
 		`full coverage: 20/20 repos ready after`,
 		`SIGKILL node-\w \(pid \d+\), which held \d+ repos`,
 		`full coverage again after`,
+		`steady state: the etcd server handled [1-9]\d* requests/s over 1s, \d+ per node`,
 		`huge-0000 needs [\d.]+ MiB; reported by 3/3 nodes`,
 		`after SIGTERM of the survivors: 21/21 rows idle`,
 	} {

@@ -29,7 +29,8 @@ type fleetFlags struct {
 	Seed        uint64
 	Duration    time.Duration
 	Verbose     bool
-	Oversize    int // catalog rows larger than every node's budget: starved
+	Oversize    int           // catalog rows larger than every node's budget: starved
+	Steady      time.Duration // sim: the quiet window over which the store's load is measured
 	tuning
 }
 
@@ -47,6 +48,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "bound on the whole run")
 	fs.BoolVar(&f.Verbose, "v", f.Verbose, "echo the nodes' log lines")
 	fs.IntVar(&f.Oversize, "oversize", f.Oversize, "extra catalog rows too large for every node's budget, which the nodes report starved")
+	fs.DurationVar(&f.Steady, "steady", f.Steady, "sim: after full coverage, measure the store's requests per second over this window, while the sim sends none (0: skip)")
 	f.tuning.register(fs)
 }
 
@@ -72,6 +74,8 @@ func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-replicas %d: want fewer than -nodes %d, so that copies survive the loss of a node", f.Replicas, f.Nodes)
 	case f.Prefix == "":
 		return errors.New("-prefix is empty")
+	case f.Steady < 0:
+		return fmt.Errorf("-steady %v is negative", f.Steady)
 	case f.Oversize < 0:
 		return fmt.Errorf("-oversize %d is negative", f.Oversize)
 	case f.EtcdMembers < 1:

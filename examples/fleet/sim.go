@@ -19,7 +19,7 @@ func simFlags() fleetFlags {
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	t.MaxBids = 2
 	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
-		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, tuning: t}
+		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, Steady: 10 * time.Second, tuning: t}
 }
 
 // runSim is `fleet sim`: N nodes claim M repos of varied sizes; once
@@ -72,6 +72,15 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 		for _, id := range ids {
 			fmt.Fprintf(out, "  %s needs %s; reported by %d/%d nodes\n", id, mib(need[id]), by[id], asked)
 		}
+	}
+
+	if ff.Steady > 0 {
+		ops, err := f.steadyLoad(ctx, ff.Steady)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "steady state: the %s server handled %.0f requests/s over %v, %.0f per node\n",
+			ff.Store, ops, ff.Steady, ops/float64(ff.Nodes))
 	}
 
 	// Kill the node that holds the most.

@@ -8,9 +8,9 @@ import (
 	"github.com/indexkit/indexkit/lease"
 )
 
-// gapState is the Manager's state for kept indexes (this file) and
-// starved items (starve.go), guarded by Manager.mu.
-type gapState struct {
+// aside is what the Manager keeps beside its held items: kept indexes
+// (this file) and starved items (starve.go), guarded by Manager.mu.
+type aside struct {
 	kept      map[string]keptIndex // item → index kept after its lease was lost
 	keptBytes int64                // their sizes, summed; Used counts them
 	starved   map[string]int64     // item → the bytes it needs, above the budget
@@ -56,11 +56,11 @@ func (m *Manager) lostIndex(h *held) {
 	m.mu.Lock()
 	keep := h.ready && h.commit != "" && m.keepFor() > 0
 	if keep {
-		if m.gaps.kept == nil {
-			m.gaps.kept = make(map[string]keptIndex)
+		if m.aside.kept == nil {
+			m.aside.kept = make(map[string]keptIndex)
 		}
-		m.gaps.kept[item] = keptIndex{commit: h.commit, size: h.size, at: m.lc.Clock.Now()}
-		m.gaps.keptBytes += h.size
+		m.aside.kept[item] = keptIndex{commit: h.commit, size: h.size, at: m.lc.Clock.Now()}
+		m.aside.keptBytes += h.size
 	}
 	m.mu.Unlock()
 	if !keep {
@@ -77,12 +77,12 @@ func (m *Manager) lostIndex(h *held) {
 // Indexer's Drop after the lock is released and before the item is
 // indexed.
 func (m *Manager) takeKept(item, commit string) (size int64, ok bool, drop string) {
-	k, found := m.gaps.kept[item]
+	k, found := m.aside.kept[item]
 	if !found {
 		return 0, false, ""
 	}
-	delete(m.gaps.kept, item)
-	m.gaps.keptBytes -= k.size
+	delete(m.aside.kept, item)
+	m.aside.keptBytes -= k.size
 	if k.commit != commit {
 		return 0, false, item
 	}
@@ -100,17 +100,17 @@ func (m *Manager) dropKept(all bool) {
 		k    keptIndex
 	}
 	var es []entry
-	for item, k := range m.gaps.kept {
+	for item, k := range m.aside.kept {
 		es = append(es, entry{item, k})
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].k.at.Before(es[j].k.at) })
 	var drop []string
 	for _, e := range es {
-		if !all && now.Sub(e.k.at) < m.keepFor() && m.used+m.gaps.keptBytes <= m.c.budget {
+		if !all && now.Sub(e.k.at) < m.keepFor() && m.used+m.aside.keptBytes <= m.c.budget {
 			continue
 		}
-		delete(m.gaps.kept, e.item)
-		m.gaps.keptBytes -= e.k.size
+		delete(m.aside.kept, e.item)
+		m.aside.keptBytes -= e.k.size
 		drop = append(drop, e.item)
 	}
 	m.mu.Unlock()

@@ -33,8 +33,8 @@ type Manager struct {
 	pins    map[string]bool
 	used    int64 // bytes of held items: Index's size, or Row.Size until indexed
 	backoff map[string]backoff
-	pending string   // item of our unaccepted bid, "" if none
-	gaps    gapState // kept indexes and starved items: keep.go, starve.go
+	pending string // item of our unaccepted bid, "" if none
+	aside   aside  // kept indexes and starved items: keep.go, starve.go
 	wg      sync.WaitGroup
 	heldRep sync.Mutex      // serializes Hooks.Held calls
 	work    context.Context // cancelled when Run ends
@@ -171,7 +171,7 @@ func (m *Manager) Held() []lease.Ref {
 func (m *Manager) Used() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.used + m.gaps.keptBytes
+	return m.used + m.aside.keptBytes
 }
 
 // Run heartbeats, renews, bids, indexes and evicts until ctx is done, then

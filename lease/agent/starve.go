@@ -20,16 +20,16 @@ type StarvedItem struct {
 func (m *Manager) checkStarved(r lease.Row) {
 	need := max(r.Size, r.MinBid)
 	m.mu.Lock()
-	old, was := m.gaps.starved[r.ID]
+	old, was := m.aside.starved[r.ID]
 	now := r.Owner == "" && need > m.c.budget
 	switch {
 	case now && (!was || old != need):
-		if m.gaps.starved == nil {
-			m.gaps.starved = make(map[string]int64)
+		if m.aside.starved == nil {
+			m.aside.starved = make(map[string]int64)
 		}
-		m.gaps.starved[r.ID] = need
+		m.aside.starved[r.ID] = need
 	case !now && was:
-		delete(m.gaps.starved, r.ID)
+		delete(m.aside.starved, r.ID)
 	}
 	m.mu.Unlock()
 	if now && !was {
@@ -46,8 +46,8 @@ func (m *Manager) checkStarved(r lease.Row) {
 // them. An item leaves the list once the scan finds it fits or owned.
 func (m *Manager) Starved() []StarvedItem {
 	m.mu.Lock()
-	out := make([]StarvedItem, 0, len(m.gaps.starved))
-	for item, need := range m.gaps.starved {
+	out := make([]StarvedItem, 0, len(m.aside.starved))
+	for item, need := range m.aside.starved {
 		out = append(out, StarvedItem{Item: item, Need: need})
 	}
 	m.mu.Unlock()

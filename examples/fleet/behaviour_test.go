@@ -278,7 +278,7 @@ func TestSim(t *testing.T) {
 	bin := proctest.Build(t, "./examples/fleet")
 	p := proctest.Start(t, bin, "sim", "-redis", addr, "-prefix", prefix, "-nodes", "3", "-repos", "30",
 		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
-		"-oversize", "1", "-duration", "50s")
+		"-oversize", "1", "-steady", "1s", "-duration", "50s")
 	if code := p.Wait(55 * time.Second); code != 0 {
 		t.Fatalf("sim exited with %d\n%s", code, p.Output())
 	}
@@ -287,6 +287,7 @@ func TestSim(t *testing.T) {
 		`full coverage: 30/30 repos ready after`,
 		`SIGKILL node-\w \(pid \d+\), which held \d+ repos`,
 		`full coverage again after`,
+		`steady state: the redis server handled [1-9]\d* requests/s over 1s, \d+ per node`,
 		`starved \(too large for the budget of [\d.]+ MiB, never bid on\): 1 rows`,
 		`huge-0000 needs [\d.]+ MiB; reported by 3/3 nodes`,
 		`after SIGTERM of the survivors: 31/31 rows idle`,
