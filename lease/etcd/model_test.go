@@ -30,6 +30,7 @@ func TestModelUntimed(t *testing.T) {
 // expiries the store reports are the client's send time plus the TTL.
 func TestLinearizable(t *testing.T) {
 	endpoints(t)
+	t.Parallel() // with TestConformanceRealTime: both mostly sleep
 	opts := []leasetest.LinearOption{
 		leasetest.WithUnit(time.Second), leasetest.WithClockMargin(time.Second),
 		leasetest.WithRounds(1), leasetest.WithClients(8), leasetest.WithOpsPerClient(40),
