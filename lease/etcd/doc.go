@@ -75,10 +75,7 @@
 // asked for it was sent. A lease that lapses late is safe: a holder's
 // local deadline ([lease.Lease]) counts from when it sent the call, before
 // the store's lease began, so Done closes before anyone can win the item.
-// A late lapse does delay the regrant by up to that half second. After a
-// leader change the delay can reach a whole TTL: a new leader renews every
-// etcd lease to its full TTL (unless the servers run with etcd's
-// experimental lease checkpointing), which is again late, never early.
+// A late lapse does delay the regrant by up to that half second.
 //
 // The expiries and deadlines the store reports (Grant.Expiry,
 // Renewal.Expiry, Row.Expiry, Row.AuctionDeadline) are best effort: the

@@ -24,8 +24,8 @@ func Run(t *testing.T, newStore Factory) {
 }
 
 // RunRealTime runs the conformance suite on real time, every duration
-// expressed in multiples of unit (50ms is a good choice against a local
-// server): Advance sleeps. Use it for backends whose expiry runs on a
+// expressed in multiples of unit (100ms is a good choice against a local
+// server; etcd, whose leases count whole seconds, needs 1s): Advance sleeps. Use it for backends whose expiry runs on a
 // server's clock. The subtests run at once, each on its own store. An
 // invalid option (a negative lateness) fails t.
 func RunRealTime(t *testing.T, newStore Factory, unit time.Duration, opts ...RealTimeOption) {
@@ -53,9 +53,9 @@ type realTimeConfig struct {
 // the suite waits d longer after each Advance past which it expects
 // something to have lapsed, and only there. The checks that something is
 // still held, open or pending just before its due time are unchanged, so a
-// lapse that comes early still fails. d should stay below half the unit:
+// lapse that comes early still fails. d must stay well below one unit:
 // some subtests expect one thing to have lapsed while another, due a unit
-// later, has not.
+// later, has not yet.
 func WithLapseLateness(d time.Duration) RealTimeOption {
 	return func(c *realTimeConfig) error {
 		if d < 0 {
