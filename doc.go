@@ -80,8 +80,9 @@
 //   - lease/agent: the node agent over a lease.Store: the Manager
 //     (heartbeats, renewals, bidding, eviction under a memory budget,
 //     drain) and metrics hooks.
-//   - lease/memory, lease/redis: lease backends; Redis scripts use the
-//     server's clock as the only clock.
+//   - lease/memory, lease/redis, lease/etcd: lease backends; Redis
+//     scripts use the server's clock as the only clock, etcd keeps time
+//     with its own leases and replicates the catalog by raft.
 //   - lease/leasetest: conformance suite every lease backend passes, on a
 //     fake clock or on real time, with a model test and a porcupine
 //     linearizability check.

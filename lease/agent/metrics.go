@@ -24,10 +24,11 @@ import (
 //	json.NewEncoder(w).Encode(met.Snapshot())
 //
 // The store's hooks see the auctions and bids it handles in this process:
-// with lease/redis, those of this node's calls; with a lease/memory store
-// shared by several managers, the whole fleet's. A manager also reports
-// its own bids to its Hooks' BidPlaced and BidRejected, which
-// [Metrics.Hooks] leaves nil: the store's StoreHooks count them.
+// with lease/redis or lease/etcd, those of this node's calls; with a
+// lease/memory store shared by several managers, the whole fleet's. A
+// manager also reports its own bids to its Hooks' BidPlaced and
+// BidRejected, which [Metrics.Hooks] leaves nil: the store's StoreHooks
+// count them.
 type Metrics struct {
 	auctionsStarted, auctionsWon, auctionsNoWinner atomic.Uint64
 	auctionsShort, auctionsTimedOut, itemsStarved  atomic.Uint64

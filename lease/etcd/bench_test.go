@@ -49,6 +49,7 @@ func BenchmarkGrant(b *testing.B) {
 		s, _, _, names := benchStore(b)
 		var next, grants atomic.Int64
 		b.SetParallelism(8)
+		b.ResetTimer() // the setup takes seconds on etcd: keep it out of b.N's ramp
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			ctx := context.Background()
@@ -93,6 +94,7 @@ func BenchmarkRenew(b *testing.B) {
 		refs := heldRefs(b, s, names)
 		var next atomic.Int64
 		b.SetParallelism(8)
+		b.ResetTimer() // the setup takes seconds on etcd: keep it out of b.N's ramp
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			ctx := context.Background()
@@ -134,6 +136,7 @@ func rawParallel(b *testing.B) {
 	_, cli, prefix, names := benchStore(b)
 	var next atomic.Int64
 	b.SetParallelism(8)
+	b.ResetTimer() // the setup takes seconds on etcd: keep it out of b.N's ramp
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()

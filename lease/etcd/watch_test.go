@@ -27,6 +27,32 @@ func next(t *testing.T, ch <-chan change) change {
 	return change{}
 }
 
+// pull calls next (of iter.Pull2) and waits at most 10 s for it; past
+// that it closes s, which ends the feed, so that next returns before the
+// test fails (next and stop must not run at once).
+func pull(t *testing.T, s *leaseetcd.Store, next func() (lease.Change, error, bool)) (lease.Change, error, bool) {
+	t.Helper()
+	type res struct {
+		c   lease.Change
+		err error
+		ok  bool
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err, ok := next()
+		ch <- res{c, err, ok}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err, r.ok
+	case <-time.After(10 * time.Second):
+		_ = s.Close()
+		<-ch
+		t.Fatal("no change within 10 s")
+	}
+	return lease.Change{}, nil, false
+}
+
 type change struct {
 	lease.Change
 	err error
@@ -87,7 +113,7 @@ func TestWatch(t *testing.T) {
 	// say so with a second Reset, not skip the writes silently.
 	next2, stop := iter.Pull2(s.Watch(ctx))
 	defer stop()
-	if c, err, ok := next2(); !ok || err != nil || !c.Reset {
+	if c, err, ok := pull(t, s, next2); !ok || err != nil || !c.Reset {
 		t.Fatalf("first change %+v %v, want a Reset", c, err)
 	}
 	for i := range 3 {
@@ -102,19 +128,19 @@ func TestWatch(t *testing.T) {
 	if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
-	c, err, ok := next2()
+	c, err, ok := pull(t, s, next2)
 	if !ok || err != nil || !c.Reset {
 		t.Fatalf("after a compaction past the feed: %+v %v, want a Reset", c, err)
 	}
 	if err := s.Put(ctx, lease.Item{ID: "b", Size: 9}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err, _ := next2(); err != nil || c.Row.ID != "b" || c.Row.Size != 9 {
+	if c, err, _ := pull(t, s, next2); err != nil || c.Row.ID != "b" || c.Row.Size != 9 {
 		t.Fatalf("after the Reset: %+v %v", c, err)
 	}
 	// Close ends the feed with ErrClosed.
 	_ = s.Close()
-	if _, err, _ := next2(); !errors.Is(err, lease.ErrClosed) {
+	if _, err, _ := pull(t, s, next2); !errors.Is(err, lease.ErrClosed) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 }

@@ -65,7 +65,7 @@ func testRanking(t *testing.T, s *suite) {
 	e.bid("a", "small", 100)
 	e.bid("a", "first", 300)
 	e.bid("a", "second", 300)
-	e.advance(windowU)
+	e.advancePast(windowU)
 	r := e.evaluate("a")
 	g := wantGrant(t, &r, "first")
 	if !r.TimedOut || r.ShortCircuited || r.Bids != 3 || g.Fence == 0 || g.Round != 1 {
@@ -114,7 +114,7 @@ func testDynamicMaxBids(t *testing.T, s *suite) {
 		t.Fatalf("result %+v", b.Result)
 	}
 	// Nodes that stopped heartbeating no longer count.
-	e.advance(5)
+	e.advancePast(5)
 	e.heartbeat("n1")
 	e.put(lease.Item{ID: "b"})
 	wantGrant(t, e.bid("b", "n1", 1).Result, "n1")
@@ -124,7 +124,7 @@ func testDynamicMaxBids(t *testing.T, s *suite) {
 		}
 	}
 	// With no live node at all the static threshold applies.
-	e.advance(5)
+	e.advancePast(5)
 	e.put(lease.Item{ID: "c"})
 	if b := e.bid("c", "n1", 1); b.Result != nil {
 		t.Fatalf("closed with no live node and MaxBids 10: %+v", b.Result)
@@ -143,7 +143,7 @@ func testThresholdChange(t *testing.T, s *suite) {
 	if r := e.evaluate("down"); r.Outcome != lease.NotDue {
 		t.Fatalf("2 of 4 bids: %v, want NotDue", r.Outcome)
 	}
-	e.advance(5)
+	e.advancePast(5)
 	e.heartbeat("n1", "n2")
 	r := e.evaluate("down")
 	if g := wantGrant(t, &r, "n2"); g.Bids != 2 || !r.ShortCircuited {
@@ -162,7 +162,7 @@ func testThresholdChange(t *testing.T, s *suite) {
 	if r := e.evaluate("up"); r.Outcome != lease.NotDue {
 		t.Fatalf("2 of 5 bids: %v, want NotDue", r.Outcome)
 	}
-	e.advance(windowU)
+	e.advancePast(windowU)
 	r = e.evaluate("up")
 	if g := wantGrant(t, &r, "n1"); g.Bids != 2 || !r.TimedOut {
 		t.Fatalf("at the backstop: %+v", r)
@@ -178,7 +178,7 @@ func testWindowBackstop(t *testing.T, s *suite) {
 		t.Fatalf("before the window: %v", r.Outcome)
 	}
 	e.bid("a", "n2", 1)
-	e.advance(1)
+	e.advancePast(1)
 	r := e.evaluate("a")
 	if g := wantGrant(t, &r, "n1"); !r.TimedOut || g.Bids != 2 {
 		t.Fatalf("at the window: %+v", r)
@@ -186,7 +186,7 @@ func testWindowBackstop(t *testing.T, s *suite) {
 	// A bid that arrives after the window closes the auction instead.
 	e.put(lease.Item{ID: "b"})
 	e.bid("b", "n3", 1)
-	e.advance(windowU)
+	e.advancePast(windowU)
 	e.bidErr("b", "n4", 100, lease.ErrAuctionClosed)
 	if row := e.get("b"); row.Owner != "n3" {
 		t.Fatalf("late bid did not close the auction: %+v", row)
@@ -201,7 +201,7 @@ func testOnePendingBid(t *testing.T, s *suite) {
 	e.bid("a", "n2", 5)
 	e.bidErr("b", "n1", 10, lease.ErrBidPending)
 	e.bidErr("a", "n1", 10, lease.ErrBidPending)
-	e.advance(windowU)
+	e.advancePast(windowU)
 	r := e.evaluate("a")
 	wantGrant(t, &r, "n1")
 	// Closing the auction clears the winner's and the loser's markers.
@@ -217,7 +217,7 @@ func testPendingExpires(t *testing.T, s *suite) {
 	e.bid("a", "n1", 10)
 	e.advance(windowU)
 	e.bidErr("b", "n1", 10, lease.ErrBidPending) // within the grace
-	e.advance(graceU)
+	e.advancePast(graceU)
 	e.bid("b", "n1", 10) // a's auction was never evaluated
 	if r := e.evaluate("a"); r.Outcome != lease.Granted {
 		t.Fatalf("a: %v", r.Outcome)
@@ -252,47 +252,60 @@ func testLiveBiddersOnly(t *testing.T, s *suite) {
 	e.bid("a", "small", 10)
 	e.advance(3)
 	e.heartbeat("small")
-	e.advance(windowU - 3)
+	e.advancePast(windowU - 3)
 	e.heartbeat("small")
 	r := e.evaluate("a")
 	wantGrant(t, &r, "small") // big stopped heartbeating: next best wins
 }
 
+// testConcurrentEvaluators runs 20 auctions, each closed by its window and
+// evaluated by 16 goroutines at once: exactly one of them grants it. The
+// auctions run on ten items, two rounds each (the second after a release),
+// so that on real time the rounds share their waits for the window.
 func testConcurrentEvaluators(t *testing.T, s *suite) {
+	const items, rounds = 10, 2
 	e := s.open(t)
-	e.put(lease.Item{ID: "a"})
-	for round := range 20 {
-		for i := range 4 {
-			e.bid("a", fmt.Sprintf("n%d", i), int64(i))
+	for it := range items {
+		e.put(lease.Item{ID: fmt.Sprintf("i%d", it)})
+	}
+	for round := range rounds {
+		// One node name per item and bidder: a node has one pending bid.
+		for it := range items {
+			for i := range 4 {
+				e.bid(fmt.Sprintf("i%d", it), fmt.Sprintf("n%d-%d", it, i), int64(i))
+			}
 		}
-		e.advance(windowU)
-		var granted, others atomic.Int32
-		var wg sync.WaitGroup
-		for range 16 {
-			wg.Go(func() {
-				r, err := e.s.Evaluate(e.ctx, "a")
-				switch {
-				case err != nil:
-					t.Errorf("Evaluate: %v", err)
-				case r.Outcome == lease.Granted:
-					granted.Add(1)
-				case r.Outcome == lease.NoAuction:
-					others.Add(1)
-				default:
-					t.Errorf("Evaluate: %v", r.Outcome)
-				}
-			})
-		}
-		wg.Wait()
-		if granted.Load() != 1 || others.Load() != 15 {
-			t.Fatalf("round %d: %d grants, %d no-auction", round, granted.Load(), others.Load())
-		}
-		row := e.get("a")
-		if row.Owner != "n3" {
-			t.Fatalf("round %d: owner %q", round, row.Owner)
-		}
-		if err := e.s.Release(e.ctx, lease.Ref{Item: "a", Holder: "n3", Fence: row.Fence}); err != nil {
-			t.Fatal(err)
+		e.advancePast(windowU)
+		for it := range items {
+			id := fmt.Sprintf("i%d", it)
+			var granted, others atomic.Int32
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					r, err := e.s.Evaluate(e.ctx, id)
+					switch {
+					case err != nil:
+						t.Errorf("Evaluate: %v", err)
+					case r.Outcome == lease.Granted:
+						granted.Add(1)
+					case r.Outcome == lease.NoAuction:
+						others.Add(1)
+					default:
+						t.Errorf("Evaluate: %v", r.Outcome)
+					}
+				})
+			}
+			wg.Wait()
+			if granted.Load() != 1 || others.Load() != 15 {
+				t.Fatalf("%s round %d: %d grants, %d no-auction", id, round+1, granted.Load(), others.Load())
+			}
+			row := e.get(id)
+			if want := fmt.Sprintf("n%d-3", it); row.Owner != want || row.Round != uint64(round+1) {
+				t.Fatalf("%s round %d: owner %q in round %d, want %q", id, round+1, row.Owner, row.Round, want)
+			}
+			if err := e.s.Release(e.ctx, lease.Ref{Item: id, Holder: row.Owner, Fence: row.Fence}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

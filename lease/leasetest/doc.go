@@ -31,7 +31,18 @@
 // moves it at once and fires due timers. A backend whose expiry runs on a
 // server's clock cannot follow a fake clock; [RunRealTime] gives it a real
 // clock whose Advance sleeps, with short units (tens of milliseconds), and
-// the factory ignores clk.
+// the factory ignores clk. On real time the subtests run at once, each
+// on its own store.
+//
+// A server may remove expired state in a periodic sweep rather than at the
+// instant it is due: etcd's leader revokes expired leases every 500 ms, so
+// its keys lapse up to about half a second late, never early.
+// [WithLapseLateness] allows for that: after each Advance past which a
+// subtest expects a lease, window, pending-bid marker or node liveness to
+// have lapsed, the suite waits that much longer. The checks that something
+// is still held, open or pending just before its due time keep their exact
+// times, so a backend whose leases lapse early still fails; memory and
+// Redis run with no allowance.
 //
 // # What it covers
 //

@@ -16,7 +16,7 @@ func testStarvation(t *testing.T, s *suite) {
 		e.put(lease.Item{ID: "a", MinBid: 10})
 		e.bid("a", "n1", 10)
 		e.put(lease.Item{ID: "a", MinBid: 1000}) // now nobody qualifies
-		e.advance(windowU)
+		e.advancePast(windowU)
 		r := e.evaluate("a")
 		if r.Outcome != lease.NoWinner || r.Unleased != i || r.Starved != (i >= starveN) {
 			t.Fatalf("auction %d: %+v", i, r)
@@ -63,7 +63,7 @@ func testHooks(t *testing.T, s *suite) {
 	e.bid("a", "n2", 6) // short circuit
 	e.bidErr("a", "n3", 6, lease.ErrLeased)
 	e.bid("b", "n3", 1)
-	e.advance(windowU)
+	e.advancePast(windowU)
 	e.evaluate("b")
 	want := map[string]int{
 		"started": 2, "won": 2, "short": 1, "timedout": 1, "placed": 3,

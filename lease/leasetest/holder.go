@@ -38,7 +38,7 @@ func testDoneBeforeRegrant(t *testing.T, s *suite) {
 	// The holder has given up, yet the store has not expired the lease:
 	// nobody else can win the item yet.
 	e.bidErr("a", "n2", 10, lease.ErrLeased)
-	e.advance(marginU)
+	e.advancePast(marginU)
 	g := e.grant("a", "n2")
 	if g.Fence <= ref.Fence {
 		t.Fatalf("fence %d after %d", g.Fence, ref.Fence)
@@ -146,7 +146,7 @@ func testDeadlineFromSend(t *testing.T, s *suite) {
 	// Past the store's expiry (TTL after it processed the last renewal,
 	// which the reply came delayU later than), another node wins the item:
 	// by then its holder must count the lease lost.
-	e.advance(ttlU - delayU + 0.5)
+	e.advancePast(ttlU - delayU + 0.5)
 	g := e.grant("a", "n2")
 	if g.Fence <= refA.Fence {
 		t.Fatalf("fence %d after %d", g.Fence, refA.Fence)

@@ -23,7 +23,7 @@ func testRenew(t *testing.T, s *suite) {
 	if rs[0].Err != nil || rs[0].TTL != ttlU*s.u {
 		t.Fatalf("Renew: %+v", rs[0])
 	}
-	e.advance(2) // refs[1:] expire, refs[0] was renewed
+	e.advancePast(2) // refs[1:] expire, refs[0] was renewed
 	if row := e.get("i0"); row.Owner != "n0" || !row.Expiry.Equal(rs[0].Expiry) {
 		t.Fatalf("renewed row: %+v, expiry %v", row, rs[0].Expiry)
 	}
@@ -52,7 +52,7 @@ func testRenewAfterExpiry(t *testing.T, s *suite) {
 	e := s.open(t)
 	e.put(lease.Item{ID: "a"})
 	ref := e.grant("a", "n1")
-	e.advance(ttlU)
+	e.advancePast(ttlU)
 	if rs := e.renew(ref); !errors.Is(rs[0].Err, lease.ErrNotHeld) {
 		t.Fatalf("renew after expiry: %v", rs[0].Err)
 	}
@@ -154,8 +154,12 @@ func testUpdate(t *testing.T, s *suite) {
 	}
 }
 
+// testFencesIncrease grants one item 30 times, each grant after the last
+// was released or had expired. The TTL is two units, so that on real time
+// the expiries take 15 short waits rather than 15 of the suite's TTL.
 func testFencesIncrease(t *testing.T, s *suite) {
-	e := s.open(t)
+	const ttl = 2
+	e := s.open(t, lease.WithTTL(ttl*s.u))
 	e.put(lease.Item{ID: "a"})
 	var last lease.Fence
 	for i := range 30 {
@@ -169,7 +173,7 @@ func testFencesIncrease(t *testing.T, s *suite) {
 				t.Fatal(err)
 			}
 		} else {
-			e.advance(ttlU)
+			e.advancePast(ttl)
 		}
 	}
 }
@@ -178,7 +182,7 @@ func testStaleFence(t *testing.T, s *suite) {
 	e := s.open(t)
 	e.put(lease.Item{ID: "a"})
 	old := e.grant("a", "n1")
-	e.advance(ttlU)
+	e.advancePast(ttlU)
 	cur := e.grant("a", "n2")
 	commit := "zombie"
 	if _, err := e.s.Update(e.ctx, old, lease.Mutation{Commit: &commit}); !errors.Is(err, lease.ErrStaleFence) {
@@ -212,7 +216,7 @@ func testRenewLapsed(t *testing.T, s *suite) {
 	refB := e.grant("b", "n1")
 	// b now takes three bids, so one bid leaves its auction open.
 	e.put(lease.Item{ID: "b", MaxBids: 3})
-	e.advance(ttlU + 0.5) // past both expiries on the store's clock
+	e.advancePast(ttlU + 0.5) // past both expiries on the store's clock
 	if r := e.bid("b", "n2", 100); r.Result != nil {
 		t.Fatalf("bid on b closed the auction: %+v", r.Result)
 	}
@@ -246,7 +250,7 @@ func testRenewLapsed(t *testing.T, s *suite) {
 		t.Fatalf("fence %d after %d", refC.Fence, refA.Fence)
 	}
 	// The open auction on b runs its course and n2 wins it.
-	e.advance(windowU)
+	e.advancePast(windowU)
 	r := e.evaluate("b")
 	if g := wantGrant(t, &r, "n2"); g.Fence <= refB.Fence {
 		t.Fatalf("fence %d after %d", g.Fence, refB.Fence)

@@ -21,14 +21,14 @@ func newStore(t *testing.T, clk *leasetest.Clock, opts ...lease.Option) lease.St
 func TestConformance(t *testing.T) { leasetest.Run(t, newStore) }
 
 // The suite on real time, as a server-clock backend runs it: slower, so
-// only outside -short. The unit leaves half of it (25 ms) between a
-// holder's deadline and the store's expiry, slack enough for a loaded CI
-// machine running every package's tests at once.
+// only outside -short. Its subtests run all at once; the unit leaves half
+// of it (50 ms) between a holder's deadline and the store's expiry, slack
+// enough for a loaded CI machine running every package's tests at once.
 func TestConformanceRealTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time suite: about 20 s; -short runs the fake-clock suite only")
 	}
-	leasetest.RunRealTime(t, newStore, 50*time.Millisecond)
+	leasetest.RunRealTime(t, newStore, 100*time.Millisecond)
 }
 
 func TestModel(t *testing.T) { leasetest.RunModel(t, newStore, 3000) }
