@@ -92,6 +92,9 @@ func (s *Store) SetMaxBids(n int) error {
 	if n < 0 {
 		return fmt.Errorf("lease/etcd: max bids %d: %w", n, lease.ErrInvalid)
 	}
+	if s.closed.Load() {
+		return fmt.Errorf("lease/etcd: set max bids: %w", lease.ErrClosed)
+	}
 	s.maxBids.Store(int64(n))
 	return nil
 }

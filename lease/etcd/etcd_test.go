@@ -51,3 +51,18 @@ func TestNewRejectsBadArguments(t *testing.T) {
 		t.Errorf("SetMaxBids(-1): %v", err)
 	}
 }
+
+// The change-feed suite every Watcher passes, at etcd's one-second unit,
+// in parallel with the other long tests.
+func TestWatchSuite(t *testing.T) {
+	endpoints(t)
+	t.Parallel()
+	leasetest.RunWatch(t, newStore, time.Second)
+}
+
+// A static threshold changed while the store runs takes effect at the
+// next Bid or Evaluate.
+func TestMaxBidsSetter(t *testing.T) {
+	endpoints(t)
+	leasetest.RunMaxBidsSetter(t, newStore)
+}
