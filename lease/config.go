@@ -210,3 +210,33 @@ func (c Config) MinBidFor(size int64) int64 {
 	}
 	return m
 }
+
+// Evaluated calls the hooks that a closed auction fires, in this order:
+// AuctionWon or AuctionNoWinner (then ItemStarved when r.Starved), then
+// AuctionShortCircuited or AuctionTimedOut as r says. An auction that did
+// not close (NotDue, NoAuction) fires none. Backends call it after the
+// evaluation took effect, outside their locks.
+func (h Hooks) Evaluated(r AuctionResult) {
+	call := func(f func(AuctionResult)) {
+		if f != nil {
+			f(r)
+		}
+	}
+	switch r.Outcome {
+	case Granted:
+		call(h.AuctionWon)
+	case NoWinner:
+		call(h.AuctionNoWinner)
+		if r.Starved && h.ItemStarved != nil {
+			h.ItemStarved(r.Item, r.Unleased)
+		}
+	default:
+		return
+	}
+	if r.ShortCircuited {
+		call(h.AuctionShortCircuited)
+	}
+	if r.TimedOut {
+		call(h.AuctionTimedOut)
+	}
+}

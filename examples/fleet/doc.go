@@ -177,6 +177,11 @@
 //	-backoff 100ms       base of the jittered backoff after a lost or rejected bid
 //	-backoff-max 2s      its cap
 //	-replicas 1          copies of each repo
+//	-feed true           learn of catalog changes from the store's change feed
+//	                     (lease.Watcher: a Redis stream, an etcd watch) and list
+//	                     the whole catalog only to reconcile; false: list it at
+//	                     every scan, as before the feed
+//	-reconcile 0         interval of those full listings; 0: half the TTL, at most 30s
 //
 // Shared by node, demo, sim and set: -store (redis), -redis, -etcd
 // (comma-separated endpoints; node and set 127.0.0.1:2379, demo and sim ""
@@ -190,7 +195,8 @@
 // index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
 // sim 5m), -v (echo the nodes' log lines), -oversize (demo 0, sim 1: extra
 // catalog rows larger than every budget, reported starved and left out of
-// coverage).
+// coverage). sim only: -steady (10s; 0 skips it), the window after full
+// coverage over which it measures the store's load.
 //
 // # What the sim reports
 //
@@ -205,4 +211,14 @@
 // the same. It counts Index calls against catalog items (items indexed
 // more than once), wins, leases lost by survivors, and evictions, then
 // stops the survivors with SIGTERM and checks that every row is idle.
+//
+// Between the first full coverage and the kill, the sim sends nothing to
+// the store for -steady and reads the server's own request count before
+// and after: Redis's total_commands_processed (INFO stats), or etcd's
+// grpc_server_msg_received_total summed over its endpoints and methods
+// (each message a client sends, stream messages included). The line
+// "steady state: the redis server handled N requests/s over 10s, M per
+// node" is the fleet's standing cost: heartbeats, renewals, the feed's
+// reads and the reconciling listings (or, with -feed=false, a listing of
+// the catalog at every scan).
 package main

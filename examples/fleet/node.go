@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -41,6 +42,12 @@ type tuning struct {
 	// LossGuard holds grants for one TTL after the catalog is found gone
 	// (lease.WithLossGuard): for a Redis without durable writes.
 	LossGuard bool
+	// Feed: learn of catalog changes from the store's change feed and list
+	// the catalog only to reconcile; off, list it at every scan.
+	Feed bool
+	// Reconcile is the interval of the full listings under the feed (0:
+	// the agent's default, half the TTL up to 30 s).
+	Reconcile time.Duration
 }
 
 func defaultTuning() tuning {
@@ -48,7 +55,7 @@ func defaultTuning() tuning {
 		TTL: 10 * time.Second, Window: 2 * time.Second, Liveness: 5 * time.Second,
 		Heartbeat: time.Second, Scan: 250 * time.Millisecond, MaxBids: 0,
 		IndexConcurrency: 2, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
-		Replicas: 1,
+		Replicas: 1, Feed: true,
 	}
 }
 
@@ -63,6 +70,8 @@ func (t *tuning) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.BackoffBase, "backoff", t.BackoffBase, "base of the backoff after a lost or rejected bid")
 	fs.DurationVar(&t.BackoffMax, "backoff-max", t.BackoffMax, "cap of that backoff")
 	fs.IntVar(&t.Replicas, "replicas", t.Replicas, "copies of each repo on different nodes; reads fall back to a ready replica")
+	fs.BoolVar(&t.Feed, "feed", t.Feed, "learn of catalog changes from the store's change feed, listing the catalog only to reconcile; false: list it at every scan")
+	fs.DurationVar(&t.Reconcile, "reconcile", t.Reconcile, "interval of the full catalog listings under the feed; 0: half the TTL, at most 30s")
 	fs.BoolVar(&t.LossGuard, "loss-guard", t.LossGuard, "hold grants for one TTL after the catalog is found gone, so no repo is granted while a holder from before a Redis data loss still serves it (for a Redis without durable writes; a fresh catalog's first grants wait one TTL too)")
 }
 
@@ -74,6 +83,7 @@ func (t tuning) args() []string {
 		"-index-concurrency", strconv.Itoa(t.IndexConcurrency),
 		"-backoff", t.BackoffBase.String(), "-backoff-max", t.BackoffMax.String(),
 		"-replicas", strconv.Itoa(t.Replicas), "-loss-guard=" + strconv.FormatBool(t.LossGuard),
+		"-feed=" + strconv.FormatBool(t.Feed), "-reconcile", t.Reconcile.String(),
 	}
 }
 
@@ -85,6 +95,8 @@ func (t tuning) validate() error {
 		return fmt.Errorf("-heartbeat %v must be below -liveness %v", t.Heartbeat, t.Liveness)
 	case t.MaxBids < 0:
 		return fmt.Errorf("-max-bids %d is negative", t.MaxBids)
+	case t.Reconcile < 0:
+		return fmt.Errorf("-reconcile %v is negative", t.Reconcile)
 	case t.IndexConcurrency < 1:
 		return fmt.Errorf("-index-concurrency %d: want at least 1", t.IndexConcurrency)
 	case t.Replicas < 1:
@@ -394,6 +406,13 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 	if cfg.Replicas > 1 {
 		mopts = append(mopts, agent.WithReplication())
 	}
+	switch {
+	case !cfg.Feed:
+		// A Lister that is no Watcher: the agent lists at every scan.
+		mopts = append(mopts, agent.WithItemSource(listOnly{n.store}))
+	case cfg.Reconcile > 0:
+		mopts = append(mopts, agent.WithReconcileInterval(cfg.Reconcile))
+	}
 	n.mgr, err = agent.NewManager(n.store, cfg.Name, mopts...)
 	if err != nil {
 		return nil, err
@@ -452,3 +471,9 @@ func (n *node) cloneURL(ctx context.Context, item string) (string, error) {
 	}
 	return u, nil
 }
+
+// listOnly hides a store's change feed from the agent, which then lists
+// the catalog at every scan (-feed=false).
+type listOnly struct{ l lease.Lister }
+
+func (o listOnly) Rows(ctx context.Context) iter.Seq2[lease.Row, error] { return o.l.Rows(ctx) }

@@ -679,31 +679,7 @@ func (s *Store) liveOf(ctx context.Context, bids []bid) (map[string]bool, error)
 }
 
 // evaluated calls the hooks of a closing evaluation.
-func (s *Store) evaluated(r lease.AuctionResult) {
-	h := s.cfg.Hooks
-	call := func(f func(lease.AuctionResult)) {
-		if f != nil {
-			f(r)
-		}
-	}
-	switch r.Outcome {
-	case lease.Granted:
-		call(h.AuctionWon)
-	case lease.NoWinner:
-		call(h.AuctionNoWinner)
-		if r.Starved && h.ItemStarved != nil {
-			h.ItemStarved(r.Item, r.Unleased)
-		}
-	default:
-		return
-	}
-	if r.ShortCircuited {
-		call(h.AuctionShortCircuited)
-	}
-	if r.TimedOut {
-		call(h.AuctionTimedOut)
-	}
-}
+func (s *Store) evaluated(r lease.AuctionResult) { s.cfg.Hooks.Evaluated(r) }
 
 // Evaluate implements [lease.Store].
 func (s *Store) Evaluate(ctx context.Context, id string) (lease.AuctionResult, error) {
