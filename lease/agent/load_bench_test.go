@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,26 +12,31 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/etcdtest"
 	"github.com/indexkit/indexkit/internal/redistest"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
+	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
-// BenchmarkFleetLoad measures what a fleet costs Redis in steady state: 8
-// Managers with a no-op indexer over one lease/redis catalog of 5,000
+// BenchmarkFleetLoad measures what a fleet costs its lease store in
+// steady state: 8 Managers with a no-op indexer over one catalog of 5,000
 // items, every item held, TTL 10s and 250ms scans as in examples/fleet.
-// It runs the fleet in one process, first scanning by listing every
-// row (an item source that hides Watch, as before the change feed), then
-// on the feed, and reports the Redis commands each node sends per second
-// (counted by a go-redis hook on each node's own client; a pipeline
-// counts each of its commands) over 10s of steady state (35s for the
-// second feed run), and the ratios.
+// It runs the fleet in one process, first scanning by listing every row
+// (an item source that hides Watch, as before the change feed), then on
+// the feed, and reports the requests each node sends per second over 10s
+// of steady state (35s for the second feed run), and the ratios. On Redis
+// a go-redis hook on each node's own client counts the commands (a
+// pipeline counts each of its commands); on etcd (one member the
+// benchmark starts) the server counts the messages it receives
+// (grpc_server_msg_received_total: unary calls and stream messages), all
+// nodes together, divided by the nodes.
 // The feed runs twice: with the default reconciliation (half the TTL,
 // 5s here: a listing of 5,000 rows every 5s dominates its cost) and with
 // a 30s one (the view's expiries of held items go stale between listings,
 // and nodes bid on them, each refused bid confirmed by one Get). It takes
-// about a minute; run it alone:
+// a minute or two a backend; run it alone:
 //
 //	go test -run '^$' -bench FleetLoad -benchtime 1x ./lease/agent/
 func BenchmarkFleetLoad(b *testing.B) {
@@ -40,17 +46,104 @@ func BenchmarkFleetLoad(b *testing.B) {
 		ttl     = 10 * time.Second
 		measure = 10 * time.Second
 	)
-	redistest.Client(b, redistest.Addr()) // skip or fail once
-	for b.Loop() {
-		scan := fleetLoad(b, nodes, items, ttl, measure, false, 0)
-		feed := fleetLoad(b, nodes, items, ttl, measure, true, 0)
-		// Over 35s, so that one listing and the stale stretch fall in it.
-		feed30 := fleetLoad(b, nodes, items, ttl, 35*time.Second, true, 30*time.Second)
-		b.ReportMetric(scan, "scan-cmds/s/node")
-		b.ReportMetric(feed, "feed-cmds/s/node")
-		b.ReportMetric(scan/feed, "scan/feed")
-		b.ReportMetric(feed30, "feed30s-cmds/s/node")
-		b.ReportMetric(scan/feed30, "scan/feed30s")
+	for _, be := range []struct {
+		name string
+		open func(b *testing.B, opts []lease.Option) loadBackend
+	}{{"redis", redisLoad}, {"etcd", etcdLoad}} {
+		b.Run(be.name, func(b *testing.B) {
+			for b.Loop() {
+				run := func(measure time.Duration, feed bool, reconcile time.Duration) float64 {
+					return fleetLoad(b, be.open, nodes, items, ttl, measure, feed, reconcile)
+				}
+				scan := run(measure, false, 0)
+				feed := run(measure, true, 0)
+				// Over 35s, so that one listing and the stale stretch fall in it.
+				feed30 := run(35*time.Second, true, 30*time.Second)
+				b.ReportMetric(scan, "scan-reqs/s/node")
+				b.ReportMetric(feed, "feed-reqs/s/node")
+				b.ReportMetric(scan/feed, "scan/feed")
+				b.ReportMetric(feed30, "feed30s-reqs/s/node")
+				b.ReportMetric(scan/feed30, "scan/feed30s")
+			}
+		})
+	}
+}
+
+// loadBackend is one catalog for fleetLoad: a store to set it up with, a
+// store of its own for each node, and the requests the nodes sent so far.
+type loadBackend struct {
+	admin lease.Store
+	node  func(i int) listingStore
+	count func() int64
+}
+
+type listingStore interface {
+	lease.Store
+	lease.Lister
+}
+
+func redisLoad(b *testing.B, opts []lease.Option) loadBackend {
+	admin := redistest.Client(b, redistest.Addr())
+	prefix := redistest.Prefix(b, admin, "load")
+	as, err := leaseredis.New(admin, prefix, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var counters []*cmdCounter
+	return loadBackend{
+		admin: as,
+		node: func(int) listingStore {
+			c := goredis.NewClient(&goredis.Options{Addr: redistest.Addr(), MaxRetries: -1})
+			b.Cleanup(func() { _ = c.Close() })
+			cc := &cmdCounter{}
+			counters = append(counters, cc)
+			c.AddHook(cc)
+			s, err := leaseredis.New(c, prefix, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+		count: func() int64 {
+			var n int64
+			for _, c := range counters {
+				n += c.n.Load()
+			}
+			return n
+		},
+	}
+}
+
+func etcdLoad(b *testing.B, opts []lease.Option) loadBackend {
+	cl := etcdtest.Start(b)
+	eps := cl.Endpoints()
+	admin := etcdtest.Client(b, eps...)
+	prefix := etcdtest.Prefix(b, admin, "load")
+	as, err := leaseetcd.New(admin, prefix, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	return loadBackend{
+		admin: as,
+		node: func(int) listingStore {
+			s, err := leaseetcd.New(etcdtest.Client(b, eps...), prefix, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		},
+		count: func() int64 {
+			var n int64
+			for _, ep := range eps {
+				m, err := etcdtest.Received(context.Background(), hc, ep)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += m
+			}
+			return n
+		},
 	}
 }
 
@@ -85,16 +178,12 @@ func (o rowsOnly) Rows(ctx context.Context) iter.Seq2[lease.Row, error] { return
 
 // fleetLoad runs one fleet on a fresh prefix and returns the mean commands
 // per second per node in steady state.
-func fleetLoad(b *testing.B, nodes, items int, ttl, measure time.Duration, feed bool, reconcile time.Duration) float64 {
+func fleetLoad(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, nodes, items int, ttl, measure time.Duration, feed bool, reconcile time.Duration) float64 {
 	b.Helper()
 	ctx := context.Background()
-	admin := redistest.Client(b, redistest.Addr())
-	prefix := redistest.Prefix(b, admin, "load")
 	opts := []lease.Option{lease.WithTTL(ttl), lease.WithAuctionWindow(2 * time.Second)}
-	as, err := leaseredis.New(admin, prefix, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
+	be := open(b, opts)
+	as := be.admin
 	// Every item granted to a node up front (one-bid auctions), so the
 	// fleet starts in steady state: each manager picks its grants up at its
 	// first scan.
@@ -121,18 +210,11 @@ func fleetLoad(b *testing.B, nodes, items int, ttl, measure time.Duration, feed 
 		b.Fatal(err)
 	}
 
-	counters := make([]*cmdCounter, nodes)
 	ms := make([]*agent.Manager, nodes)
 	runCtx, stop := context.WithCancel(ctx)
 	var running sync.WaitGroup
 	for i := range nodes {
-		c := goredis.NewClient(&goredis.Options{Addr: redistest.Addr(), MaxRetries: -1})
-		counters[i] = &cmdCounter{}
-		c.AddHook(counters[i])
-		s, err := leaseredis.New(c, prefix, opts...)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := be.node(i)
 		mopts := []agent.Option{
 			agent.WithIndexer(nopIndexer{}), agent.WithTTL(ttl), agent.WithScanInterval(250 * time.Millisecond),
 			agent.WithHeartbeatInterval(time.Second), agent.WithDrainTimeout(-1),
@@ -149,7 +231,7 @@ func fleetLoad(b *testing.B, nodes, items int, ttl, measure time.Duration, feed 
 		}
 		ms[i] = m
 		running.Go(func() {
-			defer c.Close()
+			defer s.Close()
 			if err := m.Run(runCtx); err != nil {
 				b.Error(err)
 			}
@@ -172,16 +254,9 @@ func fleetLoad(b *testing.B, nodes, items int, ttl, measure time.Duration, feed 
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // the Ready updates
-	sum := func() int64 {
-		var n int64
-		for _, c := range counters {
-			n += c.n.Load()
-		}
-		return n
-	}
-	before, began := sum(), time.Now()
+	before, began := be.count(), time.Now()
 	time.Sleep(measure)
-	per := float64(sum()-before) / time.Since(began).Seconds() / float64(nodes)
+	per := float64(be.count()-before) / time.Since(began).Seconds() / float64(nodes)
 	if h := held(); h != items {
 		b.Errorf("feed %v: %d of %d items held at the end of the measurement", feed, h, items)
 	}

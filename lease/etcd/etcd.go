@@ -33,7 +33,8 @@ type Store struct {
 	maxBids atomic.Int64
 	closed  atomic.Bool
 	done    chan struct{}
-	ttl     int64 // seconds
+	ka      *keepAlive // the renewals' keep-alive stream
+	ttl     int64      // seconds
 	window  int64
 	pend    int64
 	live    int64
@@ -69,6 +70,7 @@ func New(cli *clientv3.Client, prefix string, opts ...lease.Option) (*Store, err
 		return nil, fmt.Errorf("lease/etcd: nil client or empty prefix: %w", lease.ErrInvalid)
 	}
 	s := &Store{cli: cli, prefix: prefix, cfg: cfg, done: make(chan struct{})}
+	s.ka = &keepAlive{cli: cli, done: s.done}
 	for _, x := range []struct {
 		what string
 		d    time.Duration
@@ -805,27 +807,24 @@ func (s *Store) renew(ctx context.Context, refs []lease.Ref, out []lease.Renewal
 			out[i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
 		}
 	}
-	errs := make([]error, len(keep))
-	done := make(chan int, len(keep))
-	for j, a := range keep {
-		go func() {
-			_, errs[j] = s.cli.KeepAliveOnce(ctx, a.id)
-			done <- j
-		}()
+	if len(keep) == 0 {
+		return nil
 	}
-	for range keep {
-		<-done
+	ids := make([]clientv3.LeaseID, len(keep))
+	for j, a := range keep {
+		ids[j] = a.id
+	}
+	ttls, err := s.ka.renew(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("lease/etcd: renew: %w", err)
 	}
 	for j, a := range keep {
 		ref := refs[a.i]
-		switch err := errs[j]; {
-		case err == nil:
+		if ttls[j] > 0 {
 			out[a.i].Expiry, out[a.i].TTL = exp, s.cfg.TTL
-		case isLeaseNotFound(err):
-			out[a.i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: lease expired: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
-		default:
-			return fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
+			continue
 		}
+		out[a.i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: lease expired: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
 	}
 	return nil
 }

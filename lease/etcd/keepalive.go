@@ -1,0 +1,116 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// keepAlive renews etcd leases over one long-lived LeaseKeepAlive stream:
+// a batch of n renewals is n requests sent and n answers read on it, in
+// order, where clientv3's KeepAliveOnce opens a new stream for each
+// lease. The stream is opened on first use and again after any error; a
+// call uses it alone (calls queue on mu).
+type keepAlive struct {
+	cli  *clientv3.Client
+	done <-chan struct{} // the store's: closing it ends the stream
+
+	mu     sync.Mutex
+	stream pb.Lease_LeaseKeepAliveClient
+	cancel context.CancelFunc
+}
+
+// errStream marks a failure of the stream itself (not of a lease): the
+// caller's renewal is then unknown, as a failed call is.
+var errStream = errors.New("lease/etcd: keep-alive stream")
+
+// renew sends one keep-alive for each of ids and returns, for each, the
+// TTL etcd answered: positive when the lease was renewed, 0 or less when
+// it is gone (expired or revoked). It retries once on a fresh stream when
+// the stream it had failed before anything was sent on it.
+func (k *keepAlive) renew(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var err error
+	for attempt := range 2 {
+		if k.stream == nil {
+			if err = k.open(); err != nil {
+				return nil, err
+			}
+		}
+		var ttls []int64
+		var sent bool
+		ttls, sent, err = k.roundTrip(ctx, ids)
+		if err == nil {
+			return ttls, nil
+		}
+		k.reset()
+		if sent || ctx.Err() != nil || attempt == 1 {
+			break
+		}
+	}
+	return nil, err
+}
+
+func (k *keepAlive) open() error {
+	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	go func() {
+		select {
+		case <-k.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	st, err := pb.NewLeaseClient(k.cli.ActiveConnection()).LeaseKeepAlive(ctx)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("%w: open: %w", errStream, err)
+	}
+	k.stream, k.cancel = st, cancel
+	return nil
+}
+
+func (k *keepAlive) reset() {
+	if k.cancel != nil {
+		k.cancel()
+	}
+	k.stream, k.cancel = nil, nil
+}
+
+// roundTrip sends the requests and reads the answers; ctx ending cancels
+// the stream. sent says whether any request went out.
+func (k *keepAlive) roundTrip(ctx context.Context, ids []clientv3.LeaseID) (ttls []int64, sent bool, err error) {
+	cancel := k.cancel
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	for i, id := range ids {
+		if err := k.stream.Send(&pb.LeaseKeepAliveRequest{ID: int64(id)}); err != nil {
+			return nil, i > 0, fmt.Errorf("%w: send: %w", errStream, orCtx(ctx, err))
+		}
+	}
+	ttls = make([]int64, len(ids))
+	for i, id := range ids {
+		resp, err := k.stream.Recv()
+		if err != nil {
+			return nil, true, fmt.Errorf("%w: receive: %w", errStream, orCtx(ctx, err))
+		}
+		if resp.ID != int64(id) {
+			return nil, true, fmt.Errorf("%w: answer for lease %x, want %x", errStream, resp.ID, int64(id))
+		}
+		ttls[i] = resp.TTL
+	}
+	return ttls, true, nil
+}
+
+// orCtx prefers the context's error, which says why the stream was
+// cancelled under the caller.
+func orCtx(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
