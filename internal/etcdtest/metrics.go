@@ -15,6 +15,14 @@ import (
 // the messages of watch and keep-alive streams alike. Only the difference
 // of two readings means anything.
 func Received(ctx context.Context, hc *http.Client, endpoint string) (int64, error) {
+	v, err := Metric(ctx, hc, endpoint, "grpc_server_msg_received_total")
+	return int64(v), err
+}
+
+// Metric returns the sum over its label sets of the metric name on the
+// /metrics page of the etcd member at endpoint (host:port or a URL):
+// process_cpu_seconds_total, say, for the server's CPU time.
+func Metric(ctx context.Context, hc *http.Client, endpoint, name string) (float64, error) {
 	if !strings.Contains(endpoint, "://") {
 		endpoint = "http://" + endpoint
 	}
@@ -37,7 +45,7 @@ func Received(ctx context.Context, hc *http.Client, endpoint string) (int64, err
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "grpc_server_msg_received_total{") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
@@ -51,7 +59,7 @@ func Received(ctx context.Context, hc *http.Client, endpoint string) (int64, err
 		return 0, fmt.Errorf("etcd metrics %s: %w", url, err)
 	}
 	if !found {
-		return 0, fmt.Errorf("etcd metrics %s: no grpc_server_msg_received_total", url)
+		return 0, fmt.Errorf("etcd metrics %s: no %s", url, name)
 	}
-	return int64(sum), nil
+	return sum, nil
 }

@@ -106,8 +106,10 @@
 //
 // Rows reads the catalog in pages of 256 rows, every page at the revision
 // of the first (one consistent snapshot), with the owner, expiry and window
-// keys of each page in one more read transaction. Watch follows the prefix
-// with an etcd watch from the revision after its Reset; see [Store.Watch].
+// keys of each page in one more read transaction. Watch follows the owner
+// keys, pending markers and rows (one key range, without the keys that
+// renewals and heartbeats write) with an etcd watch from the revision after
+// its Reset; see [Store.Watch].
 //
 // # Lifecycle
 //

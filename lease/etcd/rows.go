@@ -125,8 +125,10 @@ func (s *Store) rowAt(ctx context.Context, id string, rev int64) (lease.Row, boo
 	return sn.public(), true, nil
 }
 
-// Watch implements [lease.Watcher] with an etcd watch on the store's
-// prefix. It yields a Reset, then for each revision that wrote a row, an
+// Watch implements [lease.Watcher] with an etcd watch on the owner keys,
+// pending markers and rows (one key range that leaves out the expiry keys
+// every renewal writes and the node keys every heartbeat writes, so the
+// server does not send them to each watcher). It yields a Reset, then for each revision that wrote a row, an
 // owner key (a grant, a release, or the lapse of a grant's etcd lease) or
 // nothing else of note, the rows of the items it touched as they were at
 // that revision (read with one more request each). Renewals (which write
@@ -188,7 +190,11 @@ func (s *Store) follow(ctx context.Context, from int64, yield func(lease.Change,
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	rowP, ownP := s.rowKey(""), s.ownKey("")
-	for wr := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
+	// One range, [P+"o/", P+"s/"), holds the owner keys, the pending
+	// markers and the rows, and leaves out the expiry keys (written by
+	// every renewal), window keys and node keys (every heartbeat): a
+	// watcher is not sent what it would drop.
+	for wr := range s.cli.Watch(wctx, ownP, clientv3.WithRange(s.prefix+"s/"), clientv3.WithRev(from)) {
 		if wr.Err() != nil {
 			return true // compacted, or the leader lost: Reset and start again
 		}
