@@ -5,20 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// keepAlive renews etcd leases over one long-lived LeaseKeepAlive stream:
-// a batch of n renewals is n requests sent and n answers read on it, in
-// order, where clientv3's KeepAliveOnce opens a new stream for each
-// lease. The stream is opened on first use and again after any error; a
-// call uses it alone (calls queue on mu).
+// keepAlive renews etcd leases over a few long-lived LeaseKeepAlive
+// streams: a batch of n renewals is n requests sent and n answers read on
+// one stream, in order, where clientv3's KeepAliveOnce opens a new stream
+// for each lease. Concurrent calls spread over keepAliveStreams streams,
+// each used by one call at a time; a stream is opened on first use and
+// again after any error.
 type keepAlive struct {
 	cli  *clientv3.Client
-	done <-chan struct{} // the store's: closing it ends the stream
+	done <-chan struct{} // the store's: closing it ends the streams
 
+	next    atomic.Uint32
+	streams [keepAliveStreams]kaStream
+}
+
+// keepAliveStreams is how many renewals can be in flight at once.
+const keepAliveStreams = 8
+
+type kaStream struct {
 	mu     sync.Mutex
 	stream pb.Lease_LeaseKeepAliveClient
 	cancel context.CancelFunc
@@ -33,22 +43,23 @@ var errStream = errors.New("lease/etcd: keep-alive stream")
 // it is gone (expired or revoked). It retries once on a fresh stream when
 // the stream it had failed before anything was sent on it.
 func (k *keepAlive) renew(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	ks := &k.streams[k.next.Add(1)%keepAliveStreams]
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
 	var err error
 	for attempt := range 2 {
-		if k.stream == nil {
-			if err = k.open(); err != nil {
+		if ks.stream == nil {
+			if err = ks.open(k.cli, k.done); err != nil {
 				return nil, err
 			}
 		}
 		var ttls []int64
 		var sent bool
-		ttls, sent, err = k.roundTrip(ctx, ids)
+		ttls, sent, err = ks.roundTrip(ctx, ids)
 		if err == nil {
 			return ttls, nil
 		}
-		k.reset()
+		ks.reset()
 		if sent || ctx.Err() != nil || attempt == 1 {
 			break
 		}
@@ -56,16 +67,16 @@ func (k *keepAlive) renew(ctx context.Context, ids []clientv3.LeaseID) ([]int64,
 	return nil, err
 }
 
-func (k *keepAlive) open() error {
+func (k *kaStream) open(cli *clientv3.Client, done <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	go func() {
 		select {
-		case <-k.done:
+		case <-done:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	st, err := pb.NewLeaseClient(k.cli.ActiveConnection()).LeaseKeepAlive(ctx)
+	st, err := pb.NewLeaseClient(cli.ActiveConnection()).LeaseKeepAlive(ctx)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("%w: open: %w", errStream, err)
@@ -74,7 +85,7 @@ func (k *keepAlive) open() error {
 	return nil
 }
 
-func (k *keepAlive) reset() {
+func (k *kaStream) reset() {
 	if k.cancel != nil {
 		k.cancel()
 	}
@@ -83,7 +94,7 @@ func (k *keepAlive) reset() {
 
 // roundTrip sends the requests and reads the answers; ctx ending cancels
 // the stream. sent says whether any request went out.
-func (k *keepAlive) roundTrip(ctx context.Context, ids []clientv3.LeaseID) (ttls []int64, sent bool, err error) {
+func (k *kaStream) roundTrip(ctx context.Context, ids []clientv3.LeaseID) (ttls []int64, sent bool, err error) {
 	cancel := k.cancel
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
