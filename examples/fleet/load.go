@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/indexkit/indexkit/internal/promtext"
 )
 
 // serverOps returns the store server's count of requests so far, for the
@@ -45,42 +46,8 @@ func (b *backend) serverOps(ctx context.Context, hc *http.Client) (int64, error)
 
 // etcdReceived sums grpc_server_msg_received_total over its label sets.
 func etcdReceived(ctx context.Context, hc *http.Client, url string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("etcd metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("etcd metrics %s: %s", url, resp.Status)
-	}
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "grpc_server_msg_received_total{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return 0, fmt.Errorf("etcd metrics %s: %q: %w", url, line, err)
-		}
-		sum += v
-		found = true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("etcd metrics %s: %w", url, err)
-	}
-	if !found {
-		return 0, fmt.Errorf("etcd metrics %s: no grpc_server_msg_received_total", url)
-	}
-	return int64(sum), nil
+	n, err := promtext.Sum(ctx, hc, url, "grpc_server_msg_received_total")
+	return int64(n), err
 }
 
 // steadyLoad measures the store's requests per second over d while the

@@ -1,12 +1,11 @@
 package etcdtest
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/indexkit/indexkit/internal/promtext"
 )
 
 // Received returns the count of messages the etcd member at endpoint
@@ -26,40 +25,5 @@ func Metric(ctx context.Context, hc *http.Client, endpoint, name string) (float6
 	if !strings.Contains(endpoint, "://") {
 		endpoint = "http://" + endpoint
 	}
-	url := endpoint + "/metrics"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("etcd metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("etcd metrics %s: %s", url, resp.Status)
-	}
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			return 0, fmt.Errorf("etcd metrics %s: %q: %w", url, line, err)
-		}
-		sum += v
-		found = true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("etcd metrics %s: %w", url, err)
-	}
-	if !found {
-		return 0, fmt.Errorf("etcd metrics %s: no %s", url, name)
-	}
-	return sum, nil
+	return promtext.Sum(ctx, hc, endpoint+"/metrics", name)
 }
