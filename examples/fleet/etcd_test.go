@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/etcdtest"
 	"github.com/indexkit/indexkit/internal/proctest"
 )
 
@@ -194,7 +195,7 @@ func TestSimEtcd(t *testing.T) {
 	t.Parallel()
 	needGit(t)
 	if _, err := etcdBinary(); err != nil {
-		t.Skip(err)
+		etcdtest.Unavailable(t, "%v", err) // fails under CI, skips otherwise
 	}
 	bin := proctest.Build(t, "./examples/fleet")
 	p := proctest.Start(t, bin, "sim", "-store", "etcd", "-nodes", "3", "-repos", "20",
