@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -95,27 +93,7 @@ func TestWarmingThenCommitChange(t *testing.T) {
 	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
 		DrainTimeout: 5 * time.Second, tuning: e2eTuning()}
 	g := &gatedIndexer{calls: make(chan string, 10)}
-	n, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, func(x agent.Indexer) agent.Indexer { g.Indexer = x; return g })
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(n.handler())
-	n.addr = strings.TrimPrefix(srv.URL, "http://")
-	if err := n.publishAddr(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- n.mgr.Run(rctx) }()
-	t.Cleanup(func() {
-		g.open()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-		srv.Close()
-		n.close()
-	})
+	n := startNode(ctx, t, env, cfg, func(x agent.Indexer) agent.Indexer { g.Indexer = x; return g }, g.open)
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
 	q := "marker-" + strings.TrimPrefix(r.ID, "repo-")

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -102,27 +100,7 @@ func TestRoutedOnEtcd(t *testing.T) {
 	for _, name := range []string{"node-a", "node-b"} {
 		cfg := nodeConfig{Name: name, storeFlags: env.sf, Prefix: env.prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
 			DrainTimeout: 5 * time.Second, tuning: tuningFor(storeEtcd)}
-		n, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(n.handler())
-		n.addr = strings.TrimPrefix(srv.URL, "http://")
-		if err := n.publishAddr(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- n.mgr.Run(rctx) }()
-		t.Cleanup(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("Run %s: %v", name, err)
-			}
-			srv.Close()
-			n.close()
-		})
-		nodes[name] = n
+		nodes[name] = startNode(ctx, t, env, cfg, nil, nil)
 	}
 	if err := putCatalog(ctx, env.tab, nodes["node-a"].store, repos, 1); err != nil {
 		t.Fatal(err)

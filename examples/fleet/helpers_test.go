@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"log/slog"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/indexkit/indexkit/internal/etcdtest"
 	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/lease/agent"
 )
 
 // Every test closes its Redis clients and stops its processes.
@@ -103,4 +106,37 @@ func tuningFor(kind string) tuning {
 		t.Liveness = 2 * time.Second
 	}
 	return t
+}
+
+// startNode runs a node in the test process on env's store: its HTTP
+// handler on a loopback test server, its address published, its manager
+// running until the test ends. wrap, when not nil, wraps its indexer;
+// beforeStop, when not nil, runs first at cleanup (to open a gated
+// indexer, say).
+func startNode(ctx context.Context, t *testing.T, env testEnv, cfg nodeConfig, wrap func(agent.Indexer) agent.Indexer, beforeStop func()) *node {
+	t.Helper()
+	n, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(n.handler())
+	n.addr = strings.TrimPrefix(srv.URL, "http://")
+	if err := n.publishAddr(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.mgr.Run(rctx) }()
+	t.Cleanup(func() {
+		if beforeStop != nil {
+			beforeStop()
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run %s: %v", cfg.Name, err)
+		}
+		srv.Close()
+		n.close()
+	})
+	return n
 }
