@@ -146,8 +146,12 @@ type Config struct {
 	// context ends.
 	ShutdownTimeout time.Duration
 
-	// AnnounceRate is how many HTTP announces a second one source IP may
-	// send (twice that at once); more are answered 429. 0: no limit.
+	// AnnounceRate limits HTTP announces to this many a second (twice
+	// that at once), more answered 429: per publisher once its signed
+	// head has verified, per source IP for publishers that never
+	// verified. An announce of a publisher whose walk is queued or
+	// running only marks it to be walked again and is not counted. 0: no
+	// limit.
 	AnnounceRate float64
 	// AnnounceRateExempt are the sources AnnounceRate does not limit (an
 	// assigner's address).

@@ -243,8 +243,14 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if err != nil {
 		return err
 	}
+	// Announces go straight to the ingester, which says what each costs
+	// (free for a publisher already queued, per publisher once verified,
+	// per source before) and refuses, while the request is open, those
+	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
+		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
 		announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithPublisherRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
@@ -407,6 +413,10 @@ func (n *Node) Ingester() *ingest.Ingester { return n.ing }
 
 // AnnounceStats returns the announce receiver's counters.
 func (n *Node) AnnounceStats() announce.Stats { return n.recv.Stats() }
+
+// UnverifiedStats returns the ingester's counts of publishers that never
+// verified: held, checking, refused, evicted, failed.
+func (n *Node) UnverifiedStats() ingest.UnverifiedStats { return n.ing.Unverified() }
 
 // Frozen reports whether the node is frozen: it takes no new publishers.
 func (n *Node) Frozen() bool { return n.fr != nil && n.fr.Frozen() }
