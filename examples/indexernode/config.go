@@ -146,10 +146,10 @@ type Config struct {
 	// context ends.
 	ShutdownTimeout time.Duration
 
-	// AnnounceRate limits HTTP announces to this many a second (twice
-	// that at once), more answered 429: per publisher once its signed
-	// head has verified, per source IP for publishers that never
-	// verified. An announce of a publisher whose walk is queued or
+	// AnnounceRate limits HTTP announces to this many a second, more
+	// answered 429: per publisher once its signed head has verified (twice
+	// the rate at once), per source IP for publishers that never verified
+	// (ten times the rate at once: many publishers behind one address). An announce of a publisher whose walk is queued or
 	// running only marks it to be walked again and is not counted. 0: no
 	// limit.
 	AnnounceRate float64

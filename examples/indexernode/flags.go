@@ -208,7 +208,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 		return err
 	})
 	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
-	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second, twice that at once, per publisher once verified, per source IP before; more get 429; announces of a publisher already queued are free (0: no limit)")
+	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second: per publisher once verified (twice that at once), per source IP before (ten times that at once); more get 429; announces of a publisher already queued are free (0: no limit)")
 	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit, e.g. the assigner's address")
 	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
 	return fs
