@@ -12,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -45,6 +46,13 @@ type Config struct {
 
 	// AdminToken, when set, is the bearer token the admin API requires.
 	AdminToken string
+	// AdminHosts are the Host names, besides 127.0.0.0/8, [::1] and
+	// localhost, that the admin API answers without a token (a name of
+	// the node's own, a proxy's): host names or IP addresses without a
+	// port ([admin.WithAllowedHosts]). Without a token any other Host is
+	// refused 421 and a request a web page sent 403; with one the Host
+	// is not checked.
+	AdminHosts []string
 	// HandoffFrom are the find URLs of the frozen indexers a handoff may
 	// name as FrozenURL; HandoffFromFile is a file of them, one per line,
 	// read at every handoff (not with HandoffFrom). Neither: any.
@@ -242,8 +250,14 @@ func (c *Config) validate() error {
 	case len(c.HandoffFrom) > 0 && c.HandoffFromFile != "":
 		return errors.New("Config.HandoffFrom and HandoffFromFile: give one, not both")
 	}
+	if _, err := localonly.New("", "", c.AdminHosts...); err != nil {
+		return fmt.Errorf("Config.AdminHosts: %w", err)
+	}
 	return nil
 }
+
+// hostList splits a comma-separated list of host names.
+func hostList(s string) []string { return handoffFromList(s) }
 
 // handoffFromList splits a comma-separated list of URLs.
 func handoffFromList(s string) []string {

@@ -358,7 +358,7 @@ func (n *Node) serve(lns Listeners) error {
 	if h := n.shardHandler(); h != nil {
 		findListener.Handle(shard.PathStatus, h)
 	}
-	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
+	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithAllowedHosts(n.cfg.AdminHosts...), admin.WithLogger(n.log))
 	if err != nil {
 		return err
 	}
