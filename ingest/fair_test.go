@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -217,5 +218,57 @@ func TestSinkClass(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// countingHandler counts the records at each level.
+type countingHandler struct {
+	mu sync.Mutex
+	n  map[slog.Level]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.n[r.Level]++
+	h.mu.Unlock()
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+func (h *countingHandler) count(l slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[l]
+}
+
+// Publishers that never verify, which anyone can announce, do not flood
+// the log: their failures are counted, and logged at warning level once
+// per kind and interval.
+func TestUnverifiedFailuresLoggedSampled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dead := []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/1/http")} // refused at once
+	h := &countingHandler{n: map[slog.Level]int{}}
+	ing := newHTTPIngester(t, memory.New(), newDS(), ingest.WithLogger(slog.New(h)))
+	const n = 200
+	for k := range n {
+		if err := ing.AnnounceFrom("198.51.100.0/24", peerID(t, fmt.Sprintf("nobody-%d", k)), dead, cid.Undef); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- ing.Run(ctx) }()
+	waitFor(t, "every check to fail", func() bool { return ing.Unverified().Failed == n })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w := h.count(slog.LevelWarn); w > 4 {
+		t.Errorf("%d warnings for %d publishers that never verified, want a sample (at most 4)", w, n)
+	}
+	if i := h.count(slog.LevelInfo); i > 4 {
+		t.Errorf("%d info lines for %d publishers that never verified, want a few", i, n)
 	}
 }
