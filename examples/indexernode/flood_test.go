@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,8 +132,8 @@ func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
 				}
 				for k := range n {
 					code := announceFrom(flood, client, urls.ingest, testCID(t, fmt.Sprint(s, round, k)), addrs[(round+k)%perSource])
-					v, _ := codes.LoadOrStore(code, new(int64))
-					*v.(*int64)++ // one goroutine per source: races only the log's figures
+					v, _ := codes.LoadOrStore(code, new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
 				}
 				select {
 				case <-flood.Done():
@@ -160,7 +161,7 @@ func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
 	wg.Wait()
 	var summary []string
 	codes.Range(func(k, v any) bool {
-		summary = append(summary, fmt.Sprintf("%v: %d", k, *v.(*int64)))
+		summary = append(summary, fmt.Sprintf("%v: %d", k, v.(*atomic.Int64).Load()))
 		return true
 	})
 	t.Logf("honest publisher indexed %v after its announce, under a flood of %d publishers from %d sources (flood statuses %v)",
