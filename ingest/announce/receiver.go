@@ -408,6 +408,11 @@ var errDuplicate = errors.New("announce: duplicate")
 // republishing (HTTP only) and the queue. It returns nil when queued,
 // errDuplicate, ErrDenied, ErrQueueFull or ErrClosed.
 func (r *Receiver) deliver(ctx context.Context, a Announce) error {
+	return r.deliverAs(ctx, a, true)
+}
+
+// deliverAs is deliver; republish false keeps an HTTP announce off gossip.
+func (r *Receiver) deliverAs(ctx context.Context, a Announce, republish bool) error {
 	if r.cfg.allow != nil && !r.cfg.allow(a.Publisher) {
 		r.denied.Add(1)
 		return ErrDenied
@@ -430,7 +435,7 @@ func (r *Receiver) deliver(ctx context.Context, a Announce) error {
 	r.mu.Unlock()
 
 	log := r.cfg.logger.With("publisher", a.Publisher, "cid", a.Cid, "source", a.Source)
-	if a.Source == SourceHTTP && repub != nil {
+	if a.Source == SourceHTTP && repub != nil && republish {
 		if err := repub.republish(ctx, a); err != nil {
 			r.republishFailed.Add(1)
 			log.Debug("cannot republish announce on gossip", "err", err)
@@ -538,10 +543,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.badRequest(w, err.Error())
 		return
 	}
+	republish := true
 	if r.cfg.sink != nil && !exempt {
 		switch r.cfg.sink.Class(ai.ID) {
 		case ClassPending:
+			// Free, so not passed on: the announce that queued the walk
+			// was, and the next one after it will be.
 			r.coalesced.Add(1)
+			republish = false
 		case ClassVerified:
 			if r.pubRate != nil {
 				if ok, wait := r.pubRate.Allow(string(ai.ID)); !ok {
@@ -557,7 +566,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			}
 		}
 	}
-	err = r.deliver(req.Context(), Announce{
+	err = r.deliverAs(req.Context(), Announce{
 		Cid:       m.Cid,
 		Publisher: ai.ID,
 		Addrs:     ai.Addrs,
@@ -565,7 +574,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		Source:    SourceHTTP,
 		From:      from,
 		Trusted:   exempt,
-	})
+	}, republish)
 	var refusal *Refusal
 	switch {
 	case err == nil, errors.Is(err, errDuplicate):

@@ -93,7 +93,8 @@ func (e *Refusal) status() int {
 // queueing it for [Receiver.Next] (which then only waits for Close), and
 // asks s for each announce's [Class] before limiting it:
 //
-//   - [ClassPending]: no limit; the announce goes to s.
+//   - [ClassPending]: no limit; the announce goes to s, and is not
+//     republished on gossip (the announce that queued the walk was).
 //   - [ClassVerified]: limited per publisher ([WithPublisherRate]).
 //   - [ClassNew]: limited per source address ([WithSourceRate]).
 //

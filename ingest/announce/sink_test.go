@@ -144,3 +144,36 @@ func TestPublisherRateNeedsSink(t *testing.T) {
 		t.Fatal("WithPublisherRate without WithSink: no error")
 	}
 }
+
+// An announce of a publisher whose walk is pending is not passed on to
+// gossip (it costs nothing here, so it must not cost the network either);
+// others are.
+func TestSinkPendingNotRepublished(t *testing.T) {
+	h := newHost(t)
+	defer h.Close()
+	pending, fresh := newPeer(t), newPeer(t)
+	sink := &tableSink{class: map[peer.ID]announce.Class{pending: announce.ClassPending}}
+	r, err := announce.NewReceiver(announce.WithSink(sink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := announce.NewGossip(h, r); err != nil { // not running: every republish fails, counted
+		t.Fatal(err)
+	}
+	srv := httpServer(t, r)
+	for i := range 5 {
+		if code, _ := put(t, srv+"/announce", "", encode(t, httpMessage(t, pending, "p"+strconv.Itoa(i)), false)); code != http.StatusNoContent {
+			t.Fatalf("pending publisher's announce: %d", code)
+		}
+	}
+	if s := r.Stats(); s.RepublishFailed+s.Republished != 0 || s.Coalesced != 5 {
+		t.Fatalf("stats %+v after 5 coalesced announces: want no republish tried", s)
+	}
+	if code, _ := put(t, srv+"/announce", "", encode(t, httpMessage(t, fresh, "f"), false)); code != http.StatusNoContent {
+		t.Fatalf("new publisher's announce: %d", code)
+	}
+	if s := r.Stats(); s.RepublishFailed != 1 {
+		t.Fatalf("stats %+v: the new publisher's announce was not passed on", s)
+	}
+}
