@@ -591,6 +591,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "announce queue full, try again", http.StatusServiceUnavailable)
 	case errors.Is(err, ErrClosed):
+		w.Header().Set("Retry-After", "5")
 		http.Error(w, "announce receiver closed", http.StatusServiceUnavailable)
 	default:
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -256,8 +256,8 @@ func TestReceiverClose(t *testing.T) {
 	if _, err := r.Next(context.Background()); !errors.Is(err, announce.ErrClosed) {
 		t.Fatal(err)
 	}
-	if code, _ := put(t, srv.URL+"/announce", "", encode(t, httpMessage(t, newPeer(t), "a"), false)); code != 503 {
-		t.Fatal(code)
+	if code, retry := putFrom(t, "127.0.0.1", srv.URL+"/announce", encode(t, httpMessage(t, newPeer(t), "a"), false), nil); code != 503 || retry == "" {
+		t.Fatalf("announce to a closed receiver: %d, Retry-After %q; want 503 with a Retry-After", code, retry)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
