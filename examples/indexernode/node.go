@@ -328,6 +328,9 @@ func (n *Node) serve(lns Listeners) error {
 	if err != nil {
 		return err
 	}
+	if n.shard != nil { // no index to look up: see ShardConfig
+		findAPI, routingAPI = n.shard.noIndex(findAPI), n.shard.noIndex(routingAPI)
+	}
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
 		routingAPI = n.cfg.Hooks.Find(routingAPI)
@@ -347,7 +350,11 @@ func (n *Node) serve(lns Listeners) error {
 	if err != nil {
 		return err
 	}
-	findListener.Handle(sample.Prefix, sampleAPI)
+	if n.shard != nil {
+		findListener.Handle(sample.Prefix, n.shard.noIndex(sampleAPI))
+	} else {
+		findListener.Handle(sample.Prefix, sampleAPI)
+	}
 	if h := n.shardHandler(); h != nil {
 		findListener.Handle(shard.PathStatus, h)
 	}
