@@ -313,7 +313,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 // serve makes the HTTP server of each listener given.
 func (n *Node) serve(lns Listeners) error {
 	ingestMux := http.NewServeMux()
-	ingestMux.Handle("/", n.recv) // PUT /announce, PUT /ingest/announce
+	ingestMux.Handle("/", withBodyDeadline(n.recv, AnnounceBodyTimeout)) // PUT /announce, PUT /ingest/announce
 	ingestMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
 	backend, err := find.NewStoreBackend(n.st)
 	if err != nil {
