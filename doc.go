@@ -99,6 +99,9 @@
 //     binaries share (signals, logging, config files, servers);
 //     internal/netlimit, the caps that keep a server from being exhausted
 //     (connections per listener and per source IP, rates per source);
+//     internal/localonly, the guard that keeps web pages (cross-origin
+//     and DNS-rebound) off the APIs left without a token on loopback;
+//     internal/browsertest, headless Chromium for the browser tests;
 //     internal/logfields, which parses the binaries' slog lines;
 //     internal/netproxy, a loopback TCP proxy for network fault tests;
 //     internal/freeport, which picks loopback ports for servers that are

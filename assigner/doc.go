@@ -161,11 +161,16 @@
 // the announce of a publisher the state does not know ([State.Known]:
 // not announced since the start, not preset, not held, nothing pending)
 // reaches the state, the service fetches the publisher's signed head
-// from the HTTP addresses the announce names (ingest/ipnisync, which
-// checks the signature and that the key is the publisher's) and feeds the
-// announce to the state only if it verifies. An announce that does not
-// verify (no HTTP address, unreachable, no head, a malformed head, a head
-// signed by another key, an address the dial policy refuses) is dropped
+// (ingest/ipnisync, which checks the signature and that the key is the
+// publisher's) and feeds the announce to the state only if it verifies.
+// It fetches the head where an indexer would sync from: over plain HTTP
+// from the HTTP addresses the announce names if it names any, and
+// otherwise, with [WithVerifyHost], over libp2p streams (libp2phttp) to
+// its libp2p addresses, the connection authenticating the publisher's
+// peer ID; that connection is closed after the check. An announce that
+// does not verify (only libp2p addresses and no verify host, unreachable,
+// no head, a malformed head, a head signed by another key, an address the
+// dial policy refuses) is dropped
 // with a WARN naming the reason: never assigned, forwarded or kept as the
 // publisher's latest. So no announce makes the pool assign a publisher
 // whose signed head is not served at the address it names, and a flood
@@ -181,7 +186,8 @@
 // bounded memory of a few thousand publishers). The fetches dial only
 // what the dial policy allows ([WithDialPolicy]: public addresses by
 // default; a pool on a private network or on one machine allows private
-// ones) and follow no redirect. [Service.Stats] counts the announces
+// ones; over libp2p, the verify host's gater, ingest/ipnisync.NewGater of
+// the same policy) and follow no redirect. [Service.Stats] counts the announces
 // verified, dropped as unverified, skipped, dropped as busy and coalesced.
 // The check happens in the service's loop, around the state: [State] stays
 // pure.

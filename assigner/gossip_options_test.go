@@ -43,6 +43,7 @@ func TestInvalidServiceOptions(t *testing.T) {
 		"WithRequestTimeout(0)":        assigner.WithRequestTimeout(0),
 		"WithGossip(nil)":              assigner.WithGossip(nil),
 		"WithHTTPClient(nil)":          assigner.WithHTTPClient(nil),
+		"WithVerifyHost(nil)":          assigner.WithVerifyHost(nil),
 		"WithVerifyConcurrency(0)":     assigner.WithVerifyConcurrency(0),
 		"WithVerifyTimeout(-1)":        assigner.WithVerifyTimeout(-1),
 		"WithVerifyRetryAfter(0)":      assigner.WithVerifyRetryAfter(0),

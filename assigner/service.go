@@ -188,7 +188,7 @@ func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 		pollNow: make(chan struct{}, 1),
 		stopped: make(chan struct{}),
 		verify: verifier{
-			hc: o.policy.Client(), concurrency: o.vConc, timeout: o.vTimeout, retryAfter: o.vRetryAfter,
+			hc: o.policy.Client(), host: o.vHost, concurrency: o.vConc, timeout: o.vTimeout, retryAfter: o.vRetryAfter,
 			inflight: make(map[peer.ID]announce.Announce), failed: make(map[peer.ID]time.Time),
 		},
 	}

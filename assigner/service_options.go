@@ -30,6 +30,7 @@ type serviceConfig struct {
 	announcePoll time.Duration
 
 	policy      *netpolicy.Policy
+	vHost       host.Host
 	vConc       int
 	vTimeout    time.Duration
 	vRetryAfter time.Duration
@@ -119,11 +120,36 @@ func WithHTTPClient(hc *http.Client) ServiceOption {
 // publisher's signed head: the addresses announces name (default nil,
 // netpolicy's default policy: public addresses only, checked after name
 // resolution). A pool whose publishers are on a private network or on
-// this machine needs netpolicy.New(netpolicy.AllowPrivate()). Admin calls
-// and forwarded announces go to the configured indexers and are not
+// this machine needs netpolicy.New(netpolicy.AllowPrivate()). It governs
+// the HTTP fetches; over libp2p the host of [WithVerifyHost] dials, under
+// its own gater (give it ipnisync.NewGater of the same policy). Admin
+// calls and forwarded announces go to the configured indexers and are not
 // restricted ([WithHTTPClient]).
 func WithDialPolicy(p *netpolicy.Policy) ServiceOption {
 	return func(o *serviceConfig) error { o.policy = p; return nil }
+}
+
+// WithVerifyHost fetches the signed heads of unknown publishers that
+// announce only libp2p addresses (no /http or /https multiaddr, such as
+// /ip4/203.0.113.7/tcp/4001/p2p/<id>) over libp2p streams of h: the
+// ipnisync protocol over libp2phttp, as an indexer syncs them, with the
+// publisher's peer ID authenticated by the connection. An announce that
+// names an HTTP address is verified over HTTP, as without this option.
+// h dials the publisher, so it must carry the dial policy itself: build
+// it with the gater ipnisync.NewGater makes of the [WithDialPolicy]
+// policy, and with no relay, NAT port mapping, mDNS or bootstrap; it
+// needs no listen address. A connection h opens for a check is closed
+// after it. The caller owns h (it may be the [WithGossip] host) and
+// closes it after Run returns. Default: none, so an announce with only
+// libp2p addresses does not verify and its publisher is never assigned.
+func WithVerifyHost(h host.Host) ServiceOption {
+	return func(o *serviceConfig) error {
+		if h == nil {
+			return fmt.Errorf("%w: WithVerifyHost(nil)", ErrInvalidOption)
+		}
+		o.vHost = h
+		return nil
+	}
 }
 
 // WithVerifyConcurrency sets how many unknown publishers' heads are

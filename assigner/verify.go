@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -29,9 +31,12 @@ const (
 	maxUnverified = 4096
 )
 
-// errNoHTTPAddress is the verification error of an announce that names no
-// HTTP address: there is nowhere to fetch the head from.
-var errNoHTTPAddress = errors.New("the announce names no HTTP address to fetch the publisher's head from")
+// The verification errors of an announce that names nowhere the service
+// can fetch the head from.
+var (
+	errNoAddress    = errors.New("the announce names no address to fetch the publisher's head from")
+	errNoLibp2pHost = errors.New("the announce names only libp2p addresses, and the service has no libp2p host to fetch the publisher's head with (WithVerifyHost)")
+)
 
 // ServiceStats counts the verifications of unknown publishers' announces
 // (see the package documentation, section Service).
@@ -57,6 +62,7 @@ type ServiceStats struct {
 // loop goroutine; the counters are read by Stats.
 type verifier struct {
 	hc          *http.Client // the dial policy's
+	host        host.Host    // libp2p heads (WithVerifyHost); nil: HTTP only
 	concurrency int
 	timeout     time.Duration
 	retryAfter  time.Duration
@@ -106,42 +112,63 @@ func (s *Service) verifyAnnounce(ctx context.Context, a announce.Announce) {
 	go func() {
 		defer s.wg.Done()
 		start := time.Now()
-		err := s.fetchHead(ctx, a)
+		transport, err := s.fetchHead(ctx, a)
 		if ctx.Err() != nil {
 			return
 		}
 		d := time.Since(start)
-		s.send(ctx, func(ctx context.Context) { s.onVerified(ctx, p, err, d) })
+		s.send(ctx, func(ctx context.Context) { s.onVerified(ctx, p, transport, err, d) })
 	}()
 }
 
-// fetchHead fetches the signed head of a's publisher from the HTTP
-// addresses a names, and checks that the publisher's key signed it.
-func (s *Service) fetchHead(ctx context.Context, a announce.Announce) error {
-	var addrs []ma.Multiaddr
+// fetchHead fetches the signed head of a's publisher and checks that the
+// publisher's key signed it: over plain HTTP from the HTTP addresses a
+// names if it names any, as an indexer's syncer would, and otherwise over
+// libp2p streams of the verify host to its libp2p addresses. It returns
+// the transport it used ("http" or "libp2p").
+func (s *Service) fetchHead(ctx context.Context, a announce.Announce) (string, error) {
+	var httpAddrs, p2pAddrs []ma.Multiaddr
 	for _, m := range a.Addrs {
 		if isHTTPAddr(m) {
-			addrs = append(addrs, m)
+			httpAddrs = append(httpAddrs, m)
+		} else {
+			p2pAddrs = append(p2pAddrs, m)
 		}
 	}
-	if len(addrs) == 0 {
-		return errNoHTTPAddress
+	opts := []ipnisync.Option{ipnisync.WithTimeout(s.verify.timeout), ipnisync.WithLogger(s.opts.log)}
+	h := s.verify.host
+	var addrs []ma.Multiaddr
+	transport := "http"
+	switch {
+	case len(httpAddrs) > 0:
+		addrs, opts = httpAddrs, append(opts, ipnisync.WithHTTPClient(s.verify.hc))
+	case len(p2pAddrs) > 0 && h != nil:
+		addrs, opts, transport = p2pAddrs, append(opts, ipnisync.WithLibp2p(h)), "libp2p"
+		// A connection opened for the check is closed after it: the
+		// indexer that gets the publisher dials it itself, and a flood of
+		// announces must not leave the host holding a connection each.
+		if h.Network().Connectedness(a.Publisher) != network.Connected {
+			defer h.Network().ClosePeer(a.Publisher)
+		}
+	case len(p2pAddrs) > 0:
+		return transport, errNoLibp2pHost
+	default:
+		return transport, errNoAddress
 	}
-	c, err := ipnisync.New(peer.AddrInfo{ID: a.Publisher, Addrs: addrs},
-		ipnisync.WithHTTPClient(s.verify.hc), ipnisync.WithTimeout(s.verify.timeout), ipnisync.WithLogger(s.opts.log))
+	c, err := ipnisync.New(peer.AddrInfo{ID: a.Publisher, Addrs: addrs}, opts...)
 	if err != nil {
-		return err
+		return transport, err
 	}
 	defer c.Close()
 	if _, err := c.Head(ctx); err != nil {
-		return fmt.Errorf("head of %s: %w", a.Publisher, err)
+		return transport, fmt.Errorf("head of %s over %s: %w", a.Publisher, transport, err)
 	}
-	return nil
+	return transport, nil
 }
 
 // onVerified ends the verification of publisher p: its newest announce
 // goes to the state if err is nil, and is dropped otherwise.
-func (s *Service) onVerified(ctx context.Context, p peer.ID, err error, d time.Duration) {
+func (s *Service) onVerified(ctx context.Context, p peer.ID, transport string, err error, d time.Duration) {
 	v := &s.verify
 	a := v.inflight[p]
 	delete(v.inflight, p)
@@ -149,11 +176,11 @@ func (s *Service) onVerified(ctx context.Context, p peer.ID, err error, d time.D
 		v.unverified.Add(1)
 		v.remember(p, time.Now().Add(v.retryAfter))
 		s.opts.log.Warn("announce dropped: the publisher's head did not verify", "publisher", p, "cid", a.Cid,
-			"source", a.Source.String(), "duration", d, "err", err)
+			"source", a.Source.String(), "transport", transport, "duration", d, "err", err)
 		return
 	}
 	v.verified.Add(1)
-	s.opts.log.Info("publisher verified by its signed head", "publisher", p, "cid", a.Cid, "duration", d)
+	s.opts.log.Info("publisher verified by its signed head", "publisher", p, "cid", a.Cid, "transport", transport, "duration", d)
 	s.acceptAnnounce(ctx, a)
 }
 

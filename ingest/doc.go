@@ -134,6 +134,36 @@
 // [DefaultUnverifiedTTL] ([WithUnverifiedLimit]); more fail
 // [Ingester.Announce] with [ErrTooManyPublishers].
 //
+// # Floods of publishers that never verified
+//
+// Their checks are cheap for whoever announces them and not free for the
+// Ingester, so it shares them out by where the announces come from
+// ([Ingester.AnnounceFrom], [SourceOf]: an IPv4 /24, an IPv6 /48):
+//
+//   - Room: while the table of publishers that never verified is full, a
+//     new one from a source holding less than an equal share of it takes
+//     the place of the largest source's newest (a failed one first); a
+//     source at its share is refused ([ErrTooManyPublishers]).
+//   - Checks: a head check of such a publisher runs on one of
+//     [DefaultCheckWorkers] check workers ([WithCheckWorkers]), apart from
+//     the walk workers, within [DefaultHeadCheckTimeout]
+//     ([WithHeadCheckTimeout]: connecting, asking and the answer), so
+//     that addresses that accept and never answer hold a worker briefly.
+//     The next check goes to the source with the fewest running, then the
+//     fewest failures (forgiven with a half-life of a minute), then the
+//     one served longest ago; no source runs more than an equal share of
+//     the workers while others wait. A check that verifies queues the
+//     publisher's first walk on a walk worker.
+//
+// [Ingester.Sink] puts an [announce.Receiver] in front of this: each
+// announce is limited by what it costs (nothing for a publisher whose walk
+// is queued or running, per publisher once verified, per source before),
+// and one the Ingester has no room for is answered 429 or 503 with a
+// Retry-After while its request is open, instead of being accepted and
+// dropped. Failures of such publishers are counted ([Ingester.Unverified])
+// and logged sampled: one warning a kind every ten seconds, the rest at
+// debug level.
+//
 // # Signatures
 //
 // Every advertisement must carry a valid signature by its provider or by

@@ -18,8 +18,15 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/logsample"
 	"github.com/indexkit/indexkit/store"
 )
+
+// logSampleEvery is how often the Ingester logs, at warning level, an
+// event that anyone can cause (a publisher that never verified failing
+// its check): one line of each kind per interval, with the count of those
+// held back; the others go to debug level.
+const logSampleEvery = 10 * time.Second
 
 // Ingester ingests the advertisement chains of many publishers into a
 // store: it schedules one [Walker] per publisher and applies their
@@ -39,14 +46,20 @@ type Ingester struct {
 	provKnown map[peer.ID]store.ProviderInfo
 	provLag   map[peer.ID]struct{}
 	batches   chan []multihash.Multihash // free batches: see getBatch
+	sampled   *logsample.Sampler         // of log lines anyone can cause
 
 	mu         sync.Mutex
 	policy     Policy
 	pubs       map[peer.ID]*publisher
 	seq        uint64 // queue order of the last publisher queued
 	unverified int    // publishers in pubs that never verified
+	srcs       map[string]*source
+	refused    uint64 // new publishers refused for want of room
+	evicted    uint64 // publishers that never verified forgotten for another source's
+	failedNew  uint64 // checks of publishers that never verified that failed
 	running    int    // walks started by Run and not yet finished
 	runningNew int    // of those, walks of publishers not established
+	checking   int    // head checks of publishers that never verified running
 }
 
 // publisher is the Ingester's state of one publisher; mu of the Ingester
@@ -75,6 +88,7 @@ type publisher struct {
 	retryAt      time.Time
 	lastErr      error
 	errTime      time.Time
+	source       string // while it never verified: the source it counts against ("": none)
 
 	entries atomic.Uint64
 	addrsMu sync.Mutex // guards addrs for announcedAddrs
@@ -116,6 +130,8 @@ func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Op
 		batches:   make(chan []multihash.Multihash, freeBatches),
 		policy:    cfg.policy,
 		pubs:      make(map[peer.ID]*publisher),
+		srcs:      make(map[string]*source),
+		sampled:   logsample.New(logSampleEvery),
 	}, nil
 }
 
@@ -182,6 +198,7 @@ func (i *Ingester) forgetLocked(p *publisher) {
 	if i.pubs[p.id] == p && !p.verified {
 		delete(i.pubs, p.id)
 		i.unverified--
+		i.releaseLocked(p)
 	}
 }
 

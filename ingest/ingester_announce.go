@@ -30,22 +30,39 @@ import (
 // a publisher the policy denies, and [ErrTooManyPublishers] when too many
 // publishers that never verified are pending ([WithUnverifiedLimit]).
 func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
+	return i.AnnounceFrom("", publisher, addrs, head)
+}
+
+// AnnounceFrom is [Ingester.Announce] of an announce that came from
+// source, a network whose announces share one fair share ([SourceOf]):
+// while the most publishers that never verified are held
+// ([WithUnverifiedLimit]), a new publisher from a source holding less
+// than an equal share of them takes the place of one from the source
+// holding the most, and one from a source holding its share or more is
+// refused with [ErrTooManyPublishers]; and the head checks of publishers
+// that never verified are shared among their sources the same way, a
+// source whose publishers failed to verify after those whose did not.
+// Source "" is a trusted caller (an operator, an assigner, a handoff),
+// which has no share and is never refused for another's sake.
+func (i *Ingester) AnnounceFrom(source string, publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if !i.policy.Allowed(publisher) {
 		return fmt.Errorf("%w: %s", ErrNotAllowed, publisher)
 	}
 	now := time.Now()
-	if i.pubs[publisher] == nil && i.unverified >= i.cfg.maxUnverified {
-		i.expireLocked(now)
-		i.evictFailedLocked()
-		if i.unverified >= i.cfg.maxUnverified {
-			return fmt.Errorf("%w: %d publishers that never verified are pending; %s is not taken", ErrTooManyPublishers, i.unverified, publisher)
+	if i.pubs[publisher] == nil {
+		if err := i.roomLocked(source, publisher, now); err != nil {
+			i.refused++
+			return err
 		}
 	}
 	p, err := i.publisherLocked(publisher)
 	if err != nil {
 		return err
+	}
+	if !p.verified && p.source == "" && source != "" && !p.walking {
+		i.holdLocked(p, source)
 	}
 	i.setCandLocked(p, addrs)
 	p.want, p.headVerified = head, false
@@ -57,6 +74,55 @@ func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head
 	}
 	return nil
 }
+
+// roomLocked makes room, if needed, for a new publisher announced from
+// source, or says why there is none (an error wrapping
+// [ErrTooManyPublishers]).
+func (i *Ingester) roomLocked(source string, publisher peer.ID, now time.Time) error {
+	if i.unverified < i.cfg.maxUnverified {
+		return nil
+	}
+	i.expireLocked(now)
+	i.evictFailedLocked()
+	if i.unverified < i.cfg.maxUnverified {
+		return nil
+	}
+	if source == "" {
+		// A trusted caller takes the place of the largest source's
+		// newest publisher rather than be refused.
+		if i.evictFromLargestLocked(0) {
+			return nil
+		}
+		return fmt.Errorf("%w: %d publishers that never verified are pending; %s is not taken", ErrTooManyPublishers, i.unverified, publisher)
+	}
+	mine := 0
+	if s := i.srcs[source]; s != nil {
+		mine = s.held
+	}
+	if share := i.fairShareLocked(source); mine >= share {
+		return &sourceFullError{source: source, held: mine, share: share, publisher: publisher}
+	}
+	if i.evictFromLargestLocked(mine) {
+		return nil
+	}
+	return fmt.Errorf("%w: %d publishers that never verified are pending, each being checked; %s is not taken", ErrTooManyPublishers, i.unverified, publisher)
+}
+
+// sourceFullError refuses a new publisher from a source that holds its
+// fair share of the publishers that never verified.
+type sourceFullError struct {
+	source    string
+	held      int
+	share     int
+	publisher peer.ID
+}
+
+func (e *sourceFullError) Error() string {
+	return fmt.Sprintf("%s: %s holds %d publishers that never verified, its fair share of the full table is %d; %s is not taken",
+		ErrTooManyPublishers, e.source, e.held, e.share, e.publisher)
+}
+
+func (e *sourceFullError) Unwrap() error { return ErrTooManyPublishers }
 
 // queueLocked queues a walk of p, behind every publisher queued before it;
 // p keeps its place if it is queued already.
@@ -81,10 +147,11 @@ func (i *Ingester) expireLocked(now time.Time) {
 		waited := p.queued && now.Sub(p.announced) > i.cfg.unverifiedTTL
 		failed := !p.queued && p.lastErr != nil && now.Sub(p.errTime) > i.cfg.unverifiedTTL
 		if waited || failed {
-			i.log.Info("forgetting a publisher that never verified", "publisher", p.id.String(), "announced", p.announced, "err", p.lastErr)
+			i.log.Debug("forgetting a publisher that never verified", "publisher", p.id.String(), "announced", p.announced, "err", p.lastErr)
 			i.forgetLocked(p)
 		}
 	}
+	i.pruneSourcesLocked(now)
 }
 
 // evictFailedLocked forgets the publisher that never verified whose

@@ -52,10 +52,7 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 	defer i.mu.Unlock()
 	now := time.Now()
 	i.expireLocked(now)
-	if i.running >= i.cfg.workers {
-		return next
-	}
-	var ready []*publisher
+	var ready, unverified []*publisher
 	for _, p := range i.pubs {
 		if !p.queued || p.walking {
 			continue
@@ -70,8 +67,13 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 			}
 			continue
 		}
-		ready = append(ready, p)
+		if p.verified {
+			ready = append(ready, p)
+		} else {
+			unverified = append(unverified, p)
+		}
 	}
+	i.startChecksLocked(ctx, wg, unverified, now)
 	slices.SortFunc(ready, func(a, b *publisher) int { return cmp.Compare(a.seq, b.seq) })
 	general := i.cfg.workers - i.cfg.reserved // workers open to publishers not established
 	for _, p := range ready {
@@ -171,4 +173,63 @@ func (i *Ingester) resume(ctx context.Context) error {
 		i.log.Info("resuming walk", "publisher", id.String())
 	}
 	return nil
+}
+
+// startChecksLocked starts the head checks of publishers that never
+// verified (ready: queued, not backing off), within the check workers
+// ([WithCheckWorkers]), in the order of the sources' fair shares
+// (pickNewLocked). A check that verifies queues the publisher again for
+// its walk, to the head it verified, which then takes a worker as any
+// verified publisher's does: a check only waits on the network, so many
+// run at once, and addresses that never answer hold a check worker for
+// the head check deadline at most.
+func (i *Ingester) startChecksLocked(ctx context.Context, wg *sync.WaitGroup, ready []*publisher, now time.Time) {
+	for i.checking < i.cfg.checkWorkers {
+		j := i.pickNewLocked(ready, i.cfg.checkWorkers, now)
+		if j < 0 {
+			return
+		}
+		p := ready[j]
+		announced := p.want
+		p.queued, p.walking, p.want, p.headVerified = false, true, cid.Undef, false
+		i.checking++
+		src := i.srcs[p.source]
+		if src != nil {
+			src.running++
+			src.served = now
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, head, err := i.verifyHead(ctx, p, announced)
+			i.mu.Lock()
+			p.walking = false
+			i.checking--
+			if src != nil {
+				src.running--
+			}
+			var failures int
+			var retryAt time.Time
+			var persist bool
+			switch {
+			case err == nil && head.Defined():
+				// Verified: its walk is queued, to this head unless an
+				// announce came meanwhile.
+				if !p.queued {
+					p.want, p.headVerified = head, true
+				}
+				i.queueLocked(p)
+			default:
+				failures, retryAt, persist = i.recordLocked(p, err)
+			}
+			i.mu.Unlock()
+			if persist {
+				i.persistBackoff(context.WithoutCancel(ctx), p.id, failures, retryAt)
+			}
+			select {
+			case i.wake <- struct{}{}:
+			default:
+			}
+		}()
+	}
 }

@@ -96,7 +96,12 @@ func (i *Ingester) verifyHead(ctx context.Context, p *publisher, announced cid.C
 		src, err := i.limitedSyncer(p.id, cand)
 		var head cid.Cid
 		if err == nil {
-			head, err = src.Head(ctx)
+			// Announced addresses are anyone's word: they get a short
+			// deadline, so that addresses that accept and never answer
+			// (a tarpit) cannot hold a worker long.
+			hctx, cancel := context.WithTimeout(ctx, i.cfg.headCheckTimeout)
+			head, err = src.Head(hctx)
+			cancel()
 		}
 		if err == nil {
 			if err := i.setVerified(ctx, p, cand, src); err != nil {
@@ -109,7 +114,7 @@ func (i *Ingester) verifyHead(ctx context.Context, p *publisher, announced cid.C
 			return nil, cid.Undef, err
 		}
 		candErr = fmt.Errorf("%w: head at the announced addresses %v: %w", ErrUnverified, cand, err)
-		i.log.Warn("announce ignored: the publisher's signed head does not verify at the announced addresses",
+		i.logSampled("announce ignored", "announce ignored: the publisher's signed head does not verify at the announced addresses",
 			"publisher", p.id.String(), "addrs", fmt.Sprint(cand), "err", err, "known_addrs", len(known))
 	}
 	if len(known) == 0 {
@@ -169,6 +174,7 @@ func (i *Ingester) setVerified(ctx context.Context, p *publisher, addrs []multia
 		p.verified = true
 		if i.pubs[p.id] == p {
 			i.unverified--
+			i.releaseLocked(p)
 		}
 	}
 	return nil
@@ -224,7 +230,17 @@ func (i *Ingester) recordLocked(p *publisher, err error) (failures int, retryAt 
 		backoff = i.cfg.backoffMax
 	}
 	p.retryAt = now.Add(backoff)
-	i.log.Warn("walk failed", "publisher", p.id.String(), "error", err, "failures", p.failures, "retry", backoff)
+	if p.verified {
+		i.log.Warn("walk failed", "publisher", p.id.String(), "error", err, "failures", p.failures, "retry", backoff)
+	} else {
+		// Anyone can announce a publisher that fails here: counted, and
+		// logged sampled.
+		i.failedNew++
+		if s := i.srcs[p.source]; s != nil {
+			s.failed(now)
+		}
+		i.logSampled("unverified failed", "a publisher that never verified failed its check", "publisher", p.id.String(), "source", p.source, "error", err)
+	}
 	if h := i.cfg.hooks.SyncFailed; h != nil {
 		h(p.id, err)
 	}
@@ -341,4 +357,19 @@ func cloneProvider(info store.ProviderInfo) store.ProviderInfo {
 		info.ExtendedProviders = &c
 	}
 	return info
+}
+
+// logSampled logs msg at warning level at most once per logSampleEvery
+// for each kind, with the count of like events held back since the last
+// one; the others at debug level.
+func (i *Ingester) logSampled(kind, msg string, args ...any) {
+	ok, held := i.sampled.Allow(kind)
+	if !ok {
+		i.log.Debug(msg, args...)
+		return
+	}
+	if held > 0 {
+		args = append(args, "like_events_not_logged", held)
+	}
+	i.log.Warn(msg, args...)
 }

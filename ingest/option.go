@@ -65,6 +65,14 @@ const (
 	// is forgotten. One that failed makes room for a new one at once.
 	DefaultUnverifiedLimit = 1024
 	DefaultUnverifiedTTL   = 10 * time.Minute
+	// DefaultHeadCheckTimeout bounds the fetch of a signed head from
+	// announced addresses not verified yet: connecting, asking and the
+	// whole answer (a few hundred bytes). Anyone can announce addresses
+	// that accept connections and never answer.
+	DefaultHeadCheckTimeout = 4 * time.Second
+	// DefaultCheckWorkers is how many head checks of publishers that
+	// never verified run at once. A check only waits on the network.
+	DefaultCheckWorkers = 32
 )
 
 // Option configures an [Ingester] ([New]). The settings a [Walker] has too
@@ -78,37 +86,41 @@ type Option func(*config) error
 type config struct {
 	walkerConfig
 
-	entriesDepth  int
-	workers       int
-	backoffMin    time.Duration
-	backoffMax    time.Duration
-	policy        Policy
-	batchSize     int
-	applier       func(publisher peer.ID) Applier
-	slotTime      time.Duration
-	slotAds       int
-	minRate       float64
-	minRateGrace  time.Duration
-	reserved      int // -1: half the workers
-	maxUnverified int
-	unverifiedTTL time.Duration
+	entriesDepth     int
+	workers          int
+	backoffMin       time.Duration
+	backoffMax       time.Duration
+	policy           Policy
+	batchSize        int
+	applier          func(publisher peer.ID) Applier
+	slotTime         time.Duration
+	slotAds          int
+	minRate          float64
+	minRateGrace     time.Duration
+	reserved         int // -1: half the workers
+	maxUnverified    int
+	unverifiedTTL    time.Duration
+	headCheckTimeout time.Duration
+	checkWorkers     int
 }
 
 func newConfig(opts []Option) (*config, error) {
 	c := &config{
-		walkerConfig:  defaultWalkerConfig(),
-		entriesDepth:  DefaultEntriesDepthLimit,
-		workers:       DefaultWorkers,
-		backoffMin:    DefaultBackoffMin,
-		backoffMax:    DefaultBackoffMax,
-		batchSize:     DefaultBatchSize,
-		slotTime:      DefaultSlotTime,
-		slotAds:       DefaultSlotAds,
-		minRate:       DefaultMinTransferRate,
-		minRateGrace:  DefaultMinRateGrace,
-		reserved:      -1,
-		maxUnverified: DefaultUnverifiedLimit,
-		unverifiedTTL: DefaultUnverifiedTTL,
+		walkerConfig:     defaultWalkerConfig(),
+		entriesDepth:     DefaultEntriesDepthLimit,
+		workers:          DefaultWorkers,
+		backoffMin:       DefaultBackoffMin,
+		backoffMax:       DefaultBackoffMax,
+		batchSize:        DefaultBatchSize,
+		slotTime:         DefaultSlotTime,
+		slotAds:          DefaultSlotAds,
+		minRate:          DefaultMinTransferRate,
+		minRateGrace:     DefaultMinRateGrace,
+		reserved:         -1,
+		maxUnverified:    DefaultUnverifiedLimit,
+		unverifiedTTL:    DefaultUnverifiedTTL,
+		headCheckTimeout: DefaultHeadCheckTimeout,
+		checkWorkers:     DefaultCheckWorkers,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -341,6 +353,35 @@ func WithUnverifiedLimit(n int, ttl time.Duration) Option {
 			return fmt.Errorf("%w: unverified limit %d, TTL %v", ErrInvalidOption, n, ttl)
 		}
 		c.maxUnverified, c.unverifiedTTL = n, ttl
+		return nil
+	}
+}
+
+// WithHeadCheckTimeout bounds the fetch of a publisher's signed head from
+// announced addresses that have not verified yet, connection included
+// (default [DefaultHeadCheckTimeout]); past it the addresses fail to
+// verify. Addresses that verified before keep the request timeout
+// ([WithRequestTimeout]).
+func WithHeadCheckTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: head check timeout %v must be positive", ErrInvalidOption, d)
+		}
+		c.headCheckTimeout = d
+		return nil
+	}
+}
+
+// WithCheckWorkers sets how many head checks of publishers that never
+// verified run at once (default [DefaultCheckWorkers]). They run apart
+// from the walk workers ([WithWorkers]): a publisher's first walk starts
+// once its check has verified, on a walk worker.
+func WithCheckWorkers(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("%w: check workers %d must be positive", ErrInvalidOption, n)
+		}
+		c.checkWorkers = n
 		return nil
 	}
 }

@@ -84,6 +84,14 @@ type refPublisher struct {
 // chain of two chunks; it returns the head and the multihash → value map.
 func buildRefChain(t *testing.T, lsys ipld.LinkSystem, name string, prov testKey, nAds, metaBase int) (cid.Cid, map[string]wantValue) {
 	t.Helper()
+	heads, want := buildRefChainSteps(t, lsys, name, prov, nAds, metaBase)
+	return heads[len(heads)-1], want
+}
+
+// buildRefChainSteps is buildRefChain, returning the head after each
+// advertisement, oldest first.
+func buildRefChainSteps(t *testing.T, lsys ipld.LinkSystem, name string, prov testKey, nAds, metaBase int) ([]cid.Cid, map[string]wantValue) {
+	t.Helper()
 	lctx := ipld.LinkContext{Ctx: context.Background()}
 	store := func(n ipld.Node) cid.Cid {
 		lnk, err := lsys.Store(lctx, ipnischema.Linkproto, n)
@@ -95,7 +103,7 @@ func buildRefChain(t *testing.T, lsys ipld.LinkSystem, name string, prov testKey
 	want := map[string]wantValue{}
 	addrs := []string{fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", 40000+metaBase)}
 	var prev ipld.Link
-	var head cid.Cid
+	var heads []cid.Cid
 	for i := range nAds {
 		meta := refMetadata(t, metaBase+i)
 		if i == 0 {
@@ -130,13 +138,14 @@ func buildRefChain(t *testing.T, lsys ipld.LinkSystem, name string, prov testKey
 		if err != nil {
 			t.Fatal(err)
 		}
-		head = store(n)
+		head := store(n)
+		heads = append(heads, head)
 		prev = cidlink.Link{Cid: head}
 		for _, m := range mhs {
 			want[string(m)] = wantValue{provider: prov.id, addrs: addrs, ctxID: ctxID, meta: meta}
 		}
 	}
-	return head, want
+	return heads, want
 }
 
 // newHTTPRefPublisher serves a go-libipni chain with go-libipni's ipnisync

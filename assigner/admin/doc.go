@@ -38,7 +38,9 @@
 // the limit ([WithMaxRequestBody], default 8 KiB); 405 with Allow for
 // another method (OPTIONS: 200 with Allow, as the reference); 404 for
 // another path; 401 without the bearer token when [WithToken] is set
-// ([ErrUnauthorized]); 501 for an optional capability the Node lacks
+// ([ErrUnauthorized]); without a token, 421 for a Host that is not
+// loopback and 403 for a request a web page sent ([ErrNotLocal], see
+// Security); 501 for an optional capability the Node lacks
 // ([ErrNotSupported]); 503 [ErrUnavailable], also when the request's
 // context ends; 500 with the error's text for any other error.
 //
@@ -108,6 +110,7 @@
 //	ErrUpstream           502     upstream           (the error's text)
 //	ErrNotSupported       501     not-supported      not supported by this indexer
 //	ErrUnauthorized       401     unauthorized       missing or wrong bearer token
+//	ErrNotLocal           421/403 not-local          (what was wrong: the Host, or the Origin)
 //	ErrBadRequest         400/413 bad-request        (what was wrong)
 //
 // The body is fixed so the wire contract does not depend on how a Node
@@ -145,7 +148,22 @@
 // listens elsewhere: examples/indexer refuses to start otherwise. The
 // token is compared in constant time (both sides hashed with SHA-256,
 // then crypto/subtle), so neither its content nor its length leaks
-// through timing. The token authenticates the assigner only; which
+// through timing.
+//
+// Loopback keeps other machines out, not the web pages of a browser on
+// this one. So a handler without a token answers only requests whose Host
+// is a loopback address (127.0.0.0/8, [::1]), localhost or a name given
+// with [WithAllowedHosts] (the indexer's -admin-hosts), and that carry no
+// Origin header and no Sec-Fetch-Site other than "none". A page whose
+// name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
+// name as Host and gets 421 Misdirected Request: the node does not answer
+// for that name; a page at any other origin, whose no-cors POST the
+// browser sends without asking, gets 403. Both carry the code
+// "not-local" ([ErrNotLocal]) and a body naming the Host or Origin and
+// the way out. The assigner and curl send neither header. With a token
+// the Host and Origin are not checked: a page cannot send the token (a
+// no-cors request has no Authorization header, and the handler grants no
+// CORS preflight), and a node with a token may be reached under any name. The token authenticates the assigner only; which
 // frozen indexers a handoff may name is the node's own configuration
 // (handoff.WithFrozenIndexers). Request bodies are
 // bounded ([WithMaxRequestBody]), response bodies read by the Client too

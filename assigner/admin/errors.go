@@ -84,6 +84,13 @@ var (
 	// has none or a wrong one. 401.
 	ErrUnauthorized = errors.New("admin: missing or wrong bearer token")
 
+	// ErrNotLocal: a handler without a token refused the request because
+	// its Host is not a loopback address, localhost or a name given with
+	// [WithAllowedHosts] (421: a DNS-rebound page, or a proxy's name), or
+	// because a web page sent it (403: an Origin header, or a
+	// Sec-Fetch-Site other than "none"). The body names the problem.
+	ErrNotLocal = errors.New("admin: request refused: not to a loopback Host or sent by a web page, and no token is set")
+
 	// ErrBadRequest: the handler rejected the request itself: a bad peer
 	// ID in the path, a bad body or query, a body over the limit (400,
 	// 413). The Client's own requests are well formed, so against a
@@ -127,11 +134,16 @@ var wireErrors = []wireError{
 	{ErrUpstream, http.StatusBadGateway, "upstream", ""},
 	{ErrNotSupported, http.StatusNotImplemented, "not-supported", "not supported by this indexer"},
 	{ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"},
+	{ErrNotLocal, http.StatusMisdirectedRequest, codeNotLocal, "request refused: not to a loopback Host or sent by a web page, and no token is set"},
 	{ErrBadRequest, http.StatusBadRequest, "bad-request", "bad request"},
 }
 
 // codeInternal marks an error that is none of the sentinels (500).
 const codeInternal = "internal"
+
+// codeNotLocal is the ErrorHeader code of [ErrNotLocal], which the handler
+// answers with the refusal's own status and text (421 or 403).
+const codeNotLocal = "not-local"
 
 // wireFor returns the row for err; ok is false for an error that is none
 // of the sentinels. An ended context counts as ErrUnavailable.

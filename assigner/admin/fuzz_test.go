@@ -71,6 +71,7 @@ func FuzzPeerIDPath(f *testing.F) {
 		h := newHandler(t, node)
 		r := &http.Request{
 			Method: http.MethodPost,
+			Host:   admin.DefaultListenAddr,
 			URL:    &url.URL{Path: "/ingest/assign/" + seg},
 			Header: http.Header{},
 			Body:   http.NoBody,

@@ -18,6 +18,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+
+	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // The routes of the admin API, as the reference serves them (and
@@ -64,6 +66,8 @@ type handler struct {
 	node     Node
 	cfg      handlerConfig
 	tokenSum [sha256.Size]byte
+	// local refuses foreign Hosts and web pages; nil with a token.
+	local *localonly.Guard
 }
 
 // NewHandler returns the admin API of node: the routes, methods, status
@@ -82,13 +86,23 @@ func NewHandler(node Node, opts ...Option) (http.Handler, error) {
 			return nil, err
 		}
 	}
+	local, err := localonly.New("the admin API", "allow it with -admin-hosts (admin.WithAllowedHosts) or set a token", h.cfg.hosts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: WithAllowedHosts: %w", ErrInvalidOption, err)
+	}
 	if h.cfg.token != "" {
 		h.tokenSum = sha256.Sum256([]byte(h.cfg.token))
+	} else {
+		h.local = local
 	}
 	return h, nil
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.local.Check(r); err != nil {
+		h.refuseNotLocal(w, r, err)
+		return
+	}
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="indexer admin"`)
 		h.writeError(w, r, ErrUnauthorized, "")
@@ -494,6 +508,17 @@ func (h *handler) badRequest(w http.ResponseWriter, r *http.Request, status int,
 	h.cfg.log.Info("admin request rejected", "method", r.Method, "path", clip(r.URL.Path), "status", status, "err", msg)
 	w.Header().Set(ErrorHeader, "bad-request")
 	http.Error(w, msg, status)
+}
+
+// refuseNotLocal answers a request the handler without a token refuses
+// (a foreign Host, a web page): the refusal's status (421, 403), the code
+// of [ErrNotLocal] and the refusal's text.
+func (h *handler) refuseNotLocal(w http.ResponseWriter, r *http.Request, err error) {
+	var ref *localonly.Refusal
+	errors.As(err, &ref)
+	h.cfg.log.Info("admin request refused", "method", r.Method, "path", clip(r.URL.Path), "status", ref.Status, "err", err)
+	w.Header().Set(ErrorHeader, codeNotLocal)
+	http.Error(w, ref.Reason, ref.Status)
 }
 
 // writeError answers err with its row of the error contract: the status,

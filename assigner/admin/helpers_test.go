@@ -163,10 +163,16 @@ func serve(t *testing.T, node admin.Node, opts []admin.Option, copts ...admin.Cl
 	return srv, c
 }
 
-// do sends one raw request to h and returns the recorded answer.
+// do sends one raw request to h and returns the recorded answer. A
+// target that is a path goes to Host 127.0.0.1:3002, as a request to
+// DefaultListenAddr does (httptest's default, example.com, is a foreign
+// Host that a handler without a token refuses).
 func do(t testing.TB, h http.Handler, method, target string, body io.Reader, hdr map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest(method, target, body)
+	if strings.HasPrefix(target, "/") {
+		r.Host = admin.DefaultListenAddr
+	}
 	for k, v := range hdr {
 		r.Header.Set(k, v)
 	}

@@ -28,6 +28,7 @@ const (
 
 type handlerConfig struct {
 	token   string
+	hosts   []string
 	maxBody int64
 	log     *slog.Logger
 }
@@ -46,10 +47,26 @@ type Option func(*handlerConfig) error
 // WithToken makes the handler require "Authorization: Bearer <token>" on
 // every request (401 otherwise), compared in constant time. Default: no
 // token; the API then relies on listening on loopback
-// ([DefaultListenAddr]). An empty token is no token.
+// ([DefaultListenAddr]) and answers only requests to a loopback Host that
+// no web page sent (see Security in the package documentation). An
+// empty token is no token.
 func WithToken(token string) Option {
 	return func(c *handlerConfig) error {
 		c.token = token
+		return nil
+	}
+}
+
+// WithAllowedHosts names the Hosts, besides 127.0.0.0/8, [::1] and
+// localhost, that a handler without a token answers: host names or IP
+// addresses without a port ("indexer-0.internal", "10.0.0.5"), for a
+// node reached through a proxy or a name of its own. Without a token any
+// other Host is refused 421 ([ErrNotLocal]); with one the Host is not
+// checked. A name with a port, a scheme or a path fails NewHandler with
+// [ErrInvalidOption]. Default: none.
+func WithAllowedHosts(hosts ...string) Option {
+	return func(c *handlerConfig) error {
+		c.hosts = append(c.hosts, hosts...)
 		return nil
 	}
 }

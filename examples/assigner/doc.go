@@ -19,12 +19,16 @@
 // gossip topic, where it also republishes HTTP announces with OrigPeer.
 // An announce of a publisher the assigner does not know yet is first
 // checked: the publisher's signed head is fetched from the HTTP address
-// the announce names and must be signed by the publisher's key; an
-// announce that does not verify is dropped (logged as a WARN, counted in
-// indexkit_assigner_verify_*_total) and assigns nothing. At most 8 heads
-// are fetched at once, and a publisher that failed is not fetched again
-// for a minute. The fetch connects only to public addresses unless
-// -allow-private-addrs is given.
+// the announce names, or, when it names only libp2p addresses (such as
+// /ip4/203.0.113.7/tcp/4001/p2p/12D3KooW…), over libp2p from those
+// (-p2p-verify, on by default: with the -p2p host, or without -p2p a
+// host of its own that listens nowhere and only dials), and must be
+// signed by the publisher's key; an announce that does not verify is
+// dropped (logged as a WARN, counted in indexkit_assigner_verify_*_total)
+// and assigns nothing. At most 8 heads are fetched at once, and a
+// publisher that failed is not fetched again for a minute. The fetch
+// connects only to public addresses unless -allow-private-addrs is given,
+// over HTTP and libp2p alike.
 // A publisher short of its replication is assigned (POST
 // /ingest/assign/{id}) to the best candidates — those holding its data
 // first, then the least loaded — and the announce is forwarded to each
@@ -40,7 +44,7 @@
 //
 // The JSON file of -config has the keys below (Indexers, Replication,
 // PresetReplication, PollInterval, Policy, Topic, and one per flag in
-// CamelCase: Listen, StateListen, Metrics, P2P, RequestTimeout, AdminToken,
+// CamelCase: Listen, StateListen, Metrics, P2P, P2PVerify, RequestTimeout, AdminToken,
 // AdminTokenFile, AllowPrivateAddrs, LogLevel, ShutdownTimeout, MaxConns,
 // MaxConnsPerIP, AnnounceRate, AnnounceRateExempt, GossipPeerRate);
 // flags given on the command line override it, and -indexer adds to its
@@ -77,6 +81,8 @@
 //	-state-listen ADDR        state API (127.0.0.1:3010)
 //	-metrics ADDR             Prometheus /metrics (127.0.0.1:3011; "" disables)
 //	-p2p MADDR                libp2p listen address for gossip ("none", the default, disables it)
+//	-p2p-verify               verify the heads of publishers that announce only libp2p addresses
+//	                          over libp2p (true; false: such publishers are never assigned)
 //	-admin-token TOKEN        bearer token of the indexers' admin APIs (shows in ps)
 //	-admin-token-file FILE    file whose first line is that token; without either flag,
 //	                          $INDEXKIT_ADMIN_TOKEN (giving both flags is an error)

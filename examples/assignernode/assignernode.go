@@ -60,7 +60,8 @@ func (a Addrs) StateURL() string { return "http://" + a.State }
 type Assigner struct {
 	log             *slog.Logger
 	svc             *assigner.Service
-	host            host.Host // nil without Config.P2P
+	host            host.Host // nil without Config.P2P and Config.P2PVerify
+	gossip          bool      // host listens on Config.P2P for gossip
 	policy          *netpolicy.Policy
 	lns             []net.Listener
 	names           []string
@@ -82,8 +83,8 @@ func (e *p2pError) Error() string { return "assignernode: P2P " + e.addr + ": " 
 func (e *p2pError) Unwrap() error { return e.err }
 
 // New validates cfg and builds the assigner on lns: the service and, with
-// cfg.P2P, its libp2p gossip host. It starts no goroutine. On error it has
-// closed what it opened; the error names the field at fault.
+// cfg.P2P or cfg.P2PVerify, its libp2p host. It starts no goroutine. On
+// error it has closed what it opened; the error names the field at fault.
 func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 	if lns.Announce == nil {
 		return nil, errors.New("assignernode: Listeners.Announce is required")
@@ -109,14 +110,19 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
 	}
 	var h host.Host
-	if cfg.P2P != "" {
-		// A fresh identity each start: the assigner's peer ID only signs
-		// its republishes. No relay, bootstrap, mDNS or NAT mapping.
-		if h, err = libp2p.New(libp2p.ListenAddrStrings(cfg.P2P), libp2p.DisableRelay(),
-			libp2p.ConnectionGater(ipnisync.NewGater(policy))); err != nil {
+	if cfg.P2P != "" || cfg.P2PVerify {
+		if h, err = newHost(cfg.P2P, policy); err != nil {
+			if cfg.P2P == "" {
+				return nil, fmt.Errorf("assignernode: P2PVerify: libp2p host: %w", err)
+			}
 			return nil, &p2pError{cfg.P2P, err}
 		}
+	}
+	if cfg.P2P != "" {
 		opts = append(opts, assigner.WithGossip(h))
+	}
+	if cfg.P2PVerify {
+		opts = append(opts, assigner.WithVerifyHost(h))
 	}
 	svc, err := assigner.NewService(cfg.Service, opts...)
 	if err != nil {
@@ -125,7 +131,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 		}
 		return nil, fmt.Errorf("assignernode: %w", err)
 	}
-	a := &Assigner{log: log, svc: svc, host: h, policy: policy, shutdownTimeout: cfg.ShutdownTimeout}
+	a := &Assigner{log: log, svc: svc, host: h, gossip: cfg.P2P != "", policy: policy, shutdownTimeout: cfg.ShutdownTimeout}
 	announceMux := http.NewServeMux()
 	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
 	announceMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "assigner ready") })
@@ -134,6 +140,21 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 		a.add("state", lns.State, svc.StateHandler())
 	}
 	return a, nil
+}
+
+// newHost starts the assigner's libp2p host: listening on listen, or on
+// nothing when listen is "" (a host that only dials, for head checks). It
+// has a fresh identity each start: the assigner's peer ID only signs its
+// republishes and authenticates its head checks. Its dials go through
+// the gater of policy. No relay, bootstrap, mDNS or NAT port mapping (the
+// last three are off by default), and no metrics in the global registry.
+func newHost(listen string, policy *netpolicy.Policy) (host.Host, error) {
+	addrs := libp2p.NoListenAddrs
+	if listen != "" {
+		addrs = libp2p.ListenAddrStrings(listen)
+	}
+	return libp2p.New(addrs, libp2p.DisableRelay(), libp2p.DisableMetrics(),
+		libp2p.ConnectionGater(ipnisync.NewGater(policy)))
 }
 
 func (a *Assigner) add(name string, ln net.Listener, h http.Handler) {
@@ -146,7 +167,7 @@ func (a *Assigner) Addrs() Addrs {
 	if len(a.lns) > 1 {
 		out.State = a.lns[1].Addr().String()
 	}
-	if a.host != nil {
+	if a.gossip {
 		out.PeerID = a.host.ID()
 		suffix := multiaddr.StringCast("/p2p/" + a.host.ID().String())
 		for _, m := range a.host.Addrs() {

@@ -42,6 +42,12 @@ type fileConfig struct {
 	Listen, StateListen, Metrics string
 	// P2P is the libp2p listen multiaddr for gossip; "none" or "" disables it.
 	P2P string
+	// P2PVerify fetches the signed heads of unknown publishers that
+	// announce only libp2p addresses over libp2p, so that they can be
+	// assigned: over the P2P host, or without it over a host that listens
+	// nowhere (it only dials, under the policy of AllowPrivateAddrs).
+	// On by default; false assigns only publishers with an HTTP address.
+	P2PVerify bool
 	// RequestTimeout bounds each request to an indexer.
 	RequestTimeout duration
 	// AdminToken is the bearer token of the indexers' admin APIs.
@@ -107,6 +113,7 @@ func defaultFileConfig() fileConfig {
 		StateListen:       "127.0.0.1:3010",
 		Metrics:           "127.0.0.1:3011",
 		P2P:               "none",
+		P2PVerify:         true,
 		RequestTimeout:    duration(assigner.DefaultRequestTimeout),
 		LogLevel:          "info",
 		ShutdownTimeout:   duration(10 * time.Second),
@@ -177,6 +184,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.StateListen, "state-listen", c.StateListen, "state API listen `address` (GET /assignments, /indexers)")
 	fs.StringVar(&c.Metrics, "metrics", c.Metrics, "Prometheus /metrics listen `address` (\"\" disables it)")
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` for gossip (\"none\" disables it)")
+	fs.BoolVar(&c.P2PVerify, "p2p-verify", c.P2PVerify, "verify the signed heads of publishers that announce only libp2p addresses over libp2p (over the -p2p host, or without it a host that listens nowhere and only dials); false: publishers without an HTTP address are never assigned")
 	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` of the indexers' admin APIs (shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken+")")
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the bearer token of the indexers' admin APIs")
 	fs.BoolVar(&c.AllowPrivateAddrs, "allow-private-addrs", c.AllowPrivateAddrs, "fetch unknown publishers' signed heads from loopback, private, link-local and CGNAT addresses (a private pool; by default only public addresses are dialled, since announces name them)")
@@ -298,6 +306,7 @@ func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, 
 	return Config{
 		Service:            sc,
 		P2P:                c.P2P,
+		P2PVerify:          c.P2PVerify,
 		RequestTimeout:     c.RequestTimeout.D(),
 		AdminToken:         tok,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,
@@ -378,7 +387,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		cli.LogListening(log, "p2p", m.String())
 	}
 	log.Info("starting", "indexers", len(cfg.Service.Indexers), "replication", fc.Replication,
-		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.D().String(), "p2p", a.PeerID != "",
+		"preset_replication", fc.PresetReplication, "poll_interval", fc.PollInterval.D().String(), "p2p", a.PeerID != "", "p2p_verify", fc.P2PVerify,
 		"dial_policy", node.DialPolicy().String())
 
 	eg, ctx := errgroup.WithContext(ctx)

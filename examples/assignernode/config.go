@@ -21,8 +21,16 @@ type Config struct {
 	Service assigner.ServiceConfig
 	// P2P is the libp2p listen multiaddr of the gossip host (announces on
 	// Service.Topic, and republishing of HTTP announces); "" runs no
-	// libp2p host and no gossip. The host has a fresh identity each New.
+	// gossip. The host has a fresh identity each New.
 	P2P string
+	// P2PVerify fetches the signed heads of unknown publishers that
+	// announce only libp2p addresses over libp2p (see
+	// assigner.WithVerifyHost), so that they can be assigned: with the P2P
+	// host if there is one, and otherwise with a host of its own that
+	// listens nowhere (it only dials, under the same dial policy as the
+	// HTTP head checks, AllowPrivateAddrs). Off, such publishers are never
+	// assigned. On in DefaultConfig.
+	P2PVerify bool
 	// RequestTimeout bounds each request to an indexer.
 	RequestTimeout time.Duration
 	// AdminToken is the bearer token of the indexers' admin APIs; "":
@@ -56,8 +64,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults of the binary's flags: replication
 // 1, the assigner package's poll interval, topic and request timeout, no
-// gossip, public addresses only, the announce limits of the other roles
-// and a 10s shutdown. Service.Indexers is empty.
+// gossip, head checks over HTTP and libp2p, public addresses only, the
+// announce limits of the other roles and a 10s shutdown. Service.Indexers
+// is empty.
 func DefaultConfig() Config {
 	return Config{
 		Service: assigner.ServiceConfig{
@@ -66,6 +75,7 @@ func DefaultConfig() Config {
 			PollInterval:      assigner.DefaultPollInterval,
 			Topic:             assigner.DefaultTopic,
 		},
+		P2PVerify:       true,
 		RequestTimeout:  assigner.DefaultRequestTimeout,
 		ShutdownTimeout: 10 * time.Second,
 		AnnounceRate:    cli.DefaultAnnounceRate,

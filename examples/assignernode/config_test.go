@@ -84,6 +84,7 @@ func TestLoadConfig(t *testing.T) {
 	def := defaultFileConfig()
 	fromFile.MaxConns, fromFile.MaxConnsPerIP = def.MaxConns, def.MaxConnsPerIP
 	fromFile.AnnounceRate, fromFile.AnnounceRateExempt, fromFile.GossipPeerRate = def.AnnounceRate, def.AnnounceRateExempt, def.GossipPeerRate
+	fromFile.P2PVerify = def.P2PVerify
 	defaultsWith := func(f func(*fileConfig)) fileConfig {
 		c := defaultFileConfig()
 		c.P2P = "" // "none" disables
@@ -123,14 +124,14 @@ func TestLoadConfig(t *testing.T) {
 				"-request-timeout", "250ms", "-topic", "/indexer/ingest/x", "-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:1",
 				"-metrics", "", "-p2p", "/ip4/0.0.0.0/tcp/0", "-admin-token", "t", "-log-level", "warn", "-shutdown-timeout", "3s",
 				"-max-conns", "10", "-max-conns-per-ip", "2", "-announce-rate", "0.5", "-announce-rate-exempt", "10.0.0.0/8", "-gossip-peer-rate", "0",
-				"-allow-private-addrs"},
+				"-allow-private-addrs", "-p2p-verify=false"},
 			want: defaultsWith(func(c *fileConfig) {
 				c.Indexers = []fileIndexer{flagIndexer}
 				c.Replication, c.PresetReplication, c.PollInterval, c.RequestTimeout = 3, 2, duration(time.Second), duration(250*time.Millisecond)
 				c.Topic, c.Listen, c.StateListen, c.Metrics, c.P2P = "/indexer/ingest/x", "127.0.0.1:0", "127.0.0.1:1", "", "/ip4/0.0.0.0/tcp/0"
 				c.AdminToken, c.LogLevel, c.ShutdownTimeout = "t", "warn", duration(3*time.Second)
 				c.MaxConns, c.MaxConnsPerIP, c.AnnounceRate, c.AnnounceRateExempt, c.GossipPeerRate = 10, 2, 0.5, "10.0.0.0/8", 0
-				c.AllowPrivateAddrs = true
+				c.AllowPrivateAddrs, c.P2PVerify = true, false
 			}),
 		},
 		{

@@ -22,7 +22,11 @@
 //	publishers announce to a.Addrs().AnnounceURL(); GET a.Addrs().StateURL() + "/assignments"
 //
 // With [Config.P2P] the assigner also runs a libp2p host for gossip
-// announces; [Addrs] reports its multiaddrs and peer ID. [Config.Hooks]
+// announces; [Addrs] reports its multiaddrs and peer ID. With
+// [Config.P2PVerify] (on in [DefaultConfig]) it verifies the heads of
+// publishers that announce only libp2p addresses over libp2p, with that
+// host, or without P2P with a host that listens nowhere (not in [Addrs]),
+// so that such publishers can be assigned. [Config.Hooks]
 // observe what the service does, which is how [Main] feeds its Prometheus
 // metrics; [Assigner.Service] gives the service's state and statistics.
 //

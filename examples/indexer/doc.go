@@ -13,7 +13,7 @@
 //
 // Flags override the JSON config file, whose keys are the fields of
 // Config in examples/indexernode (Dir, Store, Find, Ingest,
-// Admin, AdminToken, AdminTokenFile, HandoffFrom, HandoffFromFile, P2P, Topic,
+// Admin, AdminToken, AdminTokenFile, AdminHosts, HandoffFrom, HandoffFromFile, P2P, Topic,
 // FreezeAt, DiskBudget, IndexNoWAL, IndexFullKeys, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
 // LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP, AnnounceRate,
 // AnnounceRateExempt, GossipPeerRate; durations as "30s");
@@ -28,6 +28,7 @@
 //	-admin              127.0.0.1:3002            admin API listener
 //	-admin-token        ""                        bearer token the admin API requires (shows in ps)
 //	-admin-token-file   ""                        file whose first line is that token
+//	-admin-hosts        ""                        comma-separated Host names the admin API answers without a token, besides loopback ones
 //	-handoff-from       ""                        comma-separated find URLs a handoff may name ("": any)
 //	-handoff-from-file  ""                        file of such URLs, one per line, read at every handoff
 //	-p2p                /ip4/127.0.0.1/tcp/3003   libp2p listener; "" or "none": no libp2p, no gossip
@@ -54,7 +55,7 @@
 //	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
 //	-max-conns          1024                      open connections per listener; a new one evicts the longest exchange (0: no cap)
 //	-max-conns-per-ip   64                        open connections per listener from one IP (IPv6 /64); more are closed (0: no cap)
-//	-announce-rate      10                        HTTP announces a second per source IP, 20 at once; more get 429 (0: no limit)
+//	-announce-rate      10                        HTTP announces a second per publisher once verified (20 at once), per source IP before (100 at once); more get 429 (0: no limit)
 //	-announce-rate-exempt ""                      CIDRs -announce-rate does not limit (add the assigner's address)
 //	-gossip-peer-rate   100                       gossip announces a second per propagating peer, 200 at once (0: no limit)
 //
@@ -92,7 +93,14 @@
 // WARN), or, without either flag, $INDEXKIT_ADMIN_TOKEN; giving both flags
 // is an error. Prefer the file or the environment: a flag shows in ps.
 // Give the assigner the same token (its -admin-token-file or the same
-// variable). A port of 0 picks a free port; the node logs every bound
+// variable). Without a token, loopback keeps other machines out but not
+// the web pages of a browser on this one, so the admin API then answers
+// only requests whose Host is 127.0.0.0/8, [::1], localhost or a name of
+// -admin-hosts (a DNS-rebound page sends its own name: 421 Misdirected
+// Request) and that carry no Origin header and no Sec-Fetch-Site other
+// than "none" (a page at any origin: 403); see assigner/admin. An
+// assigner or a proxy that reaches the node under a name of its own needs
+// that name in -admin-hosts, or a token. A port of 0 picks a free port; the node logs every bound
 // address at start as
 //
 //	level=INFO msg=listening name=find addr=127.0.0.1:3000

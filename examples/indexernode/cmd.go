@@ -101,6 +101,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 	met.announceStats(n.AnnounceStats)
+	met.unverifiedStats(n.UnverifiedStats)
 	met.pebbleStats(n.Store())
 	a := n.Addrs()
 	cli.LogListening(log, "find", a.Find)

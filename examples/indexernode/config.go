@@ -12,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -45,6 +46,13 @@ type Config struct {
 
 	// AdminToken, when set, is the bearer token the admin API requires.
 	AdminToken string
+	// AdminHosts are the Host names, besides 127.0.0.0/8, [::1] and
+	// localhost, that the admin API answers without a token (a name of
+	// the node's own, a proxy's): host names or IP addresses without a
+	// port ([admin.WithAllowedHosts]). Without a token any other Host is
+	// refused 421 and a request a web page sent 403; with one the Host
+	// is not checked.
+	AdminHosts []string
 	// HandoffFrom are the find URLs of the frozen indexers a handoff may
 	// name as FrozenURL; HandoffFromFile is a file of them, one per line,
 	// read at every handoff (not with HandoffFrom). Neither: any.
@@ -146,8 +154,12 @@ type Config struct {
 	// context ends.
 	ShutdownTimeout time.Duration
 
-	// AnnounceRate is how many HTTP announces a second one source IP may
-	// send (twice that at once); more are answered 429. 0: no limit.
+	// AnnounceRate limits HTTP announces to this many a second, more
+	// answered 429: per publisher once its signed head has verified (twice
+	// the rate at once), per source IP for publishers that never verified
+	// (ten times the rate at once: many publishers behind one address). An announce of a publisher whose walk is queued or
+	// running only marks it to be walked again and is not counted. 0: no
+	// limit.
 	AnnounceRate float64
 	// AnnounceRateExempt are the sources AnnounceRate does not limit (an
 	// assigner's address).
@@ -238,8 +250,14 @@ func (c *Config) validate() error {
 	case len(c.HandoffFrom) > 0 && c.HandoffFromFile != "":
 		return errors.New("Config.HandoffFrom and HandoffFromFile: give one, not both")
 	}
+	if _, err := localonly.New("", "", c.AdminHosts...); err != nil {
+		return fmt.Errorf("Config.AdminHosts: %w", err)
+	}
 	return nil
 }
+
+// hostList splits a comma-separated list of host names.
+func hostList(s string) []string { return handoffFromList(s) }
 
 // handoffFromList splits a comma-separated list of URLs.
 func handoffFromList(s string) []string {

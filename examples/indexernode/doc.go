@@ -13,6 +13,12 @@
 // answered from the store's per-context sample; 501 if the store keeps
 // none). The ingest listener keeps its own plain GET /health.
 //
+// The admin listener requires Config.AdminToken when one is set. Without
+// one it answers only requests to a loopback Host (127.0.0.0/8, [::1],
+// localhost) or to a name of Config.AdminHosts, and none that a web page
+// sent (421 for another Host, a DNS-rebound page's; 403 for a request
+// with an Origin header): see the Security section of assigner/admin.
+//
 // # Embedding a node
 //
 //	cfg := indexernode.DefaultConfig()

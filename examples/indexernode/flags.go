@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // fileConfig is the configuration of the indexer program ([Main]): the
@@ -35,6 +36,9 @@ type fileConfig struct {
 	// with AdminToken; without either, $INDEXKIT_ADMIN_TOKEN). An admin
 	// listener off loopback requires a token.
 	AdminTokenFile string
+	// AdminHosts lists, comma-separated, the Host names besides loopback
+	// ones that the admin API answers without a token (Config.AdminHosts).
+	AdminHosts string
 	// HandoffFrom lists, comma-separated, the find URLs of the indexers a
 	// handoff may name as FrozenURL; HandoffFromFile is a file of them,
 	// one per line, read at every handoff. Neither: any.
@@ -106,7 +110,8 @@ type fileConfig struct {
 	// MaxConnsPerIP caps the open connections of each HTTP listener from
 	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.
 	MaxConnsPerIP int
-	// AnnounceRate is how many HTTP announces a second one source IP may
+	// AnnounceRate is how many HTTP announces a second one publisher that
+	// verified, or one source IP of publishers that never verified, may
 	// send (twice that at once); more are answered 429. 0: no limit.
 	AnnounceRate float64
 	// AnnounceRateExempt are the sources AnnounceRate does not limit:
@@ -171,6 +176,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.StringVar(&c.Admin, "admin", c.Admin, "admin API listen `address` (off loopback it requires a token: -admin-token-file)")
 	fs.StringVar(&c.AdminToken, "admin-token", c.AdminToken, "bearer `token` required by the admin API (\"\": none); shows in ps: prefer -admin-token-file or $"+cli.EnvAdminToken)
 	fs.StringVar(&c.AdminTokenFile, "admin-token-file", c.AdminTokenFile, "`file` whose first line is the admin API's bearer token")
+	fs.StringVar(&c.AdminHosts, "admin-hosts", c.AdminHosts, "comma-separated host `names` the admin API answers without a token besides 127.0.0.0/8, [::1] and localhost (other Hosts get 421)")
 	fs.StringVar(&c.HandoffFrom, "handoff-from", c.HandoffFrom, "comma-separated find `URLs` of the indexers a handoff may name as FrozenURL (\"\": any)")
 	fs.StringVar(&c.HandoffFromFile, "handoff-from-file", c.HandoffFromFile, "`file` of the find URLs a handoff may name, one per line, read at every handoff")
 	fs.StringVar(&c.P2P, "p2p", c.P2P, "libp2p listen `multiaddr` (\"\" or \"none\" disables libp2p and gossip)")
@@ -208,7 +214,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 		return err
 	})
 	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
-	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second per source IP, twice that at once; more get 429 (0: no limit)")
+	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second: per publisher once verified (twice that at once), per source IP before (ten times that at once); more get 429; announces of a publisher already queued are free (0: no limit)")
 	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit, e.g. the assigner's address")
 	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
 	return fs
@@ -277,6 +283,9 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("-announce-rate-exempt: %w", err)
 	}
+	if _, err := localonly.New("", "", hostList(c.AdminHosts)...); err != nil {
+		return Config{}, fmt.Errorf("-admin-hosts: %w", err)
+	}
 	var sc *ShardConfig
 	if c.Layout != "" {
 		tok, err := shardToken(c.ShardTokenFile, os.Getenv)
@@ -290,6 +299,7 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 		Dir:                c.Dir,
 		Store:              c.Store,
 		AdminToken:         token,
+		AdminHosts:         hostList(c.AdminHosts),
 		HandoffFrom:        handoffFromList(c.HandoffFrom),
 		HandoffFromFile:    c.HandoffFromFile,
 		P2P:                c.P2P,

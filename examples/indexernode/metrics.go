@@ -113,7 +113,29 @@ func (m *metrics) announceStats(stats func() announce.Stats) {
 		counter("announces_denied_total", "Announces refused by the policy.", func(s announce.Stats) uint64 { return s.Denied }),
 		counter("announces_malformed_total", "HTTP announces answered 400 or 413.", func(s announce.Stats) uint64 { return s.Malformed }),
 		counter("announces_dropped_total", "Announces dropped because the queue was full.", func(s announce.Stats) uint64 { return s.Dropped }),
-		counter("announces_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) uint64 { return s.RateLimited }),
+		counter("announces_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate (publishers that never verified).", func(s announce.Stats) uint64 { return s.RateLimited }),
+		counter("announces_publisher_limited_total", "HTTP announces answered 429: their verified publisher was over -announce-rate.", func(s announce.Stats) uint64 { return s.PublisherLimited }),
+		counter("announces_coalesced_total", "Announces of a publisher with a walk queued or running, taken without counting against a limit.", func(s announce.Stats) uint64 { return s.Coalesced }),
+		counter("announces_refused_total", "Announces the ingester had no room for (HTTP: 429 or 503 with Retry-After): too many publishers that never verified.", func(s announce.Stats) uint64 { return s.Refused }),
+	)
+}
+
+// unverifiedStats exports the ingester's counts of publishers that never
+// verified, read at scrape time.
+func (m *metrics) unverifiedStats(stats func() ingest.UnverifiedStats) {
+	gauge := func(name, help string, f func(ingest.UnverifiedStats) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricPrefix + name, Help: help}, func() float64 { return f(stats()) })
+	}
+	counter := func(name, help string, f func(ingest.UnverifiedStats) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + name, Help: help},
+			func() float64 { return float64(f(stats())) })
+	}
+	m.reg.MustRegister(
+		gauge("unverified_publishers", "Publishers announced whose signed head has not verified yet, held in memory.", func(s ingest.UnverifiedStats) float64 { return float64(s.Held) }),
+		gauge("unverified_checks_running", "Head checks of publishers that never verified running now.", func(s ingest.UnverifiedStats) float64 { return float64(s.Checking) }),
+		counter("unverified_refused_total", "New publishers refused: the table of those that never verified was full (their source at its share).", func(s ingest.UnverifiedStats) uint64 { return s.Refused }),
+		counter("unverified_evicted_total", "Publishers that never verified forgotten to make room for another source's.", func(s ingest.UnverifiedStats) uint64 { return s.Evicted }),
+		counter("unverified_failed_total", "Head checks of publishers that never verified that failed.", func(s ingest.UnverifiedStats) uint64 { return s.Failed }),
 	)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -243,8 +244,14 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if err != nil {
 		return err
 	}
+	// Announces go straight to the ingester, which says what each costs
+	// (free for a publisher already queued, per publisher once verified,
+	// per source before) and refuses, while the request is open, those
+	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
-		announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
+		announce.WithSourceRate(cfg.AnnounceRate, newPublisherBurst(cfg.AnnounceRate)),
+		announce.WithPublisherRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
@@ -358,7 +365,7 @@ func (n *Node) serve(lns Listeners) error {
 	if h := n.shardHandler(); h != nil {
 		findListener.Handle(shard.PathStatus, h)
 	}
-	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithLogger(n.log))
+	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithAllowedHosts(n.cfg.AdminHosts...), admin.WithLogger(n.log))
 	if err != nil {
 		return err
 	}
@@ -414,6 +421,17 @@ func (n *Node) Ingester() *ingest.Ingester { return n.ing }
 
 // AnnounceStats returns the announce receiver's counters.
 func (n *Node) AnnounceStats() announce.Stats { return n.recv.Stats() }
+
+// newPublisherBurst is how many announces of publishers that never
+// verified one source may send at once: ten seconds' worth of the rate, so
+// that a provider starting many peer IDs behind one address, or many
+// publishers behind a NAT, are taken in one burst. What they cost is
+// bounded by the ingester's fair shares, not by this.
+func newPublisherBurst(rate float64) int { return max(1, int(math.Ceil(10*rate))) }
+
+// UnverifiedStats returns the ingester's counts of publishers that never
+// verified: held, checking, refused, evicted, failed.
+func (n *Node) UnverifiedStats() ingest.UnverifiedStats { return n.ing.Unverified() }
 
 // Frozen reports whether the node is frozen: it takes no new publishers.
 func (n *Node) Frozen() bool { return n.fr != nil && n.fr.Frozen() }

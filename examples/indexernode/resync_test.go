@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -81,7 +82,11 @@ type indexerURLs struct{ find, ingest, admin string }
 func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string) (indexerURLs, func()) {
 	t.Helper()
 	rctx, cancel := context.WithCancel(ctx)
-	tap := logtap.New(io.Discard)
+	var w io.Writer = io.Discard
+	if f := os.Getenv("DEBUGLOG"); f != "" {
+		w, _ = os.Create(f)
+	}
+	tap := logtap.New(w)
 	done := make(chan error, 1)
 	go func() {
 		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",

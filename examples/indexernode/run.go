@@ -42,7 +42,6 @@ func (n *Node) Run(ctx context.Context) error {
 		return eg.Wait()
 	}
 	eg.Go(func() error { return n.ing.Run(gctx) })
-	eg.Go(func() error { return n.ing.Feed(gctx, n.recv, n.accepts) })
 	eg.Go(func() error { return n.fr.Run(gctx) })
 	eg.Go(func() error { return n.logProgress(gctx, n.cfg.Progress) })
 	if n.cfg.Poll > 0 {
@@ -116,6 +115,12 @@ func (n *Node) logProgress(ctx context.Context, interval time.Duration) error {
 		case <-t.C:
 		}
 		for _, s := range n.ing.Statuses() {
+			if !s.Verified {
+				// Anyone can announce publishers that never verify: their
+				// failures are counted in metrics, not logged one by one.
+				delete(last, s.Publisher)
+				continue
+			}
 			p := last[s.Publisher]
 			if p.AdsWalked == s.AdsWalked && p.AdsApplied == s.AdsApplied && p.EntriesIndexed == s.EntriesIndexed && p.Failures == s.Failures {
 				continue

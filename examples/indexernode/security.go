@@ -23,7 +23,8 @@ func logSecurity(log *slog.Logger, cfg fileConfig, tok cli.Token) {
 	if tok.Value != "" {
 		log.Info("admin API requires a bearer token", "source", tok.Source)
 	} else {
-		log.Info("admin API has no token: it relies on listening on loopback", "addr", cfg.Admin)
+		log.Info("admin API has no token: it relies on listening on loopback, and answers only a loopback Host or -admin-hosts and no web page",
+			"addr", cfg.Admin, "admin_hosts", cfg.AdminHosts)
 	}
 	if cfg.UseAssigner && cfg.HandoffFrom == "" && cfg.HandoffFromFile == "" {
 		log.Warn("handoffs are accepted from any frozen indexer the admin caller names (FrozenURL); " +

@@ -53,7 +53,8 @@
 //	                        multihash (base58) with its values (ProviderID, ContextID and
 //	                        Metadata, base64), sorted by multihash; ?pieces=1 adds "Pieces"
 //	POST /halt              publish no more ads (keep serving), so that the truth holds
-//	                        still; 204
+//	                        still; 204. Only to a loopback Host and from no web page:
+//	                        421 or 403 otherwise (internal/localonly)
 //
 // A faulty publisher's truth is empty: nothing it publishes may be
 // indexed. The faults: bad-signature (ads altered after signing),

@@ -17,6 +17,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // Fault is a way a publisher misbehaves. Each makes every ad the
@@ -179,10 +180,14 @@ func NewPublisher(spec Spec) (*Publisher, error) {
 	p.mux = http.NewServeMux()
 	p.mux.Handle(ipnisync.IPNIPath+"/", p.sync)
 	p.mux.HandleFunc("GET /truth", p.serveTruth)
-	p.mux.HandleFunc("POST /halt", func(w http.ResponseWriter, r *http.Request) {
+	local, err := localonly.New("the publisher's POST /halt", "halt it through 127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	p.mux.Handle("POST /halt", local.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.Halt()
 		w.WriteHeader(http.StatusNoContent)
-	})
+	})))
 	if err := p.Publish(context.Background(), spec.Ads); err != nil {
 		return nil, err
 	}
@@ -191,7 +196,8 @@ func NewPublisher(spec Spec) (*Publisher, error) {
 
 // Halt stops the runner from publishing more ads for p; p keeps serving
 // what it has, so that its truth stops moving (a demo's final check).
-// POST /halt on the publisher's server does the same. Publish itself is
+// POST /halt on the publisher's server does the same, to a loopback Host
+// and from no web page (internal/localonly): 421 or 403 otherwise. Publish itself is
 // not affected.
 func (p *Publisher) Halt() { p.halted.Store(true) }
 

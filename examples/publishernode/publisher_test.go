@@ -215,6 +215,39 @@ func TestTruthHTTP(t *testing.T) {
 	}
 }
 
+// POST /halt halts only for a program on this machine: a DNS-rebound
+// page (a foreign Host) gets 421 and a page at another origin 403, and
+// the publisher keeps publishing; a plain request to 127.0.0.1 halts it.
+func TestHaltLocalOnly(t *testing.T) {
+	p := newPublisher(t, Spec{Seed: 5, Ads: 1, Entries: 3, ChunkSize: 3})
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	halt := func(host, origin string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/halt", nil)
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := halt("rebind.evil.example:3100", ""); code != http.StatusMisdirectedRequest || p.Halted() {
+		t.Fatalf("rebound /halt: %d, halted %v; want 421, not halted", code, p.Halted())
+	}
+	if code := halt("", "http://127.0.0.2:8080"); code != http.StatusForbidden || p.Halted() {
+		t.Fatalf("cross-origin /halt: %d, halted %v; want 403, not halted", code, p.Halted())
+	}
+	if code := halt("", ""); code != http.StatusNoContent || !p.Halted() {
+		t.Fatalf("/halt to 127.0.0.1: %d, halted %v; want 204, halted", code, p.Halted())
+	}
+}
+
 func TestNewPublisherErrors(t *testing.T) {
 	for _, s := range []Spec{{Ads: -1, Entries: 1}, {Entries: 0}, {Entries: 1, Fault: "lies"}} {
 		if _, err := NewPublisher(s); !errors.Is(err, ErrInvalidSpec) {

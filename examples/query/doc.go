@@ -15,6 +15,8 @@
 //	-listen ADDR        find and shard APIs (127.0.0.1:3100)
 //	-token-file FILE    the shard API's bearer token (else $INDEXKIT_SHARD_TOKEN);
 //	                    a listener off loopback requires one
+//	-shard-hosts NAMES  comma-separated Host names under which the shard API
+//	                    without a token takes writes, besides loopback ones
 //	-index-cache-size N Pebble block cache in bytes (32 MiB)
 //	-commit-interval D  how long applied batches may wait to be made durable
 //	                    together (5s, or 16 MiB of batches; 0: each batch
@@ -22,6 +24,11 @@
 //	-shutdown-timeout D time requests in flight get on SIGTERM (10s)
 //	-log-level LEVEL    debug, info, warn or error
 //	-max-conns N, -max-conns-per-ip N  connection caps
+//
+// Without a token the shard API takes writes only to Host 127.0.0.0/8,
+// [::1], localhost or a name of -shard-hosts (another Host, such as a
+// DNS-rebound web page's, gets 421) and none that a web page sent (an
+// Origin header: 403); the find API stays open to every page (CORS).
 //
 // Finds answer 503 until the node has heard from every writer of its
 // layout that nothing older waits for it (after each start), so that no

@@ -34,7 +34,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	listen := "127.0.0.1:3100"
-	var tokenFile string
+	var tokenFile, shardHosts string
 	level := slog.LevelInfo
 	maxConns, maxPerIP := cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data `directory` (index, positions, copy guard)")
@@ -43,6 +43,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
 	fs.StringVar(&tokenFile, "token-file", "", "`file` whose first line is the shard API's bearer token (else $"+EnvToken+"; neither: no token, loopback only)")
+	fs.StringVar(&shardHosts, "shard-hosts", "", "comma-separated host `names` under which the shard API without a token takes writes, besides 127.0.0.0/8, [::1] and localhost (other Hosts get 421)")
 	fs.Int64Var(&cfg.IndexCacheSize, "index-cache-size", cfg.IndexCacheSize, "`bytes` of the Pebble block cache")
 	fs.DurationVar(&cfg.CommitInterval, "commit-interval", cfg.CommitInterval, "how long applied batches may wait to be made durable together (0: each batch before it is answered; writers keep a batch until it is durable)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long requests in flight may take on SIGTERM")
@@ -63,6 +64,11 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		cfg.Token = tok
 	} else {
 		cfg.Token = strings.TrimSpace(os.Getenv(EnvToken))
+	}
+	for h := range strings.SplitSeq(shardHosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			cfg.ShardHosts = append(cfg.ShardHosts, h)
+		}
 	}
 	if cfg.Token == "" && !cli.IsLoopback(listen) {
 		return fmt.Errorf("-listen %s: the shard API off loopback needs a token (-token-file or $%s): anyone who reaches it could write the index", listen, EnvToken)

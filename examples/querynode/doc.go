@@ -21,6 +21,10 @@
 // until every writer of the layout has said that nothing older waits for
 // it, so a lookup never gets an answer that looks complete from a node
 // still catching up; a front end takes the key's other owner meanwhile.
+// The shard API's writes need Config.Token when one is set; without one
+// they are taken only to a loopback Host or a name of Config.ShardHosts,
+// and never from a web page (see the Security section of
+// scatter/shard/querynode).
 //
 // # Lifecycle
 //

@@ -36,8 +36,14 @@ type Config struct {
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
 	Store string
-	// Token is the bearer token the shard API requires ("": none).
+	// Token is the bearer token the shard API requires ("": none; the
+	// node then answers shard writes only to a loopback Host or one of
+	// ShardHosts, and none that a web page sent).
 	Token string
+	// ShardHosts are the Host names, besides 127.0.0.0/8, [::1] and
+	// localhost, under which the shard API without a Token takes writes
+	// (a name the layout gives the node): querynode.Config.AllowedHosts.
+	ShardHosts []string
 	// IndexCacheSize is the Pebble block cache in bytes (0: the pebble
 	// package's default).
 	IndexCacheSize int64
@@ -122,7 +128,7 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 		}
 	}
 	if n.node, err = qn.New(qn.Config{Name: cfg.Name, Dir: filepath.Join(cfg.Dir, "shard"), Store: n.st, Token: cfg.Token,
-		CommitInterval: cfg.CommitInterval, Logger: log}, l); err != nil {
+		AllowedHosts: cfg.ShardHosts, CommitInterval: cfg.CommitInterval, Logger: log}, l); err != nil {
 		return n, err
 	}
 	backend, err := find.NewStoreBackend(n.st)

@@ -6,11 +6,9 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/metadata"
+	"github.com/indexkit/indexkit/internal/browsertest"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -30,23 +29,6 @@ import (
 //
 //	INDEXKIT_WEB_SCREENSHOT=$PWD/docs/web.png go test -run TestWebPageInBrowser ./examples/scatternode/
 const screenshotEnv = "INDEXKIT_WEB_SCREENSHOT"
-
-// chromium returns the path of Debian's chromium; without it the test
-// skips, or fails when CI is set (make test sets it; .ci/services
-// installs chromium).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium not found and CI is set: the browser test needs Debian's chromium package (.ci/services installs it)")
-	}
-	t.Skip("chromium not found: skipping the browser test (apt-get install chromium, or run make test, which installs it)")
-	return ""
-}
 
 // rendered is one provider row of the page's answer.
 type rendered struct {
@@ -62,7 +44,7 @@ type rendered struct {
 // pool view (one row per indexer, the publishers from the assigner), and
 // that the browser logged no JavaScript error or exception.
 func TestWebPageInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
@@ -162,7 +144,7 @@ func TestWebPageInBrowser(t *testing.T) {
 	key := cid.NewCidV1(cid.Raw, mh).String()
 	t.Logf("looking up %s: %+v", key, want)
 
-	bctx, stop := startChromium(ctx, t, bin)
+	bctx, stop := browsertest.Start(ctx, t, bin)
 	defer stop()
 	// Every console message, exception and browser log entry, collected
 	// from the start.
@@ -303,47 +285,4 @@ func protocolName(code uint64) string {
 		return "transport-filecoin-piece-http"
 	}
 	return fmt.Sprintf("unknown-0x%04x", code)
-}
-
-// startChromium starts headless Chromium in its own process group, with a
-// fresh profile and the flags that keep it off the (closed) network, and
-// returns a browser context; stop closes the browser and kills what is
-// left of its process group by its process ID.
-func startChromium(ctx context.Context, t *testing.T, bin string) (context.Context, func()) {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 760),
-		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		}),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	bctx, cancelBrowser := chromedp.NewContext(actx)
-	if err := chromedp.Do(bctx); err != nil { // starts the browser
-		cancelBrowser()
-		cancelAlloc()
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	pid := chromedp.FromContext(bctx).Browser.Process().Pid
-	t.Logf("chromium: pid %d", pid)
-	return bctx, func() {
-		cancelBrowser()
-		cancelAlloc()
-		// The group is Chromium's own (Setpgid): its renderers and
-		// helpers, nothing else.
-		if err := syscall.Kill(-pid, syscall.SIGKILL); err == nil {
-			t.Logf("chromium: killed what was left of process group %d", pid)
-		}
-	}
 }

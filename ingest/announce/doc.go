@@ -48,9 +48,14 @@
 //	403  the WithAllow policy rejects the publisher
 //	404  another path; 405 another method (Allow: PUT)
 //	413  body over the limit (WithBodyLimit, 8 KiB by default)
-//	429  the source is over its rate (WithSourceRate), with Retry-After;
-//	     the body is not read
-//	503  the queue is full (Retry-After: 1) or the Receiver is closed
+//	429  the source is over its rate (WithSourceRate), or the publisher
+//	     over its own (WithPublisherRate), or the Sink refuses the
+//	     announce as the source's share is used up; with Retry-After.
+//	     Without a Sink the body is not read.
+//	503  the queue is full (Retry-After: 1), the Sink is full for everyone
+//	     (with Retry-After), or the Receiver is closed
+//
+// A refused announce is never answered 204.
 //
 // [WithSourceRate] limits the announces of each source IP address (a token
 // bucket per address, an IPv6 /64 counting as one), off by default. The
@@ -61,6 +66,19 @@
 // sources is bounded ([WithMaxSources]), so a flood of distinct sources
 // costs bounded memory. [WithPeerRate] does the same on gossip, per
 // propagating peer.
+//
+// With a [Sink] ([WithSink]; an ingest.Ingester makes one), announces go
+// to the Sink as they arrive instead of to a queue, and the limits follow
+// what an announce costs, which the Sink tells ([Class]): an announce of
+// a publisher whose walk is already queued or running only marks it to be
+// walked again and counts against no limit; one of a publisher that has
+// verified counts against that publisher's rate ([WithPublisherRate]),
+// whatever address it comes from, so that many publishers behind one
+// address (a NAT, a provider with several peer IDs) do not share one
+// budget; only publishers that never verified count against their
+// source's rate. The Sink may refuse an announce for now ([*Refusal],
+// [ErrBusy]), and the sender hears it. [Announce].From carries the source
+// address for the Sink's own fair shares.
 //
 // A [Gossip] made with the Receiver feeds it the announces read from the
 // topic /indexer/ingest/<network> and republishes its HTTP announces.

@@ -69,5 +69,5 @@ func ExampleReceiver() {
 	// Output:
 	// sent: <nil>
 	// http 12D3KooWBckWLKiYoUX4k3HTrbrSe4DD5SPNTKgP6vKTva1NaRkJ QmPNHBy5h7f19yJDt7ip9TvmMRbqmYsa6aetkrsc1ghjLB [/ip4/127.0.0.1/tcp/3104/http] <nil>
-	// {Accepted:1 HTTP:1 Gossip:0 Duplicates:1 Denied:0 Malformed:0 RateLimited:0 Dropped:0 Republished:0 RepublishFailed:0 Queued:0 Sources:1}
+	// {Accepted:1 HTTP:1 Gossip:0 Duplicates:1 Denied:0 Malformed:0 RateLimited:0 PublisherLimited:0 Coalesced:0 Refused:0 Dropped:0 Republished:0 RepublishFailed:0 Queued:0 Sources:1}
 }

@@ -21,8 +21,14 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
+	"github.com/indexkit/indexkit/internal/logsample"
 	"github.com/indexkit/indexkit/internal/netlimit"
 )
+
+// logSampleEvery is how often a Receiver logs an event that a sender can
+// cause at will (a refused or dropped announce): one line of each kind per
+// interval, with the count of those held back; [Stats] counts them all.
+const logSampleEvery = 10 * time.Second
 
 // Defaults of a [Receiver].
 const (
@@ -72,22 +78,32 @@ type Announce struct {
 	// message: Publisher itself, or the indexer that republished an HTTP
 	// announce. Empty for HTTP.
 	Relay peer.ID
+	// From is, for an HTTP announce, the address it came from: the
+	// connection's remote address, or the X-Forwarded-For address with
+	// [WithTrustForwardedFor]. Invalid for gossip.
+	From netip.Addr
+	// Trusted is true for an HTTP announce from a source exempted with
+	// [WithSourceRateExempt].
+	Trusted bool
 }
 
 // Stats is a snapshot of a [Receiver]'s counters since it was made.
 type Stats struct {
-	Accepted        uint64 // queued for Next, from any source
-	HTTP            uint64 // of Accepted, from HTTP
-	Gossip          uint64 // of Accepted, from gossip
-	Duplicates      uint64 // dropped as already seen
-	Denied          uint64 // rejected by the WithAllow policy
-	Malformed       uint64 // HTTP requests answered 400 or 413
-	RateLimited     uint64 // HTTP requests answered 429 (WithSourceRate)
-	Dropped         uint64 // accepted but dropped because the queue was full
-	Republished     uint64 // HTTP announces republished on gossip
-	RepublishFailed uint64 // republishes that failed (gossip not running, publish error)
-	Queued          int    // announces waiting for Next now
-	Sources         int    // sources whose rate WithSourceRate remembers now
+	Accepted         uint64 // queued for Next, from any source
+	HTTP             uint64 // of Accepted, from HTTP
+	Gossip           uint64 // of Accepted, from gossip
+	Duplicates       uint64 // dropped as already seen
+	Denied           uint64 // rejected by the WithAllow policy
+	Malformed        uint64 // HTTP requests answered 400 or 413
+	RateLimited      uint64 // HTTP requests answered 429: their source was over WithSourceRate
+	PublisherLimited uint64 // HTTP requests answered 429: their publisher was over WithPublisherRate
+	Coalesced        uint64 // announces of a publisher with a walk pending, taken without a limit (WithSink)
+	Refused          uint64 // announces the Sink refused for now (HTTP: 429 or 503)
+	Dropped          uint64 // accepted but dropped because the queue was full
+	Republished      uint64 // HTTP announces republished on gossip
+	RepublishFailed  uint64 // republishes that failed (gossip not running, publish error)
+	Queued           int    // announces waiting for Next now
+	Sources          int    // sources whose rate WithSourceRate remembers now
 }
 
 // Option configures a [Receiver].
@@ -106,6 +122,10 @@ type receiverConfig struct {
 	maxSources   int
 	forwardedFor bool
 	exempt       []netip.Prefix
+
+	sink           Sink
+	publisherRate  float64 // announces a second per verified publisher; 0: no limit
+	publisherBurst int
 }
 
 // WithAllow sets the policy: announces from a publisher for which allow
@@ -260,10 +280,13 @@ type Receiver struct {
 	closed bool
 	repub  republisher
 
-	rate *netlimit.Rate // nil without WithSourceRate
+	rate    *netlimit.Rate // nil without WithSourceRate
+	pubRate *netlimit.Rate // nil without WithPublisherRate
+	sampled *logsample.Sampler
 
 	accepted, http, gossip, duplicates, denied, malformedN, dropped,
-	republished, republishFailed, rateLimited atomic.Uint64
+	republished, republishFailed, rateLimited, publisherLimited,
+	coalesced, refused atomic.Uint64
 }
 
 // NewReceiver returns a Receiver. It starts nothing.
@@ -281,14 +304,24 @@ func NewReceiver(opts ...Option) (*Receiver, error) {
 		}
 	}
 	r := &Receiver{
-		cfg:   cfg,
-		queue: make(chan Announce, cfg.queueSize),
-		done:  make(chan struct{}),
-		seen:  newSeenLRU(cfg.dedupeSize),
+		cfg:     cfg,
+		queue:   make(chan Announce, cfg.queueSize),
+		done:    make(chan struct{}),
+		seen:    newSeenLRU(cfg.dedupeSize),
+		sampled: logsample.New(logSampleEvery),
 	}
 	if cfg.sourceRate > 0 {
 		var err error
 		if r.rate, err = netlimit.NewRate(cfg.sourceRate, cfg.sourceBurst, netlimit.WithMaxKeys(cfg.maxSources)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
+		}
+	}
+	if cfg.publisherRate > 0 {
+		if cfg.sink == nil {
+			return nil, fmt.Errorf("%w: a publisher rate needs a Sink (WithSink) to tell verified publishers", ErrInvalidOption)
+		}
+		var err error
+		if r.pubRate, err = netlimit.NewRate(cfg.publisherRate, cfg.publisherBurst, netlimit.WithMaxKeys(cfg.maxSources)); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
 		}
 	}
@@ -327,18 +360,21 @@ func (r *Receiver) Forget(publisher peer.ID, c cid.Cid) {
 // Stats returns a snapshot of the counters.
 func (r *Receiver) Stats() Stats {
 	return Stats{
-		Accepted:        r.accepted.Load(),
-		HTTP:            r.http.Load(),
-		Gossip:          r.gossip.Load(),
-		Duplicates:      r.duplicates.Load(),
-		Denied:          r.denied.Load(),
-		Malformed:       r.malformedN.Load(),
-		RateLimited:     r.rateLimited.Load(),
-		Dropped:         r.dropped.Load(),
-		Republished:     r.republished.Load(),
-		RepublishFailed: r.republishFailed.Load(),
-		Queued:          len(r.queue),
-		Sources:         r.sources(),
+		Accepted:         r.accepted.Load(),
+		HTTP:             r.http.Load(),
+		Gossip:           r.gossip.Load(),
+		Duplicates:       r.duplicates.Load(),
+		Denied:           r.denied.Load(),
+		Malformed:        r.malformedN.Load(),
+		RateLimited:      r.rateLimited.Load(),
+		PublisherLimited: r.publisherLimited.Load(),
+		Coalesced:        r.coalesced.Load(),
+		Refused:          r.refused.Load(),
+		Dropped:          r.dropped.Load(),
+		Republished:      r.republished.Load(),
+		RepublishFailed:  r.republishFailed.Load(),
+		Queued:           len(r.queue),
+		Sources:          r.sources(),
 	}
 }
 
@@ -411,6 +447,22 @@ func (r *Receiver) deliver(ctx context.Context, a Announce) error {
 	}
 	r.accepted.Add(1)
 	bySource.Add(1)
+	if r.cfg.sink != nil {
+		if err := r.cfg.sink.Take(a); err != nil {
+			r.accepted.Add(^uint64(0))
+			bySource.Add(^uint64(0))
+			r.mu.Lock()
+			r.seen.remove(k)
+			r.mu.Unlock()
+			if errors.Is(err, ErrBusy) {
+				r.refused.Add(1)
+			}
+			r.logSampled(slog.LevelInfo, "refused", "announce refused", "publisher", a.Publisher, "cid", a.Cid, "source", a.Source, "from", a.From, "err", err)
+			return err
+		}
+		log.Debug("announce taken")
+		return nil
+	}
 	select {
 	case r.queue <- a:
 	default:
@@ -421,7 +473,7 @@ func (r *Receiver) deliver(ctx context.Context, a Announce) error {
 		r.seen.remove(k)
 		r.mu.Unlock()
 		r.dropped.Add(1)
-		log.Warn("announce queue full, dropping announce")
+		r.logSampled(slog.LevelWarn, "queue full", "announce queue full, dropping announce", "publisher", a.Publisher, "cid", a.Cid, "source", a.Source)
 		return ErrQueueFull
 	}
 	log.Debug("announce accepted")
@@ -450,13 +502,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if src, exempt := r.source(req); r.rate != nil && !exempt {
-		if ok, wait := r.rate.Allow(src); !ok {
-			r.rateLimited.Add(1)
-			w.Header().Set("Retry-After", retryAfter(wait))
-			http.Error(w, "too many announces from "+src+", try again later", http.StatusTooManyRequests)
-			return
-		}
+	src, from, exempt := r.source(req)
+	// Without a Sink every announce counts against its source, before its
+	// body is read; with one, the body says whose announce it is first.
+	if r.cfg.sink == nil && r.rate != nil && !exempt && !r.allowSource(w, src) {
+		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.bodyLimit))
 	if err != nil {
@@ -488,18 +538,46 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.badRequest(w, err.Error())
 		return
 	}
+	if r.cfg.sink != nil && !exempt {
+		switch r.cfg.sink.Class(ai.ID) {
+		case ClassPending:
+			r.coalesced.Add(1)
+		case ClassVerified:
+			if r.pubRate != nil {
+				if ok, wait := r.pubRate.Allow(string(ai.ID)); !ok {
+					r.publisherLimited.Add(1)
+					w.Header().Set("Retry-After", retryAfter(wait))
+					http.Error(w, fmt.Sprintf("too many announces of publisher %s, try again later", ai.ID), http.StatusTooManyRequests)
+					return
+				}
+			}
+		default:
+			if r.rate != nil && !r.allowSource(w, src) {
+				return
+			}
+		}
+	}
 	err = r.deliver(req.Context(), Announce{
 		Cid:       m.Cid,
 		Publisher: ai.ID,
 		Addrs:     ai.Addrs,
 		ExtraData: m.ExtraData,
 		Source:    SourceHTTP,
+		From:      from,
+		Trusted:   exempt,
 	})
+	var refusal *Refusal
 	switch {
 	case err == nil, errors.Is(err, errDuplicate):
 		w.WriteHeader(http.StatusNoContent)
 	case errors.Is(err, ErrDenied):
 		http.Error(w, fmt.Sprintf("announce from publisher %s not allowed", ai.ID), http.StatusForbidden)
+	case errors.As(err, &refusal):
+		w.Header().Set("Retry-After", retryAfter(refusal.RetryAfter))
+		http.Error(w, refusal.Error(), refusal.status())
+	case errors.Is(err, ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	case errors.Is(err, ErrQueueFull):
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "announce queue full, try again", http.StatusServiceUnavailable)
@@ -517,15 +595,24 @@ func (r *Receiver) sources() int {
 	return r.rate.Len()
 }
 
-// source is the source of req for WithSourceRate: its remote IP address
-// (an IPv6 /64), or the last X-Forwarded-For address if trusted and
-// present; the remote address as it is if it holds no IP. exempt reports
-// that there is no limit, or that WithSourceRateExempt exempts the
-// address.
-func (r *Receiver) source(req *http.Request) (src string, exempt bool) {
-	if r.rate == nil {
-		return "", true
+// allowSource counts an announce against the rate of src and, when src
+// is over it, answers 429 with a Retry-After and returns false.
+func (r *Receiver) allowSource(w http.ResponseWriter, src string) bool {
+	ok, wait := r.rate.Allow(src)
+	if !ok {
+		r.rateLimited.Add(1)
+		w.Header().Set("Retry-After", retryAfter(wait))
+		http.Error(w, "too many announces from "+src+", try again later", http.StatusTooManyRequests)
 	}
+	return ok
+}
+
+// source is the source of req: its remote IP address, or the last
+// X-Forwarded-For address if trusted and present. src is the key of its
+// rate (WithSourceRate): the address, an IPv6 /64, or the remote address
+// as it is if it holds no IP. exempt reports that WithSourceRateExempt
+// exempts the address.
+func (r *Receiver) source(req *http.Request) (src string, from netip.Addr, exempt bool) {
 	ip, ok := parseIP(req.RemoteAddr)
 	if r.cfg.forwardedFor {
 		if xff := req.Header.Values("X-Forwarded-For"); len(xff) > 0 {
@@ -536,14 +623,27 @@ func (r *Receiver) source(req *http.Request) (src string, exempt bool) {
 		}
 	}
 	if !ok {
-		return req.RemoteAddr, false
+		return req.RemoteAddr, netip.Addr{}, false
 	}
 	for _, p := range r.cfg.exempt {
 		if p.Contains(ip) {
-			return ip.String(), true
+			return ip.String(), ip, true
 		}
 	}
-	return netlimit.Source(ip).String(), false
+	return netlimit.Source(ip).String(), ip, false
+}
+
+// logSampled logs msg at level, at most once per logSampleEvery for each
+// kind, with the count of the events held back since the last one.
+func (r *Receiver) logSampled(level slog.Level, kind, msg string, args ...any) {
+	ok, held := r.sampled.Allow(kind)
+	if !ok {
+		return
+	}
+	if held > 0 {
+		args = append(args, "like_events_not_logged", held)
+	}
+	r.cfg.logger.Log(context.Background(), level, msg, args...)
 }
 
 // parseIP returns the IP address of "host:port" or of a bare address,

@@ -86,9 +86,26 @@
 // [Node.SetLayout] with errors wrapping [shard.ErrStaleEpoch] for an
 // older layout. HTTP answers carry a [shard.BatchAnswer] whose Error names
 // the problem: 400 for a batch that does not decode (the decoder says at
-// which byte), 401 without the token, 409 for a gap or an epoch mismatch,
-// 413 for a body over [Config].MaxBatchBytes, 500 when the store fails
-// (the position does not advance), 503 while closing or behind the
-// batch's epoch. A failed copy or drop reports its error in
+// which byte), 401 without the token, 421 or 403 from a foreign Host or a
+// web page when no token is set (see Security), 409 for a gap or an
+// epoch mismatch, 413 for a body over [Config].MaxBatchBytes, 500 when
+// the store fails (the position does not advance), 503 while closing or
+// behind the batch's epoch. A failed copy or drop reports its error in
 // [Node.Status].
+//
+// # Security
+//
+// With [Config].Token the batch, export, copy and drop requests need it
+// (compared in constant time). Without one the node is meant to listen
+// on loopback, which keeps other machines out but not the web pages of a
+// browser on this machine, so those requests are then answered only when
+// their Host is a loopback address (127.0.0.0/8, [::1]), localhost or one
+// of [Config].AllowedHosts, and when no web page sent them: a page whose
+// name an attacker re-points at 127.0.0.1 (DNS rebinding) sends its own
+// name as Host and gets 421, and a request with an Origin header (a page
+// at any origin, whose no-cors POST the browser sends without asking) or
+// a Sec-Fetch-Site other than "none" gets 403, each with a
+// [shard.BatchAnswer] whose Error names the Host or the Origin. The
+// ingest nodes' writers send neither header. GET [shard.PathStatus]
+// stays open: it changes nothing.
 package querynode

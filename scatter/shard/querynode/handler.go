@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/store"
 )
@@ -28,9 +29,17 @@ func (n *Node) Handler() http.Handler {
 	return mux
 }
 
-// guarded checks the token and counts the request in flight.
+// guarded checks the token (without one, the Host and the browser
+// headers) and counts the request in flight.
 func (n *Node) guarded(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if err := n.local.Check(r); err != nil {
+			var ref *localonly.Refusal
+			errors.As(err, &ref)
+			n.log.Info("write request refused", "method", r.Method, "path", r.URL.Path, "status", ref.Status, "err", err)
+			writeJSON(w, ref.Status, shard.BatchAnswer{Error: "querynode: " + ref.Reason})
+			return
+		}
 		if n.auth != nil && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), n.auth) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="indexkit shard"`)
 			writeJSON(w, http.StatusUnauthorized, shard.BatchAnswer{Error: "querynode: missing or wrong bearer token"})

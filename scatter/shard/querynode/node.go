@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/store"
 )
@@ -27,8 +28,16 @@ type Config struct {
 	// Store is the index. Required; the node does not close it.
 	Store store.Store
 	// Token is the bearer token of the batch, export, copy and drop
-	// requests ("" accepts any request).
+	// requests. "": none, and then those requests are answered only when
+	// their Host is 127.0.0.0/8, [::1], localhost or one of AllowedHosts
+	// (421 otherwise: a DNS-rebound web page) and no web page sent them
+	// (403 for an Origin header or a Sec-Fetch-Site other than "none").
 	Token string
+	// AllowedHosts are the Host names, besides loopback ones, that a node
+	// without a Token answers writes to: host names or IP addresses
+	// without a port, for a node the layout names by a name of its own.
+	// Ignored with a Token.
+	AllowedHosts []string
 	// Client pulls exports from other query nodes (nil: one with connect
 	// and header timeouts and no overall timeout, since an export
 	// streams for as long as it has keys).
@@ -58,9 +67,10 @@ const DefaultMaxBatchBytes = 64 << 20
 // Node is a query node of the keyspace-sharded layer; see the package
 // documentation.
 type Node struct {
-	cfg  Config
-	log  *slog.Logger
-	auth []byte
+	cfg   Config
+	log   *slog.Logger
+	auth  []byte
+	local *localonly.Guard // nil with a token
 
 	// applyMu is held shared by each batch while it applies and
 	// exclusively by SetLayout while it swaps the layout and the copy
@@ -131,6 +141,10 @@ func New(cfg Config, l shard.Layout) (*Node, error) {
 	if cfg.Client == nil {
 		cfg.Client = defaultClient()
 	}
+	local, err := localonly.New("the query node's write API", "allow it with -shard-hosts (Config.AllowedHosts) or set a token", cfg.AllowedHosts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: allowed hosts: %w", ErrInvalidConfig, err)
+	}
 	place, err := shard.NewPlacement(l)
 	if err != nil {
 		return nil, fmt.Errorf("%w: layout: %w", ErrInvalidConfig, err)
@@ -150,6 +164,8 @@ func New(cfg Config, l shard.Layout) (*Node, error) {
 	n.closing, n.shut = context.WithCancel(context.Background())
 	if cfg.Token != "" {
 		n.auth = []byte("Bearer " + cfg.Token)
+	} else {
+		n.local = local
 	}
 	for name, p := range pos {
 		w := &writer{pos: p, view: p, stream: p.Stream}
