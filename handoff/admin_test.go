@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -37,8 +38,10 @@ func adminHandler(r *handoff.Receiver) http.Handler {
 }
 
 // writeAdminError answers err as the assigner/admin wire contract says:
-// a sentinel's status, Indexkit-Error code and fixed body, or 500 with the
-// error's text. (This package's tests may not import assigner.)
+// a sentinel's status, Indexkit-Error code and fixed body (for an upstream
+// failure, the error's text), or 500 with the error's text. (This
+// package's tests may not import assigner, but for the admin contract
+// the package itself imports.)
 func writeAdminError(w http.ResponseWriter, err error) {
 	for _, row := range []struct {
 		err        error
@@ -50,6 +53,7 @@ func writeAdminError(w http.ResponseWriter, err error) {
 		{handoff.ErrNotAllowed, 403, "not-allowed", "publisher not allowed by policy"},
 		{handoff.ErrUnknownPublisher, 404, "unknown-publisher", "frozen indexer has no provider for publisher"},
 		{handoff.ErrInvalidRequest, 400, "bad-request", err.Error()},
+		{admin.ErrUpstream, 502, "upstream", err.Error()},
 	} {
 		if errors.Is(err, row.err) {
 			w.Header().Set("Indexkit-Error", row.code)

@@ -129,13 +129,15 @@
 //	ErrUnknownIndexer       ErrUnknownIndexer     403     (not checked)
 //	ErrBadFrozenAt          ErrBadFrozenAt        422     (not checked)
 //	ErrFrozen               ErrFrozen             500     500 empty (assign); 200 (handoff)
-//	ErrFrozenIndexer,       (none: the error's    500     500
-//	ErrInvalidProviders,    text)
+//	ErrFrozenIndexer,       ErrUpstream (with     502     500
+//	ErrInvalidProviders,    the error's text)
 //	ErrTooLarge,
 //	ErrPublisherUnreachable
 //
-// The error's text names the URL and the frozen indexer's status, never
-// its body, which the admin API would echo to its caller.
+// The error's text names the URL and the frozen indexer's status, or
+// where its answer stops decoding, never what it wrote (not even the
+// character encoding/json would quote), which the admin API would echo to
+// its caller: the start of the answer goes to the debug log.
 //
 // The reference assigner treats every status but 200 as a failure and
 // tries the next indexer, so the departures change nothing for it.

@@ -52,19 +52,21 @@ var (
 	// (netpolicy.ErrForbiddenAddress is wrapped too), a redirect
 	// (netpolicy.ErrRedirect), a timeout (the context error is wrapped
 	// too), or a status other than 200 and 204 (the message names it, not
-	// the body). 500 with the error's text.
-	ErrFrozenIndexer = errors.New("handoff: frozen indexer unreachable or failing")
+	// the body). It matches admin.ErrUpstream too: 502 with the error's
+	// text.
+	ErrFrozenIndexer = upstream("handoff: frozen indexer unreachable or failing")
 
 	// ErrInvalidProviders is wrapped when the frozen indexer's GET
 	// /providers answer does not decode as the reference's JSON, or one
 	// of the publisher's records is invalid (a bad peer ID, an oversize
-	// context ID). 500 with the error's text.
-	ErrInvalidProviders = errors.New("handoff: invalid providers answer from frozen indexer")
+	// context ID); the message says where, and quotes nothing of the
+	// answer. It matches admin.ErrUpstream too: 502 with the error's text.
+	ErrInvalidProviders = upstream("handoff: invalid providers answer from frozen indexer")
 
 	// ErrTooLarge is wrapped when the frozen indexer's GET /providers
-	// answer exceeds the body limit ([WithMaxBodySize]). 500 with the
-	// error's text.
-	ErrTooLarge = errors.New("handoff: providers answer from frozen indexer too large")
+	// answer exceeds the body limit ([WithMaxBodySize]). It matches
+	// admin.ErrUpstream too: 502 with the error's text.
+	ErrTooLarge = upstream("handoff: providers answer from frozen indexer too large")
 
 	// ErrUnknownIndexer is returned by [Receiver.Handoff] when the
 	// request's FrozenURL is not one of the frozen indexers the receiver
@@ -85,8 +87,9 @@ var (
 	// ErrPublisherUnreachable is wrapped by [Receiver.Handoff] when a
 	// FrozenAt cannot be checked because the publisher cannot be reached
 	// (no address, a network error, a timeout). Nothing changes; the
-	// assigner tries again later. 500 with the error's text.
-	ErrPublisherUnreachable = errors.New("handoff: publisher unreachable to check FrozenAt")
+	// assigner tries again later. It matches admin.ErrUpstream too: 502
+	// with the error's text.
+	ErrPublisherUnreachable = upstream("handoff: publisher unreachable to check FrozenAt")
 
 	// ErrInvalidOption is wrapped by constructors given an argument or an
 	// option they cannot honour; the message names it.
@@ -104,3 +107,13 @@ var (
 // are the same type). It does not carry the answer's body, which goes to
 // the debug log only.
 type StatusError = httperr.StatusError
+
+// upstreamError is a sentinel of a handoff that failed because a server it
+// depends on failed (the frozen indexer, the publisher): errors.Is matches
+// it and admin.ErrUpstream, which the admin API answers 502.
+type upstreamError struct{ msg string }
+
+func upstream(msg string) error { return &upstreamError{msg} }
+
+func (e *upstreamError) Error() string { return e.msg }
+func (e *upstreamError) Unwrap() error { return admin.ErrUpstream }

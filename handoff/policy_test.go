@@ -3,12 +3,14 @@ package handoff_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/store/memory"
@@ -77,28 +79,47 @@ func TestHandoffDialPolicy(t *testing.T) {
 	}
 }
 
-// What the frozen indexer writes in an error answer reaches no error: the
-// admin API answers the caller with the error's text. It is logged at
-// DEBUG only.
+// What the frozen indexer writes reaches no error, whatever its status
+// (the admin API answers the caller with the error's text), not even the
+// one character or the token encoding/json would quote; its start is
+// logged at DEBUG only, on one line. Every such failure is an upstream
+// one: admin.ErrUpstream, which the admin API answers 502.
 func TestHandoffErrorBodyNotEchoed(t *testing.T) {
 	const marker = "MARKER-91b2-frozen-indexer-text"
 	ctx := context.Background()
 	f := newFixture(t)
-	node := newFrozenNode(t, f.recs...)
-	node.set(http.StatusInternalServerError, []byte(marker+" "+strings.Repeat("x", 600)))
-	st := memory.New()
-	defer st.Close()
-	var logs logBuffer
-	debug := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r := newReceiver(t, st, &fakeIngest{}, newMapDS(), handoff.WithLogger(debug))
-	err := r.Handoff(ctx, f.pub, handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL})
-	if !errors.Is(err, handoff.ErrFrozenIndexer) || !strings.Contains(err.Error(), "500") {
-		t.Fatalf("Handoff: %v, want ErrFrozenIndexer naming the status", err)
-	}
-	if strings.Contains(err.Error(), "MARKER") {
-		t.Fatalf("the error quotes the frozen indexer's body: %v", err)
-	}
-	if !strings.Contains(logs.String(), marker) {
-		t.Fatalf("the body is not in the debug log:\n%s", logs.String())
+	for _, c := range []struct {
+		name   string
+		status int
+		body   string
+		want   error
+	}{
+		{"500", http.StatusInternalServerError, marker + " " + strings.Repeat("x", 600), handoff.ErrFrozenIndexer},
+		{"HTML page", http.StatusOK, "M<html>\n<title>" + marker + "</title>\n" + strings.Repeat("<p>x</p>\n", 100), handoff.ErrInvalidProviders},
+		{"a string", http.StatusOK, `"` + marker + strings.Repeat(" x", 300) + `"`, handoff.ErrInvalidProviders},
+		{"a bad record", http.StatusOK, `[{"Publisher":{"ID":M` + marker + `}}]`, handoff.ErrInvalidProviders},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			node := newFrozenNode(t, f.recs...)
+			node.set(c.status, []byte(c.body))
+			st := memory.New()
+			defer st.Close()
+			var logs logBuffer
+			debug := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			r := newReceiver(t, st, &fakeIngest{}, newMapDS(), handoff.WithLogger(debug))
+			err := r.Handoff(ctx, f.pub, handoff.Request{FrozenID: f.frozenID, FrozenURL: node.URL})
+			if !errors.Is(err, c.want) || !errors.Is(err, admin.ErrUpstream) {
+				t.Fatalf("Handoff: %v, want %v and admin.ErrUpstream", err, c.want)
+			}
+			if c.status != http.StatusOK && !strings.Contains(err.Error(), fmt.Sprint(c.status)) {
+				t.Errorf("Handoff: %v, want the status named", err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "MARKER") || strings.Contains(msg, "'M'") {
+				t.Fatalf("the error quotes the frozen indexer's answer: %v", err)
+			}
+			if !strings.Contains(logs.String(), marker) {
+				t.Fatalf("the answer's start is not in the debug log:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/indexkit/indexkit/internal/httperr"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 )
@@ -49,13 +49,21 @@ func fetchProviders(ctx context.Context, hc *http.Client, log *slog.Logger, url 
 		// The answer's body goes to the debug log only: the error reaches
 		// the admin API's caller, and the FrozenURL is the caller's choice.
 		if log.Enabled(ctx, slog.LevelDebug) {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			log.Debug("frozen indexer's /providers failed", "url", url, "status", resp.StatusCode, "body", strings.TrimSpace(string(msg)))
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, snippetRead))
+			log.Debug("frozen indexer's /providers failed", "url", url, "status", resp.StatusCode, "body", httperr.Snippet(msg))
 		}
 		return nil, fmt.Errorf("%w: %w", ErrFrozenIndexer, &StatusError{Method: http.MethodGet, URL: url, Code: resp.StatusCode})
 	}
-	body := &limitReader{r: resp.Body, n: limit}
+	var body io.Reader = &limitReader{r: resp.Body, n: limit}
+	var start *headReader // the answer's start, for the debug log
+	if log.Enabled(ctx, slog.LevelDebug) {
+		start = &headReader{r: body}
+		body = start
+	}
 	recs, err := decodeProviders(body, publisher)
+	if err != nil && start != nil {
+		log.Debug("frozen indexer's /providers answer not read", "url", url, "err", err, "body", httperr.Snippet(start.head))
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrTooLarge):
@@ -94,12 +102,12 @@ func decodeProviders(r io.Reader, publisher peer.ID) ([]frozenRecord, error) {
 		// odd address, say) does not fail the handoff.
 		var peek struct{ Publisher *struct{ ID string } }
 		if err := json.Unmarshal(raw, &peek); err != nil {
-			return nil, fmt.Errorf("decoding provider record %d: %w", i, err)
+			return nil, fmt.Errorf("decoding provider record %d: %w", i, httperr.JSONError(err))
 		}
 		if peek.Publisher != nil && samePeer(peek.Publisher.ID, want, publisher) {
 			var pi find.ProviderInfo
 			if err := json.Unmarshal(raw, &pi); err != nil {
-				return nil, fmt.Errorf("decoding provider record %d: %w", i, err)
+				return nil, fmt.Errorf("decoding provider record %d: %w", i, httperr.JSONError(err))
 			}
 			rec, err := frozenRecordOf(&pi)
 			if err != nil {
@@ -172,6 +180,24 @@ func (l *limitReader) Read(p []byte) (int, error) {
 	}
 	k, err := l.r.Read(p)
 	l.n -= int64(k)
+	return k, err
+}
+
+// snippetRead is what is read of an answer to quote its start in the
+// debug log.
+const snippetRead = 4 * httperr.SnippetLen
+
+// headReader keeps the first snippetRead bytes read through it.
+type headReader struct {
+	r    io.Reader
+	head []byte
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	k, err := h.r.Read(p)
+	if n := min(k, snippetRead-len(h.head)); n > 0 {
+		h.head = append(h.head, p[:n]...)
+	}
 	return k, err
 }
 

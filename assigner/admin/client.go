@@ -12,9 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // Client calls the admin API of one indexer, as the assigner does. It
@@ -356,8 +357,9 @@ func fallback(o op, status int) error {
 	return nil
 }
 
-// maxErrorMessage bounds the body text quoted in a StatusError.
-const maxErrorMessage = 512
+// maxErrorMessage bounds what is read of an error answer to quote its
+// start in a StatusError (httperr.Snippet).
+const maxErrorMessage = 1024
 
 // call makes one request and decodes a 200 JSON answer into out (when out
 // is not nil). Any 2xx is success; 204 leaves out untouched.
@@ -406,7 +408,7 @@ func (c *Client) callHeader(ctx context.Context, o op, method string, q url.Valu
 			Method: method,
 			URL:    u.Redacted(),
 			Code:   resp.StatusCode,
-			Body:   strings.TrimSpace(strings.ToValidUTF8(string(msg), string(utf8.RuneError))),
+			Body:   httperr.Snippet(msg),
 			Err:    sentinel,
 		}
 	}
@@ -421,7 +423,7 @@ func (c *Client) callHeader(ctx context.Context, o op, method string, q url.Valu
 		return nil, fmt.Errorf("admin: %s %s: response body larger than %d bytes", method, u.Redacted(), c.cfg.maxBody)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return nil, fmt.Errorf("admin: %s %s: decoding response: %w", method, u.Redacted(), err)
+		return nil, fmt.Errorf("admin: %s %s: decoding response: %w", method, u.Redacted(), httperr.DecodeError(err, data))
 	}
 	return resp.Header, nil
 }

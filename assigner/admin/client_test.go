@@ -135,6 +135,7 @@ func TestClientSentinels(t *testing.T) {
 		{"Handoff", admin.ErrFrozen, 500, "/ingest/handoff/"},
 		{"Handoff", admin.ErrUnknownIndexer, 403, "/ingest/handoff/"},
 		{"Handoff", admin.ErrBadFrozenAt, 422, "/ingest/handoff/"},
+		{"Handoff", admin.ErrUpstream, 502, "/ingest/handoff/"},
 		{"Freeze", admin.ErrDisabled, 400, "/freeze"},
 		{"Sync", admin.ErrSyncing, 409, "/ingest/sync/"},
 		{"Assigned", admin.ErrUnavailable, 503, "/ingest/assigned"},
@@ -164,6 +165,19 @@ func TestClientSentinels(t *testing.T) {
 		})
 	}
 
+	// A handoff that failed upstream: 502, whose body is the error's text
+	// (which names the frozen indexer and its status), not a fixed one.
+	t.Run("upstream text", func(t *testing.T) {
+		f := newFakeNode(testID(t, 1))
+		f.setErr("Handoff", fmt.Errorf("%w: GET http://frozen.example/providers: 503 Service Unavailable", admin.ErrUpstream))
+		_, cl := serve(t, f, nil)
+		err := cl.Handoff(ctx, pub, hreq)
+		var se *admin.StatusError
+		if !errors.As(err, &se) || se.Code != 502 || !errors.Is(err, admin.ErrUpstream) ||
+			!strings.Contains(se.Body, "http://frozen.example/providers: 503") {
+			t.Errorf("err %#v, want a 502 StatusError wrapping ErrUpstream whose body names the frozen indexer's failure", err)
+		}
+	})
 	t.Run("not supported", func(t *testing.T) {
 		_, cl := serve(t, coreNode{newFakeNode(testID(t, 1))}, nil)
 		for _, m := range []string{"Freeze", "Sync", "IngestStatus"} {
@@ -340,6 +354,32 @@ func TestClientBadResponses(t *testing.T) {
 		err := c2.call()
 		if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "decoding response") {
 			t.Errorf("body %s: %v", c2.body, err)
+		}
+	}
+}
+
+// TestClientQuotesAnswers: an answer that is not the node's (a proxy's
+// HTML page, with 200 or an error status) is quoted in the error by its
+// start, on one bounded line, not by the one character encoding/json
+// shows or by every line of the page.
+func TestClientQuotesAnswers(t *testing.T) {
+	const title = "<title>504 Gateway Time-out</title>"
+	page := "<html>\r\n<head>" + title + "</head>\n<body>\n" + strings.Repeat("<center>nginx</center>\n", 100) + "</body></html>\n"
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(status)
+		fmt.Fprint(w, page)
+	}))
+	defer srv.Close()
+	c, err := admin.NewClient(srv.URL, admin.WithHTTPClient(srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, status = range []int{http.StatusOK, http.StatusGatewayTimeout} {
+		_, err := c.Status(t.Context())
+		if msg := fmt.Sprint(err); !strings.Contains(msg, title) || strings.ContainsAny(msg, "\r\n") || len(msg) > 500 {
+			t.Errorf("%d: error %q, want the start of the answer (%s) on one bounded line", status, msg, title)
 		}
 	}
 }

@@ -23,6 +23,7 @@
 //	                            200 empty; 400 missing or bad body, ErrAlreadyAssigned
 //	                            403; 503; 500 ErrFrozen (2); 404 ErrUnknownPublisher (3)
 //	                            403 ErrUnknownIndexer, 422 ErrBadFrozenAt (4)
+//	                            502 ErrUpstream (6)
 //	GET  /status                200 {"Frozen":false,"ID":"12D3…","Usage":42.5} (Usage −1: unknown)
 //	PUT  /freeze                200 (also when already frozen); 400 ErrDisabled "freezing disabled"
 //	POST /ingest/sync/{id}?depth=&resync=
@@ -63,7 +64,7 @@
 //     must be an advertisement the publisher serves, signed by the
 //     publisher or its provider, of a provider the frozen indexer lists
 //     (422 "bad-frozen-at"). A publisher that cannot be reached for that
-//     check fails the handoff with 500 and the error's text.
+//     check fails the handoff with 502 (see 6).
 //  5. GET /ingest/status is paginated. The answer is a JSON array as
 //     before, sorted by the publisher's peer ID string, of at most limit
 //     entries (default [DefaultIngestStatusLimit], at most
@@ -74,6 +75,12 @@
 //     path (RFC 3986, 5.2), valid wherever the handler is mounted. A client that ignores it gets the
 //     first page, as an array it already decodes; [Client.IngestStatus]
 //     follows the links. A bad limit or after is 400 naming it.
+//  6. A handoff that fails because the frozen indexer failed (unreachable,
+//     an error status, an answer that does not decode or is too large) or
+//     the publisher cannot be reached to check a FrozenAt: the reference
+//     answers 500; indexkit answers 502 Bad Gateway with the error's text,
+//     code "upstream" ([ErrUpstream]), keeping 500 for its own failures.
+//     The reference assigner treats both as a failure.
 //
 // The reference routes not listed (GET /ingest/sync/, /importproviders,
 // /ingest/allow, /ingest/block, /markadprocessed, /reloadconfig, /config,
@@ -100,13 +107,15 @@
 //	ErrUnknownPublisher   404     unknown-publisher  frozen indexer has no provider for publisher
 //	ErrUnknownIndexer     403     unknown-indexer    frozen indexer not among those accepted
 //	ErrBadFrozenAt        422     bad-frozen-at      FrozenAt is not an advertisement of the publisher
+//	ErrUpstream           502     upstream           (the error's text)
 //	ErrNotSupported       501     not-supported      not supported by this indexer
 //	ErrUnauthorized       401     unauthorized       missing or wrong bearer token
 //	ErrNotLocal           421/403 not-local          (what was wrong: the Host, or the Origin)
 //	ErrBadRequest         400/413 bad-request        (what was wrong)
 //
 // The body is fixed so the wire contract does not depend on how a Node
-// wraps its errors; the handler logs the full error. Against a node that
+// wraps its errors (but for ErrUpstream, whose text says which server
+// failed and how); the handler logs the full error. Against a node that
 // sends no code (a reference indexer), the Client maps by route and
 // status: 400 on assign or handoff is ErrAlreadyAssigned, 404 on unassign
 // ErrNotAssigned, 400 on freeze ErrDisabled, 409 on sync ErrSyncing, 503 on

@@ -66,6 +66,16 @@ var (
 	// check.)
 	ErrBadFrozenAt = errors.New("admin: FrozenAt is not an advertisement of the publisher")
 
+	// ErrUpstream: the request failed because a server it depends on
+	// failed: in a handoff, the frozen indexer (unreachable, an error
+	// status, an answer that does not decode or is too large) or the
+	// publisher whose FrozenAt must be checked. 502 Bad Gateway, code
+	// "upstream", with the error's text as the body: it names the server
+	// and what went wrong, never what the server wrote. The caller's
+	// mistakes stay 4xx and the node's own failures 500. (The reference
+	// answers 500.)
+	ErrUpstream = errors.New("admin: a server the request depends on failed")
+
 	// ErrNotSupported: the route's optional capability ([Freezer],
 	// [Syncer], [IngestReporter]) is not implemented by the node. 501.
 	ErrNotSupported = errors.New("admin: not supported by this indexer")
@@ -105,7 +115,7 @@ type wireError struct {
 	err    error
 	status int
 	code   string // ErrorHeader value
-	body   string // fixed text body
+	body   string // fixed text body; "": the error's text
 }
 
 // wireErrors is the error contract, in match order.
@@ -121,6 +131,7 @@ var wireErrors = []wireError{
 	{ErrUnknownPublisher, http.StatusNotFound, "unknown-publisher", "frozen indexer has no provider for publisher"},
 	{ErrUnknownIndexer, http.StatusForbidden, "unknown-indexer", "frozen indexer not among those accepted"},
 	{ErrBadFrozenAt, http.StatusUnprocessableEntity, "bad-frozen-at", "FrozenAt is not an advertisement of the publisher"},
+	{ErrUpstream, http.StatusBadGateway, "upstream", ""},
 	{ErrNotSupported, http.StatusNotImplemented, "not-supported", "not supported by this indexer"},
 	{ErrUnauthorized, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token"},
 	{ErrNotLocal, http.StatusMisdirectedRequest, codeNotLocal, "request refused: not to a loopback Host or sent by a web page, and no token is set"},

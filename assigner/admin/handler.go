@@ -522,8 +522,8 @@ func (h *handler) refuseNotLocal(w http.ResponseWriter, r *http.Request, err err
 }
 
 // writeError answers err with its row of the error contract: the status,
-// the ErrorHeader code and the fixed body; any other error 500 with its
-// text.
+// the ErrorHeader code and the fixed body (ErrUpstream: the error's text);
+// any other error 500 with its text.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error, publisher peer.ID) {
 	attrs := []any{"method", r.Method, "path", clip(r.URL.Path), "err", err}
 	if publisher != "" {
@@ -542,5 +542,9 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error, 
 	}
 	h.cfg.log.Log(r.Context(), level, "admin request refused", append(attrs, "status", row.status)...)
 	w.Header().Set(ErrorHeader, row.code)
-	http.Error(w, row.body, row.status)
+	body := row.body
+	if body == "" {
+		body = err.Error()
+	}
+	http.Error(w, body, row.status)
 }

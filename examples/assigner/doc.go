@@ -90,7 +90,7 @@
 //	                          addresses too (a private pool; logged as a WARN at start)
 //	-log-level LEVEL          debug, info, warn, error (info)
 //	-shutdown-timeout D       wait for requests in flight on SIGTERM (10s)
-//	-max-conns N              open connections per listener; more wait (1024; 0: no cap)
+//	-max-conns N              open connections per listener; a new one evicts the longest exchange (1024; 0: no cap)
 //	-max-conns-per-ip N       open connections per listener from one IP (IPv6 /64); more are closed (64; 0: no cap)
 //	-announce-rate R          HTTP announces a second per source IP, 2R at once; more get 429 (10; 0: no limit)
 //	-announce-rate-exempt P   CIDRs -announce-rate does not limit (none; a pool on one host gives 127.0.0.0/8,::1/128)

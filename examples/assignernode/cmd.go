@@ -65,8 +65,9 @@ type fileConfig struct {
 	LogLevel string
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
 	ShutdownTimeout duration
-	// MaxConns caps the open connections of each HTTP listener; more
-	// wait to be accepted. 0: no cap.
+	// MaxConns caps the open connections of each HTTP listener; beyond
+	// it a new one evicts the connection whose exchange began the longest
+	// ago (internal/netlimit). 0: no cap.
 	MaxConns int
 	// MaxConnsPerIP caps the open connections of each HTTP listener from
 	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.

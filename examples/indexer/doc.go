@@ -53,7 +53,7 @@
 //	-progress           30s                       interval of the per-publisher progress lines
 //	-poll               1h                        ask every followed publisher for its head this often (0: only at start)
 //	-shutdown-timeout   10s                       wait for requests in flight on SIGTERM
-//	-max-conns          1024                      open connections per listener; more wait (0: no cap)
+//	-max-conns          1024                      open connections per listener; a new one evicts the longest exchange (0: no cap)
 //	-max-conns-per-ip   64                        open connections per listener from one IP (IPv6 /64); more are closed (0: no cap)
 //	-announce-rate      10                        HTTP announces a second per publisher once verified (20 at once), per source IP before (100 at once); more get 429 (0: no limit)
 //	-announce-rate-exempt ""                      CIDRs -announce-rate does not limit (add the assigner's address)

@@ -320,7 +320,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 // serve makes the HTTP server of each listener given.
 func (n *Node) serve(lns Listeners) error {
 	ingestMux := http.NewServeMux()
-	ingestMux.Handle("/", n.recv) // PUT /announce, PUT /ingest/announce
+	ingestMux.Handle("/", withBodyDeadline(n.recv, AnnounceBodyTimeout)) // PUT /announce, PUT /ingest/announce
 	ingestMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "OK") })
 	backend, err := find.NewStoreBackend(n.st)
 	if err != nil {
@@ -334,6 +334,9 @@ func (n *Node) serve(lns Listeners) error {
 	routingAPI, err = routing.New(backend, routing.WithLogger(n.log))
 	if err != nil {
 		return err
+	}
+	if n.shard != nil { // no index to look up: see ShardConfig
+		findAPI, routingAPI = n.shard.noIndex(findAPI), n.shard.noIndex(routingAPI)
 	}
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
@@ -354,7 +357,11 @@ func (n *Node) serve(lns Listeners) error {
 	if err != nil {
 		return err
 	}
-	findListener.Handle(sample.Prefix, sampleAPI)
+	if n.shard != nil {
+		findListener.Handle(sample.Prefix, n.shard.noIndex(sampleAPI))
+	} else {
+		findListener.Handle(sample.Prefix, sampleAPI)
+	}
 	if h := n.shardHandler(); h != nil {
 		findListener.Handle(shard.PathStatus, h)
 	}

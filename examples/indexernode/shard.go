@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/scatter/find/sample"
+	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/scatter/shard/outbox"
 	"github.com/indexkit/indexkit/scatter/shard/writer"
@@ -120,6 +122,31 @@ func (n *Node) shardHandler() http.Handler {
 		return nil
 	}
 	return n.shard.w.Handler()
+}
+
+// noIndex wraps h, a lookup handler of a sharded node's find listener:
+// the requests that need the index ([needsIndex]) are answered 421 (see
+// [ShardConfig]); the others, and every CORS preflight, go to h.
+func (sp *shardPart) noIndex(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions || !needsIndex(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		hdr := w.Header()
+		hdr.Set("Access-Control-Allow-Origin", "*")
+		hdr.Set("Cache-Control", "no-store")
+		http.Error(w, fmt.Sprintf("this is an ingest node of a keyspace-sharded pool: it holds no index "+
+			"(its multihashes live on the query nodes of layout epoch %d); ask the pool's front end, "+
+			"or the query nodes that own the key", sp.w.Layout().Epoch), http.StatusMisdirectedRequest)
+	})
+}
+
+// needsIndex reports whether a request for path on the find listener is
+// a lookup answered from the index.
+func needsIndex(path string) bool {
+	return path == "/multihash" || strings.HasPrefix(path, "/multihash/") || strings.HasPrefix(path, "/cid/") ||
+		strings.HasPrefix(path, routing.Prefix+"providers/") || strings.HasPrefix(path, sample.Prefix)
 }
 
 func (n *Node) runShard(ctx context.Context) error {

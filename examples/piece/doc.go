@@ -32,7 +32,7 @@
 //	--allow-private-addrs  dial publishers on loopback and private addresses
 //	                  (default false; see below)
 //	--log-level       debug | info | warn | error
-//	--max-conns       open connections of the listener; more wait (default 1024; 0: no cap)
+//	--max-conns       open connections of the listener; a new one evicts the longest exchange (default 1024; 0: no cap)
 //	--max-conns-per-ip open connections from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
 //	--announce-rate   PUT /announce a second per source IP, twice that at once; more get 429 (default 10; 0: no limit)
 //	--announce-rate-exempt CIDRs --announce-rate does not limit (default none)

@@ -36,7 +36,7 @@
 //	-fault             ""               bad-signature, corrupt or huge: a malicious publisher
 //	-log-level         info             debug, info, warn or error
 //	-shutdown-timeout  5s               how long requests in flight may take on SIGTERM
-//	-max-conns         1024             open connections per publisher; more wait (0: no cap)
+//	-max-conns         1024             open connections per publisher; a new one evicts the longest exchange (0: no cap)
 //	-max-conns-per-ip  64               open connections per publisher from one IP (IPv6 /64); more are closed (0: no cap)
 //
 // The servers cut a request whose header takes over 10s or whose body over

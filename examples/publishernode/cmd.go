@@ -65,7 +65,8 @@ type fileConfig struct {
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
 	ShutdownTimeout duration
 	// MaxConns caps the open connections of each publisher's listener;
-	// more wait to be accepted. 0: no cap.
+	// beyond it a new one evicts the connection whose exchange began the
+	// longest ago (internal/netlimit). 0: no cap.
 	MaxConns int
 	// MaxConnsPerIP caps the open connections of each publisher's
 	// listener from one source IP (an IPv6 /64); more are closed at once.

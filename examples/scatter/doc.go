@@ -26,7 +26,7 @@
 //	-assigner-state URL      the assigner's state API (GET /indexers, /assignments), shown in
 //	                         GET /status.json and on the page (default "": none)
 //	-log-level L             debug, info, warn or error (default info)
-//	-max-conns N             open connections per listener; more wait (default 1024; 0: no cap)
+//	-max-conns N             open connections per listener; a new one evicts the longest exchange (default 1024; 0: no cap)
 //	-max-conns-per-ip N      open connections per listener from one IP (IPv6 /64); more are closed (default 64; 0: no cap)
 //
 // The servers cut a request whose header takes over 10s or whose body over

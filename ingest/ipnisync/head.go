@@ -10,6 +10,8 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // DefaultTopic is the gossipsub topic of the IPNI mainnet, the topic a
@@ -158,7 +160,7 @@ func writeBytes(b *bytes.Buffer, p []byte) {
 func DecodeSignedHead(data []byte) (*SignedHead, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformedHead, err)
+		return nil, fmt.Errorf("%w: %v", ErrMalformedHead, httperr.JSONError(err))
 	}
 	if m == nil {
 		return nil, fmt.Errorf("%w: not a map", ErrMalformedHead)
@@ -186,7 +188,7 @@ func DecodeSignedHead(data []byte) (*SignedHead, error) {
 	}
 	if raw, ok := m["topic"]; ok {
 		if err := unmarshalStrict(raw, &h.Topic); err != nil {
-			return nil, fmt.Errorf("%w: topic: %v", ErrMalformedHead, err)
+			return nil, fmt.Errorf("%w: topic: %v", ErrMalformedHead, httperr.JSONError(err))
 		}
 	}
 	return &h, nil
@@ -203,8 +205,8 @@ func decodeLink(raw json.RawMessage) (cid.Cid, error) {
 		return cid.Undef, errors.New(`want a link {"/":"<cid>"}`)
 	}
 	c, err := cid.Decode(s)
-	if err != nil {
-		return cid.Undef, fmt.Errorf("CID %q: %v", s, err)
+	if err != nil { // not quoted: the publisher wrote it (see the package doc)
+		return cid.Undef, fmt.Errorf("bad CID of %d bytes: %v", len(s), err)
 	}
 	return c, nil
 }

@@ -117,3 +117,23 @@ func TestSignedHeadEncoding(t *testing.T) {
 		}
 	}
 }
+
+// A head that does not decode fails with an error that quotes nothing the
+// publisher wrote (it ends up in provider records anyone reads): not the
+// character encoding/json shows, not a CID string.
+func TestDecodeSignedHeadQuotesNothing(t *testing.T) {
+	const marker = "MARKER"
+	for _, body := range []string{
+		"<html><title>" + marker + "</title></html>",
+		`{"head":{"/":"` + marker + strings.Repeat("x", 500) + `"},"pubkey":{"/":{"bytes":""}},"sig":{"/":{"bytes":""}}}`,
+		`{"head":{"/":"bafkqaaa"},"pubkey":{"/":{"bytes":""}},"sig":{"/":{"bytes":""}},"topic":` + marker + `}`,
+	} {
+		_, err := ipnisync.DecodeSignedHead([]byte(body))
+		if !errors.Is(err, ipnisync.ErrMalformedHead) {
+			t.Fatalf("DecodeSignedHead(%.30q): %v, want ErrMalformedHead", body, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, marker) || strings.Contains(msg, "'<'") || strings.Contains(msg, "'M'") {
+			t.Errorf("DecodeSignedHead(%.30q): error %q quotes the publisher's answer", body, msg)
+		}
+	}
+}

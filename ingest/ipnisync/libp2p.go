@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // wellKnownLimit bounds the well-known resource a client reads, as
@@ -98,7 +99,7 @@ func wellKnownPath(ctx context.Context, hc *http.Client, u string) (string, erro
 		Path string `json:"path"`
 	}
 	if err := json.Unmarshal(body, &meta); err != nil {
-		return "", fmt.Errorf("well-known resource %s: %w", u, err)
+		return "", fmt.Errorf("well-known resource %s: %w", u, httperr.JSONError(err))
 	}
 	path := strings.TrimSuffix(meta[string(ProtocolID)].Path, "/")
 	if path == "" {

@@ -179,9 +179,9 @@ func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 }
 
 // Listen binds the TCP address addr with at most maxConns connections open
-// at once (Accept waits for one to close) and at most maxConnsPerIP from
-// one source IP (IPv6: one /64; more are closed at once); 0 removes a cap.
-// See internal/netlimit. The error is net.Listen's, which names the
+// at once (beyond it a new connection evicts the one whose exchange began
+// the longest ago) and at most maxConnsPerIP from one source IP (IPv6: one
+// /64; more are closed at once); 0 removes a cap. See internal/netlimit. The error is net.Listen's, which names the
 // address and the cause (address already in use).
 func Listen(addr string, maxConns, maxConnsPerIP int) (net.Listener, error) {
 	if err := CheckConnLimits(maxConns, maxConnsPerIP); err != nil {
@@ -202,7 +202,7 @@ func Listen(addr string, maxConns, maxConnsPerIP int) (net.Listener, error) {
 // ConnLimitFlags binds -max-conns and -max-conns-per-ip to *maxConns and
 // *maxConnsPerIP, with their current values as defaults.
 func ConnLimitFlags(fs *flag.FlagSet, maxConns, maxConnsPerIP *int) {
-	fs.IntVar(maxConns, "max-conns", *maxConns, "connections open at once per listener; more wait to be accepted (0: no cap)")
+	fs.IntVar(maxConns, "max-conns", *maxConns, "connections open at once per listener; beyond it a new one evicts the connection whose exchange began the longest ago (0: no cap)")
 	fs.IntVar(maxConnsPerIP, "max-conns-per-ip", *maxConnsPerIP, "connections open at once per listener from one source IP (IPv6: one /64); more are closed at once (0: no cap)")
 }
 

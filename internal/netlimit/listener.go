@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults of a [Listener].
@@ -66,8 +67,9 @@ type config struct {
 }
 
 // WithMaxConns sets how many accepted connections may be open at once; at
-// the cap, Accept waits for one to close. 0 removes the cap. Default
-// [DefaultMaxConns].
+// the cap, a new connection evicts the open one whose current exchange
+// began the longest ago (see the package documentation). 0 removes the
+// cap. Default [DefaultMaxConns].
 func WithMaxConns(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
@@ -97,6 +99,7 @@ type Stats struct {
 	Sources  int    // distinct sources of the open connections
 	Accepted uint64 // connections returned by Accept since NewListener
 	Rejected uint64 // connections closed at once: their source was at its cap
+	Evicted  uint64 // open connections closed to make room at the total cap
 }
 
 // Listener is a net.Listener with a cap on its open connections, in total
@@ -105,15 +108,12 @@ type Listener struct {
 	inner net.Listener
 	cfg   config
 
-	slots chan struct{} // one element per open connection; nil without a total cap
-	done  chan struct{} // closed by Close
-	once  sync.Once
-
-	mu    sync.Mutex // guards perIP
+	mu    sync.Mutex // guards perIP and conns
 	perIP map[netip.Addr]int
+	conns map[*conn]struct{} // the open connections, for eviction
 
-	open               atomic.Int64
-	accepted, rejected atomic.Uint64
+	open                        atomic.Int64
+	accepted, rejected, evicted atomic.Uint64
 }
 
 var _ net.Listener = (*Listener)(nil)
@@ -130,68 +130,67 @@ func NewListener(ln net.Listener, opts ...Option) (*Listener, error) {
 			return nil, err
 		}
 	}
-	l := &Listener{inner: ln, cfg: cfg, done: make(chan struct{}), perIP: make(map[netip.Addr]int)}
-	if cfg.maxConns > 0 {
-		l.slots = make(chan struct{}, cfg.maxConns)
-	}
-	return l, nil
+	return &Listener{inner: ln, cfg: cfg, perIP: make(map[netip.Addr]int), conns: make(map[*conn]struct{})}, nil
 }
 
-// Accept waits for a free slot, if the total cap is reached, then for a
-// connection. A connection whose source is at its cap is closed and Accept
-// goes on waiting for the next one. It returns net.ErrClosed once the
-// Listener is closed, and the wrapped listener's errors.
+// Accept waits for a connection. A connection whose source is at its cap
+// is closed and Accept goes on waiting for the next one. At the total cap,
+// the connection it returns evicts the open one whose current exchange
+// began the longest ago ([Stats].Evicted). It returns the wrapped
+// listener's errors (net.ErrClosed once the Listener is closed).
 func (l *Listener) Accept() (net.Conn, error) {
 	for {
-		if l.slots != nil {
-			select {
-			case l.slots <- struct{}{}:
-			case <-l.done:
-				return nil, fmt.Errorf("netlimit: accept: %w", net.ErrClosed)
-			}
-		}
 		c, err := l.inner.Accept()
 		if err != nil {
-			l.releaseSlot()
 			return nil, err
 		}
 		src, ok := sourceOfNet(c.RemoteAddr())
-		if ok && !l.take(src) {
+		nc := &conn{Conn: c, l: l, src: src, counted: ok}
+		nc.since.Store(time.Now().UnixNano())
+		victim, admitted := l.admit(nc)
+		if !admitted {
 			c.Close()
-			l.releaseSlot()
 			l.rejected.Add(1)
 			continue
 		}
-		l.open.Add(1)
+		if victim != nil {
+			victim.Close()
+			l.evicted.Add(1)
+		}
 		l.accepted.Add(1)
-		return &conn{Conn: c, l: l, src: src, counted: ok}, nil
+		return nc, nil
 	}
 }
 
-// take counts a connection of src and reports whether src was below its
-// cap (if not, nothing is counted).
-func (l *Listener) take(src netip.Addr) bool {
+// admit counts c if its source is below its cap (else it counts nothing
+// and reports false), and at the total cap returns the connection to
+// evict for it: the one whose exchange began the longest ago.
+func (l *Listener) admit(c *conn) (victim *conn, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cfg.maxPerIP > 0 && l.perIP[src] >= l.cfg.maxPerIP {
-		return false
+	if c.counted {
+		if l.cfg.maxPerIP > 0 && l.perIP[c.src] >= l.cfg.maxPerIP {
+			return nil, false
+		}
+		l.perIP[c.src]++
 	}
-	l.perIP[src]++
-	return true
+	if l.cfg.maxConns > 0 && len(l.conns) >= l.cfg.maxConns {
+		oldest := int64(0)
+		for o := range l.conns {
+			if since := o.since.Load(); victim == nil || since < oldest {
+				victim, oldest = o, since
+			}
+		}
+		delete(l.conns, victim) // no other Accept picks it too
+	}
+	l.conns[c] = struct{}{}
+	l.open.Add(1)
+	return victim, true
 }
 
-func (l *Listener) releaseSlot() {
-	if l.slots != nil {
-		<-l.slots
-	}
-}
-
-// Close closes the wrapped listener and ends the Accept calls waiting for a
-// slot. Connections already accepted stay open.
-func (l *Listener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.inner.Close()
-}
+// Close closes the wrapped listener, which ends Accept. Connections
+// already accepted stay open.
+func (l *Listener) Close() error { return l.inner.Close() }
 
 // Addr returns the wrapped listener's address.
 func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
@@ -206,6 +205,7 @@ func (l *Listener) Stats() Stats {
 		Sources:  sources,
 		Accepted: l.accepted.Load(),
 		Rejected: l.rejected.Load(),
+		Evicted:  l.evicted.Load(),
 	}
 }
 
@@ -216,21 +216,62 @@ type conn struct {
 	src     netip.Addr
 	counted bool // src is counted in l.perIP
 	once    sync.Once
+
+	// dir is the direction of the last bytes moved (dirRead, dirWrite; 0
+	// before any), since when the current exchange began, in Unix
+	// nanoseconds: the accept, or the last change of direction (a
+	// request's first bytes, an answer's first bytes).
+	dir   atomic.Uint32
+	since atomic.Int64
+}
+
+// Directions of conn.dir.
+const (
+	dirRead uint32 = iota + 1
+	dirWrite
+)
+
+// Read reads from the connection; the first bytes after a write (or after
+// the accept) begin a new exchange.
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.turn(dirRead)
+	}
+	return n, err
+}
+
+// Write writes to the connection; the first bytes after a read begin a
+// new exchange.
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.turn(dirWrite)
+	}
+	return n, err
+}
+
+// turn records bytes moved in direction d, and the time if the direction
+// changed.
+func (c *conn) turn(d uint32) {
+	if c.dir.Load() != d && c.dir.Swap(d) != d {
+		c.since.Store(time.Now().UnixNano())
+	}
 }
 
 // Close frees the connection's slots, then closes it: the peer cannot see
 // the close before a new connection of its would be counted.
 func (c *conn) Close() error {
 	c.once.Do(func() {
+		c.l.mu.Lock()
 		if c.counted {
-			c.l.mu.Lock()
 			if c.l.perIP[c.src]--; c.l.perIP[c.src] <= 0 {
 				delete(c.l.perIP, c.src)
 			}
-			c.l.mu.Unlock()
 		}
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
 		c.l.open.Add(-1)
-		c.l.releaseSlot()
 	})
 	return c.Conn.Close()
 }

@@ -167,36 +167,83 @@ func TestListenerPerSourceCap(t *testing.T) {
 	}
 }
 
-func TestListenerTotalCapWaits(t *testing.T) {
+// At the total cap, each new connection is accepted at once and evicts
+// the open one whose current exchange began the longest ago: the accept,
+// or the server's last turn from reading to writing or back.
+func TestListenerTotalCapEvicts(t *testing.T) {
 	const total = 3
 	h := hold(t, netlimit.WithMaxConns(total), netlimit.WithMaxConnsPerIP(0))
 	addr := h.ln.Addr().String()
-	for range total + 2 {
-		dial(t, "127.0.0.1", addr) // the kernel completes the handshake; Accept takes total of them
+	var clients []net.Conn // clients[i] is the peer of h.accepted()[i]
+	connect := func() {
+		t.Helper()
+		clients = append(clients, dial(t, "127.0.0.1", addr))
+		waitFor(t, "the connection accepted", func() bool { return len(h.accepted()) == len(clients) })
+		time.Sleep(2 * time.Millisecond) // distinct times
 	}
-	waitFor(t, "the first connections accepted", func() bool { return len(h.accepted()) == total })
-	time.Sleep(100 * time.Millisecond) // room for a wrong fourth Accept
-	if n := len(h.accepted()); n != total {
-		t.Fatalf("%d connections accepted at a cap of %d", n, total)
+	open := func(want ...int) {
+		t.Helper()
+		var conns []net.Conn
+		for _, i := range want {
+			conns = append(conns, clients[i])
+		}
+		if n := openOnes(t, conns); n != len(want) {
+			t.Errorf("%d of connections %v open, want all", n, want)
+		}
 	}
-	if s := h.ln.Stats(); s.Open != total || s.Rejected != 0 {
-		t.Errorf("stats %+v, want %d open, none rejected", s, total)
+	closed := func(i int) {
+		t.Helper()
+		if n := openOnes(t, clients[i:i+1]); n != 0 {
+			t.Errorf("connection %d still open, want it evicted", i)
+		}
 	}
-	// Each Close lets one waiting connection in.
-	h.accepted()[0].Close()
-	waitFor(t, "a waiting connection accepted", func() bool { return len(h.accepted()) == total+1 })
-	h.accepted()[1].Close()
-	waitFor(t, "the last connection accepted", func() bool { return len(h.accepted()) == total+2 })
-	if s := h.ln.Stats(); s.Open != total || s.Accepted != total+2 {
-		t.Errorf("stats %+v, want %d open of %d accepted", s, total, total+2)
+	for range total {
+		connect()
+	}
+	connect() // 3: evicts 0, the oldest accept
+	closed(0)
+	open(1, 2, 3)
+	if s := h.ln.Stats(); s.Open != total || s.Evicted != 1 || s.Accepted != total+1 {
+		t.Errorf("stats %+v, want %d open, 1 evicted, %d accepted", s, total, total+1)
+	}
+
+	// The server writes on 1: its answer is a newer exchange than 2's
+	// accept, so 4 evicts 2.
+	if _, err := h.accepted()[1].Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	clients[1].SetReadDeadline(time.Now().Add(waitTimeout)) // openOnes set one that has passed
+	if _, err := clients[1].Read(make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	connect() // 4
+	closed(2)
+	// The server reads a request on 3: newer than 4's accept and 1's
+	// answer, so 5 evicts 1, then 6 evicts 4.
+	if _, err := clients[3].Write([]byte("GET")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(h.accepted()[3], make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond)
+	connect() // 5
+	closed(1)
+	connect() // 6
+	closed(4)
+	open(3, 5, 6)
+	if s := h.ln.Stats(); s.Open != total || s.Evicted != 4 || s.Sources != 1 {
+		t.Errorf("stats %+v, want %d open from 1 source, 4 evicted", s, total)
 	}
 }
 
-func TestListenerCloseEndsWaitingAccept(t *testing.T) {
+// Close ends an Accept that waits for a connection; the accepted ones stay
+// open.
+func TestListenerCloseEndsAccept(t *testing.T) {
 	h := hold(t, netlimit.WithMaxConns(1))
 	dial(t, "127.0.0.1", h.ln.Addr().String())
 	waitFor(t, "the connection accepted", func() bool { return len(h.accepted()) == 1 })
-	// Accept now waits for a slot; Close ends it.
 	if err := h.ln.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +255,6 @@ func TestListenerCloseEndsWaitingAccept(t *testing.T) {
 	if !errors.Is(h.err, net.ErrClosed) {
 		t.Errorf("Accept: %v, want net.ErrClosed", h.err)
 	}
-	// The accepted connection is still open.
 	c := h.accepted()[0]
 	if _, err := c.Write([]byte("x")); err != nil {
 		t.Errorf("write on an accepted connection after Close: %v", err)

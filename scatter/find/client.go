@@ -18,6 +18,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // Defaults of the HTTP backend.
@@ -29,8 +31,9 @@ const (
 	// ProviderResult with the largest context ID and metadata IPNI allows
 	// and a generous address list fits many times over.
 	httpMaxNDJSONLine = 1 << 20
-	// httpMaxErrorBody is how much of an error answer is quoted in the error.
-	httpMaxErrorBody = 256
+	// httpMaxErrorBody is how much of an error answer is read to quote
+	// its start in the error (httperr.Snippet).
+	httpMaxErrorBody = 1024
 )
 
 // ClientOption configures a [Client] ([NewClient]). An option given an
@@ -172,7 +175,7 @@ func httpWithCtxErr(ctx context.Context, err error) error {
 // the start of its body.
 func httpStatusError(u string, resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
-	return &StatusError{Client: "find", Method: http.MethodGet, URL: u, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))}
+	return &StatusError{Client: "find", Method: http.MethodGet, URL: u, Code: resp.StatusCode, Body: httperr.Snippet(body)}
 }
 
 // Find asks for NDJSON (and accepts JSON) and yields the results as they
@@ -209,7 +212,7 @@ func (b *Client) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[Pro
 		}
 		var fr FindResponse
 		if err := json.Unmarshal(data, &fr); err != nil {
-			yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding answer: %w", u, err))
+			yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding answer: %w", u, httperr.DecodeError(err, data)))
 			return
 		}
 		for _, r := range fr.MultihashResults {
@@ -247,7 +250,7 @@ func (b *Client) streamNDJSON(ctx context.Context, u string, body io.Reader, yie
 		if line = bytes.TrimSpace(line); len(line) > 0 {
 			var pr ProviderResult
 			if derr := json.Unmarshal(line, &pr); derr != nil {
-				yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding NDJSON line: %w", u, derr))
+				yield(ProviderResult{}, fmt.Errorf("find: find %s: decoding NDJSON line: %w", u, httperr.DecodeError(derr, line)))
 				return
 			}
 			if !yield(pr, nil) {
@@ -316,7 +319,7 @@ func (b *Client) getJSON(ctx context.Context, op string, v any, elem ...string) 
 		return fmt.Errorf("find: %s %s: %w", op, u, httpWithCtxErr(ctx, err))
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("find: %s %s: decoding answer: %w", op, u, err)
+		return fmt.Errorf("find: %s %s: decoding answer: %w", op, u, httperr.DecodeError(err, data))
 	}
 	return nil
 }
@@ -373,7 +376,7 @@ func (b *Client) findBatch(ctx context.Context, mhs []multihash.Multihash, out [
 		return
 	default:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, httpMaxErrorBody))
-		fail(&StatusError{Client: "find", Method: http.MethodPost, URL: u, Code: resp.StatusCode, Body: strings.TrimSpace(string(body))})
+		fail(&StatusError{Client: "find", Method: http.MethodPost, URL: u, Code: resp.StatusCode, Body: httperr.Snippet(body)})
 		return
 	}
 	data, err := httpReadLimited(resp.Body, b.limit)
@@ -383,7 +386,7 @@ func (b *Client) findBatch(ctx context.Context, mhs []multihash.Multihash, out [
 	}
 	var fr FindResponse
 	if err := json.Unmarshal(data, &fr); err != nil {
-		fail(fmt.Errorf("find: find batch %s: decoding answer: %w", u, err))
+		fail(fmt.Errorf("find: find batch %s: decoding answer: %w", u, httperr.DecodeError(err, data)))
 		return
 	}
 	index := make(map[string]int, len(mhs))

@@ -188,3 +188,59 @@ func TestClientWithinPerSourceCap(t *testing.T) {
 		t.Errorf("listener stats %+v: the client went over the per-source cap", s)
 	}
 }
+
+// TestClientQuotesAnswers: an answer that is not what the client expects
+// (a proxy's HTML error page, with 200 or 502) is quoted in the error by
+// its start, on one bounded line, not by the one character encoding/json
+// shows; ProviderRecords, which a handoff's caller reads, quotes nothing.
+func TestClientQuotesAnswers(t *testing.T) {
+	const title = "<title>502 Bad Gateway</title>"
+	page := "<html>\r\n<head>" + title + "</head>\n<body>\n" + strings.Repeat("<p>nginx</p>\n", 200) + "</body></html>\n"
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(status)
+		fmt.Fprint(w, page)
+	}))
+	defer srv.Close()
+	client := find.NewHTTPClient()
+	defer client.CloseIdleConnections()
+	b, err := find.NewClient(srv.URL, find.WithHTTPClient(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	mh := findMH(t, 1)
+	check := func(what string, err error) {
+		t.Helper()
+		msg := fmt.Sprint(err)
+		if !strings.Contains(msg, title) || strings.ContainsAny(msg, "\r\n") || len(msg) > 500 {
+			t.Errorf("%s: error %q, want the start of the answer (%s) on one bounded line", what, msg, title)
+		}
+	}
+	for _, s := range []int{http.StatusOK, http.StatusBadGateway} {
+		status = s
+		var ferr error
+		for _, err := range b.Find(ctx, mh) {
+			ferr = err
+		}
+		check(fmt.Sprintf("Find, %d", s), ferr)
+		_, perr := b.Providers(ctx)
+		check(fmt.Sprintf("Providers, %d", s), perr)
+		res := b.FindBatch(ctx, []multihash.Multihash{mh})
+		check(fmt.Sprintf("FindBatch, %d", s), res[0].Err)
+	}
+
+	// A /providers answer read as a stream: its error says what is wrong
+	// and quotes nothing, not even the token it found (a string as long as
+	// the answer).
+	for _, body := range []string{page, `"` + strings.Repeat("secret ", 1000) + `"`, `[{"a":1}, <html>]`} {
+		var rerr error
+		for _, err := range find.ProviderRecords(strings.NewReader(body)) {
+			rerr = err
+		}
+		if msg := fmt.Sprint(rerr); rerr == nil || strings.Contains(msg, "<") || strings.Contains(msg, "secret") || len(msg) > 200 {
+			t.Errorf("ProviderRecords(%.30q): error %q, want one that quotes nothing of the answer", body, msg)
+		}
+	}
+}

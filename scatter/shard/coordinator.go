@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // CoordinatorConfig configures a [Coordinator].
@@ -198,8 +200,8 @@ func (c *Coordinator) post(ctx context.Context, u string, epoch uint64) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(msg)))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4*httperr.SnippetLen))
+		return fmt.Errorf("%s: %s: %s", u, resp.Status, httperr.Snippet(msg))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/httperr"
 	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/store"
 )
@@ -100,8 +101,8 @@ func (n *Node) pull(ctx context.Context, t *task, place *shard.Placement, g *gua
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return fmt.Errorf("export: %s: %s", resp.Status, bytes.TrimSpace(msg))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4*httperr.SnippetLen))
+		return fmt.Errorf("export: %s: %s", resp.Status, httperr.Snippet(msg))
 	}
 	br := bufio.NewReaderSize(resp.Body, 64<<10)
 	var buf []byte

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/httperr"
 	"github.com/indexkit/indexkit/scatter/shard"
 )
 
@@ -194,9 +195,9 @@ func (w *Writer) send(ctx context.Context, dest string, b shard.Batch, payload [
 		// a batch: the loop sends again from what it has.
 		return got, fmt.Errorf("writer: %s expects batch %d, got %d", dest, got.Applied+1, seq)
 	default:
-		msg := strings.TrimSpace(string(raw))
+		msg := httperr.Snippet(raw)
 		if got.Error != "" {
-			msg = got.Error
+			msg = httperr.Snippet([]byte(got.Error))
 		}
 		return ans, fmt.Errorf("writer: batch %d to %s: %s: %s", seq, dest, resp.Status, msg)
 	}

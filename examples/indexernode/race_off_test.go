@@ -1,0 +1,5 @@
+//go:build !race
+
+package indexernode_test
+
+const raceEnabled = false
