@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/internal/netproxy"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -100,32 +100,12 @@ func contains(ss []string, s string) bool {
 // test ends.
 func tarpitAddr(t *testing.T) multiaddr.Multiaddr {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tp, err := netproxy.ListenTarpit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", ln.Addr().(*net.TCPAddr).Port))
+	t.Cleanup(func() { tp.Close() })
+	return multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", tp.Addr().Port))
 }
 
 // Head checks of publishers that never verified: announced addresses

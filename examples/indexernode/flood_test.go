@@ -18,41 +18,19 @@ import (
 
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/internal/netproxy"
 )
 
 // tarpit accepts TCP connections on 127.0.0.1 and never answers, until
 // the test ends; it returns its port.
 func tarpit(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tp, err := netproxy.ListenTarpit()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { tp.Close() })
+	return tp.Addr().Port
 }
 
 // announceFrom PUTs the CBOR announce of c by publisher at addr to url

@@ -41,4 +41,10 @@
 //
 // netproxy is internal test support: it listens on loopback only and
 // imports nothing of the module.
+//
+// # Tarpit
+//
+// [ListenTarpit] is the other fault a test needs from a network: a
+// listener that accepts every connection and never answers, as at an
+// address an attacker names so that a client's worker waits on it.
 package netproxy
