@@ -20,6 +20,8 @@ var (
 )
 
 // ErrNotSampled is returned by [Sampler.Sample] for a context stored by an
-// older version of a backend that kept no sample; putting the context again
+// older version of a backend whose population the backend could not
+// rebuild (store/pebble's WithDigestPrefixKeys keeps no whole
+// multihashes to rebuild it from); putting the context again
 // (re-ingesting it) does not help, removing and putting it again does.
-var ErrNotSampled = errors.New("store: context has no sample")
+var ErrNotSampled = errors.New("store: context has no population")

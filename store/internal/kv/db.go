@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/indexkit/indexkit/store/internal/sample"
 )
 
 // DefaultMaxBatch is the most writes a DB puts in one engine batch unless
@@ -60,16 +59,22 @@ type DB struct {
 	// keys, so that no merge it cannot see lands on a key it deletes.
 	indexMu sync.RWMutex
 
-	// recMu serialises the writers of value records, of the context index
-	// and of samples, and nextID.
+	// recMu serialises the writers of value records and of the context
+	// index, and nextID.
 	recMu  sync.Mutex
 	nextID uint64
 	// recs caches value records by ID (nil: the record is gone); ctxs
-	// caches the context index, with each sample's threshold.
-	recs   *cache[uint64, *record]
-	ctxs   *cache[string, ctxInfo]
-	peers  interner
-	hasher sample.Hasher
+	// caches the context index.
+	recs  *cache[uint64, *record]
+	ctxs  *cache[string, ctxInfo]
+	peers interner
+
+	// popFrom is the first record ID that has a population; popMu orders
+	// Sample against the writers of populations; pops caches what Sample
+	// learned of each.
+	popFrom uint64
+	popMu   [popStripes]popStripe
+	pops    *cache[uint64, *popIndex]
 }
 
 var (
@@ -119,9 +124,6 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	default:
 		return nil, fmt.Errorf("%s: open: unknown layout %v", name, l)
 	}
-	if err := db.openSchema(l); err != nil {
-		return nil, err
-	}
 	err := eng.Get(keyNextID, func(v []byte) error {
 		if len(v) != idLen {
 			return fmt.Errorf("%w: next ID is %d bytes", errCorrupt, len(v))
@@ -132,7 +134,10 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, db.wrap("open: read next ID", err)
 	}
-	if err := db.openSampler(); err != nil {
+	if err := db.openSchema(l); err != nil {
+		return nil, err
+	}
+	if err := db.openPopulations(); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -144,27 +149,37 @@ func schemaOf(version uint64, l Layout) []byte {
 }
 
 // openSchema checks the schema recorded in the database, records it in a
-// new one, and brings one of the previous version up to date: version 1
-// had no context index.
+// new one, and brings one of a previous version up to date: version 1 had
+// no context index, versions 1 and 2 kept a bounded sample of each context
+// instead of its population.
 func (db *DB) openSchema(l Layout) error {
 	schema := schemaOf(schemaVersion, l)
 	var stored []byte
 	err := db.eng.Get(keyVersion, func(v []byte) error { stored = bytes.Clone(v); return nil })
+	var popFrom uint64
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		return db.wrap("open: read schema version", err)
 	case bytes.Equal(stored, schema):
 		return nil
-	case bytes.Equal(stored, schemaOf(1, l)):
-		if err := db.buildContextIndex(); err != nil {
-			return db.wrap("open: build the context index", err)
+	case bytes.Equal(stored, schemaOf(1, l)), bytes.Equal(stored, schemaOf(2, l)):
+		if stored[0] == 1 {
+			if err := db.buildContextIndex(); err != nil {
+				return db.wrap("open: build the context index", err)
+			}
+		}
+		if popFrom, err = db.buildPopulations(); err != nil {
+			return db.wrap("open: build the context populations", err)
 		}
 	default:
 		return fmt.Errorf("%s: open: database has schema %x, this code writes %x (version %d, layout %v)", db.name, stored, schema, schemaVersion, l)
 	}
 	b := db.eng.NewBatch()
 	defer b.Close()
+	if err := b.Set(keyPopFrom, binary.BigEndian.AppendUint64(nil, popFrom)); err != nil {
+		return db.wrap("open", err)
+	}
 	if err := b.Set(keyVersion, schema); err != nil {
 		return db.wrap("open", err)
 	}
