@@ -230,6 +230,79 @@ func TestOpenBuildsPopulations(t *testing.T) {
 	}
 }
 
+// A store opened WithoutPopulations writes no population entries and
+// reports ErrNotSampled for every context; opened again with them, it
+// samples the contexts created from then on, and Sweep deletes the entries
+// of a context created with them and then written without.
+func TestWithoutPopulations(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func(opts ...pebble.Option) *pebble.Store {
+		t.Helper()
+		s, err := pebble.Open(dir, append([]pebble.Option{pebble.WithCacheSize(8 << 20)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	count := func(s *pebble.Store) int {
+		t.Helper()
+		n := 0
+		if err := scanKeys(s.Pebble(), prefixPopulation, func(k, _ []byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	val := func(c string) store.Value {
+		return store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte(c), Metadata: []byte("m")}
+	}
+	sampled := func(s *pebble.Store, c string, want int) {
+		t.Helper()
+		got, err := storetest.Population(ctx, s, val(c).ProviderID, val(c).ContextID)
+		switch {
+		case want < 0 && !errors.Is(err, store.ErrNotSampled):
+			t.Fatalf("Sample of %s: %d, %v; want ErrNotSampled", c, len(got), err)
+		case want >= 0 && (err != nil || len(got) != want):
+			t.Fatalf("Sample of %s: %d, %v; want %d", c, len(got), err, want)
+		}
+	}
+	put := func(s *pebble.Store, c string, mhs ...multihash.Multihash) {
+		t.Helper()
+		if err := s.Put(ctx, val(c), mhs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	s := open()
+	put(s, "kept", storetest.Multihashes("kept", 20)...)
+	s.Close()
+
+	s = open(pebble.WithoutPopulations())
+	put(s, "none", storetest.Multihashes("none", 20)...)
+	put(s, "kept", storetest.Multihashes("kept-more", 5)...)
+	sampled(s, "none", -1)
+	sampled(s, "kept", -1)
+	if n := count(s); n != 20 {
+		t.Fatalf("%d population entries without populations, want the 20 written before", n)
+	}
+	s.Close()
+
+	s = open()
+	defer s.Close()
+	put(s, "new", storetest.Multihashes("new", 7)...)
+	put(s, "none", storetest.Multihashes("none-more", 3)...)
+	sampled(s, "new", 7)
+	sampled(s, "none", -1)
+	sampled(s, "kept", -1) // its population missed the 5 put meanwhile
+	if _, err := s.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(s); n != 7 {
+		t.Fatalf("%d population entries after Sweep, want the 7 of the context created since", n)
+	}
+	sampled(s, "new", 7)
+}
+
 // The layout is the one recorded at creation, whatever the options of a
 // reopen; with digest prefix keys, a multihash of the first 20 bytes of
 // another's sha2-256 digest shares its entry (store.AppendIndexKey), but

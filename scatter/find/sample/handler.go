@@ -176,7 +176,7 @@ func notSampledMessage(err error) string {
 	case errors.As(err, &se):
 		return "the indexers that hold this context cannot sample it: they keep no multihash populations, or indexed it before they did"
 	case errors.Is(err, store.ErrNotSampled):
-		return "this context was indexed before this indexer kept context populations, and its store cannot rebuild them: re-ingest the context (remove it and put it again) to sample it"
+		return "this indexer does not keep this context's population: it keeps none, or indexed the context before it kept them and cannot rebuild it (re-ingesting the context, removed and put again, in a store that keeps populations makes it samplable)"
 	}
 	return "this indexer's store keeps no multihash populations"
 }

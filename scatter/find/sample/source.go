@@ -54,7 +54,7 @@ func (src storeSource) Sample(ctx context.Context, req Request) (Response, error
 	case errors.Is(err, store.ErrNotFound):
 		return Response{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	case errors.Is(err, store.ErrNotSampled):
-		return Response{}, fmt.Errorf("%w: the context was indexed before this store kept context populations, and this store cannot rebuild them; re-ingest it to sample it: %w", ErrNotSampled, err)
+		return Response{}, fmt.Errorf("%w: %w", ErrNotSampled, err)
 	case err != nil:
 		return Response{}, err
 	}

@@ -35,6 +35,11 @@ type Config struct {
 	// negative value caches nothing, so that every lookup reads the
 	// engine.
 	RecordCache int64
+	// NoPopulations keeps no population entries: Put writes none and
+	// Sample reports store.ErrNotSampled for every context. The database
+	// remembers it: opened again without it, it keeps the populations of
+	// the contexts created from then on, and the others stay unsampled.
+	NoPopulations bool
 }
 
 // scanChunk is how many entries All and Sweep read per engine scan before they
@@ -75,6 +80,7 @@ type DB struct {
 	popFrom uint64
 	popMu   [popStripes]popStripe
 	pops    *cache[uint64, *popIndex]
+	noPops  bool // Config.NoPopulations
 }
 
 var (
@@ -105,6 +111,7 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		eng:      eng,
 		name:     name,
 		maxBatch: cfg.MaxBatch,
+		noPops:   cfg.NoPopulations,
 	}
 	db.newCaches(cfg.RecordCache)
 	if stored, ok := storedLayout(eng); ok && slices.Contains(cfg.Reopen, stored) {

@@ -83,6 +83,10 @@
 // shared while they commit and bump its generation; Sample holds its
 // stripe alone, so the count and the positions describe one state.
 //
+// With [Config.NoPopulations] the database keeps none (popFrom is then
+// 2⁶⁴-1, recorded); opened again without it, popFrom becomes the next
+// record ID, and Sweep deletes the entries of records below popFrom.
+//
 // Schema version 2 kept, instead, a bounded sample of each context under
 // a secret hash key (0x04‖id‖0x00 and 0x00 's' 0x00), which two stores
 // drew differently. Open deletes those keys; with the full-key layouts

@@ -247,7 +247,7 @@ func (db *DB) popAt(id uint64, pi *popIndex, positions []int) ([]multihash.Multi
 }
 
 // sweepPopulations deletes the population entries of records that are
-// gone: it reads the first entry of each record's population and skips
+// gone or below popFrom: it reads the first entry of each record's population and skips
 // to the next record when the record lives, so it costs a seek per
 // context plus the entries it deletes.
 func (db *DB) sweepPopulations(ctx context.Context, rs *records) error {
@@ -271,7 +271,10 @@ func (db *DB) sweepPopulations(ctx context.Context, rs *records) error {
 		if err != nil {
 			return db.wrap("sweep", err)
 		}
-		if r == nil {
+		// A live record below popFrom has entries from before the
+		// database was opened with NoPopulations: stale, as Sample does
+		// not read them.
+		if r == nil || id < db.popFrom {
 			if err := db.dropPopulation(ctx, id); err != nil {
 				return err
 			}
@@ -298,7 +301,7 @@ func (db *DB) scanPop(ctx context.Context, lower []byte, fn func(k []byte) error
 }
 
 // dropPopulation deletes the population entries of record id, which is
-// gone, a batch at a time.
+// gone or below popFrom, a batch at a time.
 func (db *DB) dropPopulation(ctx context.Context, id uint64) error {
 	for {
 		var keys [][]byte
@@ -326,7 +329,14 @@ func (db *DB) dropPopulation(ctx context.Context, id uint64) error {
 	}
 }
 
-// openPopulations reads popFrom.
+// noPopFrom is popFrom in a database opened with Config.NoPopulations:
+// no record has a population.
+const noPopFrom = ^uint64(0)
+
+// openPopulations reads popFrom and applies Config.NoPopulations: with it,
+// popFrom becomes noPopFrom; without it, in a database last opened with
+// it, the next record ID, so that the records whose populations were not
+// kept stay unsampled. A change is recorded.
 func (db *DB) openPopulations() error {
 	err := db.eng.Get(keyPopFrom, func(v []byte) error {
 		if len(v) != idLen {
@@ -338,6 +348,25 @@ func (db *DB) openPopulations() error {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return db.wrap("open: read the population start", err)
 	}
+	want := db.popFrom
+	switch {
+	case db.noPops:
+		want = noPopFrom
+	case db.popFrom == noPopFrom:
+		want = db.nextID
+	}
+	if want == db.popFrom {
+		return nil
+	}
+	b := db.eng.NewBatch()
+	defer b.Close()
+	if err := b.Set(keyPopFrom, binary.BigEndian.AppendUint64(nil, want)); err != nil {
+		return db.wrap("open", err)
+	}
+	if err := b.Commit(); err != nil {
+		return db.wrap("open", err)
+	}
+	db.popFrom = want
 	return nil
 }
 
@@ -377,6 +406,9 @@ func (db *DB) buildPopulations() (popFrom uint64, err error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if db.noPops {
+		return noPopFrom, b.Commit()
 	}
 	if l, ok := db.layout.(mergedLayout); ok && l.prefix {
 		return db.nextID, b.Commit()
