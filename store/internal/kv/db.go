@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/indexkit/indexkit/store"
 )
@@ -80,7 +81,8 @@ type DB struct {
 	popFrom uint64
 	popMu   [popStripes]popStripe
 	pops    *cache[uint64, *popIndex]
-	noPops  bool // Config.NoPopulations
+	noPops  bool         // Config.NoPopulations
+	scans   atomic.Int64 // population scans, for tests
 }
 
 var (

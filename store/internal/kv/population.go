@@ -178,10 +178,11 @@ func (db *DB) Sample(ctx context.Context, provider peer.ID, contextID []byte, pi
 // the cache or else by scanning the population. The caller holds the
 // stripe alone.
 func (db *DB) popIndexOf(ctx context.Context, id, gen uint64) (*popIndex, error) {
-	pi, ok, epoch := db.pops.get(id)
+	pi, ok, _ := db.pops.get(id)
 	if ok && pi.gen == gen {
 		return pi, nil
 	}
+	db.scans.Add(1)
 	pi = &popIndex{gen: gen}
 	err := db.eng.Scan(popPrefix(nil, id), popEnd(id), func(k, _ []byte) error {
 		_, mh, ok := parsePopKey(k)
@@ -200,7 +201,10 @@ func (db *DB) popIndexOf(ctx context.Context, id, gen uint64) (*popIndex, error)
 	if err != nil {
 		return nil, err
 	}
-	db.pops.fill(id, pi, pi.cost(), epoch)
+	// Replace what is cached, stale or not: the caller holds id's stripe
+	// alone, so no other Sample of id is between.
+	db.pops.begin(id)
+	db.pops.set(id, pi, pi.cost())
 	return pi, nil
 }
 
