@@ -28,7 +28,9 @@ import (
 // Put adds a multihash to the population no earlier than its index entry
 // is written, and Remove takes it out no later than its entry is deleted
 // (the disk backends do both in the same engine batch), so the population
-// holds only multihashes that Get finds, also after a crash; repeating a
+// holds only multihashes that Get finds, also after a crash (but for an
+// engine that loses index writes since the last Flush and keeps the rest,
+// store/pebble's WithSortedRuns, until they are put again); repeating a
 // Put that a crash cut short completes it as it completes the index.
 // RemoveProviderContext and RemoveProvider drop the population with the
 // context, and putting the context again starts a new one.
