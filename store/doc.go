@@ -23,15 +23,19 @@
 // WithDigestPrefixKeys): lookups are unchanged, and [Store.All] yields
 // that form.
 //
-// # Samples
+// # Populations
 //
-// The index has no reverse map from a context to its multihashes. For the
-// IPNI multihash-sampling API (scatter/find/sample), every backend also
-// implements the optional [Sampler]: it keeps, per (provider, context), a
-// bottom-k sample of at most [SampleKeep] multihashes under a secret hash
-// key, updated by Put and Remove and dropped with the context. Once a
-// context's sample is full, a Put pays one keyed hash per multihash and
-// rarely more (store/internal/sample's BenchmarkCandidates).
+// For the IPNI multihash-sampling API (scatter/find/sample), every
+// backend also implements the optional [Sampler]: beside the index it
+// keeps, per (provider, context), the context's population, its set of
+// multihashes in byte order, updated by Put and Remove in step with the
+// index and dropped with the context. Sample answers the spec's question
+// (how many multihashes, and which is at position i) from it, so any two
+// stores that hold the same context give the same sample for the same
+// beacon, whatever order they ingested it in. The population is a second
+// copy of each (context, multihash): the disk backends write one more key
+// per multihash in the same batch as its index entry, the memory backend
+// one more string header.
 //
 // # Backends
 //

@@ -19,7 +19,12 @@ var (
 	ErrInvalidMultihash = errors.New("store: invalid multihash")
 )
 
-// ErrNotSampled is returned by [Sampler.Sample] for a context stored by an
-// older version of a backend that kept no sample; putting the context again
-// (re-ingesting it) does not help, removing and putting it again does.
-var ErrNotSampled = errors.New("store: context has no sample")
+// ErrNotSampled is returned by [Sampler.Sample] for a context whose
+// population the store does not keep: one stored by an older version of a
+// backend that could not rebuild it (store/pebble's WithDigestPrefixKeys
+// keeps no whole multihashes to rebuild it from), or by a store opened
+// without populations (store/pebble's and store/leveldb's
+// WithoutPopulations). Putting the context again (re-ingesting it) does
+// not help; removing it and putting it again, in a store that keeps
+// populations, does.
+var ErrNotSampled = errors.New("store: context has no population")

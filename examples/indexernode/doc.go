@@ -10,8 +10,8 @@
 // The find listener also serves GET /health (naming the node's freeze
 // state, active or frozen) and GET /stats (scatter/find/health), and the
 // IPNI multihash-sampling API under /ipni/v0/sample/ (scatter/find/sample,
-// answered from the store's per-context sample; 501 if the store keeps
-// none). The ingest listener keeps its own plain GET /health.
+// answered from the store's population of each context, so every indexer
+// holding a context answers a beacon alike; 501 if the store keeps none). The ingest listener keeps its own plain GET /health.
 //
 // The admin listener requires Config.AdminToken when one is set. Without
 // one it answers only requests to a loopback Host (127.0.0.0/8, [::1],

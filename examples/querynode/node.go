@@ -119,7 +119,9 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 	if cfg.Store == "memory" {
 		n.st = memory.New()
 	} else {
-		opts := []pebble.Option{pebble.WithLogger(log), pebble.WithDigestPrefixKeys(), pebble.WithMemTableSize(32 << 20), pebble.WithSortedRuns(32 << 20)}
+		// A query node holds part of every context, so it keeps no
+		// context populations: it does not serve the sampling API.
+		opts := []pebble.Option{pebble.WithLogger(log), pebble.WithDigestPrefixKeys(), pebble.WithMemTableSize(32 << 20), pebble.WithSortedRuns(32 << 20), pebble.WithoutPopulations()}
 		if cfg.IndexCacheSize > 0 {
 			opts = append(opts, pebble.WithCacheSize(cfg.IndexCacheSize))
 		}

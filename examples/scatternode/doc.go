@@ -7,7 +7,10 @@
 // handoffs to them, [Scatter.Stats] are the lookup counters they show),
 // GET /health ({"Status":"ok","State":"active","Backends":N}) and GET
 // /stats (the sums of the backends' /stats from one round of requests,
-// reused for a second; scatter/find/health), and [Main] is the
+// reused for a second; scatter/find/health), the IPNI multihash-sampling
+// API under /ipni/v0/sample/ (scatter/find/sample: the first backend to
+// answer, each indexer holding its contexts whole; 501 over a keyspace
+// ring or layout, whose nodes hold no context whole), and [Main] is the
 // examples/scatter program around it (whose documentation is the manual
 // of every flag, the config file and the logs).
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
+	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/scatter/web"
@@ -66,7 +67,8 @@ type Scatter struct {
 }
 
 // generation is one configuration being served: a Gather and the handler
-// over it (the find API at "/", Delegated Routing V1 at routing.Prefix).
+// over it (the find API at "/", Delegated Routing V1 at routing.Prefix),
+// with the sampling API over the same backends at sample.Prefix.
 type generation struct {
 	cfg     Config
 	gather  *scatter.Gather
@@ -167,10 +169,38 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
+	src, err := s.sampleSource(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sh, err := sample.NewSourceHandler(src, sample.WithLogger(s.log))
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
 	mux.Handle(routing.Prefix, rh)
+	mux.Handle(sample.Prefix, sh)
 	return &generation{cfg: cfg, gather: g, handler: mux}, nil
+}
+
+// sampleSource is what the front end answers the sampling API from: the
+// first of its backends to answer (each indexer holds its contexts
+// whole), or, when the backends are keyspace-sharded, a 501 saying that
+// none holds a context whole.
+func (s *Scatter) sampleSource(cfg Config) (sample.Source, error) {
+	if cfg.Layout != nil || cfg.Ring != nil {
+		return sample.Unsampled("this front end's backends are keyspace-sharded: each holds part of every context, none a context whole; ask the indexers that ingested it"), nil
+	}
+	srcs := make([]sample.Source, 0, len(cfg.Backends))
+	for _, u := range cfg.Backends {
+		c, err := sample.NewClient(u, s.client)
+		if err != nil {
+			return nil, err
+		}
+		srcs = append(srcs, c)
+	}
+	return sample.First(cfg.Timeout, srcs...), nil
 }
 
 // Addrs reports where the front end listens.

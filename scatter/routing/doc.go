@@ -78,7 +78,7 @@
 // An element that is not a multiaddr protocol name, a negated "unknown",
 // a negated protocol name (the spec defines negation for addresses only),
 // or a protocol name longer than 63 characters or not printable ASCII,
-// gets 400 naming it. Other query parameters are ignored.
+// gets 422 naming it. Other query parameters are ignored.
 //
 // # Status and caching
 //
@@ -104,10 +104,18 @@
 //     HeaderBackends trailer. A stream with no record waits for the end of
 //     the lookup and is cached as a JSON answer with none. Caches and
 //     CDNs that should keep answers should ask for JSON.
-//   - 400 with a text/plain message naming the problem: a malformed CID or
-//     peer ID, an unsupported multibase, a path longer than [MaxPathLen]
-//     bytes after the prefix, a query longer than [MaxQueryLen], a bad
-//     filter. 406 when the Accept header lists neither JSON nor NDJSON.
+//   - Every 200 carries Last-Modified, the HTTP-date of the resolution
+//     (now), as the spec's response headers ask, so that caches can
+//     revalidate with If-Modified-Since.
+//   - 422 with a text/plain message naming the problem when the request
+//     does not conform to the spec's schema, the spec's status for
+//     /providers and /peers: a malformed CID or peer ID, an unsupported
+//     multibase, a CID or peer ID path longer than [MaxPathLen] bytes
+//     after the prefix, a query longer than [MaxQueryLen], a bad filter.
+//     Helia's client reports 422 as an InvalidRequestError (any other 4xx
+//     as a bad response); boxo's quotes the message. 400 for a path the
+//     API does not have (the spec's Error Codes). 406 when the Accept
+//     header lists neither JSON nor NDJSON.
 //
 // # Lifecycle, concurrency and errors
 //

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/multiformats/go-multihash"
@@ -98,7 +99,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(p) > MaxPathLen {
-		badRequest(w, fmt.Sprintf("path longer than %d bytes after %s", MaxPathLen, Prefix))
+		msg := fmt.Sprintf("path longer than %d bytes after %s", MaxPathLen, Prefix)
+		if strings.HasPrefix(p, "providers/") || strings.HasPrefix(p, "peers/") {
+			unprocessable(w, msg) // a CID or peer ID too long to be one
+		} else {
+			badRequest(w, msg)
+		}
 		return
 	}
 	switch {
@@ -119,9 +125,45 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// badRequest answers a path the API does not have: 400, as the spec's
+// Error Codes say for an unknown path.
 func badRequest(w http.ResponseWriter, msg string) {
 	http.Error(w, msg, http.StatusBadRequest)
 }
+
+// unprocessable answers a lookup whose CID, peer ID or query does not
+// conform to the spec's schema: 422, as the spec's status codes for
+// /providers and /peers say, with msg (naming the problem) as a text/plain
+// body. Helia's client turns 422 into its InvalidRequestError, boxo's
+// into an HTTPError that quotes the body; both read any other 4xx as a
+// bad response.
+func unprocessable(w http.ResponseWriter, msg string) {
+	http.Error(w, msg, http.StatusUnprocessableEntity)
+}
+
+// setLastModified sets Last-Modified to now: the time of the resolution,
+// which the spec asks of every /providers and /peers answer so that
+// caches can revalidate with If-Modified-Since. The value is formatted
+// once a second and shared (its length equals its capacity, so an Add
+// copies it).
+func setLastModified(hdr http.Header) {
+	now := time.Now()
+	if s := lastModified.Load(); s != nil && s.sec == now.Unix() {
+		hdr["Last-Modified"] = s.v
+		return
+	}
+	s := &stamp{sec: now.Unix(), v: []string{now.UTC().Format(http.TimeFormat)}}
+	lastModified.Store(s)
+	hdr["Last-Modified"] = s.v
+}
+
+// stamp is a Last-Modified value and the Unix second it names.
+type stamp struct {
+	sec int64
+	v   []string
+}
+
+var lastModified atomic.Pointer[stamp]
 
 func notImplemented(w http.ResponseWriter) {
 	http.Error(w, "not implemented: this server answers GET "+Prefix+"providers/{cid} and GET "+Prefix+"peers/{peer-id}; announce content to the indexer's ingest API", http.StatusNotImplemented)
@@ -155,11 +197,11 @@ func (h *Handler) method(w http.ResponseWriter, r *http.Request, allow string) b
 }
 
 // request parses what every lookup shares: the filters and the format.
-// It answers 400 or 406 itself and returns ok false.
+// It answers 422 or 406 itself and returns ok false.
 func request(w http.ResponseWriter, r *http.Request) (f filters, ndjson, ok bool) {
 	f, err := parseFilters(r.URL.RawQuery)
 	if err != nil {
-		badRequest(w, err.Error())
+		unprocessable(w, err.Error())
 		return f, false, false
 	}
 	ndjson, ok = accept.Negotiate(w, r, true)
@@ -170,7 +212,7 @@ func request(w http.ResponseWriter, r *http.Request) (f filters, ndjson, ok bool
 func (h *Handler) findProviders(w http.ResponseWriter, r *http.Request, key string) {
 	mh, err := parseCID(key)
 	if err != nil {
-		badRequest(w, fmt.Sprintf("bad CID %q: %v", truncate(key, 100), err))
+		unprocessable(w, fmt.Sprintf("bad CID %q: %v", truncate(key, 100), err))
 		return
 	}
 	f, ndjson, ok := request(w, r)
@@ -235,6 +277,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, body []byte, n 
 	}
 	hdr["Vary"] = hdrVaryAccept
 	hdr["Content-Type"] = hdrJSON
+	setLastModified(hdr)
 	hdr.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(body)
@@ -282,6 +325,7 @@ func (h *Handler) streamProviders(w http.ResponseWriter, r *http.Request, mh mul
 			// that the answer is complete.
 			hdr.Set("Cache-Control", cacheNoStore)
 			hdr.Set("Trailer", find.HeaderBackends)
+			setLastModified(hdr)
 			w.WriteHeader(http.StatusOK)
 		}
 		n++
@@ -319,6 +363,7 @@ func (h *Handler) emptyStream(w http.ResponseWriter, r *http.Request, err error)
 	hdr.Set("Content-Type", mediaNDJSON)
 	hdr.Set("Vary", "Accept")
 	hdr.Set("Cache-Control", h.ccNotFound)
+	setLastModified(hdr)
 	hdr.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 }
@@ -328,7 +373,7 @@ func (h *Handler) emptyStream(w http.ResponseWriter, r *http.Request, err error)
 func (h *Handler) findPeers(w http.ResponseWriter, r *http.Request, key string) {
 	id, err := parsePeer(key)
 	if err != nil {
-		badRequest(w, fmt.Sprintf("bad peer ID %q: %v", truncate(key, 100), err))
+		unprocessable(w, fmt.Sprintf("bad peer ID %q: %v", truncate(key, 100), err))
 		return
 	}
 	f, ndjson, ok := request(w, r)
@@ -371,6 +416,7 @@ func (h *Handler) findPeers(w http.ResponseWriter, r *http.Request, key string) 
 		}
 		hdr.Set("Content-Type", mediaNDJSON)
 		hdr.Set("Vary", "Accept")
+		setLastModified(hdr)
 		line = append(line, '\n')
 		hdr.Set("Content-Length", strconv.Itoa(len(line)))
 		w.WriteHeader(http.StatusOK)

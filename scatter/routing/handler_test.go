@@ -19,6 +19,8 @@ import (
 	"github.com/indexkit/indexkit/ingest/metadata"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/routing"
+	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/memory"
 )
 
 const (
@@ -353,37 +355,107 @@ func TestFilters(t *testing.T) {
 	}
 }
 
-// TestBadInput checks the 400s: each names the problem, and none asks the
-// backend anything.
+// TestBadInput checks the client errors: a CID, peer ID or query that
+// does not conform to the spec's schema gets 422 (the spec's status for
+// /providers and /peers, which Helia's client reports as an invalid
+// request), an unknown path 400 (the spec's Error Codes); each names the
+// problem in a text/plain body, and none asks the backend anything.
 func TestBadInput(t *testing.T) {
 	b := &fakeBackend{}
 	h := newHandler(t, b)
 	good := testCID(t, 1).String()
-	for _, tc := range []struct{ path, want string }{
-		{routing.Prefix + "providers/", "empty CID"},
-		{routing.Prefix + "providers/notacid", "bad CID \"notacid\""},
-		{routing.Prefix + "providers/#abc", "unsupported multibase prefix \"#\""},
-		{routing.Prefix + "providers/bafyfoo", "not a valid CID"},
-		{routing.Prefix + "providers/" + strings.Repeat("b", 1100), "path longer than 1024 bytes"},
-		{routing.Prefix + "peers/nope", "bad peer ID \"nope\""},
-		{routing.Prefix + "peers/" + good, "not a valid peer ID"},
-		{routing.Prefix + "nonsense", "unknown path \"nonsense\""},
-		{routing.Prefix + "providers/" + good + "?filter-addrs=tcp,bogus", "filter-addrs: \"bogus\" is not a multiaddr protocol name"},
-		{routing.Prefix + "providers/" + good + "?filter-addrs=!unknown", "\"unknown\" cannot be negated"},
-		{routing.Prefix + "providers/" + good + "?filter-protocols=!transport-bitswap", "negative filters are defined for filter-addrs only"},
-		{routing.Prefix + "providers/" + good + "?filter-protocols=" + strings.Repeat("x", 64), "longer than 63 characters"},
-		{routing.Prefix + "providers/" + good + "?filter-protocols=a%00b", "not printable ASCII"},
-		{routing.Prefix + "providers/" + good + "?filter-addrs=tcp&filter-addrs=udp", "filter-addrs given 2 times"},
-		{routing.Prefix + "providers/" + good + "?filter-addrs=%zz", "bad query"},
-		{routing.Prefix + "providers/" + good + "?x=" + strings.Repeat("y", 5000), "query longer than 4096 bytes"},
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{routing.Prefix + "providers/", "empty CID", 422},
+		{routing.Prefix + "providers/notacid", "bad CID \"notacid\"", 422},
+		{routing.Prefix + "providers/#abc", "unsupported multibase prefix \"#\"", 422},
+		{routing.Prefix + "providers/bafyfoo", "not a valid CID", 422},
+		{routing.Prefix + "providers/" + strings.Repeat("b", 1100), "path longer than 1024 bytes", 422},
+		{routing.Prefix + "peers/nope", "bad peer ID \"nope\"", 422},
+		{routing.Prefix + "peers/" + good, "not a valid peer ID", 422},
+		{routing.Prefix + "peers/" + strings.Repeat("1", 1100), "path longer than 1024 bytes", 422},
+		{routing.Prefix + "nonsense", "unknown path \"nonsense\"", 400},
+		{routing.Prefix + strings.Repeat("x", 1100), "path longer than 1024 bytes", 400},
+		{routing.Prefix + "providers/" + good + "?filter-addrs=tcp,bogus", "filter-addrs: \"bogus\" is not a multiaddr protocol name", 422},
+		{routing.Prefix + "providers/" + good + "?filter-addrs=!unknown", "\"unknown\" cannot be negated", 422},
+		{routing.Prefix + "providers/" + good + "?filter-protocols=!transport-bitswap", "negative filters are defined for filter-addrs only", 422},
+		{routing.Prefix + "providers/" + good + "?filter-protocols=" + strings.Repeat("x", 64), "longer than 63 characters", 422},
+		{routing.Prefix + "providers/" + good + "?filter-protocols=a%00b", "not printable ASCII", 422},
+		{routing.Prefix + "providers/" + good + "?filter-addrs=tcp&filter-addrs=udp", "filter-addrs given 2 times", 422},
+		{routing.Prefix + "providers/" + good + "?filter-addrs=%zz", "bad query", 422},
+		{routing.Prefix + "providers/" + good + "?x=" + strings.Repeat("y", 5000), "query longer than 4096 bytes", 422},
+		{routing.Prefix + "peers/" + testPeer(t, 1).String() + "?filter-addrs=bogus", "\"bogus\" is not a multiaddr protocol name", 422},
 	} {
 		rec := get(h, tc.path)
-		if rec.Code != 400 || !strings.Contains(rec.Body.String(), tc.want) || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
-			t.Errorf("%.80s: %d %q (%s), want 400 naming %q", tc.path, rec.Code, rec.Body, rec.Header().Get("Content-Type"), tc.want)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.want) || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
+			t.Errorf("%.80s: %d %q (%s), want %d naming %q", tc.path, rec.Code, rec.Body, rec.Header().Get("Content-Type"), tc.code, tc.want)
+		}
+		if rec.Header().Get("Access-Control-Allow-Origin") != "*" {
+			t.Errorf("%.80s: no Access-Control-Allow-Origin: *, a browser client could not read the message", tc.path)
 		}
 	}
 	if n := b.finds.Load() + b.providers.Load(); n != 0 {
 		t.Errorf("bad requests made %d backend lookups, want 0", n)
+	}
+}
+
+// TestLastModified checks that every 200 of /providers and /peers, JSON
+// or NDJSON, found or not, carries Last-Modified, an HTTP-date of the
+// resolution (the spec's response headers), and that errors do not.
+// It runs a real HTTP server over a store backend.
+func TestLastModified(t *testing.T) {
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	prov := testPeer(t, 7)
+	c := testCID(t, 7)
+	ctx := context.Background()
+	if err := st.Put(ctx, store.Value{ProviderID: prov, ContextID: []byte("ctx"), Metadata: md(t, metadata.Bitswap{})}, c.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutProvider(ctx, store.ProviderInfo{AddrInfo: peer.AddrInfo{ID: prov, Addrs: maddrs(t, "/ip4/127.0.0.1/tcp/4001")}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := find.NewStoreBackend(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(newHandler(t, b))
+	t.Cleanup(srv.Close)
+	before := time.Now().Add(-time.Second)
+	for _, tc := range []struct{ path, accept string }{
+		{providersPath(c), "application/json"},
+		{providersPath(c), "application/x-ndjson"},
+		{providersPath(testCID(t, 8)), "application/json"},
+		{providersPath(testCID(t, 8)), "application/x-ndjson"},
+		{routing.Prefix + "peers/" + prov.String(), "application/json"},
+		{routing.Prefix + "peers/" + prov.String(), "application/x-ndjson"},
+		{routing.Prefix + "peers/" + testPeer(t, 8).String(), "application/json"},
+		{routing.Prefix + "peers/" + testPeer(t, 8).String(), "application/x-ndjson"},
+	} {
+		req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
+		req.Header.Set("Accept", tc.accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lm := resp.Header.Get("Last-Modified")
+		at, err := http.ParseTime(lm)
+		if resp.StatusCode != 200 || err != nil || at.Before(before.Truncate(time.Second)) || at.After(time.Now()) {
+			t.Errorf("%s (%s): %d, Last-Modified %q (%v), want 200 with an HTTP-date of now", tc.path, tc.accept, resp.StatusCode, lm, err)
+		}
+	}
+	resp, err := http.Get(srv.URL + routing.Prefix + "providers/notacid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity || resp.Header.Get("Last-Modified") != "" || !strings.Contains(string(body), "bad CID") {
+		t.Errorf("a bad CID over HTTP: %d %q, Last-Modified %q; want 422 naming the CID, no Last-Modified", resp.StatusCode, body, resp.Header.Get("Last-Modified"))
 	}
 }
 

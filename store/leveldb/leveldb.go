@@ -35,6 +35,7 @@ type Option func(*config) error
 type config struct {
 	opts    *Options // nil: goleveldb's defaults
 	records int64
+	noPops  bool
 }
 
 // WithOptions opens the database with goleveldb's options o instead of
@@ -45,6 +46,18 @@ func WithOptions(o *Options) Option {
 			return errors.New("leveldb: WithOptions: nil options")
 		}
 		c.opts = o
+		return nil
+	}
+}
+
+// WithoutPopulations keeps no context populations (store.Sampler): a Put
+// writes one key per multihash instead of two, but Sample reports
+// store.ErrNotSampled for every context. The database remembers it:
+// opened again without it, it keeps the populations of the contexts
+// created from then on, the others staying unsampled.
+func WithoutPopulations() Option {
+	return func(c *config) error {
+		c.noPops = true
 		return nil
 	}
 }
@@ -93,7 +106,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if records == 0 {
 		records = -1 // kv's "cache nothing"
 	}
-	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch, RecordCache: records})
+	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch, RecordCache: records, NoPopulations: c.noPops})
 	if err != nil {
 		d.Close()
 		return nil, err

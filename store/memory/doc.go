@@ -17,6 +17,13 @@
 //   - a context that is removed and put again gets a new ID, so its old
 //     multihashes do not come back.
 //
+// Each record also has a population, the set of its multihashes
+// (store.Sampler): the strings of the index's keys, shared with it, in a
+// sorted slice and a list of those added since it was last sorted, which
+// Sample and Remove merge in. A Put adds after writing its index entries,
+// a Remove takes out before deleting them, and removing the record drops
+// the population at once.
+//
 // The index is split into 256 shards chosen by a seeded hash of the multihash
 // bytes. A shard keeps one inline ID per multihash (the common case, costing
 // 8 bytes beside the key) and moves a multihash with several values to a
@@ -43,9 +50,10 @@
 // [Store.Size] estimates the bytes the store holds: for each multihash its
 // key bytes plus a fixed charge for the string header, the inline ID and map
 // slack; 8 bytes for each further ID; for each value record its provider,
-// context and metadata bytes plus a fixed overhead; and a rough size for each
-// provider record. It is computed from counters the shards keep, so it is
-// cheap to poll, and it tracks real heap use within a small factor, not
-// exactly: it ignores allocator size classes and how full each map happens to
-// be.
+// context and metadata bytes plus a fixed overhead; 16 bytes for each
+// multihash of each population (its bytes are the index's); and a rough
+// size for each provider record. It is computed from counters the shards
+// keep, so it is cheap to poll, and it tracks real heap use within a small
+// factor, not exactly: it ignores allocator size classes and how full each
+// map happens to be.
 package memory

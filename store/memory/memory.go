@@ -99,18 +99,25 @@ func (s *Store) Put(ctx context.Context, v store.Value, mhs ...multihash.Multiha
 	}
 	defer s.opMu.RUnlock()
 	id, _ := s.recs.ensure(v, true)
+	pop := s.recs.population(id)
+	// One string per multihash, shared by the index and the population.
+	keys := make([]string, 0, min(len(mhs), ctxCheckEvery))
 	for i, mh := range mhs {
 		if i > 0 && i%ctxCheckEvery == 0 {
+			s.recs.popStrings.Add(int64(pop.add(keys))) // after the entries, like the disk backends
+			keys = keys[:0]
 			if err := ctx.Err(); err != nil {
 				return wrap("put", err)
 			}
 		}
+		k := string(mh)
+		keys = append(keys, k)
 		sh := s.shardOf(mh)
 		sh.mu.Lock()
-		sh.add(mh, id)
+		sh.add(k, id)
 		sh.mu.Unlock()
 	}
-	s.recs.updateSample(id, mhs, false) // after the entries, like the disk backends
+	s.recs.popStrings.Add(int64(pop.add(keys)))
 	return nil
 }
 
@@ -149,7 +156,9 @@ func (s *Store) Remove(ctx context.Context, provider peer.ID, contextID []byte, 
 	if r == nil {
 		return nil
 	}
-	s.recs.updateSample(r.id, mhs, true) // before the entries
+	if pop := s.recs.population(r.id); pop != nil {
+		s.recs.popStrings.Add(int64(pop.remove(mhs))) // before the entries
+	}
 	for i, mh := range mhs {
 		if i > 0 && i%ctxCheckEvery == 0 {
 			if err := ctx.Err(); err != nil {
@@ -203,7 +212,7 @@ func (s *Store) UpdateMetadata(ctx context.Context, provider peer.ID, contextID,
 }
 
 // Sample implements [store.Sampler].
-func (s *Store) Sample(ctx context.Context, provider peer.ID, contextID []byte) ([]multihash.Multihash, error) {
+func (s *Store) Sample(ctx context.Context, provider peer.ID, contextID []byte, pick func(n int) []int) ([]multihash.Multihash, error) {
 	if err := s.begin(ctx, "sample"); err != nil {
 		return nil, err
 	}
@@ -212,9 +221,13 @@ func (s *Store) Sample(ctx context.Context, provider peer.ID, contextID []byte) 
 	if r == nil {
 		return nil, wrap("sample", store.ErrNotFound)
 	}
-	mhs, ok := s.recs.sample(r.id)
-	if !ok {
+	pop := s.recs.population(r.id)
+	if pop == nil {
 		return nil, wrap("sample", store.ErrNotFound) // removed meanwhile
+	}
+	mhs, err := pop.sample(pick)
+	if err != nil {
+		return nil, wrap("sample", err)
 	}
 	return mhs, nil
 }
@@ -352,7 +365,7 @@ func (s *Store) Size(ctx context.Context) (int64, error) {
 		n += sh.size()
 		sh.mu.RUnlock()
 	}
-	n += s.recs.size() + s.recs.sampleSize()
+	n += s.recs.size() + s.recs.popSize()
 	s.provMu.RLock()
 	n += s.provBytes
 	s.provMu.RUnlock()

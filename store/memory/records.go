@@ -2,14 +2,12 @@ package memory
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/binary"
 	"sync"
+	"sync/atomic"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/indexkit/indexkit/store/internal/sample"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multihash"
 )
 
 // recordOverhead is charged per value record by Size besides its bytes: the
@@ -37,30 +35,27 @@ type records struct {
 	bytes   int64
 	removed uint64
 
-	// smu guards samp, the sample of every record; it is taken after mu
-	// when both are held.
-	smu       sync.Mutex
-	samp      map[uint64]*sample.Set
-	sampBytes int64 // the Size estimate of samp
-	hasher    sample.Hasher
+	// pmu guards pops, the population of every record; it is taken after
+	// mu when both are held.
+	pmu  sync.RWMutex
+	pops map[uint64]*population
+	// popStrings counts the strings the populations hold, for Size.
+	popStrings atomic.Int64
 }
 
 func (rs *records) init() {
 	rs.byID = make(map[uint64]*record)
 	rs.byCtx = make(map[string]*record)
 	rs.byProv = make(map[peer.ID]map[uint64]*record)
-	rs.samp = make(map[uint64]*sample.Set)
-	var key [8]byte
-	_, _ = rand.Read(key[:]) // never fails (crypto/rand)
-	rs.hasher = sample.NewHasher(binary.BigEndian.Uint64(key[:]))
+	rs.pops = make(map[uint64]*population)
 }
 
 // drop releases the maps; the caller holds the Store's opMu for writing.
 func (rs *records) drop() {
 	rs.byID, rs.byCtx, rs.byProv = nil, nil, nil
-	rs.smu.Lock()
-	rs.samp = nil
-	rs.smu.Unlock()
+	rs.pmu.Lock()
+	rs.pops = nil
+	rs.pmu.Unlock()
 }
 
 // ctxKey is the map key of a (provider, context): a length-prefixed provider
@@ -130,9 +125,9 @@ func (rs *records) ensure(v store.Value, create bool) (id uint64, ok bool) {
 	}
 	m[r.id] = r
 	rs.bytes += recordSize(nv)
-	rs.smu.Lock()
-	rs.samp[r.id] = sample.New()
-	rs.smu.Unlock()
+	rs.pmu.Lock()
+	rs.pops[r.id] = new(population)
+	rs.pmu.Unlock()
 	return r.id, true
 }
 
@@ -148,86 +143,25 @@ func (rs *records) unindex(r *record) {
 	}
 	rs.bytes -= recordSize(r.v)
 	rs.removed++
-	rs.smu.Lock()
-	rs.sampBytes -= setSize(rs.samp[r.id])
-	delete(rs.samp, r.id)
-	rs.smu.Unlock()
+	rs.pmu.Lock()
+	if p := rs.pops[r.id]; p != nil {
+		rs.popStrings.Add(int64(p.drop()))
+		delete(rs.pops, r.id)
+	}
+	rs.pmu.Unlock()
 }
 
-// sampleBytes is what Size charges per kept multihash of a sample besides
-// its bytes.
-const sampleBytes = 48
-
-// updateSample adds mhs to (or, with del, removes them from) the sample of
-// record id, if it still exists.
-func (rs *records) updateSample(id uint64, mhs []multihash.Multihash, del bool) {
-	rs.smu.Lock()
-	set := rs.samp[id]
-	var tau uint64
-	if set != nil {
-		tau = set.Tau
-	}
-	rs.smu.Unlock()
-	if set == nil {
-		return
-	}
-	var cands []sample.Item // hashed outside the lock
-	if del {
-		cands = sample.Below(rs.hasher, tau, mhs)
-	} else {
-		cands = sample.Candidates(rs.hasher, tau, mhs)
-	}
-	if len(cands) == 0 {
-		return
-	}
-	rs.smu.Lock()
-	defer rs.smu.Unlock()
-	if set = rs.samp[id]; set == nil {
-		return // removed meanwhile
-	}
-	rs.sampBytes -= setSize(set)
-	if del {
-		set.Remove(cands)
-	} else {
-		set.Add(cands)
-	}
-	rs.sampBytes += setSize(set)
+// population returns the population of record id, nil if there is no
+// such record.
+func (rs *records) population(id uint64) *population {
+	rs.pmu.RLock()
+	defer rs.pmu.RUnlock()
+	return rs.pops[id]
 }
 
-// sample returns the sample of record id in ascending byte order, and false
-// if there is no such record.
-func (rs *records) sample(id uint64) ([]multihash.Multihash, bool) {
-	rs.smu.Lock()
-	defer rs.smu.Unlock()
-	set := rs.samp[id]
-	if set == nil {
-		return nil, false
-	}
-	raw := set.Multihashes()
-	out := make([]multihash.Multihash, len(raw))
-	for i, mh := range raw {
-		out[i] = mh
-	}
-	return out, true
-}
-
-// setSize is the Size estimate of one sample; nil has none.
-func setSize(set *sample.Set) int64 {
-	if set == nil {
-		return 0
-	}
-	var n int64
-	for _, it := range set.Items {
-		n += sampleBytes + int64(len(it.MH))
-	}
-	return n
-}
-
-// sampleSize is the Size estimate of the samples.
-func (rs *records) sampleSize() int64 {
-	rs.smu.Lock()
-	defer rs.smu.Unlock()
-	return rs.sampBytes
+// popSize is the Size estimate of the populations.
+func (rs *records) popSize() int64 {
+	return rs.popStrings.Load() * popEntryBytes
 }
 
 func (rs *records) removeContext(p peer.ID, contextID []byte) {

@@ -56,16 +56,16 @@ func view(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// add adds id to the entry of mh; adding an ID that is there is a no-op.
-func (sh *shard) add(mh []byte, id uint64) {
-	cur, ok := sh.ids[string(mh)]
+// add adds id to the entry of k; adding an ID that is there is a no-op.
+// The map keeps k when it writes the entry.
+func (sh *shard) add(k string, id uint64) {
+	cur, ok := sh.ids[k]
 	switch {
 	case !ok:
-		sh.ids[string(mh)] = id
-		sh.keyBytes += int64(len(mh))
+		sh.ids[k] = id
+		sh.keyBytes += int64(len(k))
 	case cur == id:
 	case cur != multiID:
-		k := string(mh)
 		list := []uint64{cur, id}
 		if id < cur {
 			list[0], list[1] = id, cur
@@ -74,7 +74,7 @@ func (sh *shard) add(mh []byte, id uint64) {
 		sh.multi[k] = &list
 		sh.extraIDs++
 	default:
-		p := sh.multi[string(mh)]
+		p := sh.multi[k]
 		if i, found := slices.BinarySearch(*p, id); !found {
 			*p = slices.Insert(*p, i, id)
 			sh.extraIDs++

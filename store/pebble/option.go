@@ -22,6 +22,7 @@ type config struct {
 	logger    *slog.Logger
 	records   int64
 	runs      int64
+	noPops    bool
 }
 
 const defaultCacheSize = 256 << 20
@@ -270,6 +271,21 @@ func (s slogLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	s.l.Error(msg, "engine", "pebble")
 	panic("pebble: " + msg)
+}
+
+// WithoutPopulations keeps no context populations (store.Sampler): a Put
+// writes one key per multihash instead of two, and the tables hold some
+// 29 bytes per sha2-256 multihash instead of 64 (WithDigestPrefixKeys),
+// but Sample reports store.ErrNotSampled for every context, so the node
+// cannot serve the IPNI sampling API. The database remembers it: opened
+// again without it, it keeps the populations of the contexts created from
+// then on, the others staying unsampled, and Sweep deletes the population
+// entries it no longer reads.
+func WithoutPopulations() Option {
+	return func(c *config) error {
+		c.noPops = true
+		return nil
+	}
 }
 
 // DefaultRecordCache is the size in bytes of the record cache unless

@@ -1,6 +1,7 @@
 package pebble_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -123,50 +124,183 @@ func TestSweepPrunesEmptiedKeys(t *testing.T) {
 	}
 }
 
-// A context stored before the store kept samples (its record has no sample
-// key) reports store.ErrNotSampled, before and after a re-Put, and stays
-// found by Get; a context created afterwards is sampled.
-func TestSampleOfOlderContext(t *testing.T) {
+// A database of schema version 2, which kept a bounded sample of each
+// context (0x04 keys and a hash key) instead of its population, opens as
+// version 3: the samples go; with whole-multihash keys Open rebuilds every
+// live context's population from the index, so Sample answers as if the
+// contexts had been put now; with digest-prefix keys, which cannot give
+// the whole multihashes back, the contexts stored until then report
+// store.ErrNotSampled (also after a re-Put), stay found by Get, and
+// contexts created afterwards are sampled.
+func TestOpenBuildsPopulations(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		opts    []pebble.Option
+		layout  byte
+		rebuilt bool
+	}{
+		{"merged", nil, 2, true},
+		{"digest-prefix", []pebble.Option{pebble.WithDigestPrefixKeys()}, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			open := func() *pebble.Store {
+				t.Helper()
+				s, err := pebble.Open(dir, append([]pebble.Option{pebble.WithCacheSize(8 << 20)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			s := open()
+			v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("old"), Metadata: []byte("m")}
+			gone := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("gone"), Metadata: []byte("m")}
+			mhs := storetest.Multihashes("older", 5000)
+			if err := s.Put(ctx, v, mhs...); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Put(ctx, gone, mhs[:10]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.RemoveProviderContext(ctx, gone.ProviderID, gone.ContextID); err != nil {
+				t.Fatal(err)
+			}
+			// What version 2 wrote: no populations, a sample per record and
+			// the sample hash key.
+			db := s.Pebble()
+			for _, err := range []error{
+				db.DeleteRange([]byte{0x06}, []byte{0x07}, cpebble.NoSync),
+				db.Delete([]byte{0, 'p', 0}, cpebble.NoSync),
+				db.Set([]byte{0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0}, make([]byte, 8), cpebble.NoSync),
+				db.Set([]byte{0, 's', 0}, make([]byte, 8), cpebble.NoSync),
+				db.Set([]byte{0, 'v', 0}, []byte{2, tc.layout}, cpebble.Sync),
+			} {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = open()
+			defer s.Close()
+			if err := checkRecordKeys(s.Pebble()); err != nil {
+				t.Fatalf("after the upgrade: %v", err)
+			}
+			if got, closer, err := s.Pebble().Get([]byte{0, 'v', 0}); err != nil || !bytes.Equal(got, []byte{3, tc.layout}) {
+				t.Fatalf("schema after open %x, %v; want version 3", got, err)
+			} else {
+				closer.Close()
+			}
+			more := storetest.Multihashes("older-more", 3)
+			for i := range 2 {
+				want := len(mhs) + i*len(more)
+				got, err := storetest.Population(ctx, s, v.ProviderID, v.ContextID)
+				switch {
+				case tc.rebuilt && (err != nil || len(got) != want):
+					t.Fatalf("Sample of a context of version 2: %d multihashes, %v; want the %d rebuilt", len(got), err, want)
+				case !tc.rebuilt && !errors.Is(err, store.ErrNotSampled):
+					t.Fatalf("Sample of a context of version 2 in a digest-prefix store: %v, want ErrNotSampled", err)
+				}
+				if err := s.Put(ctx, v, more...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if vals, err := s.Get(ctx, mhs[0]); err != nil || len(vals) != 1 {
+				t.Fatalf("Get: %v, %v", vals, err)
+			}
+			nv := store.Value{ProviderID: v.ProviderID, ContextID: []byte("new"), Metadata: []byte("m")}
+			if err := s.Put(ctx, nv, mhs[:7]...); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := storetest.Population(ctx, s, nv.ProviderID, nv.ContextID); err != nil || len(got) != 7 {
+				t.Fatalf("Sample of a new context: %d multihashes, %v", len(got), err)
+			}
+			// The population of the removed context was not rebuilt: nothing
+			// is left for Sweep but the index entries.
+			n := 0
+			if err := scanKeys(s.Pebble(), prefixPopulation, func(k, _ []byte) error { n++; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: len(mhs) + len(more) + 7, false: 7}[tc.rebuilt]; n != want {
+				t.Fatalf("%d population entries, want %d", n, want)
+			}
+		})
+	}
+}
+
+// A store opened WithoutPopulations writes no population entries and
+// reports ErrNotSampled for every context; opened again with them, it
+// samples the contexts created from then on, and Sweep deletes the entries
+// of a context created with them and then written without.
+func TestWithoutPopulations(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := pebble.Open(dir, pebble.WithCacheSize(8<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("old"), Metadata: []byte("m")}
-	mhs := storetest.Multihashes("older", 10)
-	if err := s.Put(ctx, v, mhs...); err != nil {
-		t.Fatal(err)
-	}
-	// What an older version wrote: the record (ID 0) without its sample.
-	if err := s.Pebble().Delete([]byte{0x04, 0, 0, 0, 0, 0, 0, 0, 0, 0}, cpebble.Sync); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if s, err = pebble.Open(dir, pebble.WithCacheSize(8<<20)); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for range 2 {
-		if _, err := s.Sample(ctx, v.ProviderID, v.ContextID); !errors.Is(err, store.ErrNotSampled) {
-			t.Fatalf("Sample of a context without a sample key: %v, want ErrNotSampled", err)
+	open := func(opts ...pebble.Option) *pebble.Store {
+		t.Helper()
+		s, err := pebble.Open(dir, append([]pebble.Option{pebble.WithCacheSize(8 << 20)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err := s.Put(ctx, v, storetest.Multihashes("older-more", 3)...); err != nil {
+		return s
+	}
+	count := func(s *pebble.Store) int {
+		t.Helper()
+		n := 0
+		if err := scanKeys(s.Pebble(), prefixPopulation, func(k, _ []byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	val := func(c string) store.Value {
+		return store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte(c), Metadata: []byte("m")}
+	}
+	sampled := func(s *pebble.Store, c string, want int) {
+		t.Helper()
+		got, err := storetest.Population(ctx, s, val(c).ProviderID, val(c).ContextID)
+		switch {
+		case want < 0 && !errors.Is(err, store.ErrNotSampled):
+			t.Fatalf("Sample of %s: %d, %v; want ErrNotSampled", c, len(got), err)
+		case want >= 0 && (err != nil || len(got) != want):
+			t.Fatalf("Sample of %s: %d, %v; want %d", c, len(got), err, want)
+		}
+	}
+	put := func(s *pebble.Store, c string, mhs ...multihash.Multihash) {
+		t.Helper()
+		if err := s.Put(ctx, val(c), mhs...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if vals, err := s.Get(ctx, mhs[0]); err != nil || len(vals) != 1 {
-		t.Fatalf("Get: %v, %v", vals, err)
+
+	s := open()
+	put(s, "kept", storetest.Multihashes("kept", 20)...)
+	s.Close()
+
+	s = open(pebble.WithoutPopulations())
+	put(s, "none", storetest.Multihashes("none", 20)...)
+	put(s, "kept", storetest.Multihashes("kept-more", 5)...)
+	sampled(s, "none", -1)
+	sampled(s, "kept", -1)
+	if n := count(s); n != 20 {
+		t.Fatalf("%d population entries without populations, want the 20 written before", n)
 	}
-	nv := store.Value{ProviderID: v.ProviderID, ContextID: []byte("new"), Metadata: []byte("m")}
-	if err := s.Put(ctx, nv, mhs...); err != nil {
+	s.Close()
+
+	s = open()
+	defer s.Close()
+	put(s, "new", storetest.Multihashes("new", 7)...)
+	put(s, "none", storetest.Multihashes("none-more", 3)...)
+	sampled(s, "new", 7)
+	sampled(s, "none", -1)
+	sampled(s, "kept", -1) // its population missed the 5 put meanwhile
+	if _, err := s.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Sample(ctx, nv.ProviderID, nv.ContextID); err != nil || len(got) != len(mhs) {
-		t.Fatalf("Sample of a new context: %d multihashes, %v", len(got), err)
+	if n := count(s); n != 7 {
+		t.Fatalf("%d population entries after Sweep, want the 7 of the context created since", n)
 	}
+	sampled(s, "new", 7)
 }
 
 // The layout is the one recorded at creation, whatever the options of a

@@ -18,9 +18,10 @@ import (
 
 // Key prefixes of the store's records, as its package doc lays them out.
 const (
-	prefixRecord  = 0x02
-	prefixSample  = 0x04
-	prefixContext = 0x05
+	prefixRecord     = 0x02
+	prefixSample     = 0x04
+	prefixContext    = 0x05
+	prefixPopulation = 0x06
 )
 
 // field reads one uvarint-length-prefixed field.
@@ -50,8 +51,8 @@ func scanKeys(db *cpebble.DB, p byte, fn func(k, v []byte) error) error {
 // checkRecordKeys checks, on the raw keys, that the context index and the
 // value records name each other one to one (each record has exactly the
 // context-index entry of its provider and context, and each entry names a
-// record of that provider and context), and that every sample belongs to
-// a record.
+// record of that provider and context), that no sample of schema version 2
+// is left and that population entries are well formed.
 func checkRecordKeys(db *cpebble.DB) error {
 	type ctxOf struct{ p, c string }
 	records := map[uint64]ctxOf{}
@@ -97,9 +98,14 @@ func checkRecordKeys(db *cpebble.DB) error {
 			return fmt.Errorf("record %d (context %q) has no context-index entry", id, r.c)
 		}
 	}
-	return scanKeys(db, prefixSample, func(k, _ []byte) error {
-		if id := binary.BigEndian.Uint64(k[1:]); len(k) != 10 || records[id] == (ctxOf{}) {
-			return fmt.Errorf("sample %x of no record", k)
+	if err := scanKeys(db, prefixSample, func(k, _ []byte) error {
+		return fmt.Errorf("sample key %x: version 3 keeps populations, not samples", k)
+	}); err != nil {
+		return err
+	}
+	return scanKeys(db, prefixPopulation, func(k, v []byte) error {
+		if len(k) < 1+8+3 || k[len(k)-1] != 0 || len(v) != 0 {
+			return fmt.Errorf("bad population entry %x = %x", k, v)
 		}
 		return nil
 	})
@@ -167,6 +173,10 @@ func TestOpenBuildsContextIndex(t *testing.T) {
 	if err := db.Set(stale, binary.BigEndian.AppendUint64(nil, 1<<40), cpebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
+	// Version 1 kept samples, not populations.
+	if err := db.DeleteRange([]byte{prefixPopulation}, []byte{prefixPopulation + 1}, cpebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Set([]byte{0, 'v', 0}, []byte{1, 2}, cpebble.Sync); err != nil { // version 1, merged layout
 		t.Fatal(err)
 	}
@@ -190,8 +200,8 @@ func TestOpenBuildsContextIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(v, []byte{2, 2}) {
-		t.Fatalf("schema after open %x, want version 2, merged layout", v)
+	if !bytes.Equal(v, []byte{3, 2}) {
+		t.Fatalf("schema after open %x, want version 3, merged layout", v)
 	}
 	closer.Close()
 	for i, v := range vals {
@@ -199,7 +209,9 @@ func TestOpenBuildsContextIndex(t *testing.T) {
 		if got, err := s.Get(ctx, mhs[7]); err != nil || len(got) != 1 || !got[0].Equal(v) {
 			t.Fatalf("Get of context %d: %v, %v", i, got, err)
 		}
-		if got, err := s.Sample(ctx, v.ProviderID, v.ContextID); err != nil || len(got) != store.SampleKeep {
+		// The full-key layout keeps whole multihashes: Open rebuilt the
+		// populations from the index.
+		if got, err := storetest.Population(ctx, s, v.ProviderID, v.ContextID); err != nil || len(got) != len(mhs) {
 			t.Fatalf("Sample of context %d: %d multihashes, %v", i, len(got), err)
 		}
 		switch i % 3 {

@@ -69,6 +69,10 @@ var writeRoutes = []writeRoute{
 	{"prefix", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithOptions(todayOptions()), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
+	// "prefix" without context populations (the sampling API's).
+	{"prefix-nopop", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithOptions(todayOptions()), ikpebble.WithDigestPrefixKeys(), ikpebble.WithoutPopulations()}
+	}, 0},
 	{"default", func() []ikpebble.Option { return nil }, 0},
 	// examples/indexernode with -index-no-wal ("prefix" is its default).
 	{"node", func() []ikpebble.Option {

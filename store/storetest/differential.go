@@ -61,8 +61,10 @@ type DifferentialConfig struct {
 // entries; then Get must return the same set of values for a sample of
 // multihashes, or, every tenth step and after sweeps, reopenings and Chaos
 // steps that ask for it, for every multihash, and All must yield the same
-// entries. Both stores must implement [store.Sweeper]. The test fails if the
-// sequence never reopened the store or never swept an entry.
+// entries, and every context's population (store.Sampler, when both keep
+// them) must be the same. Both stores must implement [store.Sweeper]. The
+// test fails if the sequence never reopened the store or never swept an
+// entry.
 //
 // Comparing everything after every step would take too long under -race; a
 // wrong result rarely heals, so comparing everything every few steps loses
@@ -178,6 +180,25 @@ func RunDifferential(t *testing.T, cfg DifferentialConfig) {
 		}
 		if !full {
 			return
+		}
+		// Every context's population is the same in both, when both
+		// keep them: Sample gives one answer in every backend.
+		ss, oks := s.(store.Sampler)
+		sr, okr := ref.(store.Sampler)
+		for _, p := range provs {
+			for _, c := range ctxIDs {
+				if !oks || !okr {
+					break
+				}
+				ps, es := Population(ctx, ss, p, c)
+				pr, er := Population(ctx, sr, p, c)
+				if (es == nil) != (er == nil) || (er != nil && !errors.Is(er, store.ErrNotFound)) || (es != nil && !errors.Is(es, store.ErrNotFound)) {
+					fatal("step %d (%s): Sample(%s, %s): store: %v, model: %v", step, what, p.String()[:6], c, es, er)
+				}
+				if !sameMultihashes(ps, pr) {
+					fatal("step %d (%s): the population of (%s, %s): store has %d multihashes, model %d, or in another order", step, what, p.String()[:6], c, len(ps), len(pr))
+				}
+			}
 		}
 		as, ar := diffAll(t, s.All(ctx)), diffAll(t, ref.All(ctx))
 		for k, v := range ar {

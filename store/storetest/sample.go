@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/indexkit/indexkit/store"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 )
 
@@ -22,172 +23,195 @@ func sampler(t *testing.T, s store.Store) store.Sampler {
 	return sp
 }
 
-func mustSample(t *testing.T, sp store.Sampler, v store.Value) []multihash.Multihash {
+// Population returns the whole population of (provider, contextID) in sp,
+// in ascending byte order: Sample with every position.
+func Population(ctx context.Context, sp store.Sampler, provider peer.ID, contextID []byte) ([]multihash.Multihash, error) {
+	return sp.Sample(ctx, provider, contextID, func(n int) []int {
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	})
+}
+
+// mustPopulation returns the population of v's context, checking that it
+// is in ascending byte order without repeats.
+func mustPopulation(t *testing.T, sp store.Sampler, v store.Value) []multihash.Multihash {
 	t.Helper()
-	got, err := sp.Sample(context.Background(), v.ProviderID, v.ContextID)
+	got, err := Population(context.Background(), sp, v.ProviderID, v.ContextID)
 	if err != nil {
 		t.Fatalf("Sample(%s): %v", v.ContextID, err)
 	}
-	if !slices.IsSortedFunc(got, func(a, b multihash.Multihash) int { return bytes.Compare(a, b) }) {
-		t.Fatalf("Sample(%s) is not in ascending byte order", v.ContextID)
+	for i := 1; i < len(got); i++ {
+		if bytes.Compare(got[i-1], got[i]) >= 0 {
+			t.Fatalf("Sample(%s) with every position: not in ascending byte order without repeats at %d", v.ContextID, i)
+		}
 	}
 	return got
+}
+
+// sortedSet returns the distinct multihashes of mhs in ascending order:
+// the population of a context that holds them.
+func sortedSet(mhs ...[]multihash.Multihash) []multihash.Multihash {
+	var out []multihash.Multihash
+	for _, m := range mhs {
+		out = append(out, m...)
+	}
+	out = slices.Clone(out)
+	slices.SortFunc(out, func(a, b multihash.Multihash) int { return bytes.Compare(a, b) })
+	return slices.CompactFunc(out, func(a, b multihash.Multihash) bool { return bytes.Equal(a, b) })
+}
+
+// without returns mhs less those in rm.
+func without(mhs, rm []multihash.Multihash) []multihash.Multihash {
+	return slices.DeleteFunc(slices.Clone(mhs), func(mh multihash.Multihash) bool {
+		return slices.ContainsFunc(rm, func(x multihash.Multihash) bool { return bytes.Equal(x, mh) })
+	})
 }
 
 func sameMultihashes(a, b []multihash.Multihash) bool {
 	return slices.EqualFunc(a, b, func(x, y multihash.Multihash) bool { return bytes.Equal(x, y) })
 }
 
-// checkSampleIn fails unless every member of got is among in and Get finds
-// v on it.
-func checkSampleIn(t *testing.T, s store.Store, v store.Value, got, in []multihash.Multihash) {
+// checkPopulation fails unless the population of v's context is exactly
+// want (sorted) and Get finds v on its multihashes (some 200 of them,
+// spread over it).
+func checkPopulation(t *testing.T, s store.Store, sp store.Sampler, v store.Value, want []multihash.Multihash, what string) {
 	t.Helper()
-	set := make(map[string]bool, len(in))
-	for _, mh := range in {
-		set[string(mh)] = true
+	got := mustPopulation(t, sp, v)
+	if !sameMultihashes(got, want) {
+		t.Fatalf("%s: the population of %s has %d multihashes, want the %d of the context in byte order", what, v.ContextID, len(got), len(want))
 	}
-	for _, mh := range got {
-		if !set[string(mh)] {
-			t.Fatalf("Sample(%s) names %x, which was never put in that context (or was removed)", v.ContextID, []byte(mh))
-		}
-		vals := mustGet(t, s, mh)
-		if !slices.ContainsFunc(vals, func(x store.Value) bool { return x.SameContext(v) }) {
-			t.Fatalf("Sample(%s) names %x, but Get does not find the context on it: %s", v.ContextID, []byte(mh), fmtValues(vals))
+	for i := 0; i < len(got); i += 1 + len(got)/200 {
+		mh := got[i]
+		if vals := mustGet(t, s, mh); !slices.ContainsFunc(vals, func(x store.Value) bool { return x.SameContext(v) }) {
+			t.Fatalf("%s: the population of %s names %x, but Get does not find the context on it: %s", what, v.ContextID, []byte(mh), fmtValues(vals))
 		}
 	}
 }
 
-// testSample checks the store.Sampler contract: small contexts are sampled
-// whole, large ones keep exactly SampleKeep, the sample does not depend on
-// the order or batching of the Puts, re-Puts change nothing, Remove takes
-// members out without refilling, removing the context drops the sample.
+// testSample checks the store.Sampler contract: the population of a
+// context is its set of multihashes in byte order whatever the order,
+// batching and repeats of the Puts (so two stores holding the same
+// context answer alike), pick sees the count once and gets the positions
+// it asks for in its order, Remove takes multihashes out, removing the
+// context drops its population.
 func testSample(t *testing.T, s store.Store) {
 	sp := sampler(t, s)
 	ctx := context.Background()
 
-	if _, err := sp.Sample(ctx, PeerID("p"), []byte("none")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := sp.Sample(ctx, PeerID("p"), []byte("none"), func(int) []int { return nil }); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Sample of an unknown context: %v, want ErrNotFound", err)
 	}
 
 	small := value("p", "small", "m")
-	smallMHs := Multihashes("sample-small", store.SampleKeep/2)
+	smallMHs := Multihashes("sample-small", 20)
 	mustPut(t, s, small, smallMHs...)
-	got := mustSample(t, sp, small)
-	want := slices.Clone(smallMHs)
-	slices.SortFunc(want, func(a, b multihash.Multihash) int { return bytes.Compare(a, b) })
-	if !sameMultihashes(got, want) {
-		t.Fatalf("a context of %d multihashes: Sample has %d, want all of them", len(smallMHs), len(got))
-	}
+	checkPopulation(t, s, sp, small, sortedSet(smallMHs), "a small context")
 
 	// A Put that changes the metadata writes its first multihashes with
-	// the record: they enter the sample too.
+	// the record: they join the population too.
 	more := Multihashes("sample-small-more", 5)
 	small.Metadata = []byte("m-changed")
 	mustPut(t, s, small, more...)
-	if got := mustSample(t, sp, small); len(got) != len(smallMHs)+len(more) {
-		t.Fatalf("a Put that changed the metadata: Sample has %d multihashes, want %d", len(got), len(smallMHs)+len(more))
-	} else {
-		checkSampleIn(t, s, small, got, append(slices.Clone(smallMHs), more...))
-	}
+	checkPopulation(t, s, sp, small, sortedSet(smallMHs, more), "a Put that changed the metadata")
 
-	// The same 2000 multihashes put into two contexts, one in order in big
-	// Puts, the other shuffled in small ones, each with a re-Put.
-	big := Multihashes("sample-big", 2000)
+	// The same 5000 multihashes put into two contexts, one in order in
+	// big Puts (larger than a disk backend's engine batch), the other
+	// shuffled in small ones with repeats: one population.
+	big := Multihashes("sample-big", 5000)
 	a, b := value("p", "big-a", "m"), value("p", "big-b", "m")
-	for i := 0; i < len(big); i += 500 {
-		mustPut(t, s, a, big[i:i+500]...)
+	for i := 0; i < len(big); i += 2500 {
+		mustPut(t, s, a, big[i:i+2500]...)
 	}
 	shuffled := slices.Clone(big)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	r := rand.New(rand.NewPCG(1, 2))
+	r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
 	for i := 0; i < len(shuffled); i += 37 {
-		mustPut(t, s, b, shuffled[i:min(i+37, len(shuffled))]...)
+		batch := shuffled[i:min(i+37, len(shuffled))]
+		mustPut(t, s, b, append(slices.Clone(batch), batch[0], shuffled[r.IntN(i+1)])...)
 	}
-	sa := mustSample(t, sp, a)
-	if len(sa) != store.SampleKeep {
-		t.Fatalf("a context of %d multihashes: Sample has %d, want SampleKeep (%d)", len(big), len(sa), store.SampleKeep)
+	want := sortedSet(big)
+	checkPopulation(t, s, sp, a, want, "5000 multihashes in order")
+	checkPopulation(t, s, sp, b, want, "the same 5000 shuffled, in small Puts with repeats")
+
+	// pick is called once with the count; the positions come back in its
+	// order.
+	calls := 0
+	got, err := sp.Sample(ctx, b.ProviderID, b.ContextID, func(n int) []int {
+		calls++
+		if n != len(want) {
+			t.Errorf("pick(%d), want pick(%d)", n, len(want))
+		}
+		return []int{n - 1, 0, 4095, 4096, 7}
+	})
+	if err != nil || calls != 1 || !sameMultihashes(got, []multihash.Multihash{want[4999], want[0], want[4095], want[4096], want[7]}) {
+		t.Fatalf("Sample at positions 4999, 0, 4095, 4096, 7: %d multihashes, %v, pick called %d times", len(got), err, calls)
 	}
-	checkSampleIn(t, s, a, sa, big)
-	if sb := mustSample(t, sp, b); !sameMultihashes(sa, sb) {
-		t.Fatalf("the same multihashes put in another order and batching give another sample:\n%x\n%x", sa[:3], sb[:3])
+	if got, err := sp.Sample(ctx, b.ProviderID, b.ContextID, func(int) []int { return nil }); err != nil || len(got) != 0 {
+		t.Fatalf("Sample at no position: %v, %v", got, err)
 	}
+	for _, bad := range []int{-1, len(want)} {
+		if _, err := sp.Sample(ctx, b.ProviderID, b.ContextID, func(int) []int { return []int{0, bad} }); err == nil || errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Sample at position %d of %d: %v, want an error naming the position", bad, len(want), err)
+		}
+	}
+
+	// A re-Put and a metadata update change nothing.
 	mustPut(t, s, a, big[:1000]...)
 	if err := s.UpdateMetadata(ctx, a.ProviderID, a.ContextID, []byte("m2")); err != nil {
 		t.Fatal(err)
 	}
 	a.Metadata = []byte("m2")
-	if again := mustSample(t, sp, a); !sameMultihashes(sa, again) {
-		t.Fatal("a re-Put or a metadata update changed the sample")
-	}
+	checkPopulation(t, s, sp, a, want, "after a re-Put and a metadata update")
 
-	// Remove half the sample and some other multihashes: those members go,
-	// the rest stay, and nothing replaces them.
-	var rm []multihash.Multihash
-	for i, mh := range sa {
-		if i%2 == 0 {
-			rm = append(rm, mh)
-		}
-	}
-	rm = append(rm, big[:10]...)
+	// Remove takes multihashes out (and ignores those not there); one
+	// removed and put again comes back.
+	rm := append(slices.Clone(big[10:4600:4600]), Multihash("never-put", 0))
 	if err := s.Remove(ctx, a.ProviderID, a.ContextID, rm...); err != nil {
 		t.Fatal(err)
 	}
-	left := mustSample(t, sp, a)
-	var wantLeft []multihash.Multihash
-	for i, mh := range sa {
-		if i%2 == 1 && !slices.ContainsFunc(big[:10], func(x multihash.Multihash) bool { return bytes.Equal(x, mh) }) {
-			wantLeft = append(wantLeft, mh)
-		}
-	}
-	if !sameMultihashes(left, wantLeft) {
-		t.Fatalf("after Remove: Sample has %d multihashes, want the %d members not removed", len(left), len(wantLeft))
-	}
-	// A re-Put of the members left and of multihashes never in the sample
-	// changes nothing; a removed member put again comes back.
-	var outside []multihash.Multihash
-	for _, mh := range big {
-		if !slices.ContainsFunc(sa, func(x multihash.Multihash) bool { return bytes.Equal(x, mh) }) {
-			outside = append(outside, mh)
-		}
-	}
-	mustPut(t, s, a, append(slices.Clone(left), outside...)...)
-	if again := mustSample(t, sp, a); !sameMultihashes(left, again) {
-		t.Fatal("a re-Put after Remove changed the sample")
-	}
-	mustPut(t, s, a, rm[0])
-	if again := mustSample(t, sp, a); len(again) != len(left)+1 {
-		t.Fatalf("a removed member put again: Sample has %d multihashes, want %d", len(again), len(left)+1)
-	}
+	left := without(want, rm)
+	checkPopulation(t, s, sp, a, left, "after Remove")
+	mustPut(t, s, a, big[20])
+	checkPopulation(t, s, sp, a, sortedSet(left, big[20:21]), "a removed multihash put again")
+	checkPopulation(t, s, sp, b, want, "another context of the removed multihashes")
 
-	// Removing the context drops its sample; putting it again starts anew.
+	// Removing the context drops its population; putting it again starts
+	// anew.
 	if err := s.RemoveProviderContext(ctx, b.ProviderID, b.ContextID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sp.Sample(ctx, b.ProviderID, b.ContextID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := Population(ctx, sp, b.ProviderID, b.ContextID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Sample of a removed context: %v, want ErrNotFound", err)
 	}
 	fresh := Multihashes("sample-fresh", 3)
 	mustPut(t, s, b, fresh...)
-	if got := mustSample(t, sp, b); len(got) != 3 {
-		t.Fatalf("a context put again after removal: Sample has %d multihashes, want its 3 new ones", len(got))
-	} else {
-		checkSampleIn(t, s, b, got, fresh)
+	checkPopulation(t, s, sp, b, sortedSet(fresh), "a context put again after removal")
+	if sw, ok := s.(store.Sweeper); ok {
+		if _, err := sw.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkPopulation(t, s, sp, b, sortedSet(fresh), "after Sweep")
+		checkPopulation(t, s, sp, a, sortedSet(left, big[20:21]), "after Sweep")
 	}
 	if err := s.RemoveProvider(ctx, small.ProviderID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sp.Sample(ctx, small.ProviderID, small.ContextID); !errors.Is(err, store.ErrNotFound) {
+	if _, err := Population(ctx, sp, small.ProviderID, small.ContextID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Sample after RemoveProvider: %v, want ErrNotFound", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sp.Sample(ctx, a.ProviderID, a.ContextID); !errors.Is(err, store.ErrClosed) {
+	if _, err := Population(ctx, sp, a.ProviderID, a.ContextID); !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("Sample after Close: %v, want ErrClosed", err)
 	}
 }
 
-// testSampleReopen checks that a sample survives Close and reopening, and
-// that the reopened store keeps it bounded the same way.
+// testSampleReopen checks that a population survives Close and
+// reopening, and that the rest of the context put after it lands in it.
 func testSampleReopen(t *testing.T, open func(string) (store.Store, error)) {
 	dir := t.TempDir()
 	s, err := open(dir)
@@ -198,7 +222,6 @@ func testSampleReopen(t *testing.T, open func(string) (store.Store, error)) {
 	v := value("p", "reopen-sample", "m")
 	mhs := Multihashes("sample-reopen", 1000)
 	mustPut(t, s, v, mhs[:600]...)
-	before := mustSample(t, sp, v)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -207,18 +230,7 @@ func testSampleReopen(t *testing.T, open func(string) (store.Store, error)) {
 	}
 	defer s.Close()
 	sp = sampler(t, s)
-	if after := mustSample(t, sp, v); !sameMultihashes(before, after) {
-		t.Fatal("the sample changed across Close and reopen")
-	}
-	// The rest of the context, put after reopening, lands in the same
-	// sample as if it had all been put before: check against a fresh
-	// context of the same store holding all of it.
+	checkPopulation(t, s, sp, v, sortedSet(mhs[:600]), "after Close and reopen")
 	mustPut(t, s, v, mhs[600:]...)
-	whole := value("p", "reopen-whole", "m")
-	mustPut(t, s, whole, mhs...)
-	got := mustSample(t, sp, v)
-	if !sameMultihashes(got, mustSample(t, sp, whole)) {
-		t.Fatal("after reopening, the sample key or thresholds changed: a context completed after reopening differs from one put whole")
-	}
-	checkSampleIn(t, s, v, got, mhs)
+	checkPopulation(t, s, sp, v, sortedSet(mhs), "completed after reopening")
 }

@@ -1,6 +1,6 @@
 // Package sample serves the IPNI multihash-sampling API (ipni/specs
-// IPNI_MH_SAMPLING.md, and the OpenAPI file of ipni/xedni) from a local
-// store:
+// IPNI_MH_SAMPLING.md, and the OpenAPI file of ipni/xedni) from an
+// indexer's store, or on a front end from the indexers behind it:
 //
 //	GET /ipni/v0/sample/{provider-id}/{context-id}?beacon=<hex>&max=<n>
 //
@@ -8,27 +8,30 @@
 // advertised under the context ID: the same sample for the same beacon,
 // at most max (1 to 10, default 1) multihashes.
 //
-// # Where the sample comes from
+// # The answer
 //
-// The store indexes multihash → values and has no reverse index from a
-// context to its multihashes; keeping one would double the writes of every
-// Put. Instead a store that implements [store.Sampler] keeps, per
-// (provider, context), a bottom-k sample of at most [store.SampleKeep]
-// multihashes under a secret hash key (see store.Sampler): a few bytes per
-// context and, once a context's sample is full, almost no work on Put. The
-// handler then runs the spec's algorithm over that population: the
-// multihashes sorted by their bytes, a PCG seeded from the beacon
-// ([Seed]), indices drawn below the population size, repeats skipped
-// ([Pick]). For a context of at most store.SampleKeep multihashes the
-// population is the whole context, so the answer is the spec's exactly;
-// for a larger one it is the spec's algorithm over a uniform random subset
-// of SampleKeep multihashes that the provider cannot choose. Two indexers
-// answer alike for small contexts; for larger ones each keeps its own
-// subset (its key is its own).
+// The spec's algorithm: the provider's multihashes under the context,
+// sorted by their bytes, and indices drawn below their count by a PCG
+// seeded from the beacon ([Seed]), repeats skipped ([Pick]). A store that
+// implements [store.Sampler] keeps each context's population (its whole
+// set of multihashes, in step with the index, whatever order it was
+// ingested in), so the answer is a function of the context and the beacon
+// alone: every indexer that holds the context, whatever its backend and
+// however it ingested it, answers a beacon alike, as the spec asks of
+// federated indexers. [StoreSource] is that answer.
 //
 // As the spec says, a sample is stable for a beacon while the context does
-// not change; multihashes added to a small context, or entering the kept
-// subset of a large one, change it.
+// not change; multihashes added to or removed from the context change it.
+//
+// # Sources
+//
+// A [Handler] answers from any [Source]: [StoreSource] on an indexer
+// ([NewHandler] is NewSourceHandler(StoreSource(s))); on a front end,
+// [First] over a [Client] per indexer, which asks them all at once and
+// answers with the first answer (any indexer that holds a context holds
+// it whole and answers as any other would). A front end whose indexers
+// are keyspace-sharded holds no context whole anywhere and serves
+// [Unsampled] instead.
 //
 // # Wire
 //
@@ -43,20 +46,29 @@
 //     OpenAPI file, each CID a CIDv1 raw of a sampled multihash (the index
 //     keeps no codecs). A stored context with no multihashes gives an empty
 //     list. The beacon used (the request's, or a random one when there is
-//     none, as xedni does) comes back in [BeaconHeader]. With a beacon the
-//     answer may be cached for a minute; without one it is no-store.
-//   - 404 application/json {"error":...} for an unknown provider or context
-//     ID, as the spec says (xedni answers 200 with an empty list).
-//   - 400 text/plain naming the problem: a bad peer ID, bad base64, a
-//     context ID over 64 bytes, a beacon that is not 1 to 32 bytes of hex,
-//     max outside 1..10, a federation_epoch other than 0, a path over
-//     [MaxPath] bytes.
-//   - 501 application/json when the store keeps no samples (it does not
-//     implement store.Sampler, or the context predates them).
+//     none, as xedni does) comes back in [BeaconHeader]; a front end sends
+//     the one it drew to its indexers. With a beacon the answer may be
+//     cached for a minute; without one it is no-store.
+//   - Every other answer carries the spec's JSON error body, {"error":"..."}
+//     (the OpenAPI file's error schema), naming the problem:
+//   - 404 for an unknown provider or context ID, as the spec says (xedni
+//     answers 200 with an empty list).
+//   - 400 for a bad request: a bad peer ID, bad base64, a context ID over
+//     64 bytes, a beacon that is not 1 to 32 bytes of hex, max outside
+//     1..10, a federation_epoch other than 0, a path over [MaxPath] bytes.
+//   - 501 when the context cannot be sampled here: the store keeps no
+//     populations (it does not implement store.Sampler), or the context
+//     predates them in a store that cannot rebuild them
+//     ([store.ErrNotSampled]), or the front end's indexers hold no whole
+//     contexts.
+//   - On a front end, 502 when an indexer failed and none answered, 504
+//     when those that failed all timed out: never a 404 that is not known.
 //   - Every answer carries Access-Control-Allow-Origin: *; OPTIONS is a
 //     CORS preflight (204); methods other than GET and HEAD get 405.
 //
-// The Handler is safe for concurrent use and holds nothing but the store.
-// Mount it at [Prefix] ("/ipni/v0/sample/") of the find listener's mux,
-// with the path unstripped.
+// The Handler, the Sources and the Client are safe for concurrent use; they
+// start no goroutine outside a call, and First returns only after every
+// request it started has ended. Mount the Handler at [Prefix]
+// ("/ipni/v0/sample/") of the find listener's mux, with the path
+// unstripped.
 package sample

@@ -34,7 +34,11 @@ func backends(t *testing.T) map[string]store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := map[string]store.Store{"memory": memory.New(), "pebble": p, "leveldb": l}
+	pp, err := pebble.Open(t.TempDir(), pebble.WithCacheSize(8<<20), pebble.WithDigestPrefixKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]store.Store{"memory": memory.New(), "pebble": p, "pebble-digest-prefix": pp, "leveldb": l}
 	t.Cleanup(func() {
 		for _, s := range m {
 			s.Close()
@@ -163,7 +167,7 @@ func TestSample(t *testing.T) {
 			inContext(t, all.cids, small)
 
 			for _, path := range []string{"c21hbGx4", base64.StdEncoding.EncodeToString([]byte("none"))} {
-				if a := get(t, base, path); a.code != http.StatusNotFound || a.ctype != "application/json" {
+				if a := get(t, base, path); a.code != http.StatusNotFound || !strings.Contains(errorBody(t, a), "no such provider and context ID") {
 					t.Fatalf("unknown context %s: %d %s %q, want 404", path, a.code, a.ctype, a.body)
 				}
 			}
@@ -206,10 +210,24 @@ func TestBadRequest(t *testing.T) {
 		{prov + "/" + strings.Repeat("A", 2000), "limit 1024"},
 	} {
 		a := get(t, srv.URL, sample.Prefix+tc.path)
-		if a.code != http.StatusBadRequest || !strings.HasPrefix(a.ctype, "text/plain") || !strings.Contains(string(a.body), tc.want) {
-			t.Errorf("%s: %d %s %q, want 400 text/plain naming %q", tc.path, a.code, a.ctype, a.body, tc.want)
+		if msg := errorBody(t, a); a.code != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %d %s %q, want 400 with the spec's JSON error naming %q", tc.path, a.code, a.ctype, a.body, tc.want)
 		}
 	}
+}
+
+// errorBody returns the message of a's body, which must be the spec's
+// JSON error (the OpenAPI file's error schema), {"error":"..."}.
+func errorBody(t *testing.T, a answer) string {
+	t.Helper()
+	var e struct {
+		Error *string `json:"error"`
+	}
+	if a.ctype != "application/json" || json.Unmarshal(a.body, &e) != nil || e.Error == nil || *e.Error == "" {
+		t.Errorf("%d answer %s %q: not the spec's JSON error {\"error\":\"...\"}", a.code, a.ctype, a.body)
+		return ""
+	}
+	return *e.Error
 }
 
 // noSampler hides the Sampler of the store it wraps.
@@ -221,8 +239,8 @@ func TestNotImplemented(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := get(t, server(t, h).URL, sample.Prefix+storetest.PeerID("p").String()+"/AAAA")
-	if a.code != http.StatusNotImplemented || !strings.Contains(string(a.body), "keeps no multihash samples") {
-		t.Fatalf("%d %q, want 501 saying the store keeps no samples", a.code, a.body)
+	if msg := errorBody(t, a); a.code != http.StatusNotImplemented || !strings.Contains(msg, "keeps no multihash populations") {
+		t.Fatalf("%d %q, want 501 saying the store keeps no populations", a.code, a.body)
 	}
 }
 
@@ -247,9 +265,11 @@ func TestMethods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" {
-		t.Fatalf("POST: %d, want 405 with Allow", resp.StatusCode)
+	a := answer{code: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: body}
+	if msg := errorBody(t, a); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") == "" || !strings.Contains(msg, "POST") {
+		t.Fatalf("POST: %d %q, want 405 with Allow and a JSON error naming the method", resp.StatusCode, body)
 	}
 }
 

@@ -14,10 +14,14 @@ const (
 	prefixIndex    = 0x01
 	prefixRecord   = 0x02
 	prefixProvider = 0x03
-	prefixSample   = 0x04
+	// prefixSample began the bounded sample of a record in schema version
+	// 2; the upgrade to version 3 deletes those keys.
+	prefixSample = 0x04
+	// prefixPopulation begins a population entry (see population.go).
+	prefixPopulation = 0x06
 
 	idLen         = 8
-	schemaVersion = 2
+	schemaVersion = 3
 )
 
 // IndexPrefix is the first byte of every index key, and of no other key:
@@ -33,7 +37,12 @@ const indexSuffixLen = idLen + 1
 var (
 	keyVersion = []byte{prefixMeta, 'v', 0}
 	keyNextID  = []byte{prefixMeta, 'n', 0}
+	// keySampler held the sample hash key of schema version 2; the
+	// upgrade to version 3 deletes it.
 	keySampler = []byte{prefixMeta, 's', 0}
+	// keyPopFrom holds the first record ID with a population (8 bytes,
+	// big-endian); absent, 0.
+	keyPopFrom = []byte{prefixMeta, 'p', 0}
 
 	errCorrupt = errors.New("kv: corrupt record")
 )
@@ -62,12 +71,6 @@ func parseIndexKey(key []byte) (mh []byte, id uint64, ok bool) {
 
 func recordKey(id uint64) []byte {
 	k := binary.BigEndian.AppendUint64([]byte{prefixRecord}, id)
-	return append(k, 0)
-}
-
-// sampleKey is the key of the sample of record id.
-func sampleKey(id uint64) []byte {
-	k := binary.BigEndian.AppendUint64([]byte{prefixSample}, id)
 	return append(k, 0)
 }
 

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/indexkit/indexkit/store/internal/sample"
 )
 
 // DefaultMaxBatch is the most writes a DB puts in one engine batch unless
@@ -36,6 +36,11 @@ type Config struct {
 	// negative value caches nothing, so that every lookup reads the
 	// engine.
 	RecordCache int64
+	// NoPopulations keeps no population entries: Put writes none and
+	// Sample reports store.ErrNotSampled for every context. The database
+	// remembers it: opened again without it, it keeps the populations of
+	// the contexts created from then on, and the others stay unsampled.
+	NoPopulations bool
 }
 
 // scanChunk is how many entries All and Sweep read per engine scan before they
@@ -60,16 +65,24 @@ type DB struct {
 	// keys, so that no merge it cannot see lands on a key it deletes.
 	indexMu sync.RWMutex
 
-	// recMu serialises the writers of value records, of the context index
-	// and of samples, and nextID.
+	// recMu serialises the writers of value records and of the context
+	// index, and nextID.
 	recMu  sync.Mutex
 	nextID uint64
 	// recs caches value records by ID (nil: the record is gone); ctxs
-	// caches the context index, with each sample's threshold.
-	recs   *cache[uint64, *record]
-	ctxs   *cache[string, ctxInfo]
-	peers  interner
-	hasher sample.Hasher
+	// caches the context index.
+	recs  *cache[uint64, *record]
+	ctxs  *cache[string, ctxInfo]
+	peers interner
+
+	// popFrom is the first record ID that has a population; popMu orders
+	// Sample against the writers of populations; pops caches what Sample
+	// learned of each.
+	popFrom uint64
+	popMu   [popStripes]popStripe
+	pops    *cache[uint64, *popIndex]
+	noPops  bool         // Config.NoPopulations
+	scans   atomic.Int64 // population scans, for tests
 }
 
 var (
@@ -100,6 +113,7 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		eng:      eng,
 		name:     name,
 		maxBatch: cfg.MaxBatch,
+		noPops:   cfg.NoPopulations,
 	}
 	db.newCaches(cfg.RecordCache)
 	if stored, ok := storedLayout(eng); ok && slices.Contains(cfg.Reopen, stored) {
@@ -119,9 +133,6 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	default:
 		return nil, fmt.Errorf("%s: open: unknown layout %v", name, l)
 	}
-	if err := db.openSchema(l); err != nil {
-		return nil, err
-	}
 	err := eng.Get(keyNextID, func(v []byte) error {
 		if len(v) != idLen {
 			return fmt.Errorf("%w: next ID is %d bytes", errCorrupt, len(v))
@@ -132,7 +143,10 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, db.wrap("open: read next ID", err)
 	}
-	if err := db.openSampler(); err != nil {
+	if err := db.openSchema(l); err != nil {
+		return nil, err
+	}
+	if err := db.openPopulations(); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -144,27 +158,37 @@ func schemaOf(version uint64, l Layout) []byte {
 }
 
 // openSchema checks the schema recorded in the database, records it in a
-// new one, and brings one of the previous version up to date: version 1
-// had no context index.
+// new one, and brings one of a previous version up to date: version 1 had
+// no context index, versions 1 and 2 kept a bounded sample of each context
+// instead of its population.
 func (db *DB) openSchema(l Layout) error {
 	schema := schemaOf(schemaVersion, l)
 	var stored []byte
 	err := db.eng.Get(keyVersion, func(v []byte) error { stored = bytes.Clone(v); return nil })
+	var popFrom uint64
 	switch {
 	case errors.Is(err, ErrNotFound):
 	case err != nil:
 		return db.wrap("open: read schema version", err)
 	case bytes.Equal(stored, schema):
 		return nil
-	case bytes.Equal(stored, schemaOf(1, l)):
-		if err := db.buildContextIndex(); err != nil {
-			return db.wrap("open: build the context index", err)
+	case bytes.Equal(stored, schemaOf(1, l)), bytes.Equal(stored, schemaOf(2, l)):
+		if stored[0] == 1 {
+			if err := db.buildContextIndex(); err != nil {
+				return db.wrap("open: build the context index", err)
+			}
+		}
+		if popFrom, err = db.buildPopulations(); err != nil {
+			return db.wrap("open: build the context populations", err)
 		}
 	default:
 		return fmt.Errorf("%s: open: database has schema %x, this code writes %x (version %d, layout %v)", db.name, stored, schema, schemaVersion, l)
 	}
 	b := db.eng.NewBatch()
 	defer b.Close()
+	if err := b.Set(keyPopFrom, binary.BigEndian.AppendUint64(nil, popFrom)); err != nil {
+		return db.wrap("open", err)
+	}
 	if err := b.Set(keyVersion, schema); err != nil {
 		return db.wrap("open", err)
 	}

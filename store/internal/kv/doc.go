@@ -6,14 +6,16 @@
 //
 //	0x00 'v' 0x00              schema: version (uvarint) and layout (1 byte)
 //	0x00 'n' 0x00              next record ID (8 bytes, big-endian)
-//	0x00 's' 0x00              the secret key of the sample hash (8 bytes)
+//	0x00 'p' 0x00              first record ID with a population (8 bytes)
 //	0x01 mh 0x00 ...           index entries, in one of two layouts (below)
 //	0x02 id 0x00               value record: provider, context ID, metadata
 //	0x03 provider 0x00         provider record (JSON)
-//	0x04 id 0x00               the sample of record id (see store.Sampler)
 //	0x05 ctxKey 0x00           context index: the ID of the record of a
 //	                           (provider, context); ctxKey is uvarint(len
 //	                           provider) ‖ provider ‖ context ID
+//	0x06 id mh 0x00            population entry: mh is in record id's
+//	                           context (see store.Sampler); id is 8 bytes,
+//	                           big-endian, and the value is empty
 //
 // The index takes one of three [Layout]s. [Merged] keeps one key per
 // multihash, 0x01‖mh‖0x00, holding its record IDs, built by the engine's
@@ -49,36 +51,61 @@
 // Remove, UpdateMetadata and RemoveProviderContext, which touch that one
 // record and entry whatever the context's size, and, since every ctxKey
 // begins with its provider, the contexts of a provider for RemoveProvider,
-// which deletes them a batch at a time. A record, its sample and its
-// context-index entry are written and deleted together, in one batch.
+// which deletes them a batch at a time. A record and its context-index
+// entry are written and deleted together, in one batch.
 // All and Sweep read records through the cache without filling it, so a
 // scan of the whole index does not evict what Get uses.
 //
 // A database of schema version 1 has no context index: Open builds it
 // (deleting first whatever entries an earlier, interrupted build left)
-// and only then records version 2, so a build cut short is done again.
+// and then brings the database up to version 3 as for version 2.
 //
-// # Samples
+// # Populations
 //
-// A record created by this code gets a sample key in the batch that creates
-// it; a record without one predates samples, and Sample reports
-// store.ErrNotSampled for it. Each sample's threshold is cached with the
-// context's context-index entry (read with it on a miss): Put hashes its
-// multihashes and compares them with it, and reads and rewrites the sample
-// key only when some pass, in the batch of its last entries (a new
-// context's in the batch that creates it), so it costs no extra commit. Remove takes multihashes out of the sample in
-// the batch of its first deletions, and deleting a record deletes its
-// sample key in the same batch, so a sample never names a multihash that
-// Get does not find, also after a crash. Sample updates are serialised with
-// the writers of value records (recMu), which also orders them against
-// RemoveProviderContext.
+// A record's population entries (0x06‖id‖mh‖0x00) are the set of its
+// multihashes, grouped by record and sorted by multihash, which is what
+// store.Sampler answers from: the count of a context, and the multihash
+// at a position. Every batch that writes or deletes index entries writes
+// or deletes the same multihashes' population entries (a Put of a new
+// context writes its first ones with the record), so the population is
+// the set of multihashes Get finds the context on, after a crash too, and
+// a Put that a crash cut short is completed by putting it again. Removing
+// a record leaves its entries for Sweep, which skips from one record's
+// population to the next with a seek per live record. A population entry
+// costs a key of the multihash's length plus 10 bytes beside the index
+// entry.
+//
+// Sample counts a population with one scan, keeping every 1024th
+// multihash as an anchor, then finds each position by walking from the
+// anchor before it. The count and anchors are cached (4 MiB in all) until
+// the population changes, so sampling a context again walks at most 1024
+// keys per position. Writers of populations hold one of 256 stripe locks
+// shared while they commit and bump its generation; Sample holds its
+// stripe alone, so the count and the positions describe one state.
+//
+// With [Config.NoPopulations] the database keeps none (popFrom is then
+// 2⁶⁴-1, recorded); opened again without it, popFrom becomes the next
+// record ID, and Sweep deletes the entries of records below popFrom.
+//
+// Schema version 2 kept, instead, a bounded sample of each context under
+// a secret hash key (0x04‖id‖0x00 and 0x00 's' 0x00), which two stores
+// drew differently. Open deletes those keys; with the full-key layouts
+// ([Entries], [Merged]) it writes every live record's population from a
+// scan of the whole index (a one-time cost of one index scan and one
+// population entry per entry); [MergedDigestPrefix] keeps digest prefixes,
+// not whole multihashes, so it records the next record ID as the first
+// with a population, and Sample reports store.ErrNotSampled for the
+// contexts stored before until they are removed and put again. Every
+// write of the upgrade is idempotent and the new version is recorded
+// last, so an upgrade cut short is done again in full.
 //
 // # Concurrency
 //
 // A DB is safe for concurrent use. Every call holds a shared guard that
 // Close takes alone, so Close waits for calls in flight. Writers of value
-// records, of the context index and of samples are serialised by one
-// mutex (RemoveProvider lets others in between its batches); index writes
-// run in parallel, and Sweep briefly holds them off while it deletes
-// emptied keys. Readers of records take no lock but their cache shard's.
+// records and of the context index are serialised by one mutex
+// (RemoveProvider lets others in between its batches); index writes run
+// in parallel, and Sweep briefly holds them off while it deletes emptied
+// keys. Readers of records take no lock but their cache shard's; Sample
+// holds off the writers of its context's stripe while it reads.
 package kv

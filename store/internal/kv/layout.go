@@ -64,7 +64,7 @@ func storedLayout(eng Engine) (Layout, bool) {
 	ok := false
 	_ = eng.Get(keyVersion, func(v []byte) error {
 		version, n := binary.Uvarint(v)
-		if n > 0 && (version == schemaVersion || version == 1) && len(v) == n+1 { // version 1: before the context index
+		if n > 0 && version >= 1 && version <= schemaVersion && len(v) == n+1 { // 1: before the context index, 2: before populations
 			l, ok = Layout(v[n]), true
 		}
 		return nil
@@ -80,8 +80,9 @@ type MergeBatch interface {
 
 // layout is the code behind a Layout.
 type layout interface {
-	// write adds (or, with del, removes) the entries of mhs for id.
-	write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error
+	// write adds (or, with del, removes) the entries of sorted, in
+	// ascending byte order, for id.
+	write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error
 	// lookup appends the record IDs of mh to sc.ids.
 	lookup(eng Engine, mh []byte, sc *lookupScratch) error
 	// scan calls fn for each multihash from the engine key start on, with
@@ -99,11 +100,9 @@ type layout interface {
 // entriesLayout implements Entries.
 type entriesLayout struct{}
 
-func (entriesLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+func (entriesLayout) write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error {
 	key := make([]byte, 0, 64)
-	sorted := sortMultihashes(mhs)
-	defer sorted.release()
-	for _, mh := range sorted.mhs {
+	for _, mh := range sorted {
 		key = appendIndexKey(key[:0], mh, id)
 		var err error
 		if del {
@@ -184,13 +183,11 @@ func (l mergedLayout) key(dst []byte, mh []byte) []byte {
 	return append(dst, 0)
 }
 
-func (l mergedLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+func (l mergedLayout) write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error {
 	mb := b.(MergeBatch)
 	op := appendOp(nil, id, del)
 	key := make([]byte, 0, 64)
-	sorted := sortMultihashes(mhs)
-	defer sorted.release()
-	for _, mh := range sorted.mhs {
+	for _, mh := range sorted {
 		if err := mb.Merge(l.key(key[:0], mh), op); err != nil {
 			return err
 		}

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/indexkit/indexkit/store/internal/sample"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -48,11 +47,9 @@ func newRecord(id uint64, v store.Value) *record {
 }
 
 // ctxInfo is what the context cache holds for a (provider, context): its
-// record ID and its sample threshold, if it has a sample.
+// record ID.
 type ctxInfo struct {
-	id      uint64
-	tau     uint64
-	sampled bool
+	id uint64
 }
 
 // ctxCost is what the context cache charges for an entry of key.
@@ -115,6 +112,7 @@ func (db *DB) ctxCached(k []byte) (ctxInfo, bool, uint64) {
 func (db *DB) newCaches(budget int64) {
 	db.recs = newCache[uint64, *record](budget-budget/4, hashID)
 	db.ctxs = newCache[string, ctxInfo](budget/4, hashString)
+	db.pops = newCache[uint64, *popIndex](popCacheBudget, hashID)
 }
 
 // record returns record id, nil if there is none, from the cache or else
@@ -189,8 +187,8 @@ func (rs *records) get(id uint64) (*record, error) {
 	return r, nil
 }
 
-// context returns the record ID and sample threshold of the (provider,
-// context) of ctxKey k, from the cache or else from the engine, caching it.
+// context returns the record ID of the (provider, context) of ctxKey k,
+// from the cache or else from the engine, caching it.
 func (db *DB) context(k []byte) (ctxInfo, bool, error) {
 	ci, ok, epoch := db.ctxCached(k)
 	if ok {
@@ -208,17 +206,6 @@ func (db *DB) context(k []byte) (ctxInfo, bool, error) {
 		return ctxInfo{}, false, nil
 	}
 	if err != nil {
-		return ctxInfo{}, false, err
-	}
-	err = db.eng.Get(sampleKey(ci.id), func(v []byte) error {
-		tau, err := sample.Tau(v)
-		if err != nil {
-			return fmt.Errorf("%w: sample of record %d", errCorrupt, ci.id)
-		}
-		ci.tau, ci.sampled = tau, true
-		return nil
-	})
-	if err != nil && !errors.Is(err, ErrNotFound) {
 		return ctxInfo{}, false, err
 	}
 	db.ctxs.fill(string(k), ci, ctxCost(string(k)), epoch)

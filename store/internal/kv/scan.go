@@ -145,5 +145,7 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 		}
 		start = next
 	}
-	return removed, nil
+	// Population entries of removed records, which no Sample reads, are
+	// not counted: removed counts index entries.
+	return removed, db.sweepPopulations(ctx, rs)
 }

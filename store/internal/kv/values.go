@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/indexkit/indexkit/store"
-	"github.com/indexkit/indexkit/store/internal/sample"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 )
@@ -20,8 +19,8 @@ import (
 // metadata as needed. With create false a missing record is an error
 // wrapping store.ErrNotFound. When it writes the record, it writes the
 // index entries of first in the same batch and reports wrote, so that a
-// Put of a new context is one atomic commit, not two; when it creates the
-// record, first is in the new record's sample too.
+// Put of a new context is one atomic commit, not two (first's population
+// entries go with them).
 func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multihash.Multihash) (ci ctxInfo, wrote, created bool, err error) {
 	// Without the lock, only a context in the cache: reading the engine
 	// here would read it twice for a new context.
@@ -74,27 +73,24 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 		if err := b.Set(contextKey(nil, key), binary.BigEndian.AppendUint64(nil, id)); err != nil {
 			return ctxInfo{}, false, false, err
 		}
-		// The new context's sample, with first in it: it lands with
-		// first's entries, at no extra commit.
-		s := sample.New()
-		s.Add(sample.Candidates(db.hasher, s.Tau, first))
-		if err := b.Set(sampleKey(id), s.Encode(nil)); err != nil {
-			return ctxInfo{}, false, false, err
-		}
-		ci = ctxInfo{id: id, tau: s.Tau, sampled: true}
+		ci = ctxInfo{id: id}
 	}
+	commit := b.Commit
 	if len(first) > 0 {
 		db.indexMu.RLock()
 		defer db.indexMu.RUnlock()
-		if err := db.layout.write(b, first, id, false); err != nil {
+		sorted := sortMultihashes(first)
+		defer sorted.release()
+		if err := db.writeIndex(b, sorted.mhs, id, false); err != nil {
 			return ctxInfo{}, false, false, err
 		}
+		commit = func() error { return db.commitIndex(b, id) }
 	}
 	db.recs.begin(id)
 	if old == nil {
 		db.ctxs.begin(string(key))
 	}
-	if err := b.Commit(); err != nil {
+	if err := commit(); err != nil {
 		db.recs.remove(id)
 		if old == nil {
 			db.ctxs.remove(string(key))
@@ -125,25 +121,24 @@ func (db *DB) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash
 	defer db.opMu.RUnlock()
 	key := ctxKey(nil, v.ProviderID, v.ContextID)
 	first := mhs[:min(len(mhs), db.maxBatch)]
-	ci, wrote, created, err := db.ensureRecord(key, v, true, first)
+	ci, wrote, _, err := db.ensureRecord(key, v, true, first)
 	if err != nil {
 		return db.wrap("put: write value record", err)
 	}
-	rest, toSample := mhs, mhs
+	rest := mhs
 	if wrote {
 		rest = mhs[len(first):]
-		if created {
-			toSample = rest // first is in the new context's sample
-		}
 	}
-	if err := db.putEntries(ctx, rest, key, ci, toSample); err != nil {
+	if err := db.writeEntries(ctx, rest, ci.id, false); err != nil {
 		return db.wrap("put", err)
 	}
 	return nil
 }
 
-// writeEntries sets (or deletes) the index entries of mhs for id, in batches
-// of at most db.maxBatch.
+// writeEntries sets (or deletes) the index entries of mhs for id, with
+// their population entries, in batches of at most db.maxBatch, each
+// committed whole: the population never names a multihash whose entry is
+// not there.
 func (db *DB) writeEntries(ctx context.Context, mhs []multihash.Multihash, id uint64, del bool) error {
 	for len(mhs) > 0 {
 		n := min(len(mhs), db.maxBatch)
@@ -165,10 +160,12 @@ func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool) erro
 	defer db.indexMu.RUnlock()
 	b := db.eng.NewBatch()
 	defer b.Close()
-	if err := db.layout.write(b, mhs, id, del); err != nil {
+	sorted := sortMultihashes(mhs)
+	defer sorted.release()
+	if err := db.writeIndex(b, sorted.mhs, id, del); err != nil {
 		return err
 	}
-	return b.Commit()
+	return db.commitIndex(b, id)
 }
 
 // Get implements [store.Index].
@@ -235,7 +232,7 @@ func (db *DB) Remove(ctx context.Context, provider peer.ID, contextID []byte, mh
 	if !ok {
 		return nil
 	}
-	if err := db.removeEntries(ctx, mhs, key, ci); err != nil {
+	if err := db.writeEntries(ctx, mhs, ci.id, true); err != nil {
 		return db.wrap("remove", err)
 	}
 	return nil
@@ -324,17 +321,15 @@ type ctxRef struct {
 	id  uint64
 }
 
-// deleteRecords deletes the records of refs, their samples and their
-// context-index entries in one batch; the caller holds recMu.
+// deleteRecords deletes the records of refs and their context-index
+// entries in one batch; the caller holds recMu. Their index and population
+// entries stay until Sweep.
 func (db *DB) deleteRecords(refs []ctxRef) error {
 	b := db.eng.NewBatch()
 	defer b.Close()
 	var k []byte
 	for _, c := range refs {
 		if err := b.Delete(recordKey(c.id)); err != nil {
-			return err
-		}
-		if err := b.Delete(sampleKey(c.id)); err != nil {
 			return err
 		}
 		k = contextKey(k[:0], c.key)
