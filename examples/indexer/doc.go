@@ -36,6 +36,7 @@
 //	-freeze-at          90                        disk usage (%) that freezes the node; negative disables
 //	-disk-budget        0                         bytes the node may use: usage = size of -dir / this (0: the filesystem's)
 //	-index-no-wal       false                     write a pebble index without Pebble's write-ahead log (below)
+//	-sampling           false                     keep each context's multihash set, so the sampling API answers as its spec says (about 2x index disk; off: 501)
 //	-index-full-keys    false                     key a new pebble index on whole multihashes (below)
 //	-index-cache-size   33554432                  bytes of the pebble index's block cache, 32 MiB (0: pebble's 256 MiB)
 //	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)

@@ -93,6 +93,17 @@ type Config struct {
 	// syncing a log: 2.6 times the CPU per multihash at 1,000 multihashes
 	// per flush (see the Tuning section of store/pebble). Off by default.
 	IndexNoWAL bool
+	// IndexSampling keeps, beside a Pebble or LevelDB index, each
+	// context's whole multihash set in order (a population), so that the
+	// IPNI multihash-sampling API answers as its spec says: a sample
+	// drawn from the context's full set, the same on every node that
+	// holds it. It costs a second key per multihash: the tables take
+	// about 64 bytes per sha2-256 multihash instead of 29, and ingest is a
+	// third slower (see store/pebble's WithoutPopulations). Off (the
+	// default), the sampling API answers 501 for the contexts it keeps no
+	// population of; the memory store keeps them always. Turned on over
+	// an existing index, it samples the contexts put from then on.
+	IndexSampling bool
 	// IndexFullKeys makes a new Pebble index key every multihash whole.
 	// Off (the default), a new index keys a multihash of a cryptographic
 	// hash with a longer digest on its code and first 20 bytes

@@ -33,7 +33,7 @@ func TestFindListener(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pub, addr := servePublisher(t, publishernode.Spec{Seed: 16, Ads: 6, Entries: 150, ChunkSize: 40, RemoveEvery: 4})
-	urls, stop := startIndexer(ctx, t, t.TempDir())
+	urls, stop := startIndexer(ctx, t, t.TempDir(), "-sampling")
 	defer stop()
 	s, err := announce.NewHTTPSender([]string{urls.ingest}, pub.ID())
 	if err != nil {
@@ -183,4 +183,36 @@ func sampleGet(ctx context.Context, t *testing.T, u string) [][]byte {
 		out = append(out, c.Hash())
 	}
 	return out
+}
+
+// Without -sampling a pebble index keeps no populations: the sampling API
+// answers 501, naming the flag, never a sample drawn from part of a
+// context.
+func TestSamplingOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pub, addr := servePublisher(t, publishernode.Spec{Seed: 17, Ads: 2, Entries: 20, ChunkSize: 10})
+	urls, stop := startIndexer(ctx, t, t.TempDir())
+	defer stop()
+	s, err := announce.NewHTTPSender([]string{urls.ingest}, pub.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Send(ctx, announce.Message{Cid: pub.Head(), Addrs: []multiaddr.Multiaddr{addr}}); err != nil {
+		t.Fatal(err)
+	}
+	waitTruth(ctx, t, urls.find, pub)
+	truth := pub.Truth(true)
+	for _, e := range truth.Entries {
+		for _, v := range e.Values {
+			path := urls.find + sample.Prefix + truth.Publisher + "/" + url.PathEscape(base64.StdEncoding.EncodeToString(v.ContextID)) + "?max=3&beacon=00ff"
+			code, body := plainGet(ctx, t, path)
+			if code != http.StatusNotImplemented || !strings.Contains(body, `"error"`) {
+				t.Fatalf("sampling a context without -sampling: %d %q, want 501 with a JSON error", code, body)
+			}
+			return
+		}
+	}
+	t.Fatal("the publisher's truth has no values")
 }

@@ -60,6 +60,9 @@ type fileConfig struct {
 	// IndexNoWAL writes a pebble index without its write-ahead log
 	// (Config.IndexNoWAL).
 	IndexNoWAL bool
+	// IndexSampling keeps each context's multihash set for the sampling
+	// API (Config.IndexSampling).
+	IndexSampling bool
 	// IndexFullKeys keys a new pebble index on whole multihashes
 	// (Config.IndexFullKeys).
 	IndexFullKeys bool
@@ -184,6 +187,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Float64Var(&c.FreezeAt, "freeze-at", c.FreezeAt, "disk usage `percent` at which the node freezes (negative disables)")
 	fs.Int64Var(&c.DiskBudget, "disk-budget", c.DiskBudget, "disk `bytes` the node may use: usage is the bytes allocated under -dir out of this, and Pebble's memtables, logs and MANIFEST are sized to it (0: the filesystem's usage)")
 	fs.BoolVar(&c.IndexNoWAL, "index-no-wal", c.IndexNoWAL, "write a pebble index without Pebble's write-ahead log: index writes reach the disk at each ingest checkpoint, and a killed node applies the advertisements since its last checkpoint again (for bulk ingest of long chains; costly with many small walks)")
+	fs.BoolVar(&c.IndexSampling, "sampling", c.IndexSampling, "keep each context's whole multihash set beside a pebble or leveldb index, so that the IPNI multihash-sampling API answers from it as its spec says, alike on every node (about doubles the index's disk, a third slower ingest); off: the API answers 501 for contexts without one")
 	fs.BoolVar(&c.IndexFullKeys, "index-full-keys", c.IndexFullKeys, "key a new pebble index on whole multihashes (off: long cryptographic digests are keyed on their first 20 bytes, 12 bytes less per sha2-256 multihash; an existing index keeps its layout)")
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
@@ -307,6 +311,7 @@ func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
 		FreezeAt:           c.FreezeAt,
 		DiskBudget:         c.DiskBudget,
 		IndexNoWAL:         c.IndexNoWAL,
+		IndexSampling:      c.IndexSampling,
 		IndexFullKeys:      c.IndexFullKeys,
 		IndexCacheSize:     c.IndexCacheSize,
 		IndexMemTableSize:  c.IndexMemTableSize,

@@ -517,7 +517,8 @@ func lockHint(err error) error {
 // budget ([pebble.WithDiskBudget]), has no write-ahead log with
 // IndexNoWAL ([pebble.WithoutWAL]), gathers sorted runs with
 // IndexRunSize ([pebble.WithSortedRuns]), and if new is keyed on digest
-// prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]).
+// prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]); Pebble
+// and LevelDB keep populations only with IndexSampling.
 func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, error) {
 	budget, noWAL, fullKeys := cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys
 	var st store.Store
@@ -527,7 +528,11 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		return memory.New(), nil
 	case "leveldb":
 		var s *leveldb.Store
-		if s, err = leveldb.Open(dir); err == nil {
+		var lopts []leveldb.Option
+		if !cfg.IndexSampling {
+			lopts = append(lopts, leveldb.WithoutPopulations())
+		}
+		if s, err = leveldb.Open(dir, lopts...); err == nil {
 			st = s
 		}
 	default:
@@ -553,6 +558,9 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		}
 		if !fullKeys {
 			opts = append(opts, pebble.WithDigestPrefixKeys())
+		}
+		if !cfg.IndexSampling {
+			opts = append(opts, pebble.WithoutPopulations())
 		}
 		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s

@@ -122,6 +122,7 @@ func (p *Pool) newIndexer(ctx context.Context, r *role, log *slog.Logger, listen
 		cfg.DiskBudget = c.FreezeBudget
 	}
 	cfg.FreezeAt, cfg.Progress = 90, 10*time.Second
+	cfg.IndexSampling = true // the pool serves the multihash-sampling API
 	cfg.AdminToken = p.token
 	cfg.HandoffFromFile = filepath.Join(c.Dir, HandoffFromFile)
 	cfg.AnnounceRateExempt = loopback // every role of this pool announces from loopback

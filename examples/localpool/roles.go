@@ -103,7 +103,7 @@ func (p *Pool) args(r *role) []string {
 		}
 		return append(sharded, "-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
 			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
-			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info",
+			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info", "-sampling",
 			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
 			"-handoff-from-file", filepath.Join(c.Dir, HandoffFromFile),
 			// Every role of this pool announces from loopback: not limited.
