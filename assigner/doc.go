@@ -178,12 +178,13 @@
 // on at once, as in the reference.
 //
 // The verification is bounded: at most [WithVerifyConcurrency] heads are
-// fetched at once (an announce beyond that is dropped; the publisher's
-// next announce tries again), each within [WithVerifyTimeout]; the
-// announces of a publisher being verified wait for that one fetch (the
-// newest is fed to the state if it verifies); and a publisher whose head
-// did not verify is not fetched again for [WithVerifyRetryAfter] (a
-// bounded memory of a few thousand publishers). The fetches dial only
+// fetched at once, each within [WithVerifyTimeout], and at most
+// [WithVerifyQueue] more publishers wait for theirs, first come first
+// served (an announce of another unknown publisher is then refused, see
+// Announces); the announces of a publisher being verified or waiting wait
+// for that one fetch (the newest is fed to the state if it verifies); and
+// a publisher whose head did not verify is not fetched again for
+// [WithVerifyRetryAfter] (a bounded memory of a few thousand publishers). The fetches dial only
 // what the dial policy allows ([WithDialPolicy]: public addresses by
 // default; a pool on a private network or on one machine allows private
 // ones; over libp2p, the verify host's gater, ingest/ipnisync.NewGater of
@@ -191,6 +192,33 @@
 // verified, dropped as unverified, skipped, dropped as busy and coalesced.
 // The check happens in the service's loop, around the state: [State] stays
 // pure.
+//
+// # Announces
+//
+// The announce receiver hands every announce to the service as it
+// arrives (announce.WithSink), and asks it first which limit the announce
+// falls under, so that what is limited is what an announce costs, not
+// who relays it:
+//
+//   - a publisher being verified or waiting for it, or with an assign or
+//     handoff request in flight: free (announce.ClassPending). The
+//     announce is only noted as the publisher's newest; no new fetch, no
+//     forward. The newest goes on when the verification or the last
+//     request ends: fed to the state, forwarded to the holders.
+//   - a publisher the state knows ([State.Known]: announced and
+//     verified, held, preset): limited per publisher
+//     (announce.WithPublisherRate), whatever address it comes from, so
+//     that publishers behind one address do not share a budget.
+//   - any other: limited per source address (announce.WithSourceRate).
+//
+// The loop owns the state; the receiver's handlers read a view of each
+// publisher's class that the loop writes as its decisions change it.
+// Taking an announce never waits for the loop: when a thousand announces
+// wait for it, or when the publisher is unknown and the verification
+// queue is full, the announce is refused while its request is open (503
+// with a Retry-After), never answered 204 and dropped. Limits are off
+// unless given with [WithReceiverOptions]; examples/assignernode sets
+// them from -announce-rate.
 //
 // # Errors
 //

@@ -45,6 +45,7 @@ func TestInvalidServiceOptions(t *testing.T) {
 		"WithHTTPClient(nil)":          assigner.WithHTTPClient(nil),
 		"WithVerifyHost(nil)":          assigner.WithVerifyHost(nil),
 		"WithVerifyConcurrency(0)":     assigner.WithVerifyConcurrency(0),
+		"WithVerifyQueue(0)":           assigner.WithVerifyQueue(0),
 		"WithVerifyTimeout(-1)":        assigner.WithVerifyTimeout(-1),
 		"WithVerifyRetryAfter(0)":      assigner.WithVerifyRetryAfter(0),
 		"WithAnnouncePollInterval(0)":  assigner.WithAnnouncePollInterval(0),

@@ -2,7 +2,6 @@ package assigner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -72,9 +71,10 @@ type ServiceIndexer struct {
 // Hooks are called by a [Service] for metrics. Each may be nil; they are
 // called from the service's goroutines, concurrently, and must be fast.
 type Hooks struct {
-	// Announce: an announce was accepted (after policy and
-	// de-duplication; before an unknown publisher's head is verified,
-	// which [Service.Stats] counts).
+	// Announce: an announce was accepted (after policy, limits and
+	// de-duplication, and taken by the service; before an unknown
+	// publisher's head is verified, which [Service.Stats] counts). It is
+	// called from the receiver's handlers.
 	Announce func(a announce.Announce)
 	// Decision: the state made a decision (assign, handoff, retry-later).
 	Decision func(d Decision)
@@ -122,20 +122,28 @@ type Service struct {
 	gossip *announce.Gossip
 
 	// Owned by the loop goroutine.
-	state  *State
-	ixs    map[string]*svcIndexer
-	order  []*svcIndexer
-	latest map[peer.ID]announce.Message
-	verify verifier // its maps too
+	state    *State
+	ixs      map[string]*svcIndexer
+	order    []*svcIndexer
+	latest   map[peer.ID]announce.Message
+	requests map[peer.ID]int               // assign and handoff requests in flight, by publisher
+	again    map[peer.ID]announce.Announce // the newest announce of a publisher taken while requests for it were in flight
+	verify   verifier                      // its maps too
+
+	// classes is the loop's view of each publisher's announce class, read
+	// by the receiver (see sink).
+	classes   classes
+	announces chan intakeItem // taken by sink, waiting for the loop
 
 	wantPoll *time.Timer // fires when a poll an announce asked for is due
 
-	events  chan func(context.Context)
-	pollNow chan struct{}
-	ran     atomic.Bool
-	running atomic.Bool
-	stopped chan struct{}
-	wg      sync.WaitGroup // request and poll goroutines
+	events   chan func(context.Context)
+	pollNow  chan struct{}
+	deferred atomic.Uint64 // announces noted while a request was in flight (ServiceStats.Deferred)
+	ran      atomic.Bool
+	running  atomic.Bool
+	stopped  chan struct{}
+	wg       sync.WaitGroup // request and poll goroutines
 }
 
 // svcIndexer is one indexer: its config, client, and the loop's record
@@ -150,12 +158,13 @@ type svcIndexer struct {
 	repoll   bool      // poll again once no request is in flight
 	polled   time.Time // when its latest poll started
 	wanted   bool      // an announce asked for a poll not started yet
+	held     []peer.ID // the publishers its latest successful poll listed
 }
 
 // NewService validates cfg and returns a service; it starts nothing.
 func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 	o := serviceConfig{log: slog.New(slog.DiscardHandler), timeout: DefaultRequestTimeout, resend: true, announcePoll: DefaultAnnouncePollInterval,
-		vConc: DefaultVerifyConcurrency, vTimeout: DefaultVerifyTimeout, vRetryAfter: DefaultVerifyRetryAfter}
+		vConc: DefaultVerifyConcurrency, vQueue: DefaultVerifyQueue, vTimeout: DefaultVerifyTimeout, vRetryAfter: DefaultVerifyRetryAfter}
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -181,15 +190,19 @@ func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 		return nil, fmt.Errorf("%w: Topic %q: want %s<network>", ErrInvalidConfig, cfg.Topic, announce.TopicPrefix)
 	}
 	s := &Service{
-		opts:    o,
-		ixs:     make(map[string]*svcIndexer, len(cfg.Indexers)),
-		latest:  make(map[peer.ID]announce.Message),
-		events:  make(chan func(context.Context), 64),
-		pollNow: make(chan struct{}, 1),
-		stopped: make(chan struct{}),
+		opts:      o,
+		ixs:       make(map[string]*svcIndexer, len(cfg.Indexers)),
+		latest:    make(map[peer.ID]announce.Message),
+		requests:  make(map[peer.ID]int),
+		again:     make(map[peer.ID]announce.Announce),
+		classes:   classes{m: make(map[peer.ID]announce.Class)},
+		announces: make(chan intakeItem, intakeSize),
+		events:    make(chan func(context.Context), 64),
+		pollNow:   make(chan struct{}, 1),
+		stopped:   make(chan struct{}),
 		verify: verifier{
-			hc: o.policy.Client(), host: o.vHost, concurrency: o.vConc, timeout: o.vTimeout, retryAfter: o.vRetryAfter,
-			inflight: make(map[peer.ID]announce.Announce), failed: make(map[peer.ID]time.Time),
+			hc: o.policy.Client(), host: o.vHost, concurrency: o.vConc, queueSize: o.vQueue, timeout: o.vTimeout, retryAfter: o.vRetryAfter,
+			pending: make(map[peer.ID]announce.Announce), failed: make(map[peer.ID]time.Time),
 		},
 	}
 	urls := map[string]bool{}
@@ -234,11 +247,19 @@ func NewService(cfg ServiceConfig, opts ...ServiceOption) (*Service, error) {
 		return nil, err
 	}
 	s.state, s.cfg = st, cfg
+	for _, ic := range cfg.Indexers {
+		for _, p := range ic.PresetPublishers {
+			s.classes.set(p, announce.ClassVerified) // configured, so known
+		}
+	}
 	ropts := []announce.Option{announce.WithLogger(o.log)}
 	if cfg.Policy != nil {
 		ropts = append(ropts, announce.WithAllow(cfg.Policy))
 	}
-	if s.recv, err = announce.NewReceiver(append(ropts, o.recvOp...)...); err != nil {
+	// Announces go straight to the loop (sink), which says what each
+	// costs before any limit counts it; last, so that no option replaces it.
+	ropts = append(append(ropts, o.recvOp...), announce.WithSink(sink{s}))
+	if s.recv, err = announce.NewReceiver(ropts...); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if o.host != nil {
@@ -256,8 +277,14 @@ func (s *Service) Config() ServiceConfig { return s.cfg }
 
 // Handler is the announce intake: PUT /announce and PUT /ingest/announce
 // (CBOR, or JSON with Content-Type application/json), answered 204, 400,
-// 403 (policy) as the reference. Mount it at the root of the announce
-// listener. Announces are queued until Run takes them.
+// 403 (policy) as the reference; 429 with a Retry-After beyond the
+// limits of [WithReceiverOptions] (announce.WithSourceRate for the
+// publishers the service does not know, announce.WithPublisherRate for
+// those it knows; none for a publisher being verified or with a request
+// in flight, whose announces are coalesced); 503 with a Retry-After when
+// the service cannot take the announce now (see the package
+// documentation, section Announces). Mount it at the root of the
+// announce listener. Announces wait for Run, up to a thousand.
 func (s *Service) Handler() http.Handler { return s.recv }
 
 // Receiver returns the announce receiver, for its Stats.
@@ -292,7 +319,6 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.gossip != nil {
 		eg.Go(func() error { return s.gossip.Run(ctx) })
 	}
-	eg.Go(func() error { return s.intake(ctx) })
 	eg.Go(func() error { return s.loop(ctx) })
 	return eg.Wait()
 }
@@ -321,24 +347,6 @@ func (s *Service) Snapshot(ctx context.Context) (Snapshot, error) {
 	}
 }
 
-// intake feeds accepted announces to the loop.
-func (s *Service) intake(ctx context.Context) error {
-	for {
-		a, err := s.recv.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, announce.ErrClosed) {
-				return nil
-			}
-			return fmt.Errorf("assigner: announce intake: %w", err)
-		}
-		if h := s.opts.hooks.Announce; h != nil {
-			h(a)
-		}
-		s.opts.log.Debug("announce", "publisher", a.Publisher, "cid", a.Cid, "source", a.Source.String())
-		s.send(ctx, func(ctx context.Context) { s.onAnnounce(ctx, a) })
-	}
-}
-
 // send hands an event to the loop; it gives up when ctx ends.
 func (s *Service) send(ctx context.Context, ev func(context.Context)) {
 	select {
@@ -364,6 +372,9 @@ func (s *Service) loop(ctx context.Context) error {
 			return nil
 		case ev := <-s.events:
 			ev(ctx)
+		case in := <-s.announces:
+			s.opts.log.Debug("announce", "publisher", in.a.Publisher, "cid", in.a.Cid, "source", in.a.Source.String())
+			s.onAnnounce(ctx, in.a, in.reserved)
 		case <-t.C:
 			s.pollAll(ctx)
 		case <-s.pollNow:

@@ -16,35 +16,51 @@ import (
 
 // onAnnounce takes an announce in: that of a publisher the state knows
 // goes on at once; another waits for its publisher's head to verify.
-func (s *Service) onAnnounce(ctx context.Context, a announce.Announce) {
-	if !s.state.Known(a.Publisher) {
-		s.verifyAnnounce(ctx, a)
-		return
+// reserved: the announce holds a place in the verification queue, which
+// is kept if it waits there and given back otherwise.
+func (s *Service) onAnnounce(ctx context.Context, a announce.Announce, reserved bool) {
+	kept := false
+	if s.state.Known(a.Publisher) {
+		s.acceptAnnounce(ctx, a)
+	} else {
+		kept = s.verifyAnnounce(ctx, a, reserved)
 	}
-	s.acceptAnnounce(ctx, a)
+	if reserved && !kept {
+		s.verify.release()
+	}
 }
 
 // acceptAnnounce records a as its publisher's latest, forwards it to the
-// publisher's holders and feeds it to the state.
+// publisher's holders and feeds it to the state. While an assign or
+// handoff request for the publisher is in flight it is only noted as the
+// newest, and goes on when the last one ends (coalesced).
 func (s *Service) acceptAnnounce(ctx context.Context, a announce.Announce) {
+	p := a.Publisher
 	m := announce.Message{Cid: a.Cid, Addrs: a.Addrs, ExtraData: a.ExtraData}
 	if len(m.Addrs) == 0 {
-		m.Addrs = s.latest[a.Publisher].Addrs // a gossip announce may carry none
+		m.Addrs = s.latest[p].Addrs // a gossip announce may carry none
 	}
-	s.latest[a.Publisher] = m
+	s.latest[p] = m
+	if s.requests[p] > 0 {
+		a.Addrs = m.Addrs
+		s.again[p] = a
+		s.deferred.Add(1)
+		return
+	}
 	if s.opts.resend && a.Source == announce.SourceHTTP && len(m.Addrs) > 0 {
 		for _, id := range s.state.Holders(a.Publisher) {
 			s.goForward(ctx, s.ixs[id], a.Publisher, m)
 		}
 	}
-	ds := s.state.Announce(a.Publisher)
+	ds := s.state.Announce(p)
 	s.apply(ctx, ds)
 	for _, d := range ds {
-		if d.Kind == KindRetryLater && d.Publisher == a.Publisher {
-			s.pollMayHold(ctx, a.Publisher) // p waits: poll what may hold it now
+		if d.Kind == KindRetryLater && d.Publisher == p {
+			s.pollMayHold(ctx, p) // p waits: poll what may hold it now
 			break
 		}
 	}
+	s.reclass(p)
 }
 
 // apply carries decisions out, each request in its own goroutine.
@@ -77,7 +93,8 @@ func (s *Service) dispatch(ctx context.Context, d Decision) {
 	}
 	ix.gen++
 	ix.inflight++
-	m, haveMsg := s.latest[d.Publisher]
+	s.requests[d.Publisher]++
+	s.classes.set(d.Publisher, announce.ClassPending)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -103,17 +120,36 @@ func (s *Service) dispatch(ctx context.Context, d Decision) {
 		}
 		s.opts.log.Log(ctx, lvl, "request done", "kind", string(d.Kind), "publisher", d.Publisher, "indexer", d.Indexer,
 			"outcome", o.String(), "err", err)
-		s.send(ctx, func(ctx context.Context) {
-			ix.inflight--
-			s.apply(ctx, s.result(d, o))
-			if ix.inflight == 0 && ix.repoll && !ix.polling {
-				s.startPoll(ctx, ix)
-			}
-		})
-		if o == Done && haveMsg && len(m.Addrs) > 0 {
-			s.forward(ctx, ix, d.Publisher, m) // so it syncs at once
-		}
+		s.send(ctx, func(ctx context.Context) { s.onResult(ctx, ix, d, o) })
 	}()
+}
+
+// onResult reports the outcome o of the request d to ix to the state. Once
+// no request for the publisher is in flight, the newest announce taken
+// meanwhile goes on; the indexer that now holds the publisher gets its
+// latest announce, so that it syncs at once.
+func (s *Service) onResult(ctx context.Context, ix *svcIndexer, d Decision, o Outcome) {
+	p := d.Publisher
+	ix.inflight--
+	if s.requests[p]--; s.requests[p] <= 0 {
+		delete(s.requests, p)
+	}
+	s.apply(ctx, s.result(d, o))
+	if ix.inflight == 0 && ix.repoll && !ix.polling {
+		s.startPoll(ctx, ix)
+	}
+	forwarded := false
+	if a, ok := s.again[p]; ok && s.requests[p] == 0 {
+		delete(s.again, p)
+		// acceptAnnounce forwards it to every holder, ix among them.
+		forwarded = s.opts.resend && a.Source == announce.SourceHTTP && len(s.latest[p].Addrs) > 0
+		s.acceptAnnounce(ctx, a)
+	} else {
+		s.reclass(p)
+	}
+	if m, ok := s.latest[p]; o == Done && !forwarded && ok && len(m.Addrs) > 0 {
+		s.goForward(ctx, ix, p, m)
+	}
 }
 
 // result reports the outcome of d to the state.

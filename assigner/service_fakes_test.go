@@ -136,6 +136,7 @@ type fakeNode struct {
 	assigned    map[peer.ID]peer.ID
 	preferred   []peer.ID
 	hangAssign  bool
+	assignGate  chan struct{} // when not nil, an assign waits for it to close
 	hangHandoff bool
 	assigns     []peer.ID
 	handoffs    []admin.HandoffRequest
@@ -145,11 +146,18 @@ type fakeNode struct {
 func (n *fakeNode) Assign(ctx context.Context, p peer.ID) error {
 	n.mu.Lock()
 	n.assigns = append(n.assigns, p)
-	hang := n.hangAssign
+	hang, gate := n.hangAssign, n.assignGate
 	n.mu.Unlock()
 	if hang {
 		<-ctx.Done()
 		return ctx.Err()
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()

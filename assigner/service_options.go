@@ -32,6 +32,7 @@ type serviceConfig struct {
 	policy      *netpolicy.Policy
 	vHost       host.Host
 	vConc       int
+	vQueue      int
 	vTimeout    time.Duration
 	vRetryAfter time.Duration
 }
@@ -153,15 +154,29 @@ func WithVerifyHost(h host.Host) ServiceOption {
 }
 
 // WithVerifyConcurrency sets how many unknown publishers' heads are
-// fetched at once (default [DefaultVerifyConcurrency]); an announce that
-// finds them all busy is dropped, and the publisher's next announce tries
-// again.
+// fetched at once (default [DefaultVerifyConcurrency]); the others wait
+// in the queue of [WithVerifyQueue].
 func WithVerifyConcurrency(n int) ServiceOption {
 	return func(o *serviceConfig) error {
 		if n <= 0 {
 			return fmt.Errorf("%w: WithVerifyConcurrency(%d): want > 0", ErrInvalidOption, n)
 		}
 		o.vConc = n
+		return nil
+	}
+}
+
+// WithVerifyQueue sets how many unknown publishers wait, first come first
+// served, for a head fetch while [WithVerifyConcurrency] run (default
+// [DefaultVerifyQueue]). When it is full, the announce of another unknown
+// publisher is refused while its request is open: 503 with a Retry-After
+// of [WithVerifyTimeout].
+func WithVerifyQueue(n int) ServiceOption {
+	return func(o *serviceConfig) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: WithVerifyQueue(%d): want > 0", ErrInvalidOption, n)
+		}
+		o.vQueue = n
 		return nil
 	}
 }
@@ -198,7 +213,10 @@ func WithAdminOptions(opts ...admin.ClientOption) ServiceOption {
 }
 
 // WithReceiverOptions passes options to the announce receiver (IP
-// filter, queue and de-duplication sizes). The policy is the config's.
+// filter, de-duplication size, the limits announce.WithSourceRate and
+// announce.WithPublisherRate). The policy is the config's, and the
+// receiver hands announces to the service (announce.WithSink), which says
+// which limit each falls under.
 func WithReceiverOptions(opts ...announce.Option) ServiceOption {
 	return func(o *serviceConfig) error { o.recvOp = append(o.recvOp, opts...); return nil }
 }

@@ -117,6 +117,7 @@ func (s *Service) onPolled(ctx context.Context, ix *svcIndexer, gen uint64, st I
 	ix.polling = false
 	res := PollResult{Indexer: ix.ID, Err: err, Frozen: st.Frozen, Assigned: len(st.Assigned), Duration: d}
 	var ds []Decision
+	var changed []peer.ID // publishers whose announce class may have changed
 	switch {
 	case err != nil:
 		s.opts.log.Warn("indexer offline", "indexer", ix.ID, "err", err)
@@ -136,12 +137,23 @@ func (s *Service) onPolled(ctx context.Context, ix *svcIndexer, gen uint64, st I
 		} else {
 			ix.wanted = false // its assignments are known now
 			s.opts.log.Debug("polled", "indexer", ix.ID, "frozen", st.Frozen, "assigned", len(st.Assigned))
+			// The publishers it held and holds may have become known or
+			// unknown to the state: their announce class follows.
+			held := make([]peer.ID, 0, len(st.Assigned))
+			for _, a := range st.Assigned {
+				held = append(held, a.Publisher)
+			}
+			changed = append(ix.held, held...)
+			ix.held = held
 		}
 	}
 	if h := s.opts.hooks.Poll; h != nil {
 		h(res)
 	}
 	s.apply(ctx, ds)
+	for _, p := range changed {
+		s.reclass(p)
+	}
 	if ix.repoll && ix.inflight == 0 {
 		s.startPoll(ctx, ix)
 	}

@@ -21,6 +21,9 @@ import (
 const (
 	// DefaultVerifyConcurrency is how many heads are fetched at once.
 	DefaultVerifyConcurrency = 8
+	// DefaultVerifyQueue is how many unknown publishers wait for a head
+	// fetch beyond those fetched.
+	DefaultVerifyQueue = 256
 	// DefaultVerifyTimeout bounds each head fetch.
 	DefaultVerifyTimeout = ipnisync.DefaultTimeout
 	// DefaultVerifyRetryAfter is how long the announces of a publisher
@@ -50,12 +53,20 @@ type ServiceStats struct {
 	// Skipped: announces dropped without a fetch, their publisher having
 	// failed verification less than the retry delay ago.
 	Skipped uint64
-	// Busy: announces dropped because as many verifications as allowed
-	// were running.
+	// Busy: announces dropped because the verification queue was full
+	// when they reached the service's loop. The receiver refuses (503)
+	// such announces while their request is open, so this counts only
+	// the few that raced past it.
 	Busy uint64
-	// Coalesced: announces of a publisher whose verification was running;
-	// the newest is fed to the state if it verifies.
+	// Coalesced: announces of a publisher whose verification was running
+	// or waiting; the newest is fed to the state if it verifies.
 	Coalesced uint64
+	// Deferred: announces of a known publisher taken while an assign or
+	// handoff request for it was in flight; the newest is fed to the
+	// state (and forwarded) once the last one ends.
+	Deferred uint64
+	// Waiting: unknown publishers waiting now for a head fetch to start.
+	Waiting int
 }
 
 // verifier is the service's head verification. Its maps are owned by the
@@ -64,50 +75,96 @@ type verifier struct {
 	hc          *http.Client // the dial policy's
 	host        host.Host    // libp2p heads (WithVerifyHost); nil: HTTP only
 	concurrency int
+	queueSize   int
 	timeout     time.Duration
 	retryAfter  time.Duration
 
-	inflight map[peer.ID]announce.Announce // the newest announce of each publisher being verified
-	failed   map[peer.ID]time.Time         // publishers whose head did not verify, until when
+	pending map[peer.ID]announce.Announce // the newest announce of each publisher being verified or waiting
+	queue   []peer.ID                     // those waiting, oldest first
+	running int                           // head fetches running
+	failed  map[peer.ID]time.Time         // publishers whose head did not verify, until when
+
+	// reserved counts the places of the queue held: by announces of
+	// unknown publishers on their way to the loop (taken by the sink,
+	// which refuses one when the queue is full), and by the publishers
+	// waiting. Read and written from any goroutine.
+	reserved atomic.Int64
+	waiting  atomic.Int64 // len(queue), for Stats
 
 	verified, unverified, skipped, busy, coalesced atomic.Uint64
 }
+
+// reserve takes a place in the queue for an announce of an unknown
+// publisher, or reports that the queue is full.
+func (v *verifier) reserve() bool {
+	if v.reserved.Add(1) > int64(v.queueSize) {
+		v.reserved.Add(-1)
+		return false
+	}
+	return true
+}
+
+// release gives a place back.
+func (v *verifier) release() { v.reserved.Add(-1) }
+
+// has reports whether p is being verified or waits for it.
+func (v *verifier) has(p peer.ID) bool { _, ok := v.pending[p]; return ok }
 
 // Stats returns the verification counters.
 func (s *Service) Stats() ServiceStats {
 	v := &s.verify
 	return ServiceStats{
 		Verified: v.verified.Load(), Unverified: v.unverified.Load(), Skipped: v.skipped.Load(),
-		Busy: v.busy.Load(), Coalesced: v.coalesced.Load(),
+		Busy: v.busy.Load(), Coalesced: v.coalesced.Load(), Deferred: s.deferred.Load(), Waiting: int(v.waiting.Load()),
 	}
 }
 
 // verifyAnnounce starts the verification of a, an announce of a publisher
-// the state does not know, unless it is running already, failed recently
-// or too many run. It runs on the loop.
-func (s *Service) verifyAnnounce(ctx context.Context, a announce.Announce) {
+// the state does not know, or queues it while as many as allowed run,
+// unless it is running or waiting already (a is then noted as the
+// newest) or failed recently. reserved: a holds a place in the queue. It
+// reports whether a place is held for a's publisher waiting in the queue
+// (reserved or taken here), to be given back when its fetch starts. It
+// runs on the loop.
+func (s *Service) verifyAnnounce(ctx context.Context, a announce.Announce, reserved bool) (kept bool) {
 	v, p := &s.verify, a.Publisher
 	log := s.opts.log.With("publisher", p, "cid", a.Cid)
-	if _, ok := v.inflight[p]; ok {
-		v.inflight[p] = a
+	if _, ok := v.pending[p]; ok {
+		v.pending[p] = a
 		v.coalesced.Add(1)
-		return
+		return false
 	}
 	if until, ok := v.failed[p]; ok {
 		if time.Now().Before(until) {
 			v.skipped.Add(1)
 			log.Debug("announce dropped: the publisher's head did not verify recently", "retry_at", until)
-			return
+			return false
 		}
 		delete(v.failed, p)
 	}
-	if len(v.inflight) >= v.concurrency {
-		v.busy.Add(1)
-		s.recv.Forget(p, a.Cid) // let the publisher announce it again
-		log.Warn("announce dropped: too many publisher heads being verified", "running", len(v.inflight))
-		return
+	if v.running >= v.concurrency {
+		if !reserved && !v.reserve() {
+			v.busy.Add(1)
+			s.recv.Forget(p, a.Cid) // let the publisher announce it again
+			log.Warn("announce dropped: too many publisher heads waiting to be verified", "waiting", len(v.queue))
+			return false
+		}
+		v.pending[p] = a
+		v.queue = append(v.queue, p)
+		v.waiting.Store(int64(len(v.queue)))
+		s.classes.set(p, announce.ClassPending)
+		return true
 	}
-	v.inflight[p] = a
+	v.pending[p] = a
+	s.classes.set(p, announce.ClassPending)
+	s.startVerify(ctx, a)
+	return false
+}
+
+// startVerify starts the head fetch of a's publisher.
+func (s *Service) startVerify(ctx context.Context, a announce.Announce) {
+	p := a.Publisher
+	s.verify.running++
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -167,14 +224,25 @@ func (s *Service) fetchHead(ctx context.Context, a announce.Announce) (string, e
 }
 
 // onVerified ends the verification of publisher p: its newest announce
-// goes to the state if err is nil, and is dropped otherwise.
+// goes to the state if err is nil, and is dropped otherwise. The next
+// publisher waiting is started.
 func (s *Service) onVerified(ctx context.Context, p peer.ID, transport string, err error, d time.Duration) {
 	v := &s.verify
-	a := v.inflight[p]
-	delete(v.inflight, p)
+	a := v.pending[p]
+	delete(v.pending, p)
+	v.running--
+	for v.running < v.concurrency && len(v.queue) > 0 {
+		next := v.queue[0]
+		v.queue[0] = ""
+		v.queue = v.queue[1:]
+		v.waiting.Store(int64(len(v.queue)))
+		v.release()
+		s.startVerify(ctx, v.pending[next])
+	}
 	if err != nil {
 		v.unverified.Add(1)
 		v.remember(p, time.Now().Add(v.retryAfter))
+		s.reclass(p)
 		s.opts.log.Warn("announce dropped: the publisher's head did not verify", "publisher", p, "cid", a.Cid,
 			"source", a.Source.String(), "transport", transport, "duration", d, "err", err)
 		return

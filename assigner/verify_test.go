@@ -1,8 +1,10 @@
 package assigner_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -143,16 +145,16 @@ func TestServiceVerifyDialPolicy(t *testing.T) {
 }
 
 // A flood of announces naming publishers that do not exist assigns
-// nothing, runs at most the allowed verifications at once, and does not
-// keep a real publisher out for long.
+// nothing, runs at most the allowed verifications at once, refuses (503)
+// what the verification queue cannot hold, and does not keep a real
+// publisher out for long.
 func TestServiceFakeAnnounceFlood(t *testing.T) {
 	const (
 		fakes       = 2000
 		concurrency = 4
 	)
 	a, b := newFakeIndexer(t, "a"), newFakeIndexer(t, "b")
-	r := runService(t, assigner.ServiceConfig{}, []*fakeIndexer{a, b}, assigner.WithVerifyConcurrency(concurrency),
-		assigner.WithReceiverOptions(announce.WithQueueSize(4096)))
+	r := runService(t, assigner.ServiceConfig{}, []*fakeIndexer{a, b}, assigner.WithVerifyConcurrency(concurrency), assigner.WithVerifyQueue(64))
 	r.waitKnown(t)
 
 	// The fakes' address answers every head request slowly, with a head
@@ -180,21 +182,21 @@ func TestServiceFakeAnnounceFlood(t *testing.T) {
 	// closes its client's idle connections, which the others are using.
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer hc.CloseIdleConnections()
+	// Beyond the verification queue, announces are refused while their
+	// request is open: 503 with a Retry-After, never 204 and a drop.
 	var wg sync.WaitGroup
+	var refused atomic.Int64
 	errs := make(chan error, 8)
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < fakes; i += 8 {
-				s, err := announce.NewHTTPSender([]string{r.http.URL}, ids[i], announce.WithHTTPClient(hc))
-				if err != nil {
-					errs <- err
-					return
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-				err = s.Send(ctx, announce.Message{Cid: randCid(t), Addrs: []multiaddr.Multiaddr{slow}})
-				cancel()
-				if err != nil {
-					errs <- err
+				m := announce.Message{Cid: randCid(t), Addrs: []multiaddr.Multiaddr{slow.Encapsulate(multiaddr.StringCast("/p2p/" + ids[i].String()))}}
+				switch code, retry := putAnnounce(t, hc, r.http.URL, m); {
+				case code == http.StatusNoContent:
+				case code == http.StatusServiceUnavailable && retry != "":
+					refused.Add(1)
+				default:
+					errs <- fmt.Errorf("announce %d: %d with Retry-After %q, want 204, or 503 with a Retry-After", i, code, retry)
 					return
 				}
 			}
@@ -207,10 +209,13 @@ func TestServiceFakeAnnounceFlood(t *testing.T) {
 	}
 	waitFor(t, "every fake announce handled", func() bool {
 		st := r.svc.Stats()
-		return st.Unverified+st.Busy+st.Skipped+st.Coalesced == fakes
+		return st.Unverified+st.Busy+st.Skipped+st.Coalesced+uint64(refused.Load()) == fakes
 	})
 	st := r.svc.Stats()
-	t.Logf("%d fake announces: %+v, at most %d head fetches at once", fakes, st, maxInFlight.Load())
+	t.Logf("%d fake announces: %d refused (503), %+v, at most %d head fetches at once", fakes, refused.Load(), st, maxInFlight.Load())
+	if rs := r.svc.Receiver().Stats(); rs.Refused != uint64(refused.Load()) {
+		t.Errorf("the receiver counted %d refused announces, the senders got %d 503s", rs.Refused, refused.Load())
+	}
 	if st.Verified != 0 || st.Unverified == 0 {
 		t.Errorf("stats %+v: want no verified and some unverified publishers", st)
 	}
@@ -232,6 +237,29 @@ func TestServiceFakeAnnounceFlood(t *testing.T) {
 		_, onB := b.node.holds(p)
 		return onA || onB
 	})
+}
+
+// putAnnounce PUTs m (CBOR) to the announce handler at u, as go-libipni's
+// httpsender does, and returns the status and Retry-After.
+func putAnnounce(t *testing.T, hc *http.Client, u string, m announce.Message) (int, string) {
+	t.Helper()
+	body, err := m.EncodeCBOR()
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	req, err := http.NewRequest(http.MethodPut, u+"/announce", bytes.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, ""
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Retry-After")
 }
 
 // counted counts h's requests in n.

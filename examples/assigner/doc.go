@@ -15,7 +15,9 @@
 // bounded by -request-timeout; an unreachable indexer is offline and
 // asked again at the next poll). It then takes announces on -listen (PUT
 // /announce and PUT /ingest/announce, CBOR or JSON: 204, 400 for a bad
-// body, 403 for a publisher the policy rejects) and, with -p2p, on the
+// body, 403 for a publisher the policy rejects, 429 over -announce-rate
+// and 503 when it cannot take the announce now, both with a Retry-After)
+// and, with -p2p, on the
 // gossip topic, where it also republishes HTTP announces with OrigPeer.
 // An announce of a publisher the assigner does not know yet is first
 // checked: the publisher's signed head is fetched from the HTTP address
@@ -25,8 +27,10 @@
 // host of its own that listens nowhere and only dials), and must be
 // signed by the publisher's key; an announce that does not verify is
 // dropped (logged as a WARN, counted in indexkit_assigner_verify_*_total)
-// and assigns nothing. At most 8 heads are fetched at once, and a
-// publisher that failed is not fetched again for a minute. The fetch
+// and assigns nothing. At most 8 heads are fetched at once and 256 more
+// publishers wait (the announce of another unknown publisher is then
+// answered 503), and a publisher that failed is not fetched again for a
+// minute. The fetch
 // connects only to public addresses unless -allow-private-addrs is given,
 // over HTTP and libp2p alike.
 // A publisher short of its replication is assigned (POST
@@ -92,7 +96,9 @@
 //	-shutdown-timeout D       wait for requests in flight on SIGTERM (10s)
 //	-max-conns N              open connections per listener; a new one evicts the longest exchange (1024; 0: no cap)
 //	-max-conns-per-ip N       open connections per listener from one IP (IPv6 /64); more are closed (64; 0: no cap)
-//	-announce-rate R          HTTP announces a second per source IP, 2R at once; more get 429 (10; 0: no limit)
+//	-announce-rate R          HTTP announces a second per known publisher (2R at once), per source IP
+//	                          for unknown ones (10R at once); more get 429; announces of a publisher
+//	                          being verified or assigned are free (10; 0: no limit)
 //	-announce-rate-exempt P   CIDRs -announce-rate does not limit (none; a pool on one host gives 127.0.0.0/8,::1/128)
 //	-gossip-peer-rate R       gossip announces a second per propagating peer, 2R at once (100; 0: no limit)
 //
@@ -123,7 +129,9 @@
 // indexkit_assigner_announces_total{source}, decisions_total{kind},
 // requests_total{kind,indexer,outcome}, request_duration_seconds{kind},
 // forwards_total{indexer,result}, polls_total{indexer,result},
-// poll_duration_seconds, announce_{duplicates,denied,malformed,republished,rate_limited}_total,
+// poll_duration_seconds, announce_{duplicates,denied,malformed,republished,rate_limited,
+// publisher_limited,coalesced,refused,deferred}_total,
+// verify_{verified,unverified,skipped,busy,coalesced}_total, verify_waiting,
 // and the Go and process collectors.
 //
 // # Signals

@@ -72,8 +72,10 @@ type fileConfig struct {
 	// MaxConnsPerIP caps the open connections of each HTTP listener from
 	// one source IP (an IPv6 /64); more are closed at once. 0: no cap.
 	MaxConnsPerIP int
-	// AnnounceRate is how many HTTP announces a second one source IP may
-	// send (twice that at once); more are answered 429. 0: no limit.
+	// AnnounceRate is how many HTTP announces a second one publisher the
+	// assigner knows (twice that at once), or one source IP of publishers
+	// it does not know (ten times that at once), may send; more are
+	// answered 429. 0: no limit.
 	AnnounceRate float64
 	// AnnounceRateExempt are the sources AnnounceRate does not limit:
 	// comma-separated CIDR prefixes or addresses.
@@ -195,7 +197,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 		return err
 	})
 	cli.ConnLimitFlags(fs, &c.MaxConns, &c.MaxConnsPerIP)
-	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second per source IP, twice that at once; more get 429 (0: no limit)")
+	fs.Float64Var(&c.AnnounceRate, "announce-rate", c.AnnounceRate, "HTTP announces a `rate` per second: per publisher the assigner knows (twice that at once), per source IP for unknown ones (ten times that at once); more get 429; announces of a publisher being verified or assigned are free (0: no limit)")
 	fs.StringVar(&c.AnnounceRateExempt, "announce-rate-exempt", c.AnnounceRateExempt, "`prefixes` (comma-separated CIDRs) that -announce-rate does not limit")
 	fs.Float64Var(&c.GossipPeerRate, "gossip-peer-rate", c.GossipPeerRate, "gossip announces a `rate` per second taken from one propagating peer, twice that at once (0: no limit)")
 	return fs

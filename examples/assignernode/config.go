@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/netip"
 	"time"
 
@@ -45,8 +46,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long requests in flight may take once
 	// Run's context is done.
 	ShutdownTimeout time.Duration
-	// AnnounceRate is how many HTTP announces a second one source IP may
-	// send (twice that at once); more are answered 429. 0: no limit.
+	// AnnounceRate limits HTTP announces to this many a second, more
+	// answered 429: per publisher for a publisher the assigner knows
+	// (assigned, held or preset; twice the rate at once), per source IP
+	// for the others (ten times the rate at once: many publishers behind
+	// one address). An announce of a publisher whose head is being
+	// verified, or with an assign or handoff in flight, is only noted as
+	// its newest and is not counted. 0: no limit.
 	AnnounceRate float64
 	// AnnounceRateExempt are the sources AnnounceRate does not limit.
 	AnnounceRateExempt []netip.Prefix
@@ -98,12 +104,22 @@ func (c Config) validate() error {
 }
 
 // announceOptions are the announce limits of c as options of the
-// assigner's Service.
+// assigner's Service, as an indexer node has them: the service tells the
+// receiver which limit an announce falls under.
 func (c Config) announceOptions() []assigner.ServiceOption {
 	return []assigner.ServiceOption{
 		assigner.WithReceiverOptions(
-			announce.WithSourceRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
+			announce.WithSourceRate(c.AnnounceRate, newPublisherBurst(c.AnnounceRate)),
+			announce.WithPublisherRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
 			announce.WithSourceRateExempt(c.AnnounceRateExempt...)),
 		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, cli.RateBurst(c.GossipPeerRate))),
 	}
 }
+
+// newPublisherBurst is how many announces of publishers the assigner does
+// not know one source may send at once: ten seconds' worth of the rate,
+// as an indexer node takes them, so that a provider starting many peer
+// IDs behind one address, or many publishers behind a NAT, are taken in
+// one burst. What they cost is bounded by the verification's concurrency
+// and queue (assigner.WithVerifyQueue), not by this.
+func newPublisherBurst(rate float64) int { return max(1, int(math.Ceil(10*rate))) }

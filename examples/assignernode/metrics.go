@@ -83,7 +83,10 @@ func (m *metrics) receiverStats(r *announce.Receiver) {
 	gauge("announce_denied_total", "Announces rejected by the policy.", func(s announce.Stats) float64 { return float64(s.Denied) })
 	gauge("announce_malformed_total", "Announce requests answered 400 or 413.", func(s announce.Stats) float64 { return float64(s.Malformed) })
 	gauge("announce_republished_total", "HTTP announces republished on gossip.", func(s announce.Stats) float64 { return float64(s.Republished) })
-	gauge("announce_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate.", func(s announce.Stats) float64 { return float64(s.RateLimited) })
+	gauge("announce_rate_limited_total", "HTTP announces answered 429: their source was over -announce-rate (publishers the assigner does not know).", func(s announce.Stats) float64 { return float64(s.RateLimited) })
+	gauge("announce_publisher_limited_total", "HTTP announces answered 429: their known publisher was over -announce-rate.", func(s announce.Stats) float64 { return float64(s.PublisherLimited) })
+	gauge("announce_coalesced_total", "HTTP announces of a publisher being verified or with a request in flight, taken without counting against a limit.", func(s announce.Stats) float64 { return float64(s.Coalesced) })
+	gauge("announce_refused_total", "Announces the assigner had no room for (HTTP: 503 with Retry-After): its intake or the queue of unknown publishers to verify was full.", func(s announce.Stats) float64 { return float64(s.Refused) })
 }
 
 // serviceStats exports the service's verification counters at scrape
@@ -96,6 +99,9 @@ func (m *metrics) serviceStats(svc *assigner.Service) {
 	counter("verify_verified_total", "Announces of unknown publishers whose signed head verified.", func(s assigner.ServiceStats) uint64 { return s.Verified })
 	counter("verify_unverified_total", "Announces of unknown publishers dropped: the head did not verify.", func(s assigner.ServiceStats) uint64 { return s.Unverified })
 	counter("verify_skipped_total", "Announces dropped without a fetch: the publisher failed verification recently.", func(s assigner.ServiceStats) uint64 { return s.Skipped })
-	counter("verify_busy_total", "Announces of unknown publishers dropped: too many verifications running.", func(s assigner.ServiceStats) uint64 { return s.Busy })
-	counter("verify_coalesced_total", "Announces of a publisher whose verification was running.", func(s assigner.ServiceStats) uint64 { return s.Coalesced })
+	counter("verify_busy_total", "Announces of unknown publishers dropped: the verification queue was full.", func(s assigner.ServiceStats) uint64 { return s.Busy })
+	counter("verify_coalesced_total", "Announces of a publisher whose verification was running or waiting.", func(s assigner.ServiceStats) uint64 { return s.Coalesced })
+	counter("announce_deferred_total", "Announces of a known publisher taken while a request for it was in flight; the newest goes on when it ends.", func(s assigner.ServiceStats) uint64 { return s.Deferred })
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricPrefix + "verify_waiting", Help: "Unknown publishers waiting for a head fetch to start."},
+		func() float64 { return float64(svc.Stats().Waiting) }))
 }
