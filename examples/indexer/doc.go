@@ -47,7 +47,7 @@
 //	-shard-token-file   ""                        file whose first line is the query nodes' token (else $INDEXKIT_SHARD_TOKEN)
 //	-shard-batch-bytes  0                         bytes of the batches sent to each query node (0: 1 MiB)
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
-//	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles; "": none
+//	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles, answering no web page or rebound name; "": none
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
 //	-allow-private-addrs false                    dial publishers and frozen indexers on private addresses (below)
 //	-log-level          info                      debug, info, warn or error

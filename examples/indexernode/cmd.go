@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // Main is the indexer program: it parses args as examples/indexer's flags
@@ -131,9 +132,16 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// It has no token and only listens on loopback, so it answers no
+		// web page either: a page's no-cors GET of /debug/pprof/profile
+		// would otherwise cost the node a CPU profile.
+		guard, err := localonly.New("the pprof listener", "reach it as 127.0.0.1 or localhost")
+		if err != nil {
+			return err
+		}
 		// Not cli.NewHTTPServer: its write timeout would cut a CPU
 		// profile of more than a few seconds.
-		cli.Serve(ctx, eg, "pprof", &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, pprofLn, cfg.ShutdownTimeout)
+		cli.Serve(ctx, eg, "pprof", &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}, pprofLn, cfg.ShutdownTimeout)
 	}
 	if hup != nil {
 		eg.Go(func() error {

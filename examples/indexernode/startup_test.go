@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,41 @@ func TestPprofLoopbackOnly(t *testing.T) {
 		if !strings.Contains(err.Error(), "not a loopback address") {
 			t.Errorf("-pprof %s: %v, want not a loopback address", addr, err)
 		}
+	}
+}
+
+// The pprof listener has no token: like the admin API without one, it
+// answers no web page and no rebound name, or a page's no-cors GET of
+// /debug/pprof/profile would cost the node a CPU profile.
+func TestPprofAnswersNoPage(t *testing.T) {
+	r := runIndexer(t, "-pprof", "127.0.0.1:0")
+	addr, err := r.tap.Addr(t.Context(), "pprof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(host string, hdr map[string]string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/debug/pprof/", nil)
+		if host != "" {
+			req.Host = host
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("", nil); code != http.StatusOK {
+		t.Fatalf("pprof from a program on this host: %d, want 200", code)
+	}
+	if code := get("rebind.evil.example:80", nil); code != http.StatusMisdirectedRequest {
+		t.Errorf("pprof under a rebound name: %d, want 421", code)
+	}
+	if code := get("", map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusForbidden {
+		t.Errorf("pprof from a web page: %d, want 403", code)
 	}
 }
