@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/netip"
 	"time"
 
@@ -109,17 +108,9 @@ func (c Config) validate() error {
 func (c Config) announceOptions() []assigner.ServiceOption {
 	return []assigner.ServiceOption{
 		assigner.WithReceiverOptions(
-			announce.WithSourceRate(c.AnnounceRate, newPublisherBurst(c.AnnounceRate)),
+			announce.WithSourceRate(c.AnnounceRate, cli.NewPublisherBurst(c.AnnounceRate)),
 			announce.WithPublisherRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
 			announce.WithSourceRateExempt(c.AnnounceRateExempt...)),
 		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, cli.RateBurst(c.GossipPeerRate))),
 	}
 }
-
-// newPublisherBurst is how many announces of publishers the assigner does
-// not know one source may send at once: ten seconds' worth of the rate,
-// as an indexer node takes them, so that a provider starting many peer
-// IDs behind one address, or many publishers behind a NAT, are taken in
-// one burst. What they cost is bounded by the verification's concurrency
-// and queue (assigner.WithVerifyQueue), not by this.
-func newPublisherBurst(rate float64) int { return max(1, int(math.Ceil(10*rate))) }

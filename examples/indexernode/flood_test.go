@@ -73,7 +73,7 @@ func testCID(t *testing.T, s string) cid.Cid {
 // whose did not.
 func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("floods a node with 1,500 announces")
+		t.Skip("floods a node with 1,500 announces; skipped with -short")
 	}
 	const (
 		sources   = 60

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -250,7 +249,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
 		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
-		announce.WithSourceRate(cfg.AnnounceRate, newPublisherBurst(cfg.AnnounceRate)),
+		announce.WithSourceRate(cfg.AnnounceRate, cli.NewPublisherBurst(cfg.AnnounceRate)),
 		announce.WithPublisherRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
@@ -421,13 +420,6 @@ func (n *Node) Ingester() *ingest.Ingester { return n.ing }
 
 // AnnounceStats returns the announce receiver's counters.
 func (n *Node) AnnounceStats() announce.Stats { return n.recv.Stats() }
-
-// newPublisherBurst is how many announces of publishers that never
-// verified one source may send at once: ten seconds' worth of the rate, so
-// that a provider starting many peer IDs behind one address, or many
-// publishers behind a NAT, are taken in one burst. What they cost is
-// bounded by the ingester's fair shares, not by this.
-func newPublisherBurst(rate float64) int { return max(1, int(math.Ceil(10*rate))) }
 
 // UnverifiedStats returns the ingester's counts of publishers that never
 // verified: held, checking, refused, evicted, failed.

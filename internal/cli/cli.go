@@ -273,6 +273,16 @@ func RateBurst(perSecond float64) int {
 	return max(1, int(math.Ceil(2*perSecond)))
 }
 
+// NewPublisherBurst is how many announces of publishers not verified yet
+// one source address may send at once under an announce rate of perSecond:
+// ten seconds' worth, so that a provider starting many peer IDs behind one
+// address, or many publishers behind a NAT, are taken in one burst. What
+// they cost is bounded by the node's own shares (the ingester's fair
+// shares, the assigner's check queue), not by this.
+func NewPublisherBurst(perSecond float64) int {
+	return max(1, int(math.Ceil(10*perSecond)))
+}
+
 // CheckRate returns an error naming flag if the rate v is negative, NaN or
 // infinite (0 is no limit).
 func CheckRate(flag string, v float64) error {
