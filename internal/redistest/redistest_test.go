@@ -202,7 +202,7 @@ func TestServerRestart(t *testing.T) {
 		}
 		pid, run := s.PID(), redistest.RunID(t, c)
 		done := make(chan error)
-		go func() { done <- s.Restart(graceful) }()
+		go func() { done <- s.Restart(graceful, nil) }()
 		if err := <-done; err != nil {
 			t.Fatalf("graceful=%v: %v", graceful, err)
 		}

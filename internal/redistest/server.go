@@ -198,8 +198,10 @@ func (s *Server) Kill() {
 // may run on a goroutine of its own, for example in the middle of a
 // history of concurrent calls; the test's goroutine must wait for it
 // before it calls another method of the server, since they must never run
-// concurrently.
-func (s *Server) Restart(graceful bool) error {
+// concurrently. whileDown, if not nil, runs after the old process has
+// exited and before the new one starts: a test can make a call there that
+// is sure to meet the restart.
+func (s *Server) Restart(graceful bool, whileDown func()) error {
 	if s.cmd == nil {
 		return errors.New("redis-server on " + s.Addr() + ": Restart while it is not running")
 	}
@@ -214,6 +216,9 @@ func (s *Server) Restart(graceful bool) error {
 		}
 	}
 	s.Kill()
+	if whileDown != nil {
+		whileDown()
+	}
 	if out, err := s.start(); err != nil {
 		s.Kill()
 		return errors.New("redis-server on " + s.Addr() + ": restart: " + err.Error() + "\n" + strings.TrimSpace(out))

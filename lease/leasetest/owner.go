@@ -12,18 +12,20 @@ import (
 
 func testRenew(t *testing.T, s *suite) {
 	e := s.open(t)
-	var refs []lease.Ref
-	for i := range 5 {
+	// refs[0] is granted last, so that in real time the other grants do
+	// not eat into the margin between its grant and its renewal.
+	refs := make([]lease.Ref, 5)
+	for i := len(refs) - 1; i >= 0; i-- {
 		id := fmt.Sprintf("i%d", i)
 		e.put(lease.Item{ID: id})
-		refs = append(refs, e.grant(id, fmt.Sprintf("n%d", i)))
+		refs[i] = e.grant(id, fmt.Sprintf("n%d", i))
 	}
-	e.advance(ttlU - 1)
+	e.advance(ttlU - 2)
 	rs := e.renew(refs[0])
 	if rs[0].Err != nil || rs[0].TTL != ttlU*s.u {
 		t.Fatalf("Renew: %+v", rs[0])
 	}
-	e.advancePast(2) // refs[1:] expire, refs[0] was renewed
+	e.advancePast(3) // refs[1:] expire, refs[0] was renewed
 	if row := e.get("i0"); row.Owner != "n0" || !row.Expiry.Equal(rs[0].Expiry) {
 		t.Fatalf("renewed row: %+v, expiry %v", row, rs[0].Expiry)
 	}

@@ -190,48 +190,39 @@ type callSpan struct {
 // function that records the call's end.
 func (s *restartingStore) call() func(error) {
 	if s.calls.Add(1) == s.at {
-		began := make(chan struct{})
+		// This call is made while the server is down: the restart holds
+		// the new server back until the call has begun, so that the
+		// restart meets at least one call even when every other client
+		// happens to be between calls (a busy machine).
+		down, begun := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(s.done)
 			s.down = time.Now()
-			close(began)
-			s.err = s.srv.Restart(s.graceful)
+			s.err = s.srv.Restart(s.graceful, func() {
+				close(down)
+				<-begun
+			})
 			s.up = time.Now()
 		}()
-		// This call is made while the server is down, so that the restart
-		// meets at least one call even when every other client happens to
-		// be between calls (a busy machine, or Redis handling SIGTERM at
-		// its next cron tick, up to 100 ms later, with no call in flight).
-		<-began
-		s.waitRefused()
+		select {
+		case <-down:
+		case <-s.done: // the restart failed before the server went down
+		}
+		start := time.Now()
+		close(begun)
+		return s.record(start)
 	}
-	start := time.Now()
+	return s.record(time.Now())
+}
+
+// record returns the function that logs the end of a call begun at start.
+func (s *restartingStore) record(start time.Time) func(error) {
 	return func(err error) {
 		end := time.Now()
 		failed := err != nil && connectionLost(err)
 		s.mu.Lock()
 		s.log = append(s.log, callSpan{start, end, failed})
 		s.mu.Unlock()
-	}
-}
-
-// waitRefused returns once the server refuses connections (the old one
-// has exited and the new one is not listening yet) or the restart has
-// returned, whichever is first; it gives up after 10 s.
-func (s *restartingStore) waitRefused() {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return
-		default:
-		}
-		c, err := net.DialTimeout("tcp", s.srv.Addr(), 50*time.Millisecond)
-		if err != nil {
-			return
-		}
-		_ = c.Close()
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -276,9 +267,9 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 	}
 	t.Logf("Redis restarted (%s) at store call %d of %d in %v: %d calls failed during it, %d straddled it and %d were made during it and answered after it, %d succeeded after it",
 		how, s.at, len(s.log), s.up.Sub(s.down).Round(time.Millisecond), failed, straddled, waited, afterOK)
-	// The call that starts the restart is made once the server refuses
-	// connections (it fails, or waits if the server is back first), so the
-	// restart meets some call whatever the other clients are doing.
+	// The call that starts the restart begins while the server is down
+	// (it fails, or waits if the server is back first), so the restart
+	// meets some call whatever the other clients are doing.
 	if failed+straddled+waited == 0 {
 		t.Errorf("no call failed, straddled or waited during the restart")
 	}
