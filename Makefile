@@ -9,7 +9,7 @@ export REDIS_ADDR ?= 127.0.0.1:6379
 
 # `make test` is what CI runs, so it sets CI: the tests that need Redis,
 # Chromium, a tmpfs mount or root then fail when these are missing instead
-# of skipping (internal/redistest.Unavailable, the front end's browser test,
+# of skipping (internal/testbed/redistest.Unavailable, the front end's browser test,
 # freeze's tmpfs test). .ci/services installs Redis and Chromium when they
 # are missing. `make test CI=` lets them skip.
 test: export CI ?= true

@@ -67,7 +67,7 @@
 //     sentinels.
 //   - assigner: the publisher to indexer assignment state machine and the
 //     service that drives it.
-//   - assigner/admin: the indexer admin API contract, handler and client.
+//   - ingest/admin: the indexer admin API contract, handler and client.
 //   - scatter/find: the IPNI find HTTP API in one place: the find and
 //     /providers wire model, the handler over any Backend, the HTTP client
 //     of a remote find API and the store backend, with honest
@@ -92,20 +92,20 @@
 //   - piece/memory, piece/redis: piece stores; piece/piecetest: their
 //     conformance suite.
 //   - internal/...: helpers no importer needs: internal/importrules, the
-//     test that enforces the import rules below; internal/chaingen,
+//     test that enforces the import rules below; ingest/chaingen,
 //     which generates signed advertisement chains with their ground truth
-//     for tests and benchmarks; internal/proctest, which runs the example
-//     binaries as processes in tests; internal/cli, the plumbing the
+//     for tests and benchmarks; internal/testbed/proctest, which runs the example
+//     binaries as processes in tests; examples/internal/cli, the plumbing the
 //     binaries share (signals, logging, config files, servers);
 //     internal/netlimit, the caps that keep a server from being exhausted
 //     (connections per listener and per source IP, rates per source);
 //     internal/localonly, the guard that keeps web pages (cross-origin
 //     and DNS-rebound) off the APIs left without a token on loopback;
-//     internal/browsertest, headless Chromium for the browser tests;
+//     internal/testbed/browsertest, headless Chromium for the browser tests;
 //     internal/logfields, which parses the binaries' slog lines;
-//     internal/netproxy, a loopback TCP proxy for network fault tests;
+//     internal/testbed/netproxy, a loopback TCP proxy for network fault tests;
 //     internal/freeport, which picks loopback ports for servers that are
-//     told theirs up front; and internal/redistest, the Redis test support
+//     told theirs up front; and internal/testbed/redistest, the Redis test support
 //     (clients, key prefixes cleaned up with SCAN and UNLINK, redis-servers
 //     of a test's own).
 //   - examples/...: reference binaries: indexer (a full node), scatter (a
@@ -140,10 +140,10 @@
 //   - Backends import only their parent (and, for store, store/internal);
 //     conformance suites import only their parent.
 //   - ingest imports store and ingest/*; handoff imports ingest and store,
-//     scatter/find (the /providers model), and the leaves assigner/admin
+//     scatter/find (the /providers model), and the leaves ingest/admin
 //     and freeze (it implements the indexer's side of the admin contract);
 //     assigner imports handoff, ingest/announce, and ingest/ipnisync with
-//     ingest/netpolicy (to verify unknown publishers); assigner/admin, the
+//     ingest/netpolicy (to verify unknown publishers); ingest/admin, the
 //     contract both sides build on, imports only freeze; scatter/find
 //     imports store; scatter imports store and scatter/find; piece imports
 //     ingest and its subpackages, and scatter/find; lease/agent imports

@@ -2,7 +2,7 @@
 // each publisher at its replication, and hands the publishers of a frozen
 // indexer off to active ones: the Assigner Service of the IPNI scaling
 // design. Its core is [State], a pure state machine; a service that drives
-// it over the indexers' admin API (package assigner/admin) builds on it.
+// it over the indexers' admin API (package ingest/admin) builds on it.
 //
 // # Model
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // TestOutcomeOf maps the admin API's answers to the state's outcomes.

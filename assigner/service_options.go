@@ -10,7 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
 )
 

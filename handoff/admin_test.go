@@ -10,14 +10,14 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
 // adminHandler is the thinnest admin API an indexer could mount for
 // POST /ingest/handoff/{id}: decode, hand off, answer errors as
-// assigner/admin's handler does (writeAdminError).
+// ingest/admin's handler does (writeAdminError).
 func adminHandler(r *handoff.Receiver) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /ingest/handoff/{id}", func(w http.ResponseWriter, req *http.Request) {
@@ -37,7 +37,7 @@ func adminHandler(r *handoff.Receiver) http.Handler {
 	return mux
 }
 
-// writeAdminError answers err as the assigner/admin wire contract says:
+// writeAdminError answers err as the ingest/admin wire contract says:
 // a sentinel's status, Indexkit-Error code and fixed body (for an upstream
 // failure, the error's text), or 500 with the error's text. (This
 // package's tests may not import assigner, but for the admin contract
@@ -67,7 +67,7 @@ func writeAdminError(w http.ResponseWriter, err error) {
 
 // TestReceiverAdminRoundTrip: a reference-style request without
 // Content-Type is accepted through an admin handler that answers as
-// assigner/admin does, and a request without body gets 400.
+// ingest/admin does, and a request without body gets 400.
 func TestReceiverAdminRoundTrip(t *testing.T) {
 	f := newFixture(t)
 	node := newFrozenNode(t, f.recs...)

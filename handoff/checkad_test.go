@@ -19,8 +19,8 @@ import (
 
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )

@@ -10,7 +10,7 @@
 // FrozenAt (the last advertisement processed before it froze) and
 // FrozenAtTime, served by its find API's GET /providers. The assigner,
 // seeing it frozen, picks an active indexer for each of its publishers and
-// sends it a POST {admin}/ingest/handoff/{publisher} (assigner/admin's
+// sends it a POST {admin}/ingest/handoff/{publisher} (ingest/admin's
 // Client.Handoff) with
 // the JSON [Request] {"FrozenID","FrozenURL"}. The active indexer's admin
 // handler decodes it ([DecodeRequest], whatever the Content-Type: the
@@ -115,12 +115,12 @@
 // # Errors and the admin API
 //
 // Errors wrap the sentinels in errors.go. The admin HTTP API is
-// assigner/admin's (its handler, its wire contract: status, a fixed body
+// ingest/admin's (its handler, its wire contract: status, a fixed body
 // and an Indexkit-Error code per sentinel); the indexer binary's admin
 // Node translates this package's sentinels to that package's, which it
 // answers as follows:
 //
-//	handoff                 assigner/admin        status  reference
+//	handoff                 ingest/admin        status  reference
 //	ErrAlreadyAssigned      ErrAlreadyAssigned    400     400
 //	ErrInvalidRequest       ErrBadRequest         400     400 (missing body)
 //	ErrNotAllowed           ErrNotAllowed         403     403
@@ -141,7 +141,7 @@
 //
 // The reference assigner treats every status but 200 as a failure and
 // tries the next indexer, so the departures change nothing for it.
-// assigner/admin's client turns an answer back into its sentinels. The
+// ingest/admin's client turns an answer back into its sentinels. The
 // frozen indexer's GET /providers is read in scatter/find's model
 // (find.ProviderInfo, find.ProviderRecords); a status other than 200 and
 // 204 there is a [*StatusError] under [ErrFrozenIndexer].

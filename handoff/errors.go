@@ -3,14 +3,14 @@ package handoff
 import (
 	"errors"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/internal/httperr"
 )
 
 // The sentinels of the package. Those a [Receiver] returns for a refused
 // assignment or handoff are the admin contract's own (ErrAlreadyAssigned
 // is admin.ErrAlreadyAssigned, ErrInvalidRequest is admin.ErrBadRequest,
-// and so on): the admin API (assigner/admin) answers each as its wire
+// and so on): the admin API (ingest/admin) answers each as its wire
 // contract says, with the status given here, and its Client returns the
 // same value, so errors.Is holds end to end with no translation.
 var (

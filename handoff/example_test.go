@@ -16,9 +16,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
 	"github.com/indexkit/indexkit/store/memory"
@@ -47,7 +47,7 @@ func (printIngest) Announce(_ peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid
 
 // A publisher moves from a frozen indexer to an active one: the active
 // indexer's Receiver (which its admin API calls for POST
-// /ingest/handoff/{publisher}, see assigner/admin) reads the frozen
+// /ingest/handoff/{publisher}, see ingest/admin) reads the frozen
 // indexer's /providers, checks FrozenAt with the publisher, registers the
 // providers and resumes ingestion right after FrozenAt.
 func Example() {

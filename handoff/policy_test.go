@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/handoff"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/store/memory"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/store/memory"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 	"github.com/indexkit/indexkit/store/pebble"

@@ -13,8 +13,8 @@ import (
 	dspebble "github.com/ipfs/go-ds-pebble"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 )
 
 // mixedChain is a chain with every kind of advertisement the compact form

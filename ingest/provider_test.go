@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 )
 
 // The provider record is written at checkpoints, not after every ad: a

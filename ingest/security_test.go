@@ -22,9 +22,9 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 )
 
 // recorder is an Applier that records the ads it is given and how many

@@ -6,9 +6,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
-	"github.com/indexkit/indexkit/internal/chaingen"
 )
 
 // The walker finds BlocksVerified through its own wrappers, and only on a

@@ -16,7 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // TestReferenceBurstIngested is the announce pattern of the reference

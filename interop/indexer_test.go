@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/ipfs/go-cid"
 	"github.com/ipld/go-ipld-prime"
 	cidlink "github.com/ipld/go-ipld-prime/linking/cid"

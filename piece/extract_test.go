@@ -9,8 +9,8 @@ import (
 	"github.com/multiformats/go-multihash"
 	"github.com/multiformats/go-varint"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/metadata"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
 

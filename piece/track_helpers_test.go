@@ -18,9 +18,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
 )

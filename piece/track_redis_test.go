@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/piece"
 	pieceredis "github.com/indexkit/indexkit/piece/redis"
 )

@@ -11,7 +11,7 @@ import (
 	leveldb "github.com/ipfs/go-ds-leveldb"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
 

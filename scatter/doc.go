@@ -65,7 +65,7 @@
 // first complete answer among its owners.
 //
 // A ring only routes reads. Answers are complete only when the data is
-// placed by the same ring: package scatter/shard places the index of its
+// placed by the same ring: package scatter/keyspace places the index of its
 // query layer by keyspace, and its Placement gives the read ring. Over a
 // pool that is not placed that way — today's publisher-sharded indexers,
 // each holding the multihashes of its own publishers — a ring asks owners

@@ -147,7 +147,7 @@ func ExampleWithRing() {
 	owners := ring.Owners(mh)
 
 	// Four query nodes; the key is placed on its owners only (package
-	// scatter/shard does this for a real query layer).
+	// scatter/keyspace does this for a real query layer).
 	backends := make([]find.Backend, len(names))
 	for i := range names {
 		s := memory.New()

@@ -79,7 +79,7 @@ func WithCache(entries int, ttl, negativeTTL time.Duration) GatherOption {
 // [*find.PartialError]. [Gather.FindBatch] splits a batch by owner.
 //
 // Use a ring only over backends whose data is placed by the same ring
-// (package scatter/shard places it; see [Ring]): over a pool sharded by
+// (package scatter/keyspace places it; see [Ring]): over a pool sharded by
 // publisher, answers would look complete and miss what other backends hold.
 func WithRing(r *Ring) GatherOption {
 	return func(c *gatherConfig) error {

@@ -23,7 +23,7 @@ const DefaultVnodes = 256
 // A ring routes reads; it does not place data. Its answers are complete
 // only over backends that hold every multihash the same ring assigns them,
 // each owner the whole answer for its keys — the query layer that package
-// scatter/shard places by keyspace (its Placement builds the ring from the
+// scatter/keyspace places by keyspace (its Placement builds the ring from the
 // layout every process shares). Over any other pool, such as today's
 // publisher-sharded indexers, where each holds the multihashes of its own
 // publishers, a ring asks the wrong backends, and their "not found" looks

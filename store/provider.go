@@ -128,7 +128,7 @@ type providerJSON struct {
 }
 
 // MarshalProviderInfo encodes info as JSON, the form the disk backends
-// store and the keyspace-sharded layer (scatter/shard) sends; every field
+// store and the keyspace-sharded layer (scatter/keyspace) sends; every field
 // round-trips through [UnmarshalProviderInfo], zero values included.
 func MarshalProviderInfo(info ProviderInfo) ([]byte, error) {
 	pj := providerJSON{

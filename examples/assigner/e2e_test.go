@@ -16,11 +16,11 @@ import (
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 const waitTimeout = 30 * time.Second

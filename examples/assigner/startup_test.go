@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // The binary as a real process: a busy port ends it with status 1 and the

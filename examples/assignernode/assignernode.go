@@ -18,10 +18,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // Listeners are the HTTP listeners an assigner serves on; the caller binds

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 )
 
 // fileConfig is the binary's configuration: the JSON config file

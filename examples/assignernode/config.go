@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/announce"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // Config is the typed configuration of an assigner. Start from

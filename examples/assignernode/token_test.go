@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/assignernode"
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 )
 
 // TestAdminTokenSources: the assigner calls the indexers' admin APIs with

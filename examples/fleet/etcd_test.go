@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // TestSideTables runs the table contract on both stores: Set, Get, List

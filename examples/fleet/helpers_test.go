@@ -11,8 +11,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease/agent"
 )
 
@@ -68,7 +68,7 @@ type testEnv struct {
 }
 
 // testStore returns a testEnv on kind: for redis as testRedis does, for
-// etcd a single-member etcd of the test's own (internal/etcdtest, killed
+// etcd a single-member etcd of the test's own (internal/testbed/etcdtest, killed
 // by PID at the end).
 func testStore(t *testing.T, kind string) testEnv {
 	t.Helper()

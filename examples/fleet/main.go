@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 )
 
 func main() { cli.Main("fleet", run) }

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/store/pebble"
 )
 

@@ -5,7 +5,7 @@
 // publishers off. It is thin wiring of indexkit's packages: store (pebble,
 // leveldb or memory), ingest and ingest/ipnisync, ingest/announce,
 // scatter (the find API over the local store), freeze, handoff and
-// assigner/admin.
+// ingest/admin.
 //
 // # Usage
 //
@@ -99,7 +99,7 @@
 // only requests whose Host is 127.0.0.0/8, [::1], localhost or a name of
 // -admin-hosts (a DNS-rebound page sends its own name: 421 Misdirected
 // Request) and that carry no Origin header and no Sec-Fetch-Site other
-// than "none" (a page at any origin: 403); see assigner/admin. An
+// than "none" (a page at any origin: 403); see ingest/admin. An
 // assigner or a proxy that reaches the node under a name of its own needs
 // that name in -admin-hosts, or a token. A port of 0 picks a free port; the node logs every bound
 // address at start as
@@ -119,7 +119,7 @@
 // when Content-Type is application/json; 204), and GET /health. In
 // assigner mode an announce from a publisher not assigned here gets 403.
 //
-// admin: the assigner's API (assigner/admin): POST /ingest/assign/{id},
+// admin: the assigner's API (ingest/admin): POST /ingest/assign/{id},
 // PUT /ingest/unassign/{id}, GET /ingest/assigned, GET /ingest/preferred,
 // POST /ingest/handoff/{id}, GET /status, PUT /freeze, POST
 // /ingest/sync/{id} (queues a walk to the publisher's head; depth and
@@ -191,7 +191,7 @@
 // # Ingest node of a sharded layer
 //
 // With -layout the node is an ingest node of the keyspace-sharded layer
-// (package scatter/shard): it does everything above with publishers, but
+// (package scatter/keyspace): it does everything above with publishers, but
 // indexes into the query nodes the layout names (examples/query) instead
 // of its own index. Each multihash goes to its owners on the ring, and
 // provider records and context-wide operations to every query node,

@@ -14,10 +14,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/store"
 )
 

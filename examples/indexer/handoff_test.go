@@ -11,9 +11,9 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/scatter"
 	findapi "github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // The binary as a real process: a start-up error ends it with status 1 and

@@ -21,11 +21,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/querynode"
-	"github.com/indexkit/indexkit/internal/browsertest"
-	"github.com/indexkit/indexkit/internal/cli"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/testbed/browsertest"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
 )
 
@@ -131,9 +131,9 @@ func queryNode(t *testing.T, log *slog.Logger) *querynode.Node {
 	}
 	dir := t.TempDir()
 	layout := filepath.Join(dir, "layout.json")
-	l := shard.Layout{Epoch: 1, Replication: 1, Phase: shard.PhaseStable,
-		Nodes: []shard.Node{{Name: "q1", URL: "http://" + ln.Addr().String()}}, Current: []string{"q1"}}
-	if err := shard.Save(layout, l); err != nil {
+	l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes: []keyspace.Node{{Name: "q1", URL: "http://" + ln.Addr().String()}}, Current: []string{"q1"}}
+	if err := keyspace.Save(layout, l); err != nil {
 		t.Fatal(err)
 	}
 	cfg := querynode.DefaultConfig()
@@ -161,7 +161,7 @@ func queryNode(t *testing.T, log *slog.Logger) *querynode.Node {
 // decode and post.
 func batchB64(t *testing.T, writer string, mh multihash.Multihash) string {
 	t.Helper()
-	b := shard.Batch{Writer: writer, Stream: 1, Epoch: 1, Seq: 1, Ops: []shard.Op{{Kind: shard.OpPut,
+	b := keyspace.Batch{Writer: writer, Stream: 1, Epoch: 1, Seq: 1, Ops: []keyspace.Op{{Kind: keyspace.OpPut,
 		Value:       store.Value{ProviderID: newID(t), ContextID: []byte("ctx"), Metadata: []byte{0x80, 0x12}},
 		Multihashes: []multihash.Multihash{mh}}}}
 	body, err := b.AppendBinary(nil)
@@ -293,12 +293,12 @@ func TestBrowserPagesCannotWrite(t *testing.T) {
   await attempt("freeze", %q, {method: "PUT"});
   await attempt("batch", %q, {method: "POST", mode: "no-cors", body: bytes(%q)});`,
 		ix.admin+"/ingest/assign/"+pubA.String(), ix.admin+"/freeze",
-		qn.URL()+shard.PathBatch, batchB64(t, "page", mhA)))
+		qn.URL()+keyspace.PathBatch, batchB64(t, "page", mhA)))
 	rebindAdmin := attackScript(fmt.Sprintf(`
   await attempt("freeze", "/freeze", {method: "PUT"});
   await attempt("assign", %q, {method: "POST"});`, "/ingest/assign/"+pubB.String()))
 	rebindQuery := attackScript(fmt.Sprintf(`
-  await attempt("batch", %q, {method: "POST", body: bytes(%q)});`, shard.PathBatch, batchB64(t, "rebind", mhB)))
+  await attempt("batch", %q, {method: "POST", body: bytes(%q)});`, keyspace.PathBatch, batchB64(t, "rebind", mhB)))
 
 	pageURL := serveOn(t, "127.0.0.2:0", &http.Server{ReadHeaderTimeout: 10 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -364,7 +364,7 @@ func TestBrowserPagesCannotWrite(t *testing.T) {
 	if log := strings.Join(ix.tap.Lines(), "\n"); !refused(log, "admin request refused", "/ingest/assign/"+pubA.String()) {
 		t.Errorf("the indexer did not log the cross-origin assign as refused with 403:\n%s", log)
 	}
-	if !refused(qlog.String(), "write request refused", shard.PathBatch) {
+	if !refused(qlog.String(), "write request refused", keyspace.PathBatch) {
 		t.Errorf("the query node did not log the cross-origin batch as refused with 403:\n%s", qlog.String())
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"

@@ -1,7 +1,7 @@
 // Package indexernode is a complete IPNI indexer node as an importable
 // package: the index store of the caller's choice, ingestion of the
 // publishers announced or assigned to it (ingest), the freezer (freeze),
-// handoffs and the admin API the assigner calls (handoff, assigner/admin),
+// handoffs and the admin API the assigner calls (handoff, ingest/admin),
 // the find API (scatter's handler over the store, with Delegated Routing
 // V1 under /routing/v1/ beside it) and announce intake over
 // HTTP and gossip (ingest/announce). examples/indexer is the same node as a
@@ -17,7 +17,7 @@
 // one it answers only requests to a loopback Host (127.0.0.0/8, [::1],
 // localhost) or to a name of Config.AdminHosts, and none that a web page
 // sent (421 for another Host, a DNS-rebound page's; 403 for a request
-// with an Origin header): see the Security section of assigner/admin.
+// with an Origin header): see the Security section of ingest/admin.
 //
 // # Embedding a node
 //

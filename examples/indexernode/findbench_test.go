@@ -22,10 +22,10 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/cli"
-	"github.com/indexkit/indexkit/internal/loopbench"
 	"github.com/indexkit/indexkit/internal/netlimit"
+	"github.com/indexkit/indexkit/internal/testbed/loopbench"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 	"github.com/indexkit/indexkit/store/pebble"
@@ -38,7 +38,7 @@ var nodeFindKeys = flag.Int("node-find-keys", 1_000_000, "multihashes in the ind
 // cli.Listen at their defaults, cli.NewHTTPServer's timeouts, the
 // listener's and the lookups' muxes, the Prometheus wrapper of the
 // metrics hooks, and the find handler over a find.StoreBackend. Beside it,
-// in the same run and in alternating turns (internal/loopbench.Compare), a
+// in the same run and in alternating turns (internal/testbed/loopbench.Compare), a
 // raw net/http handler answers the same paths with the same bytes from a
 // map: x-raw-rate and x-raw-p99 are the ratios to it.
 //

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/internal/localonly"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
-	"github.com/indexkit/indexkit/internal/netproxy"
+	"github.com/indexkit/indexkit/internal/testbed/netproxy"
 )
 
 // tarpit accepts TCP connections on 127.0.0.1 and never answers, until

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // A handoff that fails because the frozen indexer failed (an error

@@ -26,19 +26,19 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/assigner/admin"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
-	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/routing"
-	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/leveldb"
 	"github.com/indexkit/indexkit/store/memory"
@@ -73,7 +73,7 @@ type Listeners struct {
 	// Ingest serves announces (PUT /announce, /ingest/announce) and
 	// GET /health.
 	Ingest net.Listener
-	// Admin serves the admin API the assigner calls (assigner/admin).
+	// Admin serves the admin API the assigner calls (ingest/admin).
 	Admin net.Listener
 }
 
@@ -362,7 +362,7 @@ func (n *Node) serve(lns Listeners) error {
 		findListener.Handle(sample.Prefix, sampleAPI)
 	}
 	if h := n.shardHandler(); h != nil {
-		findListener.Handle(shard.PathStatus, h)
+		findListener.Handle(keyspace.PathStatus, h)
 	}
 	adm, err := admin.NewHandler(n.adm, admin.WithToken(n.cfg.AdminToken), admin.WithAllowedHosts(n.cfg.AdminHosts...), admin.WithLogger(n.log))
 	if err != nil {

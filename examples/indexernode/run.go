@@ -10,8 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // ErrRunTwice is returned by [Node.Run] called a second time or after

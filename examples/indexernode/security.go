@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/handoff"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // logSecurity logs how the admin API is protected and whose handoffs it

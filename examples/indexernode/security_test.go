@@ -18,10 +18,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // running is an indexer run in this process.

@@ -8,23 +8,23 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find/sample"
+	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/writer"
+	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/scatter/routing"
-	"github.com/indexkit/indexkit/scatter/shard"
-	"github.com/indexkit/indexkit/scatter/shard/outbox"
-	"github.com/indexkit/indexkit/scatter/shard/writer"
 	"github.com/indexkit/indexkit/store"
 )
 
 // ShardConfig makes a node an ingest node of the keyspace-sharded layer
-// (package scatter/shard): it keeps doing everything it does with
+// (package scatter/keyspace): it keeps doing everything it does with
 // publishers, but indexes into the query nodes of a layout instead of its
 // own store, through a durable outbox under Dir/outbox
 // ([writer.Writer]). Its own store (Config.Store under Dir) then holds only
 // provider records; its find API has no index to answer from.
 type ShardConfig struct {
-	// Layout is the layout file ([shard.Load]), re-read by
+	// Layout is the layout file ([keyspace.Load]), re-read by
 	// [Node.ReloadLayout] (examples/indexer: on SIGHUP).
 	Layout string
 	// Name is the node's name among the layout's Writers. Required.
@@ -66,7 +66,7 @@ func (n *Node) openShard(cfg Config) error {
 	if sc.Name == "" {
 		return fmt.Errorf("Shard.Name: empty: a sharded node needs its name among the layout's writers")
 	}
-	l, err := shard.Load(sc.Layout)
+	l, err := keyspace.Load(sc.Layout)
 	if err != nil {
 		return fmt.Errorf("Shard.Layout: %w", err)
 	}
@@ -97,7 +97,7 @@ func (n *Node) ReloadLayout() error {
 	if n.shard == nil {
 		return nil
 	}
-	l, err := shard.Load(n.cfg.Shard.Layout)
+	l, err := keyspace.Load(n.cfg.Shard.Layout)
 	if err != nil {
 		return err
 	}
@@ -110,9 +110,9 @@ func (n *Node) ReloadLayout() error {
 
 // ShardStatus reports a sharded node's epoch and outboxes (zero without
 // Config.Shard).
-func (n *Node) ShardStatus() shard.Status {
+func (n *Node) ShardStatus() keyspace.Status {
 	if n.shard == nil {
-		return shard.Status{}
+		return keyspace.Status{}
 	}
 	return n.shard.w.Status()
 }

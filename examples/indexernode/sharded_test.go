@@ -14,8 +14,8 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/scatter/shard"
-	"github.com/indexkit/indexkit/scatter/shard/querynode"
+	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/querynode"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -30,9 +30,9 @@ func TestShardedIngestNodeLookups(t *testing.T) {
 	// A real query node on 127.0.0.1, in the layout the ingest node loads.
 	qsrv := httptest.NewServer(nil)
 	defer qsrv.Close()
-	layout := shard.Layout{
-		Epoch: 1, Replication: 1, Phase: shard.PhaseStable,
-		Nodes:   []shard.Node{{Name: "query-0", URL: qsrv.URL}},
+	layout := keyspace.Layout{
+		Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes:   []keyspace.Node{{Name: "query-0", URL: qsrv.URL}},
 		Current: []string{"query-0"},
 		Writers: []string{"ingest-0"},
 	}
@@ -45,7 +45,7 @@ func TestShardedIngestNodeLookups(t *testing.T) {
 	defer qn.Close()
 	qsrv.Config.Handler = qn.Handler()
 	layoutFile := filepath.Join(t.TempDir(), "layout.json")
-	if err := shard.Save(layoutFile, layout); err != nil {
+	if err := keyspace.Save(layoutFile, layout); err != nil {
 		t.Fatal(err)
 	}
 

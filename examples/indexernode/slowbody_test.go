@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 )
 
 // The slow-body attack of issue 27: 1,500 connections from 100 source

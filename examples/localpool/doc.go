@@ -48,14 +48,14 @@
 // # Sharded pools
 //
 // With Config.Sharded the pool runs the keyspace-sharded layers of package
-// scatter/shard: query node roles "query-<i>" (examples/query), the
+// scatter/keyspace: query node roles "query-<i>" (examples/query), the
 // indexers as ingest nodes writing to them through durable outboxes, and
 // the front end reading the layout. The layout file ([LayoutFile] in
 // Dir, the one source of the epoch) and the query nodes' token
 // ([ShardTokenFile]) are written at [Start]; every sharded role re-reads
 // the layout on SIGHUP (a direct call in goroutine mode).
 // [Pool.AddQueryNode] and [Pool.RemoveQueryNode] change the ring through a
-// shard.Coordinator, live; [Pool.ShardSnapshot] reports the query layer
+// keyspace.Coordinator, live; [Pool.ShardSnapshot] reports the query layer
 // and [Pool.CheckQueryNode] checks one query node on its own keys.
 // [Pool.AddIndexer] adds the new ingest node to the layout's writers (in
 // a new epoch) before it starts it.

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // The end-to-end fault tests of this package (e2e_*_test.go) start a whole

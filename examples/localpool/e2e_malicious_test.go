@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // TestE2EMaliciousPublishers: three faulty publishers beside two honest

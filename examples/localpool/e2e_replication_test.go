@@ -9,9 +9,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // TestE2EReplicationIndexerDown: with replication 2 over 3 indexers every

@@ -10,7 +10,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // shardAds is each publisher's chain length in the sharded tests.
@@ -263,7 +263,7 @@ func TestShardedJoinLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps []string
-	log := func(a shard.Action) { steps = append(steps, a.Kind.String()+" "+a.Why) }
+	log := func(a keyspace.Action) { steps = append(steps, a.Kind.String()+" "+a.Why) }
 	name, err := p.AddQueryNode(ctx, log)
 	if err != nil {
 		convDumpLogs(t, p)
@@ -280,7 +280,7 @@ func TestShardedJoinLeave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Phase != shard.PhaseStable || len(l.Current) != 4 {
+	if l.Phase != keyspace.PhaseStable || len(l.Current) != 4 {
 		t.Fatalf("layout after the changes: %+v", l)
 	}
 	convSettled(ctx, t, p, shardAds)

@@ -16,12 +16,12 @@ import (
 
 	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // RoleCommand is the hidden subcommand that runs one role in processes

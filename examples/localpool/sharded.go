@@ -22,7 +22,7 @@ import (
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/freeport"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // Sharded configures the keyspace-sharded layers of a pool
@@ -113,20 +113,20 @@ func (p *Pool) initSharded() error {
 		return err
 	}
 	p.shardToken = tok
-	l := shard.Layout{Epoch: 1, Replication: sc.Replication, Phase: shard.PhaseStable}
+	l := keyspace.Layout{Epoch: 1, Replication: sc.Replication, Phase: keyspace.PhaseStable}
 	for i := range sc.Config().QueryNodes {
 		r, err := p.addQueryRole(i)
 		if err != nil {
 			return err
 		}
-		l.Nodes = append(l.Nodes, shard.Node{Name: r.name, URL: r.url("query")})
+		l.Nodes = append(l.Nodes, keyspace.Node{Name: r.name, URL: r.url("query")})
 		l.Current = append(l.Current, r.name)
 	}
 	p.order = append(slices.Clone(p.queries), p.order...)
 	for i := range p.cfg.Indexers {
 		l.Writers = append(l.Writers, IndexerName(i))
 	}
-	return shard.Save(p.layoutPath(), l)
+	return keyspace.Save(p.layoutPath(), l)
 }
 
 // Config returns s with the defaults filled in.
@@ -139,11 +139,11 @@ func (s *Sharded) Config() Sharded {
 func (p *Pool) layoutPath() string { return filepath.Join(p.cfg.Dir, LayoutFile) }
 
 // Layout returns the layout in force (the file's).
-func (p *Pool) Layout() (shard.Layout, error) {
+func (p *Pool) Layout() (keyspace.Layout, error) {
 	if p.cfg.Sharded == nil {
-		return shard.Layout{}, fmt.Errorf("layout: %w: the pool is not sharded", ErrConfig)
+		return keyspace.Layout{}, fmt.Errorf("layout: %w: the pool is not sharded", ErrConfig)
 	}
-	return shard.Load(p.layoutPath())
+	return keyspace.Load(p.layoutPath())
 }
 
 // QueryNodes returns the names of the query node roles, in order of
@@ -175,7 +175,7 @@ func (p *Pool) shardedIndexerArgs(r *role) []string {
 
 // reloadLayout has every running sharded role load the layout file: a
 // SIGHUP to each process, or a direct call in goroutine mode.
-func (p *Pool) reloadLayout(ctx context.Context, _ shard.Layout) error {
+func (p *Pool) reloadLayout(ctx context.Context, _ keyspace.Layout) error {
 	p.mu.Lock()
 	var runs []*run
 	for _, name := range p.order {
@@ -206,8 +206,8 @@ func (p *Pool) reloadLayout(ctx context.Context, _ shard.Layout) error {
 	return errors.Join(errs...)
 }
 
-// coordinator is a shard.Coordinator over the pool's roles.
-func (p *Pool) coordinator(onAction func(shard.Action)) (*shard.Coordinator, error) {
+// coordinator is a keyspace.Coordinator over the pool's roles.
+func (p *Pool) coordinator(onAction func(keyspace.Action)) (*keyspace.Coordinator, error) {
 	p.mu.Lock()
 	ingest := map[string]string{}
 	for _, name := range p.indexers {
@@ -215,7 +215,7 @@ func (p *Pool) coordinator(onAction func(shard.Action)) (*shard.Coordinator, err
 	}
 	fronts := []string{p.roles[RoleScatter].url("find")}
 	p.mu.Unlock()
-	return shard.NewCoordinator(shard.CoordinatorConfig{
+	return keyspace.NewCoordinator(keyspace.CoordinatorConfig{
 		LayoutPath: p.layoutPath(), Ingest: ingest, Fronts: fronts, Token: p.shardToken,
 		Reload: p.reloadLayout, Poll: 100 * time.Millisecond,
 		Logger: p.cfg.Logger.With("part", "coordinator"), OnAction: onAction,
@@ -227,7 +227,7 @@ func (p *Pool) coordinator(onAction func(shard.Action)) (*shard.Coordinator, err
 // nodes write to both, reads move to it once it has caught up, and the
 // old owners then drop what moved. It returns the new role's name once
 // the change is done. onAction, when not nil, sees each step.
-func (p *Pool) AddQueryNode(ctx context.Context, onAction func(shard.Action)) (string, error) {
+func (p *Pool) AddQueryNode(ctx context.Context, onAction func(keyspace.Action)) (string, error) {
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
 	if p.cfg.Sharded == nil {
@@ -253,7 +253,7 @@ func (p *Pool) AddQueryNode(ctx context.Context, onAction func(shard.Action)) (s
 	if err != nil {
 		return r.name, err
 	}
-	if err := co.Drive(ctx, shard.Goal{Join: &shard.Node{Name: r.name, URL: r.url("query")}}); err != nil {
+	if err := co.Drive(ctx, keyspace.Goal{Join: &keyspace.Node{Name: r.name, URL: r.url("query")}}); err != nil {
 		return r.name, fmt.Errorf("add query node %s: %w", r.name, err)
 	}
 	return r.name, nil
@@ -262,7 +262,7 @@ func (p *Pool) AddQueryNode(ctx context.Context, onAction func(shard.Action)) (s
 // RemoveQueryNode drains a query node: its ranges are copied to the nodes
 // that take them over, reads move, and then the pool stops it. It may be
 // stopped or killed already (its ranges are copied from the other owners).
-func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(shard.Action)) error {
+func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(keyspace.Action)) error {
 	p.opMu.Lock()
 	defer p.opMu.Unlock()
 	if p.cfg.Sharded == nil {
@@ -279,7 +279,7 @@ func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(s
 	if err != nil {
 		return err
 	}
-	if err := co.Drive(ctx, shard.Goal{Leave: name}); err != nil {
+	if err := co.Drive(ctx, keyspace.Goal{Leave: name}); err != nil {
 		return fmt.Errorf("remove query node %s: %w", name, err)
 	}
 	if err := p.stop(name, false); err != nil && !errors.Is(err, ErrStopped) {
@@ -309,7 +309,7 @@ func (p *Pool) CheckQueryNode(ctx context.Context, name string, entries []publis
 	if err != nil {
 		return Check{}, err
 	}
-	pl, err := shard.NewPlacement(l)
+	pl, err := keyspace.NewPlacement(l)
 	if err != nil {
 		return Check{}, err
 	}
@@ -344,17 +344,17 @@ type QueryNodeState struct {
 	// Multihashes is its index's count (or estimate) from GET /stats.
 	Multihashes int64
 	// Copy and Drop are its last copy and drop.
-	Copy, Drop *shard.Task
+	Copy, Drop *keyspace.Task
 }
 
 // ShardState is the sharded layers at one moment.
 type ShardState struct {
-	Layout shard.Layout
+	Layout keyspace.Layout
 	// Query are the query nodes of the layout, in its order.
 	Query []QueryNodeState
 	// Ingest are the ingest nodes' statuses (epoch, outboxes), by name;
 	// one that did not answer is missing.
-	Ingest map[string]shard.Status
+	Ingest map[string]keyspace.Status
 }
 
 // shareSamples is the number of keyspace positions a share is
@@ -368,19 +368,19 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl, err := shard.NewPlacement(l)
+	pl, err := keyspace.NewPlacement(l)
 	if err != nil {
 		return nil, err
 	}
-	st := &ShardState{Layout: l, Ingest: map[string]shard.Status{}}
+	st := &ShardState{Layout: l, Ingest: map[string]keyspace.Status{}}
 	read := make([]float64, len(l.Nodes))
 	nextShare := map[string]float64{}
-	var nextPl *shard.Placement
-	if l.Phase != shard.PhaseStable {
+	var nextPl *keyspace.Placement
+	if l.Phase != keyspace.PhaseStable {
 		nl := l.Clone()
-		nl.Current, nl.Next, nl.Phase = nl.Next, nil, shard.PhaseStable
-		nl.Nodes = slices.DeleteFunc(nl.Nodes, func(n shard.Node) bool { return !slices.Contains(nl.Current, n.Name) })
-		if nextPl, err = shard.NewPlacement(nl); err != nil {
+		nl.Current, nl.Next, nl.Phase = nl.Next, nil, keyspace.PhaseStable
+		nl.Nodes = slices.DeleteFunc(nl.Nodes, func(n keyspace.Node) bool { return !slices.Contains(nl.Current, n.Name) })
+		if nextPl, err = keyspace.NewPlacement(nl); err != nil {
 			return nil, err
 		}
 	}
@@ -397,8 +397,8 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 	}
 	for i, n := range l.Nodes {
 		q := QueryNodeState{Name: n.Name, URL: n.URL, Share: read[i] / shareSamples, NextShare: nextShare[n.Name]}
-		var s shard.Status
-		if err := p.getJSON(ctx, n.URL+shard.PathStatus, &s); err == nil {
+		var s keyspace.Status
+		if err := p.getJSON(ctx, n.URL+keyspace.PathStatus, &s); err == nil {
 			q.Up, q.Ready, q.Epoch, q.Copy, q.Drop = true, s.Ready, s.Epoch, s.Copy, s.Drop
 		}
 		var hs struct{ EntriesCount int64 }
@@ -408,8 +408,8 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 		st.Query = append(st.Query, q)
 	}
 	for _, name := range p.Indexers() {
-		var s shard.Status
-		if err := p.getJSON(ctx, p.role(name).url("find")+shard.PathStatus, &s); err == nil {
+		var s keyspace.Status
+		if err := p.getJSON(ctx, p.role(name).url("find")+keyspace.PathStatus, &s); err == nil {
 			st.Ingest[name] = s
 		}
 	}
@@ -420,7 +420,7 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 // and ring come from the layout file, which [layoutScatter.ReloadLayout]
 // reads again.
 func (p *Pool) newShardedScatter(ctx context.Context, cfg scatternode.Config, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
-	l, err := shard.Load(p.layoutPath())
+	l, err := keyspace.Load(p.layoutPath())
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +450,7 @@ type layoutScatter struct {
 // ReloadLayout reads the layout file and rebuilds the front end's
 // backends and ring from it.
 func (s *layoutScatter) ReloadLayout() error {
-	l, err := shard.Load(s.path)
+	l, err := keyspace.Load(s.path)
 	if err != nil {
 		return err
 	}
@@ -467,7 +467,7 @@ func (p *Pool) addWriter(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if l.Phase != shard.PhaseStable {
+	if l.Phase != keyspace.PhaseStable {
 		return fmt.Errorf("writer %s: the layout is in phase %s: add it once the change is done", name, l.Phase)
 	}
 	if slices.Contains(l.Writers, name) {
@@ -475,7 +475,7 @@ func (p *Pool) addWriter(ctx context.Context, name string) error {
 	}
 	l.Epoch++
 	l.Writers = append(l.Writers, name)
-	if err := shard.Save(p.layoutPath(), l); err != nil {
+	if err := keyspace.Save(p.layoutPath(), l); err != nil {
 		return err
 	}
 	return p.reloadLayout(ctx, l)

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/assigner/admin"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/freeze"
+	"github.com/indexkit/indexkit/ingest/admin"
 )
 
 // Snapshot is the pool as its roles report it at one moment: what the

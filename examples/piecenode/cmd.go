@@ -15,8 +15,8 @@ import (
 	leveldb "github.com/ipfs/go-ds-leveldb"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 	pieceredis "github.com/indexkit/indexkit/piece/redis"
 )

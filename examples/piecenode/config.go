@@ -9,8 +9,8 @@ import (
 	"github.com/ipfs/go-datastore"
 	"github.com/libp2p/go-libp2p/core/crypto"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
-	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
-	"github.com/indexkit/indexkit/internal/cli"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
 )

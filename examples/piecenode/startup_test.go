@@ -13,7 +13,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 )
 
 // runFails runs the piece program in this process with args, expects it

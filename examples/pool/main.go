@@ -16,10 +16,10 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/internal/cli"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 func main() {
@@ -214,7 +214,7 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 				return
 			case <-time.After(o.joinAfter):
 			}
-			name, err := p.AddQueryNode(ctx, func(a shard.Action) {
+			name, err := p.AddQueryNode(ctx, func(a keyspace.Action) {
 				fmt.Fprintf(stdout, "RING %s: %s\n", a.Kind, a.Why)
 			})
 			if err == nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // tinyPool are the flags of a small, quick pool: one publisher, one

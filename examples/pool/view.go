@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/indexkit/indexkit/examples/localpool"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // view renders snapshots as plain lines: a block per refresh, and a line
@@ -158,7 +158,7 @@ func upDown(up bool) string {
 func (v *view) shards(s *localpool.ShardState) {
 	l := s.Layout
 	change := ""
-	if l.Phase != shard.PhaseStable {
+	if l.Phase != keyspace.PhaseStable {
 		change = fmt.Sprintf(" (ring %v → %v)", l.Current, l.Next)
 	}
 	fmt.Fprintf(v.w, "  query layer: epoch %d, %s%s, R=%d\n", l.Epoch, l.Phase, change, l.Replication)
@@ -172,7 +172,7 @@ func (v *view) shards(s *localpool.ShardState) {
 			state = "catching up"
 		}
 		next := "-"
-		if l.Phase != shard.PhaseStable {
+		if l.Phase != keyspace.PhaseStable {
 			next = fmt.Sprintf("%.0f%%", 100*q.NextShare)
 		}
 		task := ""

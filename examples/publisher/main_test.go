@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // TestBinary runs the command as a process: it serves a truth that grows

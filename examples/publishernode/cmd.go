@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // fileConfig is the configuration of a publisher process: the JSON config

@@ -27,7 +27,7 @@
 //
 // # Model
 //
-// A [Publisher] is one generated chain (internal/chaingen) with its
+// A [Publisher] is one generated chain (ingest/chaingen) with its
 // Ed25519 identity, which is also the provider of every ad: ordinary ads
 // of [Spec.Entries] multihashes in chunks of [Spec.ChunkSize], and every
 // [Spec.RemoveEvery]th ad a removal, every [Spec.UpdateEvery]th a

@@ -19,8 +19,8 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/announce"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 // StateFile is the file in -dir that keeps the publishers' positions.

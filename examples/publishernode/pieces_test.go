@@ -7,7 +7,7 @@ import (
 
 	"github.com/ipfs/go-cid"
 
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
 

@@ -14,9 +14,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 	"github.com/indexkit/indexkit/internal/localonly"
 )
 
@@ -131,7 +131,7 @@ func (s Spec) chainConfig(ads int) chaingen.Config {
 }
 
 // Publisher is one generated IPNI publisher: a deterministic, signed
-// advertisement chain (internal/chaingen) served over ipnisync HTTP, with
+// advertisement chain (ingest/chaingen) served over ipnisync HTTP, with
 // its ground truth. It is an http.Handler: /ipni/v1/ad/head and
 // /ipni/v1/ad/{cid} (the publisher protocol) and GET /truth (see
 // [Publisher.Truth]). It is safe for concurrent use.

@@ -14,7 +14,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/piece"
 )
 

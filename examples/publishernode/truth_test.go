@@ -8,8 +8,8 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/schema"
-	"github.com/indexkit/indexkit/internal/chaingen"
 )
 
 // TestTruthRemoved: the truth's Removed are exactly the multihashes that

@@ -1,5 +1,5 @@
 // Command query runs a query node of a keyspace-sharded IPNI layer
-// (package scatter/shard): it holds the index of the ranges a layout file
+// (package scatter/keyspace): it holds the index of the ranges a layout file
 // gives it, written by ingest nodes (examples/indexer -layout) through an
 // authenticated batch API, and answers the find API for them. A front end
 // (examples/scatter -layout) routes each lookup to a key's owners.

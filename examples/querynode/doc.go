@@ -1,7 +1,7 @@
 // Package querynode is a query node of the keyspace-sharded layer as an
 // importable package: an index store (Pebble by default) that ingest nodes
 // write to through the batched, authenticated write API of
-// scatter/shard/querynode, and that answers the find API (and Delegated
+// scatter/keyspace/querynode, and that answers the find API (and Delegated
 // Routing V1) for the ranges the layout gives it. It talks to no
 // publisher. examples/query is the same node as a program.
 //
@@ -24,7 +24,7 @@
 // The shard API's writes need Config.Token when one is set; without one
 // they are taken only to a loopback Host or a name of Config.ShardHosts,
 // and never from a web page (see the Security section of
-// scatter/shard/querynode).
+// scatter/keyspace/querynode).
 //
 // # Lifecycle
 //

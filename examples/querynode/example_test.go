@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/indexkit/indexkit/examples/querynode"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // A query node on its own: the layout file names it, no writer is listed,
@@ -24,9 +24,9 @@ func Example() {
 		panic(err)
 	}
 	layout := filepath.Join(dir, "layout.json")
-	l := shard.Layout{Epoch: 1, Replication: 1, Phase: shard.PhaseStable,
-		Nodes: []shard.Node{{Name: "q1", URL: "http://" + ln.Addr().String()}}, Current: []string{"q1"}}
-	if err := shard.Save(layout, l); err != nil {
+	l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes: []keyspace.Node{{Name: "q1", URL: "http://" + ln.Addr().String()}}, Current: []string{"q1"}}
+	if err := keyspace.Save(layout, l); err != nil {
 		panic(err)
 	}
 
@@ -40,11 +40,11 @@ func Example() {
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
 
-	resp, err := http.Get(n.URL() + shard.PathStatus)
+	resp, err := http.Get(n.URL() + keyspace.PathStatus)
 	if err != nil {
 		panic(err)
 	}
-	var st shard.Status
+	var st keyspace.Status
 	json.NewDecoder(resp.Body).Decode(&st)
 	resp.Body.Close()
 	fmt.Println(st.Role, st.Name, "epoch", st.Epoch, "ready", st.Ready)

@@ -13,12 +13,12 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
+	"github.com/indexkit/indexkit/scatter/keyspace"
+	qn "github.com/indexkit/indexkit/scatter/keyspace/querynode"
 	"github.com/indexkit/indexkit/scatter/routing"
-	"github.com/indexkit/indexkit/scatter/shard"
-	qn "github.com/indexkit/indexkit/scatter/shard/querynode"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 	"github.com/indexkit/indexkit/store/pebble"
@@ -31,7 +31,7 @@ type Config struct {
 	Dir string
 	// Name is the node's name in the layout. Required.
 	Name string
-	// Layout is the layout file ([shard.Load]). Required.
+	// Layout is the layout file ([keyspace.Load]). Required.
 	Layout string
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
@@ -108,7 +108,7 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l, err := shard.Load(cfg.Layout)
+	l, err := keyspace.Load(cfg.Layout)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 	conv := health.NewHandler(health.Config{Store: n.st, Logger: log})
 	mux.Handle("/health", conv)
 	mux.Handle("/stats", conv)
-	mux.Handle(shard.PathPrefix, n.node.Handler())
+	mux.Handle(keyspace.PathPrefix, n.node.Handler())
 	n.srv = cli.NewHTTPServer(mux, log)
 	// A batch of 64 MiB on a slow link takes longer than the default
 	// timeouts allow.
@@ -171,7 +171,7 @@ func (n *Node) Store() store.Store { return n.st }
 // ReloadLayout re-reads the layout file; a layout that does not load or
 // is older than the one in force is refused and the node keeps its own.
 func (n *Node) ReloadLayout() error {
-	l, err := shard.Load(n.cfg.Layout)
+	l, err := keyspace.Load(n.cfg.Layout)
 	if err != nil {
 		return err
 	}

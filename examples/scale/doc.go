@@ -30,7 +30,7 @@
 //	-sharded        0         also run the keyspace-sharded layer: the node as an ingest node, this many query nodes
 //	-replication    0         owners of each key with -sharded (0: 2)
 //	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)
-//	-join           false     with -sharded, then add one query node through a shard.Coordinator
+//	-join           false     with -sharded, then add one query node through a keyspace.Coordinator
 //	-dir            ""        where the temporary directory goes (default $TMPDIR)
 //	-keep           false     keep the temporary directory: the node's data and log
 //	-node-flag      (none)    a node flag, repeatable: -node-flag=-log-level=warn

@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/internal/scale"
-	"github.com/indexkit/indexkit/internal/cli"
 )
 
 func main() {

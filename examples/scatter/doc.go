@@ -12,7 +12,7 @@
 //	-metrics ADDR            Prometheus GET /metrics address (default 127.0.0.1:8081; "" disables)
 //	-backends URL[,URL...]   backend find API base URLs; may be repeated
 //	-config FILE             config file (below), re-read on SIGHUP
-//	-layout FILE             scatter/shard layout of a keyspace-sharded query layer (below),
+//	-layout FILE             scatter/keyspace layout of a keyspace-sharded query layer (below),
 //	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
@@ -92,7 +92,7 @@
 //
 // # Layout
 //
-// -layout FILE reads a scatter/shard layout (the JSON file shard.Save
+// -layout FILE reads a scatter/keyspace layout (the JSON file keyspace.Save
 // writes and every process of the two layers re-reads on SIGHUP): the
 // backends are the URLs of its read nodes and the ring its read ring —
 // the Current ring, or the Next one from phase "moved" on — with its

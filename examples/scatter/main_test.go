@@ -24,7 +24,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	findapi "github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"

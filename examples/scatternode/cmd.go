@@ -22,9 +22,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // options are the command-line flags.
@@ -77,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
-	fs.StringVar(&o.layoutPath, "layout", "", "scatter/shard layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
+	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
 	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+DefaultLayoutHedge.String()+")")
@@ -155,7 +155,7 @@ type config struct {
 	Timeout  time.Duration
 	Ring     *ringConfig // nil: ask every backend
 	// Layout is the -layout file's (Backends and Ring are then empty).
-	Layout *shard.Layout
+	Layout *keyspace.Layout
 }
 
 func (c config) equal(o config) bool {
@@ -255,7 +255,7 @@ func loadLayoutConfig(o *options) (config, error) {
 			cfg.Timeout = d
 		}
 	}
-	l, err := shard.Load(o.layoutPath)
+	l, err := keyspace.Load(o.layoutPath)
 	if err != nil {
 		return config{}, fmt.Errorf("layout: %w", err)
 	}

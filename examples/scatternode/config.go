@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/scatter"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // Config is the typed configuration of a front end. Its zero value is
@@ -33,20 +33,20 @@ type Config struct {
 	// every backend and merges their answers.
 	//
 	// A ring gives complete answers only over backends whose data was
-	// placed by the same ring (the query layer of package scatter/shard,
+	// placed by the same ring (the query layer of package scatter/keyspace,
 	// which Layout describes). Over a publisher-sharded pool, where each
 	// indexer holds the multihashes of its publishers, the answers look
 	// complete and are not.
 	Ring *Ring
 	// Layout, when not nil, is the keyspace-sharded query layer to read
-	// from (a scatter/shard layout, as its file holds it): the backends are
-	// the URLs of its read nodes (shard.Placement.ReadNodes) and the ring
+	// from (a scatter/keyspace layout, as its file holds it): the backends are
+	// the URLs of its read nodes (keyspace.Placement.ReadNodes) and the ring
 	// its read ring (Placement.ReadRing), so that a Reload with the next
 	// epoch's layout moves reads as the layout says. Backends must then be
 	// empty or those URLs (as [Scatter.Config] returns them), and Ring nil.
-	// The front end reports the layout's epoch at GET shard.PathStatus (0
+	// The front end reports the layout's epoch at GET keyspace.PathStatus (0
 	// without a layout).
-	Layout *shard.Layout
+	Layout *keyspace.Layout
 	// Hedge, with a Ring or a Layout, asks a key's owners one after the
 	// other: the next when Hedge passes without a complete answer, or at
 	// once when those asked failed (scatter.WithHedge). 0 asks them all at
@@ -154,7 +154,7 @@ func (c Config) normalizedLayout() (Config, error) {
 	if c.Ring != nil {
 		return c, errors.New("Ring must be nil with a Layout, which gives the ring")
 	}
-	p, err := shard.NewPlacement(*c.Layout)
+	p, err := keyspace.NewPlacement(*c.Layout)
 	if err != nil {
 		return c, fmt.Errorf("Layout: %w", err)
 	}

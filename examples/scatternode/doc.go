@@ -35,11 +35,11 @@
 // # Keyspace-sharded query layer
 //
 // [Config.Layout] (the binary's -layout file) points the front end at the
-// query layer of package scatter/shard: the backends are the layout's read
+// query layer of package scatter/keyspace: the backends are the layout's read
 // nodes and the ring its read ring, each lookup takes the first complete
 // answer of its key's owners, and a Reload with the next epoch's layout
 // moves reads as the layout says (to the Next ring in phase moved). GET
-// shard.PathStatus answers a shard.Status of role "frontend" with the
+// keyspace.PathStatus answers a keyspace.Status of role "frontend" with the
 // epoch of the layout in force (0 without one).
 //
 // # Lifecycle

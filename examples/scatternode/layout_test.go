@@ -26,7 +26,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/scatter/find"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -106,12 +106,12 @@ func TestLayoutFile(t *testing.T) {
 		t.Cleanup(n.srv.Close)
 		nodes[i] = n
 	}
-	stable := shard.Layout{Epoch: 1, Replication: 2, Phase: shard.PhaseStable}
+	stable := keyspace.Layout{Epoch: 1, Replication: 2, Phase: keyspace.PhaseStable}
 	for _, n := range nodes[:3] {
-		stable.Nodes = append(stable.Nodes, shard.Node{Name: n.name, URL: n.srv.URL})
+		stable.Nodes = append(stable.Nodes, keyspace.Node{Name: n.name, URL: n.srv.URL})
 		stable.Current = append(stable.Current, n.name)
 	}
-	copying, err := stable.Join(shard.Node{Name: nodes[3].name, URL: nodes[3].srv.URL})
+	copying, err := stable.Join(keyspace.Node{Name: nodes[3].name, URL: nodes[3].srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,11 @@ func TestLayoutFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := shard.NewPlacement(stable)
+	before, err := keyspace.NewPlacement(stable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := shard.NewPlacement(moved)
+	after, err := keyspace.NewPlacement(moved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestLayoutFile(t *testing.T) {
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "layout.json")
-	if err := shard.Save(path, stable); err != nil {
+	if err := keyspace.Save(path, stable); err != nil {
 		t.Fatal(err)
 	}
 	var stderr lockedBuffer
@@ -177,14 +177,14 @@ func TestLayoutFile(t *testing.T) {
 		}
 	}
 
-	status := func() shard.Status {
+	status := func() keyspace.Status {
 		t.Helper()
-		resp, err := http.Get(front + shard.PathStatus)
+		resp, err := http.Get(front + keyspace.PathStatus)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var st shard.Status
+		var st keyspace.Status
 		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("status: %d, %v", resp.StatusCode, err)
 		}
@@ -192,7 +192,7 @@ func TestLayoutFile(t *testing.T) {
 	}
 	// lookups finds every key through the front end and checks that each
 	// asked only read owners of p.
-	lookups := func(p *shard.Placement) {
+	lookups := func(p *keyspace.Placement) {
 		t.Helper()
 		for _, n := range nodes {
 			n.reset()
@@ -232,10 +232,10 @@ func TestLayoutFile(t *testing.T) {
 			}
 		}
 	}
-	reload := func(l *shard.Layout, raw string, wantEpoch uint64, wantLog string) {
+	reload := func(l *keyspace.Layout, raw string, wantEpoch uint64, wantLog string) {
 		t.Helper()
 		if l != nil {
-			if err := shard.Save(path, *l); err != nil {
+			if err := keyspace.Save(path, *l); err != nil {
 				t.Fatal(err)
 			}
 		} else if err := os.WriteFile(path, []byte(raw), 0o644); err != nil {
@@ -288,8 +288,8 @@ func TestLayoutFile(t *testing.T) {
 // the field named; Config returns the read nodes' URLs, and giving them
 // back is accepted.
 func TestConfigLayout(t *testing.T) {
-	l := shard.Layout{Epoch: 7, Replication: 1, Phase: shard.PhaseStable,
-		Nodes:   []shard.Node{{Name: "a", URL: "http://127.0.0.1:1/"}, {Name: "b", URL: "HTTP://127.0.0.1:2"}},
+	l := keyspace.Layout{Epoch: 7, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes:   []keyspace.Node{{Name: "a", URL: "http://127.0.0.1:1/"}, {Name: "b", URL: "HTTP://127.0.0.1:2"}},
 		Current: []string{"a", "b"}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,13 +13,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/routing"
-	"github.com/indexkit/indexkit/scatter/shard"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -143,7 +143,7 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 	case cfg.Layout != nil:
 		// The read ring's backend i is ReadNodes()[i], whose URL is
 		// cfg.Backends[i]; WithBackendNames names them by URL.
-		p, err := shard.NewPlacement(*cfg.Layout)
+		p, err := keyspace.NewPlacement(*cfg.Layout)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter/find"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 
@@ -37,15 +37,15 @@ func (s *Scatter) handler() http.Handler {
 	mux.Handle("/status.json", s.status) // the page's JSON status (scatter/web)
 	mux.Handle("/health", s.conv)        // scatter/find/health: every method, for OPTIONS
 	mux.Handle("/stats", s.conv)         // the sums of the backends' /stats
-	mux.HandleFunc("GET "+shard.PathStatus, s.shardStatus)
+	mux.HandleFunc("GET "+keyspace.PathStatus, s.shardStatus)
 	return mux
 }
 
-// shardStatus serves GET shard.PathStatus: the front end's role and the
+// shardStatus serves GET keyspace.PathStatus: the front end's role and the
 // epoch of the layout it reads by (0 without one), which a
-// shard.Coordinator waits for before it publishes the next epoch.
+// keyspace.Coordinator waits for before it publishes the next epoch.
 func (s *Scatter) shardStatus(w http.ResponseWriter, r *http.Request) {
-	st := shard.Status{Role: "frontend", Epoch: s.Config().epoch()}
+	st := keyspace.Status{Role: "frontend", Epoch: s.Config().epoch()}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(st)

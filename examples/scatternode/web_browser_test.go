@@ -19,7 +19,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/metadata"
-	"github.com/indexkit/indexkit/internal/browsertest"
+	"github.com/indexkit/indexkit/internal/testbed/browsertest"
 	"github.com/indexkit/indexkit/scatter/web"
 )
 

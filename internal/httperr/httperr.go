@@ -1,6 +1,6 @@
 // Package httperr holds the one error type every indexkit HTTP client
 // returns for an answer with an unexpected status. The public client
-// packages (assigner/admin, handoff, ingest/ipnisync, scatter/find) expose
+// packages (ingest/admin, handoff, ingest/ipnisync, scatter/find) expose
 // it as a type alias, StatusError, so that errors.As with any of them
 // matches the error of every client.
 //

@@ -79,22 +79,24 @@ var rules = []rule{
 	// The packages that build on the leaves.
 	{pkg: "ingest", allow: []string{"store", "ingest/...", "internal/..."},
 		why: "ingest -> store, ingest/*"},
-	{pkg: "handoff", allow: []string{"ingest", "ingest/...", "store", "store/...", "scatter/find", "freeze", "assigner/admin", "internal/..."},
-		why: "handoff -> ingest, store (and their subpackages); scatter/find for the /providers model; and the leaves it implements the indexer's side of the admin contract with: assigner/admin (whose sentinels it shares) and freeze"},
-	{pkg: "assigner/...", allow: []string{"handoff", "ingest/announce", "ingest/ipnisync", "ingest/netpolicy", "assigner/...", "internal/..."},
-		why: "assigner (and its subpackages) -> handoff, ingest/announce; and ingest/ipnisync with ingest/netpolicy to verify an unknown publisher's signed head before assigning it"},
-	{pkg: "assigner/admin", allow: []string{"freeze", "internal/httperr", "internal/localonly"},
-		why: "assigner/admin, the indexer admin API contract, imports only the leaf freeze (its ErrDisabled is the contract's), internal/httperr (the shared StatusError) and internal/localonly (the guard of an API without a token): the indexer and the assigner both build on it"},
+	{pkg: "handoff", allow: []string{"ingest", "ingest/...", "store", "store/...", "scatter/find", "freeze", "ingest/admin", "internal/..."},
+		why: "handoff -> ingest, store (and their subpackages); scatter/find for the /providers model; and the leaves it implements the indexer's side of the admin contract with: ingest/admin (whose sentinels it shares) and freeze"},
+	{pkg: "assigner/...", allow: []string{"ingest/admin", "ingest/announce", "ingest/ipnisync", "ingest/netpolicy", "assigner/...", "internal/..."},
+		why: "assigner (and its subpackages) -> the admin contract ingest/admin, ingest/announce; and ingest/ipnisync with ingest/netpolicy to verify an unknown publisher's signed head before assigning it (never handoff: the contract is a leaf both import)"},
+	{pkg: "ingest/chaingen", allow: []string{"store", "ingest/schema", "ingest/metadata"},
+		why: "ingest/chaingen, the test bed of generated advertisement chains with ground truth, builds on the leaves store, ingest/schema and ingest/metadata"},
+	{pkg: "ingest/admin", allow: []string{"freeze", "internal/httperr", "internal/localonly"},
+		why: "ingest/admin, the indexer admin API contract, imports only the leaf freeze (its ErrDisabled is the contract's), internal/httperr (the shared StatusError) and internal/localonly (the guard of an API without a token): the indexer and the assigner both build on it"},
 	{pkg: "scatter", allow: []string{"store", "scatter/find", "internal/..."},
 		why: "scatter -> store, scatter/find"},
-	{pkg: "scatter/shard", allow: []string{"store", "scatter", "scatter/find", "internal/..."},
-		why: "scatter/shard, keyspace layouts, the write wire form and the coordinator, -> scatter (the ring), scatter/find, store"},
-	{pkg: "scatter/shard/outbox", allow: []string{"internal/..."},
-		why: "scatter/shard/outbox, the durable queue of an ingest node, is a leaf: stdlib only"},
-	{pkg: "scatter/shard/querynode", allow: []string{"store", "scatter", "scatter/find", "scatter/find/...", "scatter/shard", "internal/..."},
-		why: "scatter/shard/querynode, a query node's write API over any store, -> scatter/shard and the find API"},
-	{pkg: "scatter/shard/writer", allow: []string{"store", "scatter/find", "scatter/shard", "scatter/shard/outbox", "scatter/shard/querynode", "internal/..."},
-		why: "scatter/shard/writer, the ingest layer's store, -> scatter/shard and its outbox (and scatter/shard/querynode, the real receiver its tests write to)"},
+	{pkg: "scatter/keyspace", allow: []string{"store", "scatter", "scatter/find", "internal/..."},
+		why: "scatter/keyspace, keyspace layouts, the write wire form and the coordinator, -> scatter (the ring), scatter/find, store"},
+	{pkg: "scatter/keyspace/writer/outbox", allow: []string{"internal/..."},
+		why: "scatter/keyspace/writer/outbox, the durable queue of an ingest node, is a leaf: stdlib only"},
+	{pkg: "scatter/keyspace/querynode", allow: []string{"store", "scatter", "scatter/find", "scatter/find/...", "scatter/keyspace", "internal/..."},
+		why: "scatter/keyspace/querynode, a query node's write API over any store, -> scatter/keyspace and the find API"},
+	{pkg: "scatter/keyspace/writer", allow: []string{"store", "scatter/find", "scatter/keyspace", "scatter/keyspace/writer/outbox", "scatter/keyspace/querynode", "internal/..."},
+		why: "scatter/keyspace/writer, the ingest layer's store, -> scatter/keyspace and its outbox (and scatter/keyspace/querynode, the real receiver its tests write to)"},
 	{pkg: "scatter/find", allow: []string{"store", "internal/..."},
 		why: "scatter/find, the IPNI find API, -> store"},
 	{pkg: "scatter/find/sample", allow: []string{"store", "internal/..."},
@@ -141,12 +143,21 @@ var engines = []struct {
 	{"github.com/cockroachdb/pebble", "store/pebble", ""}, // and pebble/v2, /vfs, ...
 	{"github.com/ipfs/go-ds-leveldb", "store/leveldb", ""},
 	{"github.com/syndtr/goleveldb", "store/leveldb", ""},
-	{"go.etcd.io/etcd", "lease/etcd", "internal/etcdtest"}, // client/v3, api/v3
+	{"go.etcd.io/etcd", "lease/etcd", "internal/testbed/etcdtest"}, // client/v3, api/v3
 }
 
 // isSuite reports whether a package is a conformance suite (storetest,
 // leasetest): only tests and examples/... import those.
-func isSuite(rel string) bool { return strings.HasSuffix(path.Base(rel), "test") }
+// isSuite reports whether rel is a conformance suite (a package whose name
+// ends in "test") or a public test bed: packages for tests and examples/...,
+// never for the library's own code.
+func isSuite(rel string) bool {
+	return strings.HasSuffix(path.Base(rel), "test") || slices.Contains(testBeds, rel)
+}
+
+// testBeds are public packages that, like the conformance suites, only
+// tests and examples/... import.
+var testBeds = []string{"ingest/chaingen"}
 
 func isExample(rel string) bool { return matches("examples/...", rel) }
 

@@ -1,6 +1,6 @@
 // Package localonly keeps web pages away from the HTTP APIs that are open
-// without a token on loopback: the indexer's admin API (assigner/admin),
-// a query node's write API (scatter/shard/querynode) and the generated
+// without a token on loopback: the indexer's admin API (ingest/admin),
+// a query node's write API (scatter/keyspace/querynode) and the generated
 // publisher's POST /halt. Listening on 127.0.0.1 keeps other machines
 // out, but not the browser of this machine: a page at any origin can
 // send a no-cors POST to 127.0.0.1 (it cannot read the answer, but the

@@ -22,8 +22,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/lease"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
 )

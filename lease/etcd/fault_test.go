@@ -1,7 +1,7 @@
 package etcd_test
 
 // Fault tests on a three-member etcd cluster with real processes. Each
-// test runs its own cluster (internal/etcdtest, 10 ms heartbeat, 100 ms
+// test runs its own cluster (internal/testbed/etcdtest, 10 ms heartbeat, 100 ms
 // election timeout), a fenced register (an HTTP server in the test
 // process, outside the lease store, that accepts a write only if
 // lease.CheckFence passes against the highest fence it accepted for the
@@ -55,7 +55,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/lease"
 )
 

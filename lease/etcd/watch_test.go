@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/lease"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
 )

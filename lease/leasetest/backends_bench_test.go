@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/etcdtest"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
 	"github.com/indexkit/indexkit/lease/memory"

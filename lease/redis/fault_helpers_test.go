@@ -19,7 +19,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indexkit/indexkit/internal/proctest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/lease"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )

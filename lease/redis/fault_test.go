@@ -40,7 +40,7 @@ package redis_test
 //     owner: no operation fails (go-redis answers NOSCRIPT with EVAL).
 //     TestScriptFlush covers the single-process case.
 //   - TestFaultNetworkDelay: 40 ms each way between the owner and Redis
-//     through internal/netproxy: the owner keeps its lease and writes.
+//     through internal/testbed/netproxy: the owner keeps its lease and writes.
 //   - TestFaultNetworkDelayBeyondMargin: requests delayed 1.2 s and
 //     answers 0.3 s (more than the margin; a round trip longer than the
 //     TTL): the owner's Done closes before the store grants the item to a
@@ -62,8 +62,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/netproxy"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/netproxy"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
 )
 

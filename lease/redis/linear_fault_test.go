@@ -13,14 +13,14 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indexkit/indexkit/internal/netproxy"
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/netproxy"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"
 )
 
-// Concurrent histories against a Redis reached through internal/netproxy,
+// Concurrent histories against a Redis reached through internal/testbed/netproxy,
 // with a network fault injected mid-history: from the delayFrom-th store
 // call of a history to the delayTo-th, every byte waits delayUp on its way
 // to Redis and delayDown on its way back (a round trip of 5 ms against a

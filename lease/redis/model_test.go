@@ -3,7 +3,7 @@ package redis_test
 import (
 	"testing"
 
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease/leasetest"
 )
 

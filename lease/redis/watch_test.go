@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	leaseredis "github.com/indexkit/indexkit/lease/redis"

@@ -8,7 +8,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 )
 
 // waitQueued waits (bounded) until n calls are queued.

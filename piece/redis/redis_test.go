@@ -14,7 +14,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indexkit/indexkit/internal/redistest"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/piecetest"
 	"github.com/indexkit/indexkit/piece/redis"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/internal/loopbench"
+	"github.com/indexkit/indexkit/internal/testbed/loopbench"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -18,7 +18,7 @@ import (
 // loopback HTTP (GET /multihash/{b58}, JSON), with 1, 16 and 64 client
 // goroutines on keep-alive connections, beside a raw net/http handler that
 // answers the same paths with the same bytes from a map, in the same run
-// and in alternating turns (internal/loopbench.Compare): x-raw-rate and
+// and in alternating turns (internal/testbed/loopbench.Compare): x-raw-rate and
 // x-raw-p99 are the ratios to the raw handler. examples/indexernode's
 // BenchmarkNodeFind measures the node's whole find listener the same way.
 //

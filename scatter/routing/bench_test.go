@@ -9,7 +9,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/internal/loopbench"
+	"github.com/indexkit/indexkit/internal/testbed/loopbench"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"

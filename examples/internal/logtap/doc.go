@@ -10,7 +10,7 @@
 // for a line: [Tap.Addr] returns the address of a named listener,
 // [Tap.WaitMsg] the fields of the first line with a given msg. So a pool
 // that starts a role on 127.0.0.1:0 learns its ports without parsing its
-// own copy of the logs, in the same way internal/proctest does for
+// own copy of the logs, in the same way internal/testbed/proctest does for
 // processes.
 //
 // # Lifecycle and concurrency

@@ -161,5 +161,5 @@ func (t *Tap) Addr(ctx context.Context, name string) (string, error) {
 }
 
 // Fields parses the key=value pairs of a slog text line, unquoting quoted
-// values (internal/logfields, which internal/proctest uses too).
+// values (internal/logfields, which internal/testbed/proctest uses too).
 func Fields(line string) map[string]string { return logfields.Parse(line) }

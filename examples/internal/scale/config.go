@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/indexkit/indexkit/internal/chaingen"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 )
 
 // The shapes of the chains ([Config.Shape]).
@@ -89,7 +89,7 @@ type Config struct {
 	// ShardBatchBytes (0: the writer's 1 MiB).
 	Sharded, Replication, ShardBatchBytes int
 	// Join, with Sharded, then adds one more query node with a
-	// shard.Coordinator and measures the move.
+	// keyspace.Coordinator and measures the move.
 	Join bool
 
 	// Dir is where the temporary directory is made ("": the system's).

@@ -5,7 +5,7 @@
 //
 // # What runs
 //
-// [Run] generates one chain per publisher with internal/chaingen's
+// [Run] generates one chain per publisher with ingest/chaingen's
 // chaingen.OnDemand (seed Config.Seed+i): ordinary ads of MhsPerAd
 // multihashes in chunks of ChunkSize ([ShapeAds]), or many small ads of
 // MinMhsPerAd to MhsPerAd multihashes, one context each, as Boost and
@@ -38,7 +38,7 @@
 //
 // With Config.Sharded N, after the node has stopped and before the
 // baseline, the same chains are ingested again by the keyspace-sharded
-// layer of scatter/shard: N query nodes ([ChildCommand] "query":
+// layer of scatter/keyspace: N query nodes ([ChildCommand] "query":
 // examples/query's querynode.Main, Pebble, each its own process on a
 // port of 127.0.0.1 picked before it starts, since the layout names it)
 // on a stable layout with Config.Replication owners per key, and the
@@ -57,7 +57,7 @@
 // through a front end ([ChildCommand] "scatter": examples/scatter
 // -layout, its default hedging) and by asking each key's first read
 // owner directly. With Config.Join, one more query node is started and
-// a shard.Coordinator drives its join (Reload: SIGHUP to every process):
+// a keyspace.Coordinator drives its join (Reload: SIGHUP to every process):
 // keys copied (the new node's Status.Copy.Keys), the copy's time (from
 // the copy request to the publication of PhaseMoved), the total (first
 // publication to done, the old owners' drops included) and the CPU of

@@ -21,8 +21,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/ingest/chaingen"
 )
 
 // rawBatch is the keys per batch commit, the node's ingest batch

@@ -20,8 +20,8 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
-	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/internal/scale"
-	"github.com/indexkit/indexkit/internal/chaingen"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -191,15 +191,15 @@ func testSharded(t *testing.T, exe string, join bool) {
 	if len(mhs) != 20_000 || r.Sharded.Total.Multihashes != 20_000 {
 		t.Fatalf("%d distinct multihashes generated, %d ingested; want 20,000", len(mhs), r.Sharded.Total.Multihashes)
 	}
-	layout, err := shard.Load(filepath.Join(filepath.Dir(sf.Nodes[0].Dir), "layout.json"))
+	layout, err := keyspace.Load(filepath.Join(filepath.Dir(sf.Nodes[0].Dir), "layout.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	place, err := shard.NewPlacement(layout)
+	place, err := keyspace.NewPlacement(layout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if layout.Phase != shard.PhaseStable || len(layout.Current) != nodes {
+	if layout.Phase != keyspace.PhaseStable || len(layout.Current) != nodes {
 		t.Fatalf("final layout %+v, want stable over %d nodes", layout, nodes)
 	}
 	var sum int64

@@ -2,7 +2,7 @@ package scale
 
 // The keyspace-sharded run (-sharded N): the node as an ingest node
 // writing through its outbox to N query nodes, each its own process; and
-// a join (-join) of one more query node driven by a shard.Coordinator.
+// a join (-join) of one more query node driven by a keyspace.Coordinator.
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/assigner/admin"
-	"github.com/indexkit/indexkit/scatter/shard"
+	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	storepebble "github.com/indexkit/indexkit/store/pebble"
 )
 
@@ -48,7 +48,7 @@ type ShardedFigures struct {
 	Walked time.Duration
 	// Outboxes is the ingest node's outbox towards each query node when
 	// the figures were taken: every one drained.
-	Outboxes map[string]shard.OutboxStatus
+	Outboxes map[string]keyspace.OutboxStatus
 	// Nodes are the query nodes, those of the join included.
 	Nodes []QueryNodeFigures
 	// Join is the join's, nil without Config.Join.
@@ -128,7 +128,7 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 	}
 	defer s.stop()
 
-	l := shard.Layout{Epoch: 1, Replication: c.Replication, Phase: shard.PhaseStable, Writers: []string{ingestName}}
+	l := keyspace.Layout{Epoch: 1, Replication: c.Replication, Phase: keyspace.PhaseStable, Writers: []string{ingestName}}
 	addrs := make([]string, c.Sharded)
 	for i := range c.Sharded {
 		name := "q" + strconv.Itoa(i+1)
@@ -137,10 +137,10 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 			return err
 		}
 		addrs[i] = a
-		l.Nodes = append(l.Nodes, shard.Node{Name: name, URL: "http://" + a})
+		l.Nodes = append(l.Nodes, keyspace.Node{Name: name, URL: "http://" + a})
 		l.Current = append(l.Current, name)
 	}
-	if err := shard.Save(s.layout, l); err != nil {
+	if err := keyspace.Save(s.layout, l); err != nil {
 		return err
 	}
 	for i, n := range l.Nodes {
@@ -267,14 +267,14 @@ func (s *sharded) stop() error {
 }
 
 // ingestStatus reads the ingest node's shard status.
-func (s *sharded) ingestStatus(ctx context.Context, hc *http.Client) (shard.Status, error) {
+func (s *sharded) ingestStatus(ctx context.Context, hc *http.Client) (keyspace.Status, error) {
 	return getStatus(ctx, hc, s.ingest.url("find"))
 }
 
 // getStatus reads the shard status served at base.
-func getStatus(ctx context.Context, hc *http.Client, base string) (shard.Status, error) {
-	var st shard.Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+shard.PathStatus, nil)
+func getStatus(ctx context.Context, hc *http.Client, base string) (keyspace.Status, error) {
+	var st keyspace.Status
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+keyspace.PathStatus, nil)
 	if err != nil {
 		return st, err
 	}
@@ -284,7 +284,7 @@ func getStatus(ctx context.Context, hc *http.Client, base string) (shard.Status,
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET %s: %s", shard.PathStatus, resp.Status)
+		return st, fmt.Errorf("GET %s: %s", keyspace.PathStatus, resp.Status)
 	}
 	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st)
 	return st, err
@@ -292,7 +292,7 @@ func getStatus(ctx context.Context, hc *http.Client, base string) (shard.Status,
 
 // waitDrained polls the ingest node's status until its outbox towards
 // every query node is empty, and returns the outboxes then.
-func (s *sharded) waitDrained(ctx context.Context, start time.Time) (map[string]shard.OutboxStatus, error) {
+func (s *sharded) waitDrained(ctx context.Context, start time.Time) (map[string]keyspace.OutboxStatus, error) {
 	hc := keepAliveClient(1)
 	defer hc.CloseIdleConnections()
 	tick := time.NewTicker(statusPoll)
@@ -327,7 +327,7 @@ func (s *sharded) waitDrained(ctx context.Context, start time.Time) (map[string]
 	}
 }
 
-// join adds one query node with a shard.Coordinator whose Reload sends
+// join adds one query node with a keyspace.Coordinator whose Reload sends
 // SIGHUP to every process, and measures the move into sf.Join.
 func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	addr, err := freeAddr()
@@ -346,31 +346,31 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	}
 	var start, copyAt, movedAt, dropAt time.Time
 	var sCopy, sMoved []procSample
-	coord, err := shard.NewCoordinator(shard.CoordinatorConfig{
+	coord, err := keyspace.NewCoordinator(keyspace.CoordinatorConfig{
 		LayoutPath: s.layout,
 		Ingest:     map[string]string{ingestName: s.ingest.url("find")},
 		Token:      s.token,
 		Poll:       50 * time.Millisecond,
 		Logger:     s.log.With("part", "coordinator"),
-		Reload: func(context.Context, shard.Layout) error {
+		Reload: func(context.Context, keyspace.Layout) error {
 			var errs []error
 			for _, p := range procs {
 				errs = append(errs, p.cmd.Process.Signal(syscall.SIGHUP))
 			}
 			return errors.Join(errs...)
 		},
-		OnAction: func(a shard.Action) {
+		OnAction: func(a keyspace.Action) {
 			now := time.Now()
 			switch {
-			case a.Kind == shard.ActPublish && start.IsZero():
+			case a.Kind == keyspace.ActPublish && start.IsZero():
 				start = now
-			case a.Kind == shard.ActCopy && copyAt.IsZero():
+			case a.Kind == keyspace.ActCopy && copyAt.IsZero():
 				copyAt = now
 				sCopy, _ = readProcs(procs)
-			case a.Kind == shard.ActPublish && a.Layout.Phase == shard.PhaseMoved && movedAt.IsZero():
+			case a.Kind == keyspace.ActPublish && a.Layout.Phase == keyspace.PhaseMoved && movedAt.IsZero():
 				movedAt = now
 				sMoved, _ = readProcs(procs)
-			case a.Kind == shard.ActDrop && dropAt.IsZero():
+			case a.Kind == keyspace.ActDrop && dropAt.IsZero():
 				dropAt = now
 			}
 		},
@@ -379,7 +379,7 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 		return err
 	}
 	s.log.Info("joining", "node", name)
-	if err := coord.Drive(ctx, shard.Goal{Join: &shard.Node{Name: name, URL: nn.url("query")}}); err != nil {
+	if err := coord.Drive(ctx, keyspace.Goal{Join: &keyspace.Node{Name: name, URL: nn.url("query")}}); err != nil {
 		return fmt.Errorf("join %s: %w", name, err)
 	}
 	end := time.Now()
@@ -438,11 +438,11 @@ func (s *sharded) finds(ctx context.Context, r *Report, pubs []*publisher) error
 		return err
 	}
 	defer fe.stop()
-	l, err := shard.Load(s.layout)
+	l, err := keyspace.Load(s.layout)
 	if err != nil {
 		return err
 	}
-	place, err := shard.NewPlacement(l)
+	place, err := keyspace.NewPlacement(l)
 	if err != nil {
 		return err
 	}

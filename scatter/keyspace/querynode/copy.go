@@ -1,0 +1,347 @@
+package querynode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/internal/httperr"
+	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/store"
+)
+
+// Bounds of one export frame.
+const (
+	frameMaxKeys  = 16 << 10
+	frameMaxBytes = 4 << 20
+	// frameLimit is the largest frame a copy accepts: a frame holds at
+	// most frameMaxKeys multihashes plus one value and record, far below.
+	frameLimit = 64 << 20
+)
+
+var errMovedOn = errors.New("querynode: the layout moved on")
+
+// copy pulls the keys the node gains in place's change from their sources
+// and applies them through g.
+func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *guard) error {
+	if g == nil {
+		return fmt.Errorf("%w: no copy guard for epoch %d", ErrCopy, place.Epoch())
+	}
+	l := place.Layout()
+	var skip, pending []string
+	for _, s := range l.Current {
+		if s != n.cfg.Name {
+			pending = append(pending, s)
+		}
+	}
+	var errs []error
+	for len(pending) > 0 {
+		var failed []string
+		for _, s := range pending {
+			err := n.pull(ctx, t, place, g, s, skip)
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil || errors.Is(err, errMovedOn) {
+				return err
+			}
+			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
+			failed = append(failed, s)
+			errs = append(errs, fmt.Errorf("source %s: %w", s, err))
+		}
+		if len(failed) == 0 {
+			break
+		}
+		skip = append(skip, failed...)
+		if len(skip) >= l.Replication {
+			return fmt.Errorf("%w: %d of the owners failed (replication %d), some keys may have no source left: %w", ErrCopy, len(skip), l.Replication, errors.Join(errs...))
+		}
+		// Ask every remaining source again, now standing in for the
+		// failed ones (what each sent before comes again; Puts repeat
+		// harmlessly).
+		pending = slices.DeleteFunc(pending, func(s string) bool { return slices.Contains(skip, s) })
+	}
+	if err := n.cfg.Store.Flush(ctx); err != nil {
+		return fmt.Errorf("%w: flush: %w", ErrCopy, err)
+	}
+	return nil
+}
+
+// pull copies from source what it exports to this node.
+func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *guard, source string, skip []string) error {
+	l := place.Layout()
+	base := l.URL(source)
+	q := url.Values{}
+	q.Set("epoch", strconv.FormatUint(place.Epoch(), 10))
+	q.Set("dest", n.cfg.Name)
+	if len(skip) > 0 {
+		q.Set("skip", strings.Join(skip, ","))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+keyspace.PathExport+"?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	if n.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+n.cfg.Token)
+	}
+	resp, err := n.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4*httperr.SnippetLen))
+		return fmt.Errorf("export: %s: %s", resp.Status, httperr.Snippet(msg))
+	}
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	var buf []byte
+	for frame := 1; ; frame++ {
+		size, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("export cut short before frame %d: %w", frame, err)
+		}
+		if size == 0 {
+			return nil
+		}
+		if size > frameLimit {
+			return fmt.Errorf("export frame %d of %d bytes, limit %d", frame, size, frameLimit)
+		}
+		buf = slices.Grow(buf[:0], int(size))[:size]
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return fmt.Errorf("export cut short in frame %d: %w", frame, err)
+		}
+		b, err := keyspace.DecodeBatch(buf)
+		if err != nil {
+			return fmt.Errorf("export frame %d: %w", frame, err)
+		}
+		keys, err := n.applyCopied(ctx, place.Epoch(), g, b.Ops)
+		t.add(keys)
+		if err != nil {
+			return fmt.Errorf("export frame %d: %w", frame, err)
+		}
+	}
+}
+
+// applyCopied applies the ops of one export frame through the guard and
+// returns how many multihashes it put.
+func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, ops []keyspace.Op) (int64, error) {
+	n.applyMu.RLock()
+	defer n.applyMu.RUnlock()
+	if n.Layout().Epoch != epoch {
+		return 0, errMovedOn
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var keys int64
+	for i := range ops {
+		op := ops[i]
+		switch op.Kind {
+		case keyspace.OpPutProvider:
+			if g.skipRecord(op.Provider.AddrInfo.ID) {
+				continue
+			}
+		case keyspace.OpPut:
+			var ok bool
+			if op, ok = g.filterPut(op); !ok {
+				continue
+			}
+		default:
+			return keys, fmt.Errorf("op %d: %s in an export", i, op.Kind)
+		}
+		if err := op.Apply(ctx, n.cfg.Store); err != nil {
+			return keys, fmt.Errorf("op %d (%s): %w", i, op.Kind, err)
+		}
+		keys += int64(len(op.Multihashes))
+	}
+	return keys, nil
+}
+
+// ambiguous reports whether mh may be the digest-prefix form
+// ([store.IndexKey]) of a longer multihash that the ring places elsewhere:
+// a function a prefix-keyed store cuts to 20 bytes but whose ring position
+// is not its digest's first bytes. Where such a key belongs cannot be told
+// from the form, so an export sends it to every gaining node and a drop
+// keeps it.
+func ambiguous(mh multihash.Multihash) bool {
+	code, n := binary.Uvarint(mh)
+	if n <= 0 {
+		return false
+	}
+	size, k := binary.Uvarint(mh[n:])
+	if k <= 0 || size != store.DigestPrefixLen {
+		return false
+	}
+	switch code {
+	case 0x20, 0x1013, 0x1014, 0x1015: // sha2-384, sha2-224, sha2-512/224, sha2-512/256
+		return true
+	}
+	return false
+}
+
+func (n *Node) serveExport(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	epoch, err := strconv.ParseUint(q.Get("epoch"), 10, 64)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, keyspace.BatchAnswer{Error: "querynode: export: bad epoch parameter: " + err.Error()})
+		return
+	}
+	n.mu.Lock()
+	place, self := n.place, n.self
+	n.mu.Unlock()
+	if epoch != place.Epoch() {
+		writeJSON(w, http.StatusConflict, keyspace.BatchAnswer{Error: fmt.Sprintf("querynode: export of epoch %d, node at epoch %d", epoch, place.Epoch())})
+		return
+	}
+	l := place.Layout()
+	if l.Phase != keyspace.PhaseCopy || self < 0 {
+		writeJSON(w, http.StatusConflict, keyspace.BatchAnswer{Error: fmt.Sprintf("querynode: export of epoch %d: node %q is not a source in phase %s", epoch, n.cfg.Name, l.Phase)})
+		return
+	}
+	dest := place.Node(q.Get("dest"))
+	if dest < 0 || !slices.Contains(l.Next, q.Get("dest")) {
+		writeJSON(w, http.StatusBadRequest, keyspace.BatchAnswer{Error: fmt.Sprintf("querynode: export: dest %q is not on the next ring", q.Get("dest"))})
+		return
+	}
+	var skip []int
+	if s := q.Get("skip"); s != "" {
+		for _, name := range strings.Split(s, ",") {
+			i := place.Node(name)
+			if i < 0 {
+				writeJSON(w, http.StatusBadRequest, keyspace.BatchAnswer{Error: fmt.Sprintf("querynode: export: skip names unknown node %q", name)})
+				return
+			}
+			skip = append(skip, i)
+		}
+	}
+	skipFn := func(i int) bool { return slices.Contains(skip, i) }
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	fw := &frameWriter{w: bufio.NewWriterSize(w, 256<<10), name: n.cfg.Name, epoch: epoch, idx: map[string]int{}}
+	if err := n.export(r.Context(), fw, place, self, dest, skipFn); err != nil {
+		n.log.Warn("export cut short", "dest", q.Get("dest"), "err", err)
+		return // no end frame: the reader knows the stream is incomplete
+	}
+}
+
+func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Placement, self, dest int, skip func(int) bool) error {
+	st := n.cfg.Store
+	for info, err := range st.Providers(ctx) {
+		if err != nil {
+			return err
+		}
+		if err := info.Validate(); err != nil {
+			n.log.Warn("export skips an invalid provider record", "provider", info.AddrInfo.ID, "err", err)
+			continue
+		}
+		if err := fw.addProvider(info); err != nil {
+			return err
+		}
+	}
+	if err := fw.flush(); err != nil {
+		return err
+	}
+	var keys int64
+	for e, err := range st.All(ctx) {
+		if err != nil {
+			return err
+		}
+		if !ambiguous(e.Multihash) && (!place.Gains(dest, e.Multihash) || place.Source(e.Multihash, skip) != self) {
+			continue
+		}
+		mh := bytes.Clone(e.Multihash)
+		for _, v := range e.Values {
+			if err := fw.addPut(v, mh); err != nil {
+				return err
+			}
+		}
+		keys++
+		if fw.keys >= frameMaxKeys || fw.bytes >= frameMaxBytes {
+			if err := fw.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := fw.flush(); err != nil {
+		return err
+	}
+	n.log.Info("export complete", "keys", keys)
+	return fw.end()
+}
+
+// frameWriter writes an export stream: frames of Put ops grouped by value.
+type frameWriter struct {
+	w     *bufio.Writer
+	name  string
+	epoch uint64
+	seq   uint64
+	ops   []keyspace.Op
+	idx   map[string]int // value -> index in ops
+	keys  int
+	bytes int
+	buf   []byte
+}
+
+func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
+	fw.ops = append(fw.ops, keyspace.Op{Kind: keyspace.OpPutProvider, Provider: &info})
+	fw.bytes += 256
+	if fw.bytes >= frameMaxBytes {
+		return fw.flush()
+	}
+	return nil
+}
+
+func (fw *frameWriter) addPut(v store.Value, mh multihash.Multihash) error {
+	k := ctxKey(v.ProviderID, v.ContextID) + "\x00" + string(v.Metadata)
+	i, ok := fw.idx[k]
+	if !ok {
+		i = len(fw.ops)
+		fw.idx[k] = i
+		fw.ops = append(fw.ops, keyspace.Op{Kind: keyspace.OpPut, Value: v.Clone()})
+		fw.bytes += len(k) + 8
+	}
+	fw.ops[i].Multihashes = append(fw.ops[i].Multihashes, mh)
+	fw.keys++
+	fw.bytes += len(mh) + 1
+	return nil
+}
+
+func (fw *frameWriter) flush() error {
+	if len(fw.ops) == 0 {
+		return nil
+	}
+	fw.seq++
+	b := keyspace.Batch{Writer: fw.name, Epoch: fw.epoch, Seq: fw.seq, Ops: fw.ops}
+	var err error
+	if fw.buf, err = b.AppendBinary(fw.buf[:0]); err != nil {
+		return err
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	if _, err := fw.w.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(fw.buf)))]); err != nil {
+		return err
+	}
+	if _, err := fw.w.Write(fw.buf); err != nil {
+		return err
+	}
+	fw.ops = fw.ops[:0]
+	clear(fw.idx)
+	fw.keys, fw.bytes = 0, 0
+	return nil
+}
+
+func (fw *frameWriter) end() error {
+	if err := fw.w.WriteByte(0); err != nil {
+		return err
+	}
+	return fw.w.Flush()
+}

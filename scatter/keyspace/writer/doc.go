@@ -1,0 +1,61 @@
+// Package writer is the store of an ingest node in the keyspace-sharded
+// layer (package keyspace): a store.Store that keeps nothing of the index
+// itself and sends every write to the query nodes that own it.
+//
+// # Routing
+//
+// A [Writer] routes by the layout it was given ([New], [Writer.SetLayout]):
+//
+//   - Put and Remove go, multihash by multihash, to the write owners of
+//     each key ([keyspace.Placement.AppendWriteOwners]: R nodes, or the owners
+//     on both rings during a change);
+//   - context-wide operations (UpdateMetadata, RemoveProviderContext,
+//     RemoveProvider) and provider records go to every query node of the
+//     layout, as one op each, so they cost O(1) per query node whatever the
+//     number of multihashes they cover.
+//
+// The ops for each query node gather in memory and are sealed, at
+// Config.BatchBytes or at the next Flush, into one [keyspace.Batch] in that
+// node's queue of the outbox (package outbox), tagged with the epoch they
+// were routed under.
+//
+// # Durability
+//
+// [Writer.Flush] seals what is gathered and syncs the outbox; when it
+// returns, every write made before it survives a kill of the process and
+// will be delivered. The ingest walker flushes its store before it records
+// a walk position, so the checkpoint never runs ahead of the outbox: a
+// killed ingest node re-applies the advertisements after its last
+// checkpoint, and the query nodes apply the same writes again, which
+// changes nothing.
+//
+// # Delivery
+//
+// [Writer.Run] runs one loop per query node: it sends the batches the
+// node has not applied, one at a time and in order, and acknowledges each
+// in the outbox once the node says it is durable (a node that commits in
+// groups says so a little later; the loop asks with heartbeats while it
+// waits, and after a node's restart sends again from the position the
+// node reports); on an error it retries with exponential
+// backoff and full jitter (Config.MinBackoff to MaxBackoff) until the node
+// takes it. A node applies each writer's batches once and in order (by the
+// outbox's stream and sequence numbers), so a batch sent twice, after an
+// answer was lost, changes nothing. When nothing waits for a node, the
+// loop sends it a heartbeat every Config.Heartbeat saying so; a query
+// node that restarts answers finds only after every writer has said it.
+//
+// # Reads
+//
+// A Writer answers provider records from Config.Records, which it keeps
+// up to date, but not the index: Get and All return [ErrNoIndex]. Ask a
+// front end, which routes each lookup to the key's owners.
+//
+// # Lifecycle and concurrency
+//
+// New starts nothing. Run delivers until its context ends and returns
+// after its goroutines exit; Close flushes and refuses later writes, and
+// closes neither Records nor the outbox. A Writer is safe for concurrent
+// use. [Writer.Status] and [Writer.Handler] (which serves
+// [keyspace.PathStatus]) report the epoch and each outbox, for a
+// coordinator.
+package writer
