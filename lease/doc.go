@@ -98,9 +98,57 @@
 //     the loss of a minority of members; without a quorum nothing is
 //     granted or renewed.
 //
-// Every backend passes the conformance suite in lease/leasetest. The
-// repository's README compares them, with grant and renew rates measured
-// side by side.
+// Every backend passes the conformance suite in lease/leasetest (the
+// auction and lease rules, the model test, and a porcupine
+// linearizability check of concurrent histories).
+//
+// # Choosing a backend
+//
+// The three differ in what they survive and what they cost; their grant
+// and renew rates, measured side by side, are in the repository's
+// docs/performance.md.
+//
+//	                  lease/memory          lease/redis                 lease/etcd
+//	shared by         the goroutines of     every node that reaches     every node that reaches
+//	                  one process           one Redis server            the etcd cluster
+//	linearizable      yes (one mutex)       yes on one server (one Lua  yes (every write one
+//	                                        script per call), also      transaction comparing the
+//	                                        across a server restart     revisions it read), on one member
+//	survives the      no: the state dies    no: one server; a restart   yes: a 3-member cluster keeps
+//	loss of a node    with the process      without persistence loses   working with one member down
+//	                                        the catalog
+//	fence             a counter, +1 per     max(previous + 1, server    a counter in the row, bumped by
+//	                  grant                 time in µs): still          the grant's own transaction;
+//	                                        increasing after the data   kept by raft across leader
+//	                                        is lost                     changes and a restart of the
+//	                                                                    whole cluster
+//	clock that        the process's         the Redis server's (TIME    etcd's leases (the leader's
+//	decides expiry    (Clock, injectable)   in each script)             clock); TTLs in whole seconds
+//
+// The porcupine check of lease/leasetest confirms each "yes" above.
+// Their failure modes:
+//
+//   - memory: only one process; nothing survives it.
+//   - Redis: a failover to a replica that missed the last writes can grant
+//     an item twice (two holders, the newer with the larger fence).
+//     [WithLossGuard] covers only a total loss (the guard's epoch key gone
+//     with the data); against a partial loss, fence checks at the
+//     resources ([CheckFence]) are the only line. A client that retries
+//     (go-redis does, 3 times, by default) can run a script twice: use
+//     MaxRetries -1.
+//   - etcd: without a quorum no grant, renewal or release succeeds, so
+//     holders' local deadlines run out and their leases end (Done
+//     closes); the fleet stops changing hands until the quorum is back,
+//     but nothing is granted twice. The leader revokes expired etcd leases
+//     in a sweep every 500 ms, so a lease, auction window or pending bid
+//     lapses up to about half a second after its TTL (never before):
+//     regrants come that much later; the conformance suite runs with
+//     leasetest.WithLapseLateness(750ms). A newly elected leader renews
+//     every etcd lease to its full TTL (unless the server runs with etcd's
+//     experimental lease checkpointing), so after a leader change a lapse
+//     can come up to a TTL late. TTLs, windows and liveness windows must
+//     be whole seconds, and a round's bids must fit one transaction (about
+//     120 with the server's default --max-txn-ops of 128).
 //
 // # Lifecycle, concurrency, errors
 //

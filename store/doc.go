@@ -63,4 +63,7 @@
 // Failures wrap the sentinels of this package ([ErrNotFound], [ErrClosed],
 // [ErrInvalidValue], [ErrInvalidMultihash]) so that callers test them with
 // errors.Is; engine errors are wrapped with the operation that failed.
+// Bad input is rejected before anything is written, with an error that
+// names the problem: "memory: put: store: invalid value: context ID is
+// 65 bytes, limit 64".
 package store

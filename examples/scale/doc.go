@@ -38,5 +38,5 @@
 // Progress goes to standard error (log/slog text), the tables to standard
 // output. Ctrl-C stops the children and removes the temporary directory
 // (unless -keep). The documentation of examples/internal/scale says what
-// each figure measures; README.md shows a run.
+// each figure measures; docs/performance.md shows runs.
 package main

@@ -23,14 +23,15 @@
 //     joins open auctions first, and bids its free memory (budget minus
 //     used) on an item that fits; a rejected or lost bid backs that item
 //     off with full jitter, exponentially ([WithBidBackoff]);
-//   - when the item source is also a lease.Watcher (lease/memory and
-//     lease/redis are), it keeps a view of the catalog fed by the change
-//     feed and scans the view instead of listing every row each time: it
-//     lists only at the start, after each Reset of the feed, and every
-//     [WithReconcileInterval] as a safety net. Renewals are not in the
-//     feed, so it judges another node's lease lapsed from the Expiry it
-//     has, by its clock and with the safety margin, and a bid the store
-//     refuses as leased reads that row again. An item source that is not
+//   - when the item source is also a lease.Watcher (lease/memory,
+//     lease/redis and lease/etcd are), it keeps a view of the catalog
+//     fed by the change feed and scans the view instead of listing
+//     every row each time: it lists only at the start, after each Reset
+//     of the feed, and every [WithReconcileInterval] as a safety net.
+//     Renewals are not in the feed, so it judges another node's lease
+//     lapsed from the Expiry it has, by its clock and with the safety
+//     margin, and a bid the store refuses as leased reads that row
+//     again. An item source that is not
 //     a Watcher (or one that hides Watch) keeps the listing scan;
 //   - on a win it acquires the lease.Lease, indexes the item with at most
 //     [WithIndexConcurrency] Index calls at once, and marks the row Ready

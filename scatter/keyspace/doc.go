@@ -17,7 +17,11 @@
 //     ingest node's disk (package outbox). The walker's checkpoint
 //     flushes the store, and the writer's Flush returns once the outboxes
 //     hold every write, so a checkpoint never runs ahead of what will be
-//     delivered.
+//     delivered. An ingest node holds no index: the reference node
+//     (examples/indexer -layout) answers lookups on its find listener
+//     (/multihash, /cid, /routing/v1/providers, sampling) with 421
+//     Misdirected Request, naming the front end and the query nodes as
+//     the place to ask, and serves /providers and /health.
 //   - Query nodes (package querynode) apply [Batch]es from the writers to
 //     any store.Store (Pebble by default) through an authenticated write
 //     API, and answer finds for their ranges. Each applies a writer's
@@ -49,7 +53,9 @@
 // that it acts on the current one, so no two processes are ever more
 // than one epoch apart; the phases are built so that any two adjacent
 // epochs agree (a reader of either reads only nodes every writer of
-// either writes to).
+// either writes to). What the coordinator does next is decided by
+// [NextAction], a pure function of what it observes and the goal, which
+// the model test drives through simulated crashes and lagging processes.
 //
 // Adding a node: Stable(A) → Copy(A→B): writes go to both rings' owners,
 // and once every writer has delivered what it routed under the older
