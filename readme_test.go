@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"unicode"
 )
 
-// The README's Go samples are cut from runnable code. In a *_test.go file
+// The README's Go samples, and those of the pages under docs/, are cut
+// from runnable code. In a *_test.go file
 // (an Example, or the test that runs a suite), a region is the lines
 // between a comment line
 //
@@ -23,17 +25,19 @@ import (
 //
 //	// README end
 //
-// In README.md each ```go block is preceded, on the line just before it,
-// by
+// In README.md and in each docs/*.md page, each ```go block is preceded,
+// on the line just before it, by
 //
 //	<!-- cut from <path/to/file_test.go>, region <name> -->
 //
 // and holds the region's lines, dedented by their common indentation.
 // TestReadme fails when a block has no marker, a marker names a file or a
 // region that does not exist, a block differs from its region, or a
-// region is used by no block. It also checks the ```sh blocks: every
-// `go run ./<dir>` names a directory with a main package and every
-// `make <target>` a target of the Makefile.
+// region is used by no block of any of those pages. It also checks the
+// ```sh blocks: every `go run ./<dir>` names a directory with a main
+// package and every `make <target>` a target of the Makefile; and the
+// relative links: each names a file of the tree, and its #anchor, if
+// any, a heading of the page it names.
 func TestReadme(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -99,6 +103,26 @@ func TestReadmeCheckFails(t *testing.T) {
 			[]string{"README.md:12: go run ./cmd/gone: cmd/gone has no main package"}},
 		{"make of no target", good + "\n```sh\nmake demo   # fine\nmake tset\n```\n", files(nil),
 			[]string{"README.md:13: make tset: the Makefile has no target tset"}},
+		{"region used by a docs page only",
+			"# x\n",
+			files(fstest.MapFS{"docs/page.md": {Data: []byte(strings.Replace(good, "# x", "# page", 1))}}),
+			nil},
+		{"drifted block in a docs page",
+			"# x\n",
+			files(fstest.MapFS{"docs/page.md": {Data: []byte(strings.Replace(good, "\tfmt.Println(\"!\")", "\tfmt.Println(\"?\")", 1))}}),
+			[]string{`docs/page.md:7: block differs from x/example_test.go region hello (line 7)`}},
+		{"go run of nothing in a docs page", good,
+			files(fstest.MapFS{"docs/page.md": {Data: []byte("# page\n\n```sh\ngo run ./cmd/gone\n```\n")}}),
+			[]string{"docs/page.md:4: go run ./cmd/gone: cmd/gone has no main package"}},
+		{"links in step", good + "\nSee [the page](docs/page.md#two-words), [here](#x), [a file](Makefile) and [the web](https://example.com/#a).\n",
+			files(fstest.MapFS{"docs/page.md": {Data: []byte("# page\n\n## Two words\n\nBack to [the README](../README.md#x).\n")}}),
+			nil},
+		{"link to no file", good + "\nSee [the page](docs/gone.md).\n", files(nil),
+			[]string{"README.md:11: link docs/gone.md: no such file"}},
+		{"link to no heading", good + "\nSee [the page](docs/page.md#three-words) and [that](#y).\n",
+			files(fstest.MapFS{"docs/page.md": {Data: []byte("# page\n\n## Two words\n")}}),
+			[]string{"README.md:11: link docs/page.md#three-words: docs/page.md has no heading three-words",
+				"README.md:11: link #y: README.md has no heading y"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := checkReadme(tc.readme, tc.fsys)
@@ -124,6 +148,8 @@ type region struct {
 }
 
 var (
+	linkRE     = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE  = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*$`)
 	markerRE   = regexp.MustCompile(`^<!-- cut from (\S+), region (\S+) -->$`)
 	regionRE   = regexp.MustCompile(`^\s*// README: (\S+)\s*$`)
 	regionEnd  = regexp.MustCompile(`^\s*// README end\s*$`)
@@ -133,33 +159,29 @@ var (
 	makeTarget = regexp.MustCompile(`^([a-z][a-z0-9-]*):`)
 )
 
-// checkReadme checks readme against the tree fsys and returns the
-// problems, README's first, in line order.
+// checkReadme checks readme, and the pages docs/*.md of the tree fsys,
+// against fsys and returns the problems: README's first, then each
+// page's in name order, each in line order; then the unused regions.
 func checkReadme(readme string, fsys fs.FS) []string {
 	var problems []string
 	regions, byFile, perr := readRegions(fsys)
 	problems = append(problems, perr...)
 
-	lines := strings.Split(readme, "\n")
-	for i := 0; i < len(lines); i++ {
-		fence := strings.TrimSpace(lines[i])
-		if !strings.HasPrefix(fence, "```") {
+	pages := map[string]string{"README.md": readme}
+	names := []string{"README.md"}
+	docs, _ := fs.Glob(fsys, "docs/*.md")
+	slices.Sort(docs)
+	for _, name := range docs {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			problems = append(problems, err.Error())
 			continue
 		}
-		lang := strings.TrimPrefix(fence, "```")
-		start := i + 1 // index of the block's first line
-		end := start
-		for end < len(lines) && strings.TrimSpace(lines[end]) != "```" {
-			end++
-		}
-		body := lines[start:min(end, len(lines))]
-		i = end
-		switch lang {
-		case "go":
-			problems = append(problems, checkGoBlock(lines, start-1, body, regions, byFile)...)
-		case "sh":
-			problems = append(problems, checkShBlock(start, body, fsys)...)
-		}
+		pages[name] = string(data)
+		names = append(names, name)
+	}
+	for _, name := range names {
+		problems = append(problems, checkPage(name, pages[name], pages, fsys, regions, byFile)...)
 	}
 
 	var unused []*region
@@ -177,47 +199,161 @@ func checkReadme(readme string, fsys fs.FS) []string {
 	return problems
 }
 
-// checkGoBlock checks the ```go block whose fence is lines[fence].
-func checkGoBlock(lines []string, fence int, body []string, regions map[string]*region, byFile map[string]bool) []string {
+// checkPage checks the page name, whose text is text: its ```go and
+// ```sh blocks and its relative links. pages holds the text of every
+// page checked, by name, for the anchors of links between them.
+func checkPage(name, text string, pages map[string]string, fsys fs.FS, regions map[string]*region, byFile map[string]bool) []string {
+	var problems []string
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		fence := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(fence, "```") {
+			continue
+		}
+		lang := strings.TrimPrefix(fence, "```")
+		start := i + 1 // index of the block's first line
+		end := start
+		for end < len(lines) && strings.TrimSpace(lines[end]) != "```" {
+			end++
+		}
+		body := lines[start:min(end, len(lines))]
+		i = end
+		switch lang {
+		case "go":
+			problems = append(problems, checkGoBlock(name, lines, start-1, body, regions, byFile)...)
+		case "sh":
+			problems = append(problems, checkShBlock(name, start, body, fsys)...)
+		}
+	}
+	return append(problems, checkLinks(name, lines, pages, fsys)...)
+}
+
+// checkLinks checks the relative links of the page name outside code
+// blocks: the file a link names must exist in fsys, and its #anchor be a
+// heading of that page.
+func checkLinks(name string, lines []string, pages map[string]string, fsys fs.FS) []string {
+	var problems []string
+	inBlock := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if inBlock {
+			continue
+		}
+		for _, m := range linkRE.FindAllStringSubmatch(l, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			page := name
+			if file != "" {
+				page = path.Join(path.Dir(name), file)
+				if _, err := fs.Stat(fsys, page); err != nil && page != "README.md" {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %s: no such file", name, i+1, target))
+					continue
+				}
+			}
+			if anchor == "" {
+				continue
+			}
+			text, ok := pages[page]
+			if !ok {
+				data, err := fs.ReadFile(fsys, page)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %s: %v", name, i+1, target, err))
+					continue
+				}
+				text = string(data)
+			}
+			if !slices.Contains(anchors(text), anchor) {
+				problems = append(problems, fmt.Sprintf("%s:%d: link %s: %s has no heading %s", name, i+1, target, page, anchor))
+			}
+		}
+	}
+	return problems
+}
+
+// anchors returns the anchors GitHub gives the headings of a markdown
+// text: lower case, spaces to hyphens, punctuation but hyphens and
+// underscores dropped, and -1, -2, ... after a repeated one.
+func anchors(text string) []string {
+	var out []string
+	seen := map[string]int{}
+	inBlock := false
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			inBlock = !inBlock
+			continue
+		}
+		m := headingRE.FindStringSubmatch(l)
+		if inBlock || m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out = append(out, fmt.Sprintf("%s-%d", a, n))
+		} else {
+			out = append(out, a)
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// checkGoBlock checks the ```go block whose fence is lines[fence] of the
+// page page.
+func checkGoBlock(page string, lines []string, fence int, body []string, regions map[string]*region, byFile map[string]bool) []string {
 	if fence == 0 || !markerRE.MatchString(strings.TrimSpace(lines[fence-1])) {
-		return []string{fmt.Sprintf("README.md:%d: ```go block has no marker <!-- cut from <file_test.go>, region <name> --> on the line before it", fence+1)}
+		return []string{fmt.Sprintf("%s:%d: ```go block has no marker <!-- cut from <file_test.go>, region <name> --> on the line before it", page, fence+1)}
 	}
 	m := markerRE.FindStringSubmatch(strings.TrimSpace(lines[fence-1]))
 	file, name := m[1], m[2]
 	if !byFile[file] {
-		return []string{fmt.Sprintf("README.md:%d: marker names %s, which does not exist (or is no *_test.go file)", fence, file)}
+		return []string{fmt.Sprintf("%s:%d: marker names %s, which does not exist (or is no *_test.go file)", page, fence, file)}
 	}
 	r, ok := regions[file+"\x00"+name]
 	if !ok {
-		return []string{fmt.Sprintf("README.md:%d: marker names region %s, which %s does not have", fence, name, file)}
+		return []string{fmt.Sprintf("%s:%d: marker names region %s, which %s does not have", page, fence, name, file)}
 	}
 	r.used = true
 	for j := range min(len(body), len(r.lines)) {
 		if body[j] != r.lines[j] {
-			return []string{fmt.Sprintf("README.md:%d: block differs from %s region %s (line %d): README has %q, region has %q",
-				fence+2+j, file, name, r.line+1+j, body[j], r.lines[j])}
+			return []string{fmt.Sprintf("%s:%d: block differs from %s region %s (line %d): README has %q, region has %q",
+				page, fence+2+j, file, name, r.line+1+j, body[j], r.lines[j])}
 		}
 	}
 	if len(body) != len(r.lines) {
-		return []string{fmt.Sprintf("README.md:%d: block differs from %s region %s: README block has %d lines, region has %d",
-			fence+1, file, name, len(body), len(r.lines))}
+		return []string{fmt.Sprintf("%s:%d: block differs from %s region %s: README block has %d lines, region has %d",
+			page, fence+1, file, name, len(body), len(r.lines))}
 	}
 	return nil
 }
 
 // checkShBlock checks the commands of a ```sh block whose first line is
-// README line first+1.
-func checkShBlock(first int, body []string, fsys fs.FS) []string {
+// line first+1 of the page page.
+func checkShBlock(page string, first int, body []string, fsys fs.FS) []string {
 	var problems []string
 	for j, l := range body {
 		for _, m := range goRunRE.FindAllStringSubmatch(l, -1) {
 			dir := path.Clean(strings.TrimSuffix(m[1], "/"))
 			if !isMainDir(fsys, dir) {
-				problems = append(problems, fmt.Sprintf("README.md:%d: go run ./%s: %s has no main package", first+1+j, m[1], dir))
+				problems = append(problems, fmt.Sprintf("%s:%d: go run ./%s: %s has no main package", page, first+1+j, m[1], dir))
 			}
 		}
 		if m := makeRE.FindStringSubmatch(l); m != nil && !hasMakeTarget(fsys, m[1]) {
-			problems = append(problems, fmt.Sprintf("README.md:%d: make %s: the Makefile has no target %s", first+1+j, m[1], m[1]))
+			problems = append(problems, fmt.Sprintf("%s:%d: make %s: the Makefile has no target %s", page, first+1+j, m[1], m[1]))
 		}
 	}
 	return problems
