@@ -29,8 +29,11 @@
 //   - Front ends route a lookup to the read owners of its key
 //     ([Placement.ReadRing] with scatter.WithRing, hedged by
 //     scatter.WithHedge: the primary first, the next owner after a delay
-//     or at once if the primary fails); the first complete answer wins,
-//     and when every owner of a key fails the answer says it is partial.
+//     or at once if the primary fails; the reference front end,
+//     examples/scatter -layout, waits 2 ms by default); the first complete
+//     answer wins, and when every owner of a key fails the answer says it
+//     is partial (or is 502/504 when nothing was found), never a false
+//     404. A batch lookup is split by owner.
 //     A query node that restarts answers finds 503 until every writer has
 //     told it that nothing older waits for it, so a node still catching
 //     up never gives an answer that looks complete.
