@@ -1,11 +1,11 @@
 // Package querynode is a query node of the keyspace-sharded layer (package
-// [shard]): it applies the write batches of ingest nodes to any
+// [keyspace]): it applies the write batches of ingest nodes to any
 // [store.Store], copies the ranges it gains in a membership change, drops
 // the ranges it loses, and says when it is ready to answer finds.
 //
 // # Model
 //
-// A [Node] serves the write side of the [shard] HTTP API ([Node.Handler]):
+// A [Node] serves the write side of the [keyspace] HTTP API ([Node.Handler]):
 //
 //   - Batches ([keyspace.PathBatch]). Per writer the node keeps, durably in
 //     [Config].Dir, the stream (the writer's outbox) and the last Seq it
