@@ -110,7 +110,9 @@
 // after which every method returns an error wrapping [ErrClosed]. Every
 // method of a store, and of a [Lease], is safe for concurrent use.
 // Failures wrap the sentinels of errors.go, to be tested with errors.Is:
-// an invalid argument or option wraps [ErrInvalid], an owner operation
+// an invalid argument or option wraps [ErrInvalid] (an invalid option,
+// Config field or constructor argument wraps [ErrInvalidOption], which
+// matches ErrInvalid too), an owner operation
 // refused wraps [ErrNotHeld] or [ErrStaleFence], a refused bid names its
 // reason ([ErrBidPending], [ErrBidTooLow], [ErrLeased],
 // [ErrAuctionClosed]).

@@ -121,6 +121,6 @@
 // Decoders fail with errors wrapping [ErrMalformed]; encoders with
 // [ErrInvalidMessage]; the publisher helpers with [ErrNoPublisher] or
 // [ErrManyPublishers]; senders with [ErrRejected] (a non-2xx answer),
-// [ErrNotRunning], [ErrClosed] or transport errors; constructors with
-// [ErrInvalidOption]. Test them with errors.Is. Nothing panics on any input.
+// [ErrNotRunning], [ErrClosed] or transport errors; a concurrent
+// [Gossip.Run] with [ErrRunTwice]; constructors with [ErrInvalidOption]. Test them with errors.Is. Nothing panics on any input.
 package announce
