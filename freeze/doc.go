@@ -100,4 +100,12 @@
 //   - Once frozen (and with freezing disabled), checks go on every 5
 //     minutes, for the usage figure, with one log an hour.
 //   - The check schedule's bounds are options.
+//
+// # Why the surface is this large
+//
+// freeze exports a little over 60 names, counting methods: the [Monitor]
+// and the [Freezer], each with its option type and the Default constants
+// the options document, the disk readers ([DiskReader], [DeviceReader],
+// [StatfsReader], [Budget]), the persisted state ([Store], [FileStore],
+// [State], [Status]) and the sentinels.
 package freeze
