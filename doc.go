@@ -136,7 +136,8 @@
 //
 //   - store, freeze, lease, ingest/schema, ingest/metadata and
 //     ingest/netpolicy are leaves: they import no other package of the
-//     module.
+//     module but internal/errkind, which every package may import (it
+//     holds the shared error kinds and imports only the standard library).
 //   - Backends import only their parent (and, for store, store/internal);
 //     conformance suites import only their parent.
 //   - ingest imports store and ingest/*; handoff imports ingest and store,
@@ -215,6 +216,28 @@
 //
 // Packages that other work of issue #14 is converting still have a
 // pending entry in that test; the entry must go once the package passes.
+//
+// # Errors
+//
+// Each package declares its sentinels in errors.go, with messages that
+// name the package ("ingest: invalid option"), and wraps them with %w in
+// errors that name the operation; test them with errors.Is. Three kinds of
+// failure have the same name in every package, and those sentinels match
+// each other across packages under errors.Is, so that code wiring several
+// packages checks one name:
+//
+//   - ErrInvalidOption (ErrInvalidConfig where a constructor takes a
+//     Config): a constructor refused an option, an argument or a field.
+//     errors.Is(err, ingest.ErrInvalidOption) holds for an error of
+//     scatter.New, lease/memory.New or agent.NewManager.
+//   - ErrClosed: a method was called after Close (store, lease, piece,
+//     announce, the outbox, the query node).
+//   - ErrRunTwice: Run was called while it runs, or again where a value
+//     runs once (freeze, assigner, announce's Gossip, lease/agent, the
+//     query node).
+//
+// internal/errkind makes these sentinels; its test fails when a library
+// package declares one of its own with errors.New.
 //
 // Siblings meet through small interfaces declared by the consumer: freeze
 // reports through a callback, and the indexer binary connects it to ingest.

@@ -228,4 +228,25 @@
 // events return [ErrUnknownIndexer] for an ID outside the pool, and
 // [State.Polled] [ErrInvalidStatus] for a status without a peer ID. Results
 // for an indexer no longer in the pool are ignored; nothing panics.
+//
+// # Why the surface is this large
+//
+// assigner exports more names than most packages (over 60, counting
+// methods) because it holds the two halves DESIGN.md gives it, and the
+// second speaks the first's vocabulary:
+//
+//   - the pure state machine: [State], [NewState], [Config],
+//     [IndexerConfig], the events' inputs and results ([IndexerStatus],
+//     [PollResult], [RequestResult]), the [Decision]s with their [Kind],
+//     [Outcome] and [Reason], and the assignments ([Assignment],
+//     [Assignments], [PublisherAssignment]);
+//   - the snapshots the state API serves ([Snapshot], [IndexerSnapshot],
+//     [PublisherSnapshot], [PendingSnapshot], [HandoffSnapshot]);
+//   - the service loop: [Service], [ServiceConfig], [ServiceIndexer], the
+//     [ServiceOption]s with their Default constants, [Hooks],
+//     [ServiceStats] and [ExceptPolicy].
+//
+// The state machine is not split off because the service's options,
+// hooks and state API are written in its types; the model-based tests
+// drive it without the service.
 package assigner

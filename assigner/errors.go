@@ -1,16 +1,20 @@
 package assigner
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrInvalidConfig is wrapped by [NewState] and [State.AddIndexer]
 	// when the configuration cannot be honoured; the message names the
 	// field.
-	ErrInvalidConfig = errors.New("assigner: invalid config")
+	ErrInvalidConfig = errkind.New(errkind.InvalidOption, "assigner: invalid config")
 
 	// ErrInvalidOption is wrapped by [NewService] when a [ServiceOption]
 	// is given a value out of range; the message names the option.
-	ErrInvalidOption = errors.New("assigner: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "assigner: invalid option")
 
 	// ErrInvalidStatus is returned by [State.Polled] for a status without
 	// the indexer's peer ID, which handoffs need.
@@ -27,6 +31,6 @@ var (
 	// the state API) while [Service.Run] is not running.
 	ErrNotRunning = errors.New("assigner: service not running")
 
-	// ErrAlreadyRun is returned by a second call of [Service.Run].
-	ErrAlreadyRun = errors.New("assigner: service already run")
+	// ErrRunTwice is returned by a second call of [Service.Run].
+	ErrRunTwice = errkind.New(errkind.RunTwice, "assigner: service already run")
 )

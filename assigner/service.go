@@ -306,10 +306,10 @@ func (s *Service) PollNow() {
 // polls every PollInterval and carries the decisions out, until ctx ends.
 // It returns nil then, after every goroutine it started has exited, and
 // closes the announce receiver (later announces are answered 503). Run
-// runs once; a second call returns [ErrAlreadyRun].
+// runs once; a second call returns [ErrRunTwice].
 func (s *Service) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
-		return ErrAlreadyRun
+		return ErrRunTwice
 	}
 	defer s.recv.Close()
 	defer s.verify.hc.CloseIdleConnections()

@@ -74,7 +74,7 @@
 // runs under the node's errgroup until its context ends; it starts no
 // other goroutine and returns nil. [Monitor.Run] measures and logs without
 // freezing, for a node without a Freezer; one Run per Monitor at a time
-// ([ErrRunning]). Every method of both types is safe for concurrent use;
+// ([ErrRunTwice]). Every method of both types is safe for concurrent use;
 // callbacks run one transition at a time and must not call Freeze or
 // Check.
 //
@@ -83,7 +83,7 @@
 //
 // # Errors
 //
-// [ErrDisabled], [ErrRunning], [ErrInvalidOption] (constructors),
+// [ErrDisabled], [ErrRunTwice], [ErrInvalidOption] (constructors),
 // [ErrInvalidState] (a persisted state that does not decode) and
 // [ErrDiskUsage] (wrapped by failed checks) are the sentinels; callback
 // and [Store] errors are wrapped with %w.
@@ -100,4 +100,12 @@
 //   - Once frozen (and with freezing disabled), checks go on every 5
 //     minutes, for the usage figure, with one log an hour.
 //   - The check schedule's bounds are options.
+//
+// # Why the surface is this large
+//
+// freeze exports a little over 60 names, counting methods: the [Monitor]
+// and the [Freezer], each with its option type and the Default constants
+// the options document, the disk readers ([DiskReader], [DeviceReader],
+// [StatfsReader], [Budget]), the persisted state ([Store], [FileStore],
+// [State], [Status]) and the sentinels.
 package freeze

@@ -1,6 +1,10 @@
 package freeze
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrDisabled is returned by [Freezer.Freeze] when freezing is
@@ -17,11 +21,11 @@ var (
 	// not decode.
 	ErrInvalidState = errors.New("freeze: invalid persisted state")
 
-	// ErrRunning is returned by Run when the same [Monitor] (directly or
+	// ErrRunTwice is returned by Run when the same [Monitor] (directly or
 	// through its [Freezer]) is already running.
-	ErrRunning = errors.New("freeze: already running")
+	ErrRunTwice = errkind.New(errkind.RunTwice, "freeze: already running")
 
 	// ErrInvalidOption is wrapped by constructors given an argument or an
 	// option they cannot honour; the message names it.
-	ErrInvalidOption = errors.New("freeze: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "freeze: invalid option")
 )

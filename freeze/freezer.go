@@ -294,7 +294,7 @@ func (f *Freezer) Check(ctx context.Context) (float64, error) {
 // retries an incomplete freeze every retry interval. Once frozen it keeps
 // measuring (for Usage and Status) every [DefaultFrozenInterval], with
 // throttled logs. Only one Run of the Freezer or its Monitor may run at a
-// time; another returns [ErrRunning].
+// time; another returns [ErrRunTwice].
 func (f *Freezer) Run(ctx context.Context) error {
 	return f.mon.run(ctx, f.Frozen, func(ctx context.Context, usage float64, err error) time.Duration {
 		if ferr := f.act(ctx, usage, err); ferr != nil && err == nil {

@@ -86,7 +86,7 @@ func (m *Monitor) Check(ctx context.Context) (float64, error) {
 // Run checks the usage on the schedule of [WithPollIntervals] until ctx is
 // done, then returns nil. It only measures and logs; a [Freezer]'s Run
 // also freezes. Only one Run (of the Monitor or of a Freezer using it) may
-// run at a time; another returns [ErrRunning].
+// run at a time; another returns [ErrRunTwice].
 func (m *Monitor) Run(ctx context.Context) error {
 	return m.run(ctx, func() bool { return false }, func(ctx context.Context, usage float64, err error) time.Duration {
 		return m.interval(usage, err, false)
@@ -97,7 +97,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 // step after each check; step returns the time until the next check.
 func (m *Monitor) run(ctx context.Context, quiet func() bool, step func(ctx context.Context, usage float64, err error) time.Duration) error {
 	if !m.running.CompareAndSwap(false, true) {
-		return ErrRunning
+		return ErrRunTwice
 	}
 	defer m.running.Store(false)
 	timer := time.NewTimer(0)

@@ -272,11 +272,11 @@ func TestRunTwice(t *testing.T) {
 		mon := must[*freeze.Monitor](t)(freeze.NewMonitor([]string{"/d"}, freeze.WithDiskReader(disk)))
 		stop := run(t, mon)
 		synctest.Wait()
-		if err := mon.Run(context.Background()); !errors.Is(err, freeze.ErrRunning) {
+		if err := mon.Run(context.Background()); !errors.Is(err, freeze.ErrRunTwice) {
 			t.Errorf("second Run: %v", err)
 		}
 		f := must[*freeze.Freezer](t)(freeze.Open(context.Background(), &memStore{}, mon))
-		if err := f.Run(context.Background()); !errors.Is(err, freeze.ErrRunning) {
+		if err := f.Run(context.Background()); !errors.Is(err, freeze.ErrRunTwice) {
 			t.Errorf("Freezer Run beside its Monitor's: %v", err)
 		}
 		_ = stop()

@@ -158,4 +158,16 @@
 // Provider records are written without the ingester's provider lock: in
 // assigner mode a publisher that is not assigned yet is not ingested, so
 // no walk writes its records at the same time.
+//
+// # Why the surface is this large
+//
+// handoff exports more names than most packages (over 60, counting
+// methods) mostly through methods: [Node] is the indexer's side of the
+// whole admin contract (an admin.Node with its optional capabilities),
+// about one method per route. Its
+// own names are the [Receiver] with its [Option]s, the [Registry] of
+// assignments, the [Ingest] seam ([FromIngester]), the [Request] wire
+// form, the resume and freeze helpers ([Resume], [ResumePoints],
+// [Snapshot], [Unfreeze]) and the sentinels, most of them the admin
+// contract's own values.
 package handoff

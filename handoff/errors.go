@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/httperr"
 )
 
@@ -93,7 +94,7 @@ var (
 
 	// ErrInvalidOption is wrapped by constructors given an argument or an
 	// option they cannot honour; the message names it.
-	ErrInvalidOption = errors.New("handoff: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "handoff: invalid option")
 
 	// ErrSnapshotUnsettled is returned by [Snapshot] when provider records
 	// keep changing over every pass.

@@ -358,4 +358,27 @@
 // Progress goes to the [WithLogger] logger with the keys publisher,
 // provider and cid. [Hooks] report each advertisement walked and applied,
 // entries indexed, walks done and failed, for metrics.
+//
+// # Why the surface is this large
+//
+// ingest exports more names than most packages (over 60, counting
+// methods) because it is one job, a publisher's advertisements into a
+// store, with several seams an embedder plugs or reads:
+//
+//   - the [Ingester] with its [Option]s and, beside each option, the
+//     Default constant it documents;
+//   - the single-publisher [Walker] with its own [WalkerOption]s
+//     (NewWalker, WithWalker...): the Ingester hands its walker settings
+//     on (rule 5 of the root package's "Constructing things"), and a
+//     caller that walks one chain by hand uses them directly;
+//   - the seams: [Syncer] and [SyncerFunc] (how blocks are fetched),
+//     [Applier] (where they go), [Positions] (where walks are kept),
+//     [AnnounceSource], [Policy] and [Hooks];
+//   - what it reports: [Status], [WalkState], [UnverifiedStats], [Ad],
+//     [AdError] and the sentinels of errors.go.
+//
+// The wire formats, codecs and transports it builds on already live in
+// subpackages (schema, metadata, ipnisync, announce, netpolicy, admin,
+// chaingen). The walker is not split off: it shares the Ingester's state
+// keys, hooks and limits, which a subpackage would have to export.
 package ingest

@@ -6,6 +6,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/internal/errkind"
 )
 
 var (
@@ -77,7 +79,7 @@ var (
 	ErrWalkedElsewhere = errors.New("ingest: publisher walked by another process")
 	// ErrInvalidOption is wrapped by constructors given an option they
 	// cannot honour; the message names it.
-	ErrInvalidOption = errors.New("ingest: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "ingest: invalid option")
 )
 
 // AdError is the error of one advertisement that could not be applied.

@@ -95,7 +95,7 @@ type Config struct {
 // Option sets one setting of the [Config] that [NewConfig] builds. NewConfig
 // applies the options in order, fails with the first error one returns,
 // and validates the result: every setting is checked, with an error
-// wrapping [ErrInvalid].
+// wrapping [ErrInvalidOption] (which matches [ErrInvalid] too).
 type Option func(*config) error
 
 // config is what the options write: the Config that NewConfig returns
@@ -168,21 +168,21 @@ func NewConfig(opts ...Option) (Config, error) {
 	c := cc.Config
 	switch {
 	case c.TTL <= 0:
-		return c, fmt.Errorf("lease: TTL %v: %w", c.TTL, ErrInvalid)
+		return c, fmt.Errorf("lease: TTL %v: %w", c.TTL, ErrInvalidOption)
 	case c.AuctionWindow <= 0:
-		return c, fmt.Errorf("lease: auction window %v: %w", c.AuctionWindow, ErrInvalid)
+		return c, fmt.Errorf("lease: auction window %v: %w", c.AuctionWindow, ErrInvalidOption)
 	case c.PendingGrace < 0:
-		return c, fmt.Errorf("lease: pending grace %v: %w", c.PendingGrace, ErrInvalid)
+		return c, fmt.Errorf("lease: pending grace %v: %w", c.PendingGrace, ErrInvalidOption)
 	case c.MaxBids < 0:
-		return c, fmt.Errorf("lease: max bids %d: %w", c.MaxBids, ErrInvalid)
+		return c, fmt.Errorf("lease: max bids %d: %w", c.MaxBids, ErrInvalidOption)
 	case c.LivenessWindow <= 0:
-		return c, fmt.Errorf("lease: liveness window %v: %w", c.LivenessWindow, ErrInvalid)
+		return c, fmt.Errorf("lease: liveness window %v: %w", c.LivenessWindow, ErrInvalidOption)
 	case c.MinBidFactor < 0:
-		return c, fmt.Errorf("lease: min bid factor %v: %w", c.MinBidFactor, ErrInvalid)
+		return c, fmt.Errorf("lease: min bid factor %v: %w", c.MinBidFactor, ErrInvalidOption)
 	case c.StarveAfter < 1:
-		return c, fmt.Errorf("lease: starve after %d: %w", c.StarveAfter, ErrInvalid)
+		return c, fmt.Errorf("lease: starve after %d: %w", c.StarveAfter, ErrInvalidOption)
 	case c.Clock == nil:
-		return c, fmt.Errorf("lease: nil clock: %w", ErrInvalid)
+		return c, fmt.Errorf("lease: nil clock: %w", ErrInvalidOption)
 	}
 	return c, nil
 }

@@ -158,8 +158,26 @@
 // after which every method returns an error wrapping [ErrClosed]. Every
 // method of a store, and of a [Lease], is safe for concurrent use.
 // Failures wrap the sentinels of errors.go, to be tested with errors.Is:
-// an invalid argument or option wraps [ErrInvalid], an owner operation
+// an invalid argument or option wraps [ErrInvalid] (an invalid option,
+// Config field or constructor argument wraps [ErrInvalidOption], which
+// matches ErrInvalid too), an owner operation
 // refused wraps [ErrNotHeld] or [ErrStaleFence], a refused bid names its
 // reason ([ErrBidPending], [ErrBidTooLow], [ErrLeased],
 // [ErrAuctionClosed]).
+//
+// # Why the surface is this large
+//
+// lease exports more names than most packages (over 60, counting
+// methods) because it is a plug point whose backends (lease/memory,
+// lease/redis, lease/etcd) and suite (lease/leasetest) import only lease:
+// everything they share is here. The groups: the [Store] interface and
+// its optional capabilities ([Lister], [LiveCounter], [MaxBidsSetter],
+// [Watcher]); the data model ([Item], [Row], [Ref], [Fence], [State],
+// [Bid], [BidResult], [AuctionResult], [Outcome], [Grant], [Renewal],
+// [Mutation], [Change]); the shared configuration ([Config],
+// [NewConfig], the [Option]s, [Hooks], [Clock], [TimerClock],
+// [SystemClock]); the holder's side ([Lease], [Acquire], the
+// [HolderOption]s, [HolderHooks], [RenewAll], [CheckFence]); replication
+// ([ReplicaSep], [ReplicaID], [SplitReplicaID], [PutReplicated],
+// [Replicas], [Serving]); and the sentinels.
 package lease

@@ -1,6 +1,10 @@
 package lease
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 // released is the type of ErrReleased: it matches ErrNotHeld as well.
 type released struct{}
@@ -51,6 +55,13 @@ var (
 	// or node name, a negative size, a bad option).
 	ErrInvalid = errors.New("lease: invalid argument")
 
+	// ErrInvalidOption is wrapped by errors that reject an option, a
+	// [Config] field or a constructor's argument ([NewConfig], the
+	// backends' New, agent.NewManager). It also matches [ErrInvalid], and,
+	// under errors.Is, the ErrInvalidOption of every other package of the
+	// module.
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "lease: invalid option", ErrInvalid)
+
 	// ErrClosed is returned by every method of a store after Close.
-	ErrClosed = errors.New("lease: closed")
+	ErrClosed = errkind.New(errkind.Closed, "lease: closed")
 )

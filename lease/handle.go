@@ -87,7 +87,7 @@ type holderConfig struct {
 func WithHolderClock(clk Clock) HolderOption {
 	return func(c *holderConfig) error {
 		if clk == nil {
-			return fmt.Errorf("lease: nil holder clock: %w", ErrInvalid)
+			return fmt.Errorf("lease: nil holder clock: %w", ErrInvalidOption)
 		}
 		c.clock = clk
 		return nil
@@ -118,7 +118,7 @@ func WithHolderHooks(h HolderHooks) HolderOption {
 func WithHolderSafetyMargin(d time.Duration) HolderOption {
 	return func(c *holderConfig) error {
 		if d < 0 {
-			return fmt.Errorf("lease: safety margin %v: %w", d, ErrInvalid)
+			return fmt.Errorf("lease: safety margin %v: %w", d, ErrInvalidOption)
 		}
 		c.margin = d
 		return nil

@@ -41,7 +41,7 @@ type handlerConfig struct {
 func WithMaxSamples(n int) HandlerOption {
 	return func(c *handlerConfig) error {
 		if n < 1 || n > 1024 {
-			return fmt.Errorf("piece: max samples %d out of range 1..1024", n)
+			return fmt.Errorf("%w: max samples %d out of range 1..1024", ErrInvalidOption, n)
 		}
 		c.maxN = n
 		return nil
@@ -53,7 +53,7 @@ func WithMaxSamples(n int) HandlerOption {
 func WithLogger(l *slog.Logger) HandlerOption {
 	return func(c *handlerConfig) error {
 		if l == nil {
-			return errors.New("piece: nil logger")
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
 		}
 		c.log = l
 		return nil
@@ -117,10 +117,10 @@ type Handler struct {
 // NewHandler returns the API handler over s, signing with key.
 func NewHandler(s Store, key crypto.PrivKey, opts ...HandlerOption) (*Handler, error) {
 	if s == nil {
-		return nil, errors.New("piece: NewHandler: nil store")
+		return nil, fmt.Errorf("%w: NewHandler: nil store", ErrInvalidOption)
 	}
 	if key == nil {
-		return nil, errors.New("piece: NewHandler: nil key")
+		return nil, fmt.Errorf("%w: NewHandler: nil key", ErrInvalidOption)
 	}
 	c := handlerConfig{maxN: MaxSamples, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {

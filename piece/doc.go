@@ -76,4 +76,27 @@
 // [ErrPieceNotFound] or [ErrClosed]; check them with errors.Is. The handler
 // maps them to 404 answers with the error codes PROVIDER_NOT_FOUND and
 // PIECE_NOT_FOUND.
+//
+// # Why the surface is this large
+//
+// piece exports more names than most packages (over 60, counting
+// methods) because the sampler's three sides share one model, and a signer
+// and a verifier must compute the same bytes:
+//
+//   - the [Tracker] with its [TrackerOption]s (walking providers' chains
+//     through ingest);
+//   - the plug point: [Store], the optional [Walks], and their model
+//     ([Status], [StatusUpdate], [Counters], [WalkPosition], [WalkStep],
+//     the sentinels, [DefaultCapacity]), which the backends piece/memory
+//     and piece/redis and the suite piece/piecetest import (a parent never
+//     imports its backends, so the model stays here);
+//   - the signed REST API: [Handler] and its options, the wire model
+//     ([SampleResponse], the Code constants, [MaxSamples], [MaxSeedLen],
+//     [ValidSeed], [Choose], [SignedBytes]), keys ([LoadOrCreateKey],
+//     [EncodePubKey], [DecodePubKey]) and the client's check
+//     ([VerifySample], [VerifyOption], [VerifiedSample]);
+//   - the extraction helpers the backends and the tracker share: PieceCID
+//     and payload ([IsPieceCID], [PieceOf], [PieceFromContextID],
+//     [PieceFromMetadata], [PayloadCID]) and the bottom-k keys
+//     ([PayloadHash], [PayloadKey], [PayloadFromKey], [SmallestKeys]).
 package piece

@@ -8,6 +8,8 @@ import (
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/indexkit/indexkit/internal/errkind"
 )
 
 // DefaultCapacity is the default number of payload CIDs a store keeps per
@@ -84,7 +86,7 @@ var (
 	// has no payloads for the piece.
 	ErrPieceNotFound = errors.New("piece: piece not found")
 	// ErrClosed is returned (wrapped) by a store's methods after Close.
-	ErrClosed = errors.New("piece: store closed")
+	ErrClosed = errkind.New(errkind.Closed, "piece: store closed")
 )
 
 // WalkPosition is where a publisher's chain walk stands, as the

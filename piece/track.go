@@ -190,10 +190,10 @@ type writtenStatus struct {
 func NewTracker(st Store, ds datastore.Batching, opts ...TrackerOption) (*Tracker, error) {
 	var err error
 	if st == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidTrackerOption)
+		return nil, fmt.Errorf("%w: nil store", ErrInvalidOption)
 	}
 	if ds == nil {
-		return nil, fmt.Errorf("%w: nil datastore", ErrInvalidTrackerOption)
+		return nil, fmt.Errorf("%w: nil datastore", ErrInvalidOption)
 	}
 	cfg, err := newTrackerConfig(opts)
 	if err != nil {

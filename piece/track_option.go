@@ -10,6 +10,7 @@ import (
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/errkind"
 )
 
 // Defaults of a [Tracker].
@@ -50,9 +51,9 @@ const (
 	DefaultClaimTTL = time.Minute
 )
 
-// ErrInvalidTrackerOption is wrapped by [NewTracker] given an option it
-// cannot honour; the message names it.
-var ErrInvalidTrackerOption = errors.New("piece: invalid tracker option")
+// ErrInvalidOption is wrapped by [NewTracker] and [NewHandler] given an
+// argument or an option they cannot honour; the message names it.
+var ErrInvalidOption = errkind.New(errkind.InvalidOption, "piece: invalid option")
 
 // errUnsupported is wrapped for a publisher that has no HTTP address.
 var errUnsupported = errors.New("unsupported protocol: no http or https address")
@@ -110,7 +111,7 @@ func WithProvidersURL(url string) TrackerOption {
 func WithPollInterval(d time.Duration) TrackerOption {
 	return func(c *trackerConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: poll interval %v must be positive", ErrInvalidTrackerOption, d)
+			return fmt.Errorf("%w: poll interval %v must be positive", ErrInvalidOption, d)
 		}
 		c.pollInterval = d
 		return nil
@@ -125,7 +126,7 @@ func WithPublishers(addrs ...string) TrackerOption {
 	return func(c *trackerConfig) error {
 		for _, a := range addrs {
 			if _, _, _, err := parsePublisher(a); err != nil {
-				return fmt.Errorf("%w: %w", ErrInvalidTrackerOption, err)
+				return fmt.Errorf("%w: %w", ErrInvalidOption, err)
 			}
 		}
 		c.publishers = append(c.publishers, addrs...)
@@ -139,7 +140,7 @@ func WithPublishers(addrs ...string) TrackerOption {
 func WithStatusInterval(d time.Duration) TrackerOption {
 	return func(c *trackerConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: status interval %v must be positive", ErrInvalidTrackerOption, d)
+			return fmt.Errorf("%w: status interval %v must be positive", ErrInvalidOption, d)
 		}
 		c.statusInterval = d
 		return nil
@@ -151,7 +152,7 @@ func WithStatusInterval(d time.Duration) TrackerOption {
 func WithTrackerLogger(l *slog.Logger) TrackerOption {
 	return func(c *trackerConfig) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", ErrInvalidTrackerOption)
+			return fmt.Errorf("%w: nil logger", ErrInvalidOption)
 		}
 		c.logger = l
 		return nil
@@ -167,7 +168,7 @@ func WithTrackerLogger(l *slog.Logger) TrackerOption {
 func WithHTTPClient(hc *http.Client) TrackerOption {
 	return func(c *trackerConfig) error {
 		if hc == nil {
-			return fmt.Errorf("%w: nil HTTP client", ErrInvalidTrackerOption)
+			return fmt.Errorf("%w: nil HTTP client", ErrInvalidOption)
 		}
 		c.client = hc
 		return nil
@@ -227,7 +228,7 @@ func WithAnnounceOptions(opts ...announce.Option) TrackerOption {
 func WithSampleSize(k int) TrackerOption {
 	return func(c *trackerConfig) error {
 		if k < 1 {
-			return fmt.Errorf("%w: sample size %d must be positive", ErrInvalidTrackerOption, k)
+			return fmt.Errorf("%w: sample size %d must be positive", ErrInvalidOption, k)
 		}
 		c.sampleSize = k
 		return nil
@@ -246,7 +247,7 @@ func WithSampleSize(k int) TrackerOption {
 func WithEntryChunks(n int) TrackerOption {
 	return func(c *trackerConfig) error {
 		if n < 0 {
-			return fmt.Errorf("%w: entry chunks %d must not be negative", ErrInvalidTrackerOption, n)
+			return fmt.Errorf("%w: entry chunks %d must not be negative", ErrInvalidOption, n)
 		}
 		c.entryChunks = n
 		return nil
@@ -265,7 +266,7 @@ func WithEntryChunks(n int) TrackerOption {
 func WithClaimTTL(d time.Duration) TrackerOption {
 	return func(c *trackerConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: claim TTL %v must be positive", ErrInvalidTrackerOption, d)
+			return fmt.Errorf("%w: claim TTL %v must be positive", ErrInvalidOption, d)
 		}
 		c.claimTTL = d
 		return nil
@@ -282,7 +283,7 @@ func WithClaimTTL(d time.Duration) TrackerOption {
 func WithClaimOwner(name string) TrackerOption {
 	return func(c *trackerConfig) error {
 		if name == "" {
-			return fmt.Errorf("%w: empty claim owner", ErrInvalidTrackerOption)
+			return fmt.Errorf("%w: empty claim owner", ErrInvalidOption)
 		}
 		c.owner = name
 		return nil

@@ -117,7 +117,7 @@ func (t *Tracker) identify(ctx context.Context, base string) (peer.ID, error) {
 // it every poll interval; it is exported for an admin "poll now".
 func (t *Tracker) Poll(ctx context.Context) (int, error) {
 	if t.cfg.providersURL == "" {
-		return 0, fmt.Errorf("piece: poll: %w: no providers URL", ErrInvalidTrackerOption)
+		return 0, fmt.Errorf("piece: poll: %w: no providers URL", ErrInvalidOption)
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(t.requestTimeout, 30*time.Second))
 	defer cancel()

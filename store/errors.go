@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrNotFound is returned when a provider record or a (provider, context)
@@ -8,7 +12,7 @@ var (
 	ErrNotFound = errors.New("store: not found")
 
 	// ErrClosed is returned by every method of a store after Close.
-	ErrClosed = errors.New("store: closed")
+	ErrClosed = errkind.New(errkind.Closed, "store: closed")
 
 	// ErrInvalidValue is wrapped by errors that reject a [Value] (empty
 	// provider, oversize context ID or metadata).

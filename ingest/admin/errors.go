@@ -7,6 +7,7 @@ import (
 
 	"github.com/indexkit/indexkit/freeze"
 
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/httperr"
 )
 
@@ -101,7 +102,7 @@ var (
 // ErrInvalidOption is wrapped by the error of [NewHandler] and [NewClient]
 // when an option is given a value out of range; the message names the
 // option. It is not part of the wire contract.
-var ErrInvalidOption = errors.New("admin: invalid option")
+var ErrInvalidOption = errkind.New(errkind.InvalidOption, "admin: invalid option")
 
 // ErrorHeader is the response header in which the handler names the
 // sentinel behind an error answer ("already-assigned", "frozen", ...).

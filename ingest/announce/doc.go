@@ -121,6 +121,19 @@
 // Decoders fail with errors wrapping [ErrMalformed]; encoders with
 // [ErrInvalidMessage]; the publisher helpers with [ErrNoPublisher] or
 // [ErrManyPublishers]; senders with [ErrRejected] (a non-2xx answer),
-// [ErrNotRunning], [ErrClosed] or transport errors; constructors with
-// [ErrInvalidOption]. Test them with errors.Is. Nothing panics on any input.
+// [ErrNotRunning], [ErrClosed] or transport errors; a concurrent
+// [Gossip.Run] with [ErrRunTwice]; constructors with [ErrInvalidOption].
+// Test them with errors.Is. Nothing panics on any input.
+//
+// # Why the surface is this large
+//
+// announce exports more names than most packages (over 60, counting
+// methods) because it holds the announce message and the three ends that
+// move it, each with its own option type, as go-libipni's announce does:
+// the [Message] with its codecs and limits (MaxAddrs, MaxCIDLen, ...);
+// the [Receiver] ([Option]s, [Announce], [Class], [Source], [Refusal],
+// [Stats], [Sink]); [Gossip] ([GossipOption]s, [GossipStats]); and
+// [HTTPSender] ([HTTPSenderOption]s) behind the [Sender] interface; plus
+// the sentinels. The HTTP sender could move to a subpackage, as
+// go-libipni's httpsender is, should it grow.
 package announce

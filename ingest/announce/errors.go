@@ -3,6 +3,8 @@ package announce
 import (
 	"errors"
 	"fmt"
+
+	"github.com/indexkit/indexkit/internal/errkind"
 )
 
 var (
@@ -34,11 +36,15 @@ var (
 
 	// ErrClosed is returned by the methods of a closed [Receiver] or
 	// [HTTPSender].
-	ErrClosed = errors.New("announce: closed")
+	ErrClosed = errkind.New(errkind.Closed, "announce: closed")
 
 	// ErrNotRunning is returned by [Gossip.Send] when Run has not joined the
-	// topic yet or has returned, and by a second concurrent Run.
+	// topic yet or has returned.
 	ErrNotRunning = errors.New("announce: gossip not running")
+
+	// ErrRunTwice is returned by a [Gossip.Run] called while another runs.
+	// It also matches ErrNotRunning, which such a Run returned before.
+	ErrRunTwice = errkind.New(errkind.RunTwice, "announce: gossip Run called twice", ErrNotRunning)
 
 	// ErrRejected is wrapped by [HTTPSender.Send] errors for a receiver that
 	// answered with a status other than 2xx; the message holds the URL and
@@ -48,7 +54,7 @@ var (
 
 	// ErrInvalidOption is wrapped by constructor errors for an option value
 	// out of range.
-	ErrInvalidOption = errors.New("announce: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "announce: invalid option")
 )
 
 func malformed(format string, args ...any) error {

@@ -207,12 +207,12 @@ func messageID(m *pb.Message) string {
 // its own goroutines have exited (GossipSub's internal goroutines stop
 // with ctx; their stream handlers stay registered on the host until it
 // closes). A Gossip runs once at a time: a concurrent Run returns
-// [ErrNotRunning]; Run may be called again after it returns.
+// [ErrRunTwice]; Run may be called again after it returns.
 func (g *Gossip) Run(ctx context.Context) error {
 	g.mu.Lock()
 	if g.running {
 		g.mu.Unlock()
-		return fmt.Errorf("%w: Run is already running", ErrNotRunning)
+		return ErrRunTwice
 	}
 	g.running = true
 	g.mu.Unlock()

@@ -1,6 +1,10 @@
 package chaingen
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrNotFound is wrapped by [Chain.Block] and [Source.Block] for a CID
@@ -10,7 +14,7 @@ var (
 
 	// ErrInvalidConfig is wrapped by [Generate] and [Chain.Extend] for a
 	// [Config] they cannot honour; the message names the field.
-	ErrInvalidConfig = errors.New("chaingen: invalid config")
+	ErrInvalidConfig = errkind.New(errkind.InvalidOption, "chaingen: invalid config")
 
 	// ErrMismatch is wrapped by [Model.Equal] when a store does not hold
 	// exactly the model's entries.

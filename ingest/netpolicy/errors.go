@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/indexkit/indexkit/internal/errkind"
 )
 
 var (
@@ -20,7 +22,7 @@ var (
 
 	// ErrInvalidOption is wrapped by [New] given an option it cannot
 	// honour; the message names it.
-	ErrInvalidOption = errors.New("netpolicy: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "netpolicy: invalid option")
 )
 
 // AddressError is the refusal of one address. It matches

@@ -1,7 +1,7 @@
 package netlimit
 
-import "errors"
+import "github.com/indexkit/indexkit/internal/errkind"
 
 // ErrInvalidOption is wrapped by constructor errors for an option value out
 // of range.
-var ErrInvalidOption = errors.New("netlimit: invalid option")
+var ErrInvalidOption = errkind.New(errkind.InvalidOption, "netlimit: invalid option")

@@ -82,10 +82,11 @@
 //
 // # Errors
 //
-// NewManager fails with an error wrapping lease.ErrInvalid for a nil
-// store, an empty node name, a missing indexer, a store that is no Lister
-// without an item source, or an option with an invalid value; a second
-// Run fails the same way. Run itself returns nil after a shutdown by its
+// NewManager fails with an error wrapping lease.ErrInvalidOption (which
+// matches lease.ErrInvalid too) for a nil store, an empty node name, a
+// missing indexer, a store that is no Lister without an item source, or an
+// option with an invalid value; a second Run fails with [ErrRunTwice]
+// (which matches lease.ErrInvalid too). Run itself returns nil after a shutdown by its
 // context: failures of the store while it runs (a heartbeat, a renewal,
 // a bid, an indexing) are logged ([WithLogger]) and retried on the next
 // round, and refused leases close their Done, never Run.

@@ -86,7 +86,7 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 		c.margin = lc.TTL / 10
 	}
 	if c.margin >= lc.TTL {
-		return nil, fmt.Errorf("agent: manager %s: safety margin %v with TTL %v: %w", node, c.margin, lc.TTL, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: safety margin %v with TTL %v: %w", node, c.margin, lc.TTL, lease.ErrInvalidOption)
 	}
 	if c.renew == 0 {
 		c.renew = lc.TTL / 3
@@ -102,19 +102,19 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	}
 	switch {
 	case s == nil:
-		return nil, fmt.Errorf("agent: manager: nil store: %w", lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager: nil store: %w", lease.ErrInvalidOption)
 	case node == "":
-		return nil, fmt.Errorf("agent: manager: empty node: %w", lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager: empty node: %w", lease.ErrInvalidOption)
 	case c.idx == nil:
-		return nil, fmt.Errorf("agent: manager %s: no indexer: %w", node, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: no indexer: %w", node, lease.ErrInvalidOption)
 	case c.source == nil:
-		return nil, fmt.Errorf("agent: manager %s: store is no Lister and no item source: %w", node, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: store is no Lister and no item source: %w", node, lease.ErrInvalidOption)
 	case c.budget <= 0 || c.concurrency < 1 || c.heartbeat <= 0 || c.renew <= 0 || c.scan <= 0 || c.reconcile <= 0:
-		return nil, fmt.Errorf("agent: manager %s: budget, concurrency or interval not positive: %w", node, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: budget, concurrency or interval not positive: %w", node, lease.ErrInvalidOption)
 	case c.backoffBase <= 0 || c.backoffMax < c.backoffBase:
-		return nil, fmt.Errorf("agent: manager %s: backoff %v..%v: %w", node, c.backoffBase, c.backoffMax, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: backoff %v..%v: %w", node, c.backoffBase, c.backoffMax, lease.ErrInvalidOption)
 	case c.policy == nil:
-		return nil, fmt.Errorf("agent: manager %s: nil eviction policy: %w", node, lease.ErrInvalid)
+		return nil, fmt.Errorf("agent: manager %s: nil eviction policy: %w", node, lease.ErrInvalidOption)
 	}
 	feed, _ := c.source.(lease.Watcher)
 	var v *view
@@ -178,12 +178,13 @@ func (m *Manager) Used() int64 {
 // stops bidding and drains every held lease: marks it draining, waits for
 // its indexing (at most the drain timeout) and releases it. It returns
 // only after every goroutine it started has exited, with nil after a
-// shutdown by ctx. Run may be called once.
+// shutdown by ctx. Run may be called once; a second call returns
+// [ErrRunTwice].
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.started {
 		m.mu.Unlock()
-		return fmt.Errorf("agent: manager %s: Run called twice: %w", m.node, lease.ErrInvalid)
+		return fmt.Errorf("agent: manager %s: %w", m.node, ErrRunTwice)
 	}
 	m.started = true
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))

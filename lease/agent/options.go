@@ -9,7 +9,7 @@ import (
 )
 
 // Option configures a [Manager]. An option given an invalid value makes
-// [NewManager] fail with an error wrapping [lease.ErrInvalid].
+// [NewManager] fail with an error wrapping [lease.ErrInvalidOption].
 type Option func(*config) error
 
 type config struct {
@@ -34,7 +34,7 @@ type config struct {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf(format+": %w", append(args, lease.ErrInvalid)...)
+	return fmt.Errorf(format+": %w", append(args, lease.ErrInvalidOption)...)
 }
 
 // WithIndexer sets the indexer (required).

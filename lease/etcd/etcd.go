@@ -50,7 +50,7 @@ var (
 
 func seconds(what string, d time.Duration) (int64, error) {
 	if d%time.Second != 0 {
-		return 0, fmt.Errorf("lease/etcd: %s %v is not a whole number of seconds (etcd lease TTLs are): %w", what, d, lease.ErrInvalid)
+		return 0, fmt.Errorf("lease/etcd: %s %v is not a whole number of seconds (etcd lease TTLs are): %w", what, d, lease.ErrInvalidOption)
 	}
 	return int64(d / time.Second), nil
 }
@@ -67,7 +67,7 @@ func New(cli *clientv3.Client, prefix string, opts ...lease.Option) (*Store, err
 		return nil, fmt.Errorf("lease/etcd: %w", err)
 	}
 	if cli == nil || prefix == "" {
-		return nil, fmt.Errorf("lease/etcd: nil client or empty prefix: %w", lease.ErrInvalid)
+		return nil, fmt.Errorf("lease/etcd: nil client or empty prefix: %w", lease.ErrInvalidOption)
 	}
 	s := &Store{cli: cli, prefix: prefix, cfg: cfg, done: make(chan struct{})}
 	s.ka = &keepAlive{cli: cli, done: s.done}

@@ -52,7 +52,7 @@ func New(rdb goredis.UniversalClient, prefix string, opts ...lease.Option) (*Sto
 		return nil, fmt.Errorf("lease/redis: %w", err)
 	}
 	if rdb == nil || prefix == "" {
-		return nil, fmt.Errorf("lease/redis: nil client or empty prefix: %w", lease.ErrInvalid)
+		return nil, fmt.Errorf("lease/redis: nil client or empty prefix: %w", lease.ErrInvalidOption)
 	}
 	pend := cfg.AuctionWindow + cfg.PendingGrace
 	pendMs := (pend + time.Millisecond - 1) / time.Millisecond

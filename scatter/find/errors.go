@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/httperr"
 )
 
@@ -13,7 +14,7 @@ var (
 
 	// ErrInvalidOption is wrapped by constructor errors for an invalid
 	// argument or option.
-	ErrInvalidOption = errors.New("find: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "find: invalid option")
 )
 
 // PartialError is what a Backend's Find (a fan-out over many backends, such

@@ -70,4 +70,16 @@
 //
 // Decoding errors wrap [ErrInvalidBatch] and say where the input went
 // wrong; layout errors wrap [ErrInvalidLayout] and name the field.
+//
+// # Why the surface is this large
+//
+// keyspace exports more names than most packages (over 60, counting
+// methods) because it is the contract between the two sides of the
+// keyspace layer, and both import it: the layout ([Layout], [Node],
+// [Load], [Save], [Placement]); the write wire form ([Batch], [Op],
+// [OpKind], [AppendOps], [DecodeBatch], [BatchAnswer] and the paths); and
+// the coordinator with the reports it reads from writers and query nodes
+// ([Coordinator], [CoordinatorConfig], [Goal], [Observation], [Action],
+// [ActionKind], [NextAction], [Phase], [Status], [Task], [OutboxStatus],
+// [WriterPosition]). The sides themselves live in writer and querynode.
 package keyspace

@@ -1,7 +1,7 @@
 package web
 
-import "errors"
+import "github.com/indexkit/indexkit/internal/errkind"
 
 // ErrInvalidOption is wrapped by [NewStatus] errors for a nil argument or
 // an option given a value it cannot honour.
-var ErrInvalidOption = errors.New("web: invalid option")
+var ErrInvalidOption = errkind.New(errkind.InvalidOption, "web: invalid option")

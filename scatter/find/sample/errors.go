@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/httperr"
 )
 
@@ -19,7 +20,7 @@ var (
 
 	// ErrInvalidOption is wrapped by constructor errors for an invalid
 	// argument or option.
-	ErrInvalidOption = errors.New("sample: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "sample: invalid option")
 )
 
 // StatusError is the error of a [Client] request answered with a status

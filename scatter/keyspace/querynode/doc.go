@@ -84,7 +84,8 @@
 //
 // [New] fails with errors wrapping [ErrInvalidConfig] or [ErrState];
 // [Node.SetLayout] with errors wrapping [keyspace.ErrStaleEpoch] for an
-// older layout. HTTP answers carry a [keyspace.BatchAnswer] whose Error names
+// older layout; methods after [Node.Close] with [ErrClosed], a second
+// concurrent [Node.Run] with [ErrRunTwice]. HTTP answers carry a [keyspace.BatchAnswer] whose Error names
 // the problem: 400 for a batch that does not decode (the decoder says at
 // which byte), 401 without the token, 421 or 403 from a foreign Host or a
 // web page when no token is set (see Security), 409 for a gap or an

@@ -1,13 +1,20 @@
 package querynode
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrInvalidConfig is wrapped by [New]'s errors about a [Config] field
 	// or an initial layout it cannot use.
-	ErrInvalidConfig = errors.New("querynode: invalid config")
+	ErrInvalidConfig = errkind.New(errkind.InvalidOption, "querynode: invalid config")
 	// ErrClosed is returned by methods of a [Node] after [Node.Close].
-	ErrClosed = errors.New("querynode: closed")
+	ErrClosed = errkind.New(errkind.Closed, "querynode: closed")
+	// ErrRunTwice is returned by [Node.Run] while another Run of the node
+	// runs.
+	ErrRunTwice = errkind.New(errkind.RunTwice, "querynode: Run called twice")
 	// ErrState is wrapped by errors reading or writing the node's durable
 	// state in [Config].Dir.
 	ErrState = errors.New("querynode: durable state")

@@ -482,12 +482,13 @@ func (n *Node) enter() bool {
 
 // Run runs the copy and drop tasks started through the API until ctx is
 // done or the node is closed, and returns after every goroutine it started
-// has exited. Run may be called once at a time.
+// has exited. Run may be called once at a time: another call returns
+// [ErrRunTwice] while one runs.
 func (n *Node) Run(ctx context.Context) error {
 	n.mu.Lock()
 	if n.running {
 		n.mu.Unlock()
-		return errors.New("querynode: Run called twice")
+		return ErrRunTwice
 	}
 	if n.closed {
 		n.mu.Unlock()

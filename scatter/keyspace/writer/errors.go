@@ -1,6 +1,10 @@
 package writer
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrNoIndex is returned by the read side of the index (Get, All):
@@ -9,5 +13,5 @@ var (
 	ErrNoIndex = errors.New("writer: the index lives on the query nodes")
 	// ErrInvalidConfig is wrapped by errors about a Config that cannot
 	// work; they name the field.
-	ErrInvalidConfig = errors.New("writer: invalid config")
+	ErrInvalidConfig = errkind.New(errkind.InvalidOption, "writer: invalid config")
 )

@@ -1,11 +1,15 @@
 package outbox
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrClosed is returned by every method of an [Outbox] after Close
 	// (and by a [Outbox.Wait] that Close ends).
-	ErrClosed = errors.New("outbox: closed")
+	ErrClosed = errkind.New(errkind.Closed, "outbox: closed")
 	// ErrCorrupt is wrapped by errors about files that do not decode:
 	// a record or segment header whose CRC fails, a seq out of order, a
 	// segment missing between others. The message names the file and
@@ -22,7 +26,7 @@ var (
 	ErrAckAhead = errors.New("outbox: ack past the head")
 	// ErrInvalidOption is wrapped by the error of an [Open] given an
 	// invalid [Option].
-	ErrInvalidOption = errors.New("outbox: invalid option")
+	ErrInvalidOption = errkind.New(errkind.InvalidOption, "outbox: invalid option")
 	// ErrLocked is wrapped by the error of an Open of a directory that
 	// another open Outbox (in this process or another) holds.
 	ErrLocked = errors.New("outbox: directory in use")
