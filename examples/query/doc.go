@@ -11,6 +11,7 @@
 //	-dir DIR            data directory: index, writer positions, copy guard (./query-data)
 //	-name NAME          the node's name in the layout (required)
 //	-layout FILE        layout file, re-read on SIGHUP (layout.json)
+//	-layout-poll D      how often to read the layout file for a new layout (0: only on SIGHUP)
 //	-store pebble|memory  index backend (pebble)
 //	-listen ADDR        find and shard APIs (127.0.0.1:3100)
 //	-pprof ADDR         loopback address of Go's /debug/pprof/ profiles, answering

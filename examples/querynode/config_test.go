@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{"cache", func(c *querynode.Config) { c.IndexCacheSize = -1 }, "Config.IndexCacheSize -1"},
 		{"commit", func(c *querynode.Config) { c.CommitInterval = -time.Second }, "Config.CommitInterval -1s"},
 		{"shutdown", func(c *querynode.Config) { c.ShutdownTimeout = 0 }, "Config.ShutdownTimeout 0s must be positive"},
+		{"layout poll", func(c *querynode.Config) { c.LayoutPoll = -time.Second }, "Config.LayoutPoll -1s must not be negative"},
 		{"shard hosts", func(c *querynode.Config) { c.ShardHosts = []string{"query-0:3100"} }, "Config.ShardHosts"},
 	} {
 		c := base

@@ -40,7 +40,8 @@
 // The package parses no flags, takes no signals and registers nothing
 // globally: the program re-reads the layout on SIGHUP, with
 // [Node.ReloadLayout], which an embedder calls when it knows the file has
-// changed. (Its Pebble store pulls in Pebble's own dependencies, among
+// changed; with [Config].LayoutPoll, Run follows the file by itself
+// (keyspace.WatchFile). (Its Pebble store pulls in Pebble's own dependencies, among
 // them the Prometheus client, whose import registers expvar's
 // /debug/vars on http.DefaultServeMux; the node serves its own mux.)
 package querynode

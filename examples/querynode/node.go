@@ -42,6 +42,11 @@ type Config struct {
 	Name string
 	// Layout is the layout file ([keyspace.Load]). Required.
 	Layout string
+	// LayoutPoll, when positive, is how often Run reads the layout file
+	// to take a new layout as soon as it is written ([keyspace.WatchFile]);
+	// 0 takes one only when [Node.ReloadLayout] is called (the program's
+	// SIGHUP).
+	LayoutPoll time.Duration `json:",omitempty"`
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
 	Store string
@@ -95,6 +100,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("querynode: Config.CommitInterval %v must not be negative", c.CommitInterval)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("querynode: Config.ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.LayoutPoll < 0:
+		return fmt.Errorf("querynode: Config.LayoutPoll %v must not be negative", c.LayoutPoll)
 	}
 	if _, err := localonly.New("", "", c.ShardHosts...); err != nil {
 		return fmt.Errorf("querynode: Config.ShardHosts: %w", err)
@@ -222,6 +229,19 @@ func (n *Node) ReloadLayout() error {
 	return nil
 }
 
+// followLayout takes l, a layout the watched file holds, and logs it
+// when it moves the node to a new epoch.
+func (n *Node) followLayout(l keyspace.Layout) error {
+	before := n.node.Layout().Epoch
+	if err := n.node.SetLayout(l); err != nil {
+		return err
+	}
+	if l.Epoch != before {
+		n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
+	}
+	return nil
+}
+
 // Run serves until ctx ends, then stops the listener (waiting at most
 // Config.ShutdownTimeout for requests in flight) and the node's copy and
 // drop tasks, and returns once every goroutine it started has exited: nil
@@ -235,6 +255,18 @@ func (n *Node) Run(ctx context.Context) error {
 	eg, gctx := errgroup.WithContext(ctx)
 	httpserve.Serve(gctx, eg, "query", n.srv, n.ln, n.cfg.ShutdownTimeout)
 	eg.Go(func() error { return n.node.Run(gctx) })
+	if n.cfg.LayoutPoll > 0 {
+		eg.Go(func() error {
+			return keyspace.WatchFile(gctx, keyspace.WatchConfig{
+				Path:     n.cfg.Layout,
+				Interval: n.cfg.LayoutPoll,
+				Apply:    n.followLayout,
+				OnError: func(err error) {
+					n.log.Error("layout file: not loaded; keeping the one in force", "err", err)
+				},
+			})
+		})
+	}
 	return httpserve.WaitStopped(gctx, eg, n.log)
 }
 

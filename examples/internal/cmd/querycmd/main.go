@@ -44,6 +44,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data `directory` (index, positions, copy guard)")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's `name` in the layout (required)")
 	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP")
+	fs.DurationVar(&cfg.LayoutPoll, "layout-poll", cfg.LayoutPoll, "how often to read the layout file for a new layout (0: only on SIGHUP)")
 	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
 	fs.StringVar(&pprofAddr, "pprof", "", "loopback listen `address` of Go's /debug/pprof/ profiles, answering no web page or rebound name (\"\": none, the default)")
