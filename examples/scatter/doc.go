@@ -15,6 +15,7 @@
 //	-config FILE             config file (below), re-read on SIGHUP
 //	-layout FILE             scatter/keyspace layout of a keyspace-sharded query layer (below),
 //	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
+//	-layout-poll D           with -layout, how often to read the layout file for a new layout (default 0: only on SIGHUP)
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
 //	-hedge D                 with a Ring or -layout, ask a key's owners one after the other: the next

@@ -98,6 +98,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-backends", "http://a", "-listen", ""}, "-listen must not be empty"},
 		{[]string{"-backends", "http://a", "-log-level", "loud"}, "log-level"},
 		{[]string{"-backends", "http://a", "extra"}, "unexpected arguments"},
+		{[]string{"-backends", "http://a", "-layout-poll", "1s"}, "-layout-poll needs -layout"},
+		{[]string{"-layout", "x.json", "-layout-poll", "-1s"}, "-layout-poll -1s must not be negative"},
 		{[]string{"-config", "/nonexistent/scatter.json"}, ""}, // a missing file is found by loadConfig
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

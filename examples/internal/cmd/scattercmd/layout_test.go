@@ -289,3 +289,76 @@ func TestLayoutWithBackends(t *testing.T) {
 		t.Errorf("-layout with -backends: %v", err)
 	}
 }
+
+// With -layout-poll the front end follows the layout file with no
+// SIGHUP: the next epoch's read nodes serve once the file holds it, and
+// a poll that finds the layout in force logs nothing.
+func TestLayoutPoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	backend := func() string {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes: []keyspace.Node{{Name: "q1", URL: backend()}}, Current: []string{"q1"}}
+	path := filepath.Join(t.TempDir(), "layout.json")
+	if err := keyspace.Save(path, l); err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- scattercmd.Main(ctx, []string{"-layout", path, "-layout-poll", "5ms", "-listen", "127.0.0.1:0", "-metrics", ""}, &stderr)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Main: %v", err)
+		}
+	}()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s:\n%s", what, stderr.String())
+			}
+		}
+	}
+	addrRE := regexp.MustCompile(`msg=listening name=find addr=(\S+)`)
+	wait("listening line", func() bool { return addrRE.MatchString(stderr.String()) })
+	front := "http://" + addrRE.FindStringSubmatch(stderr.String())[1]
+	epoch := func() uint64 {
+		resp, err := http.Get(front + keyspace.PathStatus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var st keyspace.Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Epoch
+	}
+	time.Sleep(50 * time.Millisecond) // ten polls of the layout in force
+	if strings.Contains(stderr.String(), "reload") || epoch() != 1 {
+		t.Fatalf("epoch %d; polls of an unchanged file logged:\n%s", epoch(), stderr.String())
+	}
+
+	q2 := backend()
+	next, err := l.Join(keyspace.Node{Name: "q2", URL: q2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err = next.Advance(); err != nil { // moved: reads go to q1 and q2
+		t.Fatal(err)
+	}
+	if err := keyspace.Save(path, next); err != nil {
+		t.Fatal(err)
+	}
+	wait("epoch of the new layout", func() bool { return epoch() == next.Epoch })
+	wait("reload log", func() bool {
+		return strings.Contains(stderr.String(), `msg="config reloaded"`) && strings.Contains(stderr.String(), q2)
+	})
+}

@@ -34,6 +34,7 @@ type options struct {
 	backends        []string // as given, in order
 	configPath      string
 	layoutPath      string
+	layoutPoll      time.Duration
 	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
@@ -79,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
+	fs.DurationVar(&o.layoutPoll, "layout-poll", 0, "with -layout, how often to read the layout file for a new layout (0: only on SIGHUP)")
 	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
@@ -130,6 +132,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
 		return nil, err
+	}
+	switch {
+	case o.layoutPoll < 0:
+		return nil, fmt.Errorf("-layout-poll %v must not be negative", o.layoutPoll)
+	case o.layoutPoll > 0 && o.layoutPath == "":
+		return nil, errors.New("-layout-poll needs -layout")
 	}
 	if o.layoutPath != "" && len(o.backends) > 0 {
 		return nil, errors.New("-layout names the backends: give -backends or -layout, not both")
@@ -391,7 +399,40 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		reloadLoop(ctx, hup, opts, node, log, met)
 		return nil
 	})
+	if opts.layoutPoll > 0 {
+		eg.Go(func() error {
+			return keyspace.WatchFile(ctx, keyspace.WatchConfig{
+				Path:     opts.layoutPath,
+				Interval: opts.layoutPoll,
+				Apply:    func(l keyspace.Layout) error { return followLayout(node, l, log, met) },
+				OnError: func(err error) {
+					met.reloads.WithLabelValues("failed").Inc()
+					log.Error("reload failed; keeping the current backends", "err", err)
+				},
+			})
+		})
+	}
 	return eg.Wait()
+}
+
+// followLayout applies l, a layout the -layout file holds, read by
+// -layout-poll: the configuration in force with l's read nodes and ring.
+// A layout that changes nothing (the one in force) is not counted or
+// logged, so that each poll does not look like a reload.
+func followLayout(node *scatternode.Scatter, l keyspace.Layout, log *slog.Logger, met *metrics) error {
+	prev := node.Config()
+	rc := prev
+	rc.Backends, rc.Layout = nil, &l
+	applied, err := node.Reload(rc)
+	if err != nil || !applied {
+		return err
+	}
+	met.reloads.WithLabelValues("applied").Inc()
+	cur := node.Config()
+	added, removed := diff(prev.Backends, cur.Backends)
+	log.Info("config reloaded", append(configAttrs(config{Backends: cur.Backends, Timeout: cur.Timeout, Layout: cur.Layout}),
+		"added", added, "removed", removed)...)
+	return nil
 }
 
 // reloadLoop applies the config file on each SIGHUP until ctx is done,
