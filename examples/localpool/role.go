@@ -17,11 +17,11 @@ import (
 	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
+	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/examples/querynode"
-	"github.com/indexkit/indexkit/examples/scatternode"
 )
 
 // RoleCommand is the hidden subcommand that runs one role in processes
@@ -40,10 +40,10 @@ const (
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Main,
 	KindAssigner:  assignernode.Main,
-	KindScatter:   scatternode.Main,
+	KindScatter:   scattercmd.Main,
 	KindPublisher: publishernode.Main,
 	KindPiece:     piecenode.Main,
-	KindQuery:     querynode.Main,
+	KindQuery:     querycmd.Main,
 }
 
 // RoleMain runs a role and exits when the process was started as one

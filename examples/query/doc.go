@@ -11,8 +11,11 @@
 //	-dir DIR            data directory: index, writer positions, copy guard (./query-data)
 //	-name NAME          the node's name in the layout (required)
 //	-layout FILE        layout file, re-read on SIGHUP (layout.json)
+//	-layout-poll D      how often to read the layout file for a new layout (0: only on SIGHUP)
 //	-store pebble|memory  index backend (pebble)
 //	-listen ADDR        find and shard APIs (127.0.0.1:3100)
+//	-pprof ADDR         loopback address of Go's /debug/pprof/ profiles, answering
+//	                    no web page or rebound name ("": none, the default)
 //	-token-file FILE    the shard API's bearer token (else $INDEXKIT_SHARD_TOKEN);
 //	                    a listener off loopback requires one
 //	-shard-hosts NAMES  comma-separated Host names under which the shard API
@@ -33,4 +36,9 @@
 // Finds answer 503 until the node has heard from every writer of its
 // layout that nothing older waits for it (after each start), so that no
 // lookup gets an answer that looks complete from a node still catching up.
+//
+// The program is Main in examples/internal/cmd/querycmd: the flags mapped
+// onto examples/querynode's Config, the listeners, the profiles and
+// SIGHUP around the typed node, which a Go program or test embeds
+// directly.
 package main

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
 )
 
-func main() { cli.Main("query", querynode.Main) }
+func main() { cli.Main("query", querycmd.Main) }

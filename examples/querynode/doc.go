@@ -3,7 +3,8 @@
 // write to through the batched, authenticated write API of
 // scatter/keyspace/querynode, and that answers the find API (and Delegated
 // Routing V1) for the ranges the layout gives it. It talks to no
-// publisher. examples/query is the same node as a program.
+// publisher. examples/query is the same node as a program
+// (examples/internal/cmd/querycmd maps its flags onto [Config]).
 //
 // # Embedding
 //
@@ -28,8 +29,19 @@
 //
 // # Lifecycle
 //
-// [New] validates the Config, opens the store and the node's state under
-// Dir and starts nothing. [Node.Run] serves until its context ends, then
-// stops the listener (waiting at most Config.ShutdownTimeout) and the
-// node's copy and drop tasks; [Node.Close] closes the store.
+// [New] validates the Config ([Config.Validate] names the field at
+// fault), opens the store and the node's state under Dir and starts
+// nothing. [Node.Run] serves until its context ends, then stops the
+// listener (waiting at most Config.ShutdownTimeout) and the node's copy
+// and drop tasks; it runs once ([ErrRunTwice]). [Node.Close] closes the
+// store, and the listener if Run never ran. A [Config] round-trips through
+// encoding/json (without its Logger).
+//
+// The package parses no flags, takes no signals and registers nothing
+// globally: the program re-reads the layout on SIGHUP, with
+// [Node.ReloadLayout], which an embedder calls when it knows the file has
+// changed; with [Config].LayoutPoll, Run follows the file by itself
+// (keyspace.WatchFile). (Its Pebble store pulls in Pebble's own dependencies, among
+// them the Prometheus client, whose import registers expvar's
+// /debug/vars on http.DefaultServeMux; the node serves its own mux.)
 package querynode

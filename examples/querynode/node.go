@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/internal/httpserve"
+	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/keyspace"
@@ -24,7 +27,13 @@ import (
 	"github.com/indexkit/indexkit/store/pebble"
 )
 
-// Config is a query node's configuration; start from [DefaultConfig].
+// Config is a query node's configuration; start from [DefaultConfig] and
+// set Dir, Name and Layout. [Config.Validate] checks it; New does so too.
+//
+// A Config round-trips through encoding/json, durations as nanoseconds,
+// without its Logger (`json:"-"`), so that a program can hand one to
+// another process. Its Token goes with it: keep such JSON as secret as the
+// token.
 type Config struct {
 	// Dir is the data directory: the index under Dir/index and the
 	// node's positions and copy guard under Dir/shard. Required.
@@ -33,17 +42,22 @@ type Config struct {
 	Name string
 	// Layout is the layout file ([keyspace.Load]). Required.
 	Layout string
+	// LayoutPoll, when positive, is how often Run reads the layout file
+	// to take a new layout as soon as it is written ([keyspace.WatchFile]);
+	// 0 takes one only when [Node.ReloadLayout] is called (the program's
+	// SIGHUP).
+	LayoutPoll time.Duration `json:",omitempty"`
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
 	Store string
 	// Token is the bearer token the shard API requires ("": none; the
 	// node then answers shard writes only to a loopback Host or one of
 	// ShardHosts, and none that a web page sent).
-	Token string
+	Token string `json:",omitempty"`
 	// ShardHosts are the Host names, besides 127.0.0.0/8, [::1] and
 	// localhost, under which the shard API without a Token takes writes
 	// (a name the layout gives the node): querynode.Config.AllowedHosts.
-	ShardHosts []string
+	ShardHosts []string `json:",omitempty"`
 	// IndexCacheSize is the Pebble block cache in bytes (0: the pebble
 	// package's default).
 	IndexCacheSize int64
@@ -57,16 +71,46 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for requests in flight.
 	ShutdownTimeout time.Duration
 	// Logger receives the node's log (nil: discard).
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 }
 
-// DefaultConfig is examples/query without flags.
+// DefaultConfig is examples/query without flags: Dir ./query-data, Layout
+// layout.json, the pebble store with a 32 MiB block cache, a 5 s commit
+// interval and a 10 s shutdown. Name is empty.
 func DefaultConfig() Config {
 	return Config{Dir: "./query-data", Store: "pebble", Layout: "layout.json", IndexCacheSize: 32 << 20,
 		CommitInterval: 5 * time.Second, ShutdownTimeout: 10 * time.Second}
 }
 
-// Node is a running query node.
+// Validate reports the first field of c at fault, naming it: what New
+// would refuse before it opens anything.
+func (c Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("querynode: Config.Dir must not be empty")
+	case c.Name == "":
+		return errors.New("querynode: Config.Name must not be empty")
+	case c.Layout == "":
+		return errors.New("querynode: Config.Layout must name the layout file")
+	case c.Store != "pebble" && c.Store != "memory":
+		return fmt.Errorf("querynode: Config.Store %q: want pebble or memory", c.Store)
+	case c.IndexCacheSize < 0:
+		return fmt.Errorf("querynode: Config.IndexCacheSize %d must not be negative", c.IndexCacheSize)
+	case c.CommitInterval < 0:
+		return fmt.Errorf("querynode: Config.CommitInterval %v must not be negative", c.CommitInterval)
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("querynode: Config.ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.LayoutPoll < 0:
+		return fmt.Errorf("querynode: Config.LayoutPoll %v must not be negative", c.LayoutPoll)
+	}
+	if _, err := localonly.New("", "", c.ShardHosts...); err != nil {
+		return fmt.Errorf("querynode: Config.ShardHosts: %w", err)
+	}
+	return nil
+}
+
+// Node is a query node. Build it with [New], serve with [Node.Run],
+// release with [Node.Close].
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
@@ -74,9 +118,16 @@ type Node struct {
 	node *qn.Node
 	srv  *http.Server
 	ln   net.Listener
+
+	started   atomic.Bool // Run was called, or Close before it
+	closeOnce sync.Once
+	closeErr  error
 }
 
-// New opens the node; on error it closes ln and what it opened.
+// New validates cfg, opens the node's store and state under cfg.Dir and
+// reads the layout file; ln serves every API once [Node.Run] runs. It
+// starts nothing. On error it closes ln and what it opened; the error
+// names the field at fault.
 func New(cfg Config, ln net.Listener) (*Node, error) {
 	n, err := open(cfg, ln)
 	if err != nil {
@@ -92,17 +143,11 @@ func New(cfg Config, ln net.Listener) (*Node, error) {
 }
 
 func open(cfg Config, ln net.Listener) (*Node, error) {
-	switch {
-	case cfg.Dir == "":
-		return nil, errors.New("Config.Dir must not be empty")
-	case cfg.Name == "":
-		return nil, errors.New("Config.Name must not be empty")
-	case cfg.Layout == "":
-		return nil, errors.New("Config.Layout must name the layout file")
-	case cfg.Store != "pebble" && cfg.Store != "memory":
-		return nil, fmt.Errorf("Config.Store %q: want pebble or memory", cfg.Store)
-	case ln == nil:
-		return nil, errors.New("no listener")
+	if ln == nil {
+		return nil, errors.New("querynode: the listener is nil")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -152,7 +197,7 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 	mux.Handle("/health", conv)
 	mux.Handle("/stats", conv)
 	mux.Handle(keyspace.PathPrefix, n.node.Handler())
-	n.srv = cli.NewHTTPServer(mux, log)
+	n.srv = httpserve.NewServer(mux, log)
 	// A batch of 64 MiB on a slow link takes longer than the default
 	// timeouts allow.
 	n.srv.ReadTimeout, n.srv.WriteTimeout = 5*time.Minute, 0
@@ -170,6 +215,8 @@ func (n *Node) Store() store.Store { return n.st }
 
 // ReloadLayout re-reads the layout file; a layout that does not load or
 // is older than the one in force is refused and the node keeps its own.
+// The program calls it on SIGHUP; it may be called at any time, from any
+// goroutine.
 func (n *Node) ReloadLayout() error {
 	l, err := keyspace.Load(n.cfg.Layout)
 	if err != nil {
@@ -182,24 +229,64 @@ func (n *Node) ReloadLayout() error {
 	return nil
 }
 
-// Run serves until ctx ends.
+// followLayout takes l, a layout the watched file holds, and logs it
+// when it moves the node to a new epoch.
+func (n *Node) followLayout(l keyspace.Layout) error {
+	before := n.node.Layout().Epoch
+	if err := n.node.SetLayout(l); err != nil {
+		return err
+	}
+	if l.Epoch != before {
+		n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then stops the listener (waiting at most
+// Config.ShutdownTimeout for requests in flight) and the node's copy and
+// drop tasks, and returns once every goroutine it started has exited: nil
+// after a clean stop. Run may be called once, and not after Close.
 func (n *Node) Run(ctx context.Context) error {
+	if n.started.Swap(true) {
+		return ErrRunTwice
+	}
 	l := n.node.Layout()
 	n.log.Info("starting", "name", n.cfg.Name, "dir", n.cfg.Dir, "store", n.cfg.Store, "epoch", l.Epoch, "phase", l.Phase)
 	eg, gctx := errgroup.WithContext(ctx)
-	cli.Serve(gctx, eg, "query", n.srv, n.ln, n.cfg.ShutdownTimeout)
+	httpserve.Serve(gctx, eg, "query", n.srv, n.ln, n.cfg.ShutdownTimeout)
 	eg.Go(func() error { return n.node.Run(gctx) })
-	return cli.WaitStopped(gctx, eg, n.log)
+	if n.cfg.LayoutPoll > 0 {
+		eg.Go(func() error {
+			return keyspace.WatchFile(gctx, keyspace.WatchConfig{
+				Path:     n.cfg.Layout,
+				Interval: n.cfg.LayoutPoll,
+				Apply:    n.followLayout,
+				OnError: func(err error) {
+					n.log.Error("layout file: not loaded; keeping the one in force", "err", err)
+				},
+			})
+		})
+	}
+	return httpserve.WaitStopped(gctx, eg, n.log)
 }
 
-// Close closes the node's state and store.
+// Close closes the node's state and store, and the listener if Run never
+// ran; call it after Run has returned. It is idempotent.
 func (n *Node) Close() error {
-	var errs []error
-	if n.node != nil {
-		errs = append(errs, n.node.Close())
-	}
-	if n.st != nil {
-		errs = append(errs, n.st.Close())
-	}
-	return errors.Join(errs...)
+	n.closeOnce.Do(func() {
+		var errs []error
+		if !n.started.Swap(true) && n.ln != nil { // Run never ran, and will not
+			if err := n.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+				errs = append(errs, err)
+			}
+		}
+		if n.node != nil {
+			errs = append(errs, n.node.Close())
+		}
+		if n.st != nil {
+			errs = append(errs, n.st.Close())
+		}
+		n.closeErr = errors.Join(errs...)
+	})
+	return n.closeErr
 }

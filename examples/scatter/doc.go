@@ -10,10 +10,12 @@
 //
 //	-listen ADDR             find API address (default 127.0.0.1:8080; port 0 picks one)
 //	-metrics ADDR            Prometheus GET /metrics address (default 127.0.0.1:8081; "" disables)
+//	-pprof ADDR              loopback address of Go's /debug/pprof/ profiles, answering no web page or rebound name (default "": none)
 //	-backends URL[,URL...]   backend find API base URLs; may be repeated
 //	-config FILE             config file (below), re-read on SIGHUP
 //	-layout FILE             scatter/keyspace layout of a keyspace-sharded query layer (below),
 //	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
+//	-layout-poll D           with -layout, how often to read the layout file for a new layout (default 0: only on SIGHUP)
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
 //	-hedge D                 with a Ring or -layout, ask a key's owners one after the other: the next
@@ -159,7 +161,7 @@
 // # Logs and signals
 //
 // Logs are slog text lines on standard error: one "listening" line per
-// server with its bound address (name=find or name=metrics,
+// server with its bound address (name=find, name=metrics or name=pprof,
 // addr=HOST:PORT), then the config (msg=starting), reloads, breaker state changes, and
 // shutdown. SIGINT or SIGTERM stops accepting connections and lets
 // requests in flight finish for up to -shutdown-timeout, then closes the
@@ -168,9 +170,10 @@
 //
 // # In process
 //
-// The program itself is Main in examples/scatternode; this command only
-// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
-// can run the same role in goroutines (examples/pool). Main is flags,
-// metrics and listeners around the typed scatternode.Scatter (scatternode.New,
-// Run, Close), which a Go program or test embeds directly.
+// The program itself is Main in examples/internal/cmd/scattercmd; this
+// command only calls it under a context that SIGINT and SIGTERM cancel, so
+// that a pool can run the same program in a process of its own
+// (examples/localpool). Main is flags, metrics, profiles and listeners
+// around the typed scatternode.Scatter (scatternode.New, Run, Close),
+// which a Go program or test embeds directly.
 package main

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 )
 
-func main() { cli.Main("scatter", scatternode.Main) }
+func main() { cli.Main("scatter", scattercmd.Main) }

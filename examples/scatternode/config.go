@@ -15,7 +15,12 @@ import (
 )
 
 // Config is the typed configuration of a front end. Its zero value is
-// not usable: start from [DefaultConfig] and set Backends.
+// not usable: start from [DefaultConfig] and set Backends (or Layout).
+// [Config.Validate] checks it; New and Reload do so too.
+//
+// A Config round-trips through encoding/json, durations as nanoseconds,
+// without its Logger and Hooks (`json:"-"`), so that a program can hand
+// one to another process.
 type Config struct {
 	// Backends are the base URLs of the find APIs to scatter to (http or
 	// https, with a host and no query, fragment or credentials; a path is
@@ -23,7 +28,7 @@ type Config struct {
 	// host in lower case, no trailing slash); two URLs that normalise the
 	// same are an error. The normalised URLs name the backends in logs and
 	// in the hooks.
-	Backends []string
+	Backends []string `json:",omitempty"`
 	// Timeout is how long each backend may take per request.
 	Timeout time.Duration
 	// Ring, when not nil, shards the keyspace: each multihash is asked
@@ -37,7 +42,7 @@ type Config struct {
 	// which Layout describes). Over a publisher-sharded pool, where each
 	// indexer holds the multihashes of its publishers, the answers look
 	// complete and are not.
-	Ring *Ring
+	Ring *Ring `json:",omitempty"`
 	// Layout, when not nil, is the keyspace-sharded query layer to read
 	// from (a scatter/keyspace layout, as its file holds it): the backends are
 	// the URLs of its read nodes (keyspace.Placement.ReadNodes) and the ring
@@ -46,15 +51,15 @@ type Config struct {
 	// empty or those URLs (as [Scatter.Config] returns them), and Ring nil.
 	// The front end reports the layout's epoch at GET keyspace.PathStatus (0
 	// without a layout).
-	Layout *keyspace.Layout
+	Layout *keyspace.Layout `json:",omitempty"`
 	// Hedge, with a Ring or a Layout, asks a key's owners one after the
 	// other: the next when Hedge passes without a complete answer, or at
 	// once when those asked failed (scatter.WithHedge). 0 asks them all at
 	// once.
-	Hedge time.Duration
+	Hedge time.Duration `json:",omitempty"`
 	// CacheEntries is the size of the result cache in answers; 0: no
 	// cache (CacheTTL and CacheNegativeTTL are then unused).
-	CacheEntries int
+	CacheEntries int `json:",omitempty"`
 	// CacheTTL is how long a cached answer is kept (positive with a cache).
 	CacheTTL time.Duration
 	// CacheNegativeTTL is how long a cached "not found" is kept; 0: not
@@ -65,21 +70,21 @@ type Config struct {
 	// GET /status.json, and the page's pool view, then show the
 	// publishers, who holds them and the handoffs in progress. An http or
 	// https URL; empty: no assigner.
-	AssignerURL string
+	AssignerURL string `json:",omitempty"`
 	// ShutdownTimeout bounds how long requests in flight may take once
 	// Run's context is done.
 	ShutdownTimeout time.Duration
 	// Logger receives the front end's log; nil discards it.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// Hooks observe the Gathers the front end builds (for metrics).
-	Hooks Hooks
+	Hooks Hooks `json:"-"`
 }
 
 // Ring is the consistent-hash sharding of [Config.Ring] (the Ring object
-// of the binary's config file).
+// of examples/scatter's config file).
 type Ring struct {
 	// Vnodes is the number of ring points per backend (0: scatter.DefaultVnodes).
-	Vnodes int
+	Vnodes int `json:",omitempty"`
 	// Replication is how many backends own each multihash: 1 to the
 	// number of backends.
 	Replication int
@@ -101,7 +106,7 @@ type Hooks struct {
 	Retired func(g *scatter.Gather)
 }
 
-// DefaultConfig returns the defaults of the binary's flags: a 5s backend
+// DefaultConfig returns the defaults of examples/scatter's flags: a 5s backend
 // timeout, no ring, no cache (a 30s TTL and a 5s negative TTL once
 // CacheEntries is set) and a 10s shutdown. Backends is empty.
 func DefaultConfig() Config {
@@ -111,6 +116,13 @@ func DefaultConfig() Config {
 		CacheNegativeTTL: 5 * time.Second,
 		ShutdownTimeout:  10 * time.Second,
 	}
+}
+
+// Validate reports the first field of c at fault, naming it: what New and
+// Reload would refuse.
+func (c Config) Validate() error {
+	_, err := c.normalized()
+	return err
 }
 
 // normalized returns c with its backends normalised and its ring's
@@ -186,7 +198,7 @@ func (c Config) epoch() uint64 {
 // returns a copy of ring with its default filled in.
 func normalizeBackends(raw []string, ring *Ring) ([]string, *Ring, error) {
 	if len(raw) == 0 {
-		return nil, nil, errors.New("no backends: give -backends or list them in the config file")
+		return nil, nil, errors.New("Backends: none given; want at least one find API URL (or a Layout)")
 	}
 	var out []string
 	seen := make(map[string]string, len(raw))
@@ -259,7 +271,8 @@ func normalizeURL(what, s string) (string, error) {
 	return u.String(), nil
 }
 
-// DefaultLayoutHedge is the -hedge of a front end given a -layout: the
+// DefaultLayoutHedge is the Hedge for a front end over a Layout (the
+// -hedge of examples/scatter given a -layout): the
 // primary owner of a key is asked alone, and the next one 2 ms later (or
 // at once if it fails). Asking both at once cancels the slower request,
 // which closes its connection (a new connection for nearly every lookup;

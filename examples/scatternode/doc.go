@@ -10,9 +10,9 @@
 // reused for a second; scatter/find/health), the IPNI multihash-sampling
 // API under /ipni/v0/sample/ (scatter/find/sample: the first backend to
 // answer, each indexer holding its contexts whole; 501 over a keyspace
-// ring or layout, whose nodes hold no context whole), and [Main] is the
-// examples/scatter program around it (whose documentation is the manual
-// of every flag, the config file and the logs).
+// ring or layout, whose nodes hold no context whole). The examples/scatter
+// program runs one (its documentation is the manual of every flag, the
+// config file and the logs).
 //
 // # Embedding
 //
@@ -30,7 +30,13 @@
 //
 // [Scatter.Reload] replaces the backends (timeout, ring, cache) while the
 // front end serves, as the binary does on SIGHUP; [Config.Hooks] observe
-// each Gather built, which is how [Main] feeds its Prometheus metrics.
+// each Gather built, which is how the binary feeds its Prometheus metrics.
+// A [Config] round-trips through encoding/json (without its Logger and
+// Hooks), and [Config.Validate] names the field at fault.
+//
+// The package parses no flags, takes no signals, and registers nothing
+// globally (no default HTTP mux, no default Prometheus registry): those
+// are the program's, in examples/internal/cmd/scattercmd.
 //
 // # Keyspace-sharded query layer
 //
@@ -51,10 +57,4 @@
 // has exited. [Scatter.Close] releases the listener if Run never ran and
 // the idle connections to the backends. Several front ends may run in one
 // process.
-//
-// [Main] parses the flags and the config file, binds the listeners with the
-// connection caps, and logs each as msg=listening name=<x>
-// addr=<host:port> before msg=starting, so a caller that passes
-// 127.0.0.1:0 learns the ports from those lines; examples/scatter and the
-// process mode of examples/localpool call it.
 package scatternode

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
@@ -268,8 +268,8 @@ func (s *Scatter) Run(ctx context.Context) error {
 	defer s.drains.Wait()
 	defer close(s.stop)
 	eg, ctx := errgroup.WithContext(ctx)
-	cli.Serve(ctx, eg, "find", cli.NewHTTPServer(s.handler(), s.log), s.ln, s.shutdownTimeout)
-	return cli.WaitStopped(ctx, eg, s.log)
+	httpserve.Serve(ctx, eg, "find", httpserve.NewServer(s.handler(), s.log), s.ln, s.shutdownTimeout)
+	return httpserve.WaitStopped(ctx, eg, s.log)
 }
 
 // Close releases what New opened: the listener if Run never ran, and the

@@ -132,6 +132,22 @@ var rules = []rule{
 // there, and a leaf needs them as much as the rest.
 const everyone = "internal/errkind"
 
+// roles are the role packages under examples/ that are libraries
+// (DESIGN.md: "no flag parsing, pprof, os/signal or global registration"):
+// neither they nor any package of the module they depend on imports
+// programOnly. Add each role package once its program has moved out.
+var roles = []string{"examples/scatternode", "examples/querynode"}
+
+// programOnly are what only a program imports: flag parsing, signals,
+// profiles and global registration (net/http/pprof and expvar register on
+// the default HTTP mux when imported, the Prometheus client holds the
+// default registry), and the mains' own packages. A path ending in "/..."
+// is a tree; module paths are relative to the module root.
+var programOnly = struct{ std, module []string }{
+	std:    []string{"flag", "os/signal", "net/http/pprof", "expvar", "github.com/prometheus/..."},
+	module: []string{"examples/internal/cli", "examples/internal/cmd/..."},
+}
+
 // backends are the packages that implement a parent's interface. Only
 // examples/... and tests import them: a parent never imports its backends.
 // Add each new backend here.
@@ -156,8 +172,6 @@ var engines = []struct {
 	{"go.etcd.io/etcd", "lease/etcd", "internal/testbed/etcdtest"}, // client/v3, api/v3
 }
 
-// isSuite reports whether a package is a conformance suite (storetest,
-// leasetest): only tests and examples/... import those.
 // isSuite reports whether rel is a conformance suite (a package whose name
 // ends in "test") or a public test bed: packages for tests and examples/...,
 // never for the library's own code.
@@ -224,9 +238,10 @@ const (
 	kindImports     = "Imports"     // non-test imports
 	kindTestImports = "TestImports" // imports of _test.go files
 	kindDeps        = "Deps"        // transitive dependencies of non-test code
+	kindRoles       = "Roles"       // a role package that reaches program-only packages
 )
 
-var kinds = []string{kindList, kindCoverage, kindImports, kindTestImports, kindDeps}
+var kinds = []string{kindList, kindCoverage, kindImports, kindTestImports, kindDeps, kindRoles}
 
 type violation struct {
 	kind string
@@ -340,7 +355,56 @@ func check(mod string, pkgs []listedPackage) []violation {
 			}
 		}
 	}
+
+	// Role packages are libraries: none of the module's code they run
+	// imports what only a program imports (third-party code is not
+	// checked).
+	byPath := make(map[string]listedPackage, len(pkgs))
+	for _, p := range pkgs {
+		byPath[p.ImportPath] = p
+	}
+	for _, p := range pkgs {
+		rel, ok := relOf(p.ImportPath)
+		if !ok || !slices.Contains(roles, rel) {
+			continue
+		}
+		for _, path := range append([]string{p.ImportPath}, p.Deps...) {
+			q, ok := byPath[path]
+			if !ok {
+				continue // not ours
+			}
+			for _, imp := range q.Imports {
+				irel, internal := relOf(imp)
+				forbidden := slices.ContainsFunc(programOnly.std, func(pat string) bool { return matchesPath(pat, imp) })
+				if internal {
+					forbidden = slices.ContainsFunc(programOnly.module, func(pat string) bool { return matches(pat, irel) })
+				}
+				if !forbidden {
+					continue
+				}
+				if internal {
+					imp = display(irel)
+				}
+				via := ""
+				if q.ImportPath != p.ImportPath {
+					via = " through " + display(strings.TrimPrefix(q.ImportPath, mod+"/"))
+				}
+				add(kindRoles, "the role package %s reaches %s%s: a role package is a library, and only its program "+
+					"(examples/internal/cmd/...) parses flags, takes signals, serves profiles or registers globally",
+					display(rel), imp, via)
+			}
+		}
+	}
 	return vs
+}
+
+// matchesPath reports whether the import path imp is pattern, or under it
+// when pattern ends in "/...".
+func matchesPath(pattern, imp string) bool {
+	if tree, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return imp == tree || strings.HasPrefix(imp, tree+"/")
+	}
+	return imp == pattern
 }
 
 // ruleFor0 is ruleFor for a pattern known to be in the table.

@@ -47,7 +47,9 @@
 // then Next once the copies are complete).
 //
 // The one source of the epoch is a layout file ([Load], [Save]), which
-// every process re-reads on SIGHUP. Not the assigner's state API: the
+// every process re-reads on SIGHUP, or as it changes: [WatchFile] hands a
+// component each layout the file holds, read when asked (the program's
+// SIGHUP) or every interval. Not the assigner's state API: the
 // assigner keeps no state across restarts by design and knows nothing of
 // query nodes, while a layout must survive every restart; a file is
 // written atomically, can be inspected and versioned, and is how the

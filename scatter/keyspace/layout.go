@@ -225,6 +225,11 @@ func Load(path string) (Layout, error) {
 	if err != nil {
 		return Layout{}, fmt.Errorf("shard: read layout: %w", err)
 	}
+	return parse(path, b)
+}
+
+// parse decodes and validates the layout file at path, whose content is b.
+func parse(path string, b []byte) (Layout, error) {
 	var l Layout
 	if err := json.Unmarshal(b, &l); err != nil {
 		return Layout{}, fmt.Errorf("%w: %s: %w", ErrInvalidLayout, path, err)

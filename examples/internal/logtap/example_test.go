@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/scatternode"
 )
 
 // A scatter front end runs in a goroutine on a free port; the tap on its
@@ -18,7 +18,7 @@ func Example() {
 	tap := logtap.New(nil) // or logtap.New(os.Stderr) to see the log too
 	done := make(chan error, 1)
 	go func() {
-		done <- scatternode.Main(ctx, []string{"-listen", "127.0.0.1:0", "-metrics", "",
+		done <- scattercmd.Main(ctx, []string{"-listen", "127.0.0.1:0", "-metrics", "",
 			"-backends", "http://127.0.0.1:9"}, tap)
 		tap.Close()
 	}()

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/examples/querynode"
-	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
+	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 
@@ -228,9 +228,9 @@ func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "node":
 		return indexernode.Main(ctx, args[1:], stderr)
 	case "query":
-		return querynode.Main(ctx, args[1:], stderr)
+		return querycmd.Main(ctx, args[1:], stderr)
 	case "scatter":
-		return scatternode.Main(ctx, args[1:], stderr)
+		return scattercmd.Main(ctx, args[1:], stderr)
 	case "rawpebble":
 		return rawMain(ctx, args[1:], stdout, stderr)
 	}

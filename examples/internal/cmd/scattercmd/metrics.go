@@ -1,4 +1,4 @@
-package scatternode
+package scattercmd
 
 import (
 	"log/slog"

@@ -1,4 +1,4 @@
-package scatternode_test
+package scattercmd_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 )
 
 // A listener whose port is taken ends Run at start with an error naming
@@ -24,7 +24,7 @@ func TestStartPortInUse(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var stderr bytes.Buffer
-			err := scatternode.Main(ctx, []string{"-backends", "http://127.0.0.1:1", "-listen", "127.0.0.1:0",
+			err := scattercmd.Main(ctx, []string{"-backends", "http://127.0.0.1:1", "-listen", "127.0.0.1:0",
 				"-metrics", "127.0.0.1:0", flag, busy}, &stderr)
 			want := flag + " " + busy + ": listen tcp " + busy + ": bind: address already in use"
 			if err == nil || ctx.Err() != nil || err.Error() != want {

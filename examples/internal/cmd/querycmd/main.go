@@ -1,4 +1,4 @@
-package querynode
+package querycmd
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/querynode"
 )
 
 // EnvToken is the environment variable holding the shard API's bearer
@@ -21,11 +23,13 @@ import (
 const EnvToken = "INDEXKIT_SHARD_TOKEN"
 
 // Main is the query program (examples/query): it parses args as that
-// command's flags, binds the listener, opens the node and runs it until
-// ctx ends, re-reading the layout file on each SIGHUP. It logs one
-// msg=listening name=query addr=<host:port> line before msg=starting.
+// command's flags onto a querynode.Config, binds the listeners, opens the
+// node and runs it until ctx ends, re-reading the layout file on each
+// SIGHUP. It logs one msg=listening name=query addr=<host:port> line (and
+// name=pprof with -pprof) before msg=starting. It returns nil after a
+// clean shutdown and flag.ErrHelp for -h.
 func Main(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg := DefaultConfig()
+	cfg := querynode.DefaultConfig()
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -34,14 +38,16 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	listen := "127.0.0.1:3100"
-	var tokenFile, shardHosts string
+	var tokenFile, shardHosts, pprofAddr string
 	level := slog.LevelInfo
 	maxConns, maxPerIP := cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data `directory` (index, positions, copy guard)")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's `name` in the layout (required)")
 	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP")
+	fs.DurationVar(&cfg.LayoutPoll, "layout-poll", cfg.LayoutPoll, "how often to read the layout file for a new layout (0: only on SIGHUP)")
 	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
+	fs.StringVar(&pprofAddr, "pprof", "", "loopback listen `address` of Go's /debug/pprof/ profiles, answering no web page or rebound name (\"\": none, the default)")
 	fs.StringVar(&tokenFile, "token-file", "", "`file` whose first line is the shard API's bearer token (else $"+EnvToken+"; neither: no token, loopback only)")
 	fs.StringVar(&shardHosts, "shard-hosts", "", "comma-separated host `names` under which the shard API without a token takes writes, besides 127.0.0.0/8, [::1] and localhost (other Hosts get 421)")
 	fs.Int64Var(&cfg.IndexCacheSize, "index-cache-size", cfg.IndexCacheSize, "`bytes` of the Pebble block cache")
@@ -80,12 +86,25 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	ln, err := cli.Listen(listen, maxConns, maxPerIP)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", listen, err)
 	}
-	n, err := New(cfg, ln)
+	var pln net.Listener
+	if pprofAddr != "" {
+		if pln, err = cli.ListenPprof(pprofAddr); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	n, err := querynode.New(cfg, ln) // closes ln on error
 	if err != nil {
+		if pln != nil {
+			pln.Close()
+		}
 		return err
 	}
 	defer func() {
@@ -95,6 +114,13 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}()
 	cli.LogListening(log, "query", ln.Addr().String())
 	eg, gctx := errgroup.WithContext(ctx)
+	if pln != nil {
+		cli.LogListening(log, "pprof", pln.Addr().String())
+		if err := cli.ServePprof(gctx, eg, pln, cfg.ShutdownTimeout); err != nil {
+			pln.Close()
+			return err
+		}
+	}
 	eg.Go(func() error {
 		for {
 			select {

@@ -1,4 +1,4 @@
-package scatternode
+package scattercmd
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
@@ -30,9 +30,11 @@ import (
 // options are the command-line flags.
 type options struct {
 	listen, metrics string
+	pprof           string
 	backends        []string // as given, in order
 	configPath      string
 	layoutPath      string
+	layoutPoll      time.Duration
 	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
@@ -74,13 +76,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "`address` of the find API (port 0 picks a free port)")
 	fs.StringVar(&o.metrics, "metrics", "127.0.0.1:8081", "`address` of the Prometheus /metrics endpoint (\"\" disables it)")
+	fs.StringVar(&o.pprof, "pprof", "", "loopback listen `address` of Go's /debug/pprof/ profiles, answering no web page or rebound name (\"\": none, the default)")
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
+	fs.DurationVar(&o.layoutPoll, "layout-poll", 0, "with -layout, how often to read the layout file for a new layout (0: only on SIGHUP)")
 	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
-	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+DefaultLayoutHedge.String()+")")
+	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+scatternode.DefaultLayoutHedge.String()+")")
 	fs.IntVar(&o.cacheEntries, "cache", 0, "result cache size in `entries` (0: no cache)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 30*time.Second, "how long a cached answer is kept")
 	fs.DurationVar(&o.cacheNegTTL, "cache-negative-ttl", 5*time.Second, "how long a cached \"not found\" is kept (0: not cached)")
@@ -107,7 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.layoutPath != "" && !hedgeSet {
 		// Asking both owners at once cancels the loser's request, which
 		// closes its connection: nearly a new connection per lookup.
-		o.hedge = DefaultLayoutHedge
+		o.hedge = scatternode.DefaultLayoutHedge
 	}
 	o.backends = backends
 	switch {
@@ -129,6 +133,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := cli.CheckConnLimits(o.maxConns, o.maxConnsPerIP); err != nil {
 		return nil, err
 	}
+	switch {
+	case o.layoutPoll < 0:
+		return nil, fmt.Errorf("-layout-poll %v must not be negative", o.layoutPoll)
+	case o.layoutPoll > 0 && o.layoutPath == "":
+		return nil, errors.New("-layout-poll needs -layout")
+	}
 	if o.layoutPath != "" && len(o.backends) > 0 {
 		return nil, errors.New("-layout names the backends: give -backends or -layout, not both")
 	}
@@ -139,7 +149,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 }
 
 // ringConfig is the Ring object of the config file.
-type ringConfig = Ring
+type ringConfig = scatternode.Ring
 
 // fileConfig is the object form of the config file.
 type fileConfig struct {
@@ -149,19 +159,20 @@ type fileConfig struct {
 }
 
 // config is what one Gather is built from: the flags and the config file,
-// validated and normalised.
+// validated as scatternode.Config.Validate does (New and Reload
+// normalise the URLs).
 type config struct {
-	Backends []string // normalised URLs, unique, in order: flags first, then the file
+	Backends []string // as given, in order: flags first, then the file
 	Timeout  time.Duration
 	Ring     *ringConfig // nil: ask every backend
 	// Layout is the -layout file's (Backends and Ring are then empty).
 	Layout *keyspace.Layout
 }
 
-func (c config) equal(o config) bool {
-	return slices.Equal(c.Backends, o.Backends) && c.Timeout == o.Timeout &&
-		(c.Ring == nil) == (o.Ring == nil) && (c.Ring == nil || *c.Ring == *o.Ring) &&
-		(c.Layout == nil) == (o.Layout == nil) && (c.Layout == nil || reflect.DeepEqual(*c.Layout, *o.Layout))
+// apply sets c's fields onto rc, the front end's Config.
+func (c config) apply(rc scatternode.Config) scatternode.Config {
+	rc.Backends, rc.Timeout, rc.Ring, rc.Layout = c.Backends, c.Timeout, c.Ring, c.Layout
+	return rc
 }
 
 // parseConfigFile parses a config file: either a JSON array of URLs (the
@@ -224,11 +235,13 @@ func loadConfig(o *options) (config, error) {
 			cfg.Ring = &r
 		}
 	}
-	backends, ring, err := normalizeBackends(raw, cfg.Ring)
-	if err != nil {
+	if len(raw) == 0 {
+		return config{}, errors.New("no backends: give -backends or list them in the config file")
+	}
+	cfg.Backends = raw
+	if err := cfg.apply(scatternode.DefaultConfig()).Validate(); err != nil {
 		return config{}, err
 	}
-	cfg.Backends, cfg.Ring = backends, ring
 	return cfg, nil
 }
 
@@ -261,9 +274,9 @@ func loadLayoutConfig(o *options) (config, error) {
 	}
 	// Check it as New and Reload will, so that a bad layout is reported
 	// with the file's name.
-	c := DefaultConfig()
+	c := scatternode.DefaultConfig()
 	c.Layout = &l
-	if _, err := c.normalized(); err != nil {
+	if err := c.Validate(); err != nil {
 		return config{}, fmt.Errorf("layout %s: %w", o.layoutPath, err)
 	}
 	cfg.Layout = &l
@@ -272,15 +285,14 @@ func loadLayoutConfig(o *options) (config, error) {
 
 // roleConfig is the Config of the flags o and the loaded cfg, logging to
 // log and feeding met.
-func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) Config {
-	c := DefaultConfig()
-	c.Backends, c.Timeout, c.Ring, c.Layout = cfg.Backends, cfg.Timeout, cfg.Ring, cfg.Layout
+func (o *options) roleConfig(cfg config, log *slog.Logger, met *metrics) scatternode.Config {
+	c := cfg.apply(scatternode.DefaultConfig())
 	c.CacheEntries, c.CacheTTL, c.CacheNegativeTTL = o.cacheEntries, o.cacheTTL, o.cacheNegTTL
 	c.Hedge = o.hedge
 	c.ShutdownTimeout = o.shutdownTimeout
 	c.AssignerURL = o.assignerURL
 	c.Logger = log
-	c.Hooks = Hooks{
+	c.Hooks = scatternode.Hooks{
 		Gather:  func(backends []string) scatter.GatherHooks { return met.hooks(backends, log) },
 		Serving: met.stats.setCurrent,
 		Retired: met.stats.retire,
@@ -301,13 +313,13 @@ func configAttrs(cfg config) []any {
 }
 
 // Main is the scatter program: it parses args as examples/scatter's flags
-// (see that command's documentation), binds the find API and /metrics
-// listeners with the connection caps, and runs a [Scatter] until ctx is
-// done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
-// reloading the config file on each SIGHUP the process receives. It logs
-// to stderr, including one msg=listening name=<x> addr=<host:port> line
-// per listener. It returns nil after a clean shutdown and flag.ErrHelp for
-// -h.
+// (see that command's documentation), binds the find API, /metrics and
+// -pprof listeners with the connection caps, and runs a
+// [scatternode.Scatter] until ctx is done (SIGINT or SIGTERM in the
+// binary, the caller's cancel in process), reloading the config or layout
+// file on each SIGHUP the process receives. It logs to stderr, including
+// one msg=listening name=<x> addr=<host:port> line per listener. It
+// returns nil after a clean shutdown and flag.ErrHelp for -h.
 func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	opts, err := parseFlags(args, stderr)
 	if err != nil {
@@ -325,34 +337,56 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	met := newMetrics()
+	var lns []net.Listener // every listener bound, closed on an early return
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
 	ln, err := cli.Listen(opts.listen, opts.maxConns, opts.maxConnsPerIP)
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", opts.listen, err)
 	}
-	var mln net.Listener
+	lns = append(lns, ln)
+	var mln, pln net.Listener
 	if opts.metrics != "" {
 		if mln, err = cli.Listen(opts.metrics, opts.maxConns, opts.maxConnsPerIP); err != nil {
-			ln.Close()
+			closeAll()
 			return fmt.Errorf("-metrics %s: %w", opts.metrics, err)
 		}
+		lns = append(lns, mln)
 	}
-	node, err := New(ctx, opts.roleConfig(cfg, log, met), Listeners{Find: ln})
-	if err != nil {
-		ln.Close()
-		if mln != nil {
-			mln.Close()
+	if opts.pprof != "" {
+		if pln, err = cli.ListenPprof(opts.pprof); err != nil {
+			closeAll()
+			return err
 		}
+		lns = append(lns, pln)
+	}
+	node, err := scatternode.New(ctx, opts.roleConfig(cfg, log, met), scatternode.Listeners{Find: ln})
+	if err != nil {
+		closeAll()
 		return err
 	}
 	defer node.Close()
 
-	cfg.Backends = node.Config().Backends // a layout's read nodes
+	cfg.Backends = node.Config().Backends // normalised, or a layout's read nodes
 	cli.LogListening(log, "find", node.Addrs().Find)
 	if mln != nil {
 		cli.LogListening(log, "metrics", mln.Addr().String())
 	}
+	if pln != nil {
+		cli.LogListening(log, "pprof", pln.Addr().String())
+	}
 	log.Info("starting", append(configAttrs(cfg), "config", opts.configPath, "cache_entries", opts.cacheEntries)...)
 	eg, ctx := errgroup.WithContext(ctx)
+	if pln != nil {
+		// First, so that nothing runs yet if it fails.
+		if err := cli.ServePprof(ctx, eg, pln, opts.shutdownTimeout); err != nil {
+			closeAll()
+			return err
+		}
+	}
 	eg.Go(func() error { return node.Run(ctx) })
 	if mln != nil {
 		mux := http.NewServeMux()
@@ -365,15 +399,48 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		reloadLoop(ctx, hup, opts, node, log, met)
 		return nil
 	})
+	if opts.layoutPoll > 0 {
+		eg.Go(func() error {
+			return keyspace.WatchFile(ctx, keyspace.WatchConfig{
+				Path:     opts.layoutPath,
+				Interval: opts.layoutPoll,
+				Apply:    func(l keyspace.Layout) error { return followLayout(node, l, log, met) },
+				OnError: func(err error) {
+					met.reloads.WithLabelValues("failed").Inc()
+					log.Error("reload failed; keeping the current backends", "err", err)
+				},
+			})
+		})
+	}
 	return eg.Wait()
 }
 
+// followLayout applies l, a layout the -layout file holds, read by
+// -layout-poll: the configuration in force with l's read nodes and ring.
+// A layout that changes nothing (the one in force) is not counted or
+// logged, so that each poll does not look like a reload.
+func followLayout(node *scatternode.Scatter, l keyspace.Layout, log *slog.Logger, met *metrics) error {
+	prev := node.Config()
+	rc := prev
+	rc.Backends, rc.Layout = nil, &l
+	applied, err := node.Reload(rc)
+	if err != nil || !applied {
+		return err
+	}
+	met.reloads.WithLabelValues("applied").Inc()
+	cur := node.Config()
+	added, removed := diff(prev.Backends, cur.Backends)
+	log.Info("config reloaded", append(configAttrs(config{Backends: cur.Backends, Timeout: cur.Timeout, Layout: cur.Layout}),
+		"added", added, "removed", removed)...)
+	return nil
+}
+
 // reloadLoop applies the config file on each SIGHUP until ctx is done,
-// with [Scatter.Reload]: requests in flight finish on the old Gather, and
-// a config that does not load or build leaves the current one in place.
-// Reloads run one at a time, here. Each outcome is counted before it is
-// logged, so that a log line is never ahead of the metrics.
-func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *Scatter, log *slog.Logger, met *metrics) {
+// with [scatternode.Scatter.Reload]: requests in flight finish on the old
+// Gather, and a config that does not load or build leaves the current one
+// in place. Reloads run one at a time, here. Each outcome is counted
+// before it is logged, so that a log line is never ahead of the metrics.
+func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *scatternode.Scatter, log *slog.Logger, met *metrics) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -389,9 +456,7 @@ func reloadLoop(ctx context.Context, hup <-chan os.Signal, opts *options, node *
 		cfg, err := loadConfig(opts)
 		applied := false
 		if err == nil {
-			rc := prev
-			rc.Backends, rc.Timeout, rc.Ring, rc.Layout = cfg.Backends, cfg.Timeout, cfg.Ring, cfg.Layout
-			applied, err = node.Reload(rc)
+			applied, err = node.Reload(cfg.apply(prev))
 		}
 		switch {
 		case err != nil:
