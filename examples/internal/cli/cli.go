@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,6 +20,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
@@ -138,20 +138,12 @@ func LoadConfig[C any](args []string, stderr io.Writer, defaults func() C, flags
 	return c, nil
 }
 
-// Deadlines of the servers NewHTTPServer makes.
+// Deadlines of the servers NewHTTPServer makes (internal/httpserve's).
 const (
-	// ReadHeaderTimeout bounds the reading of a request's header.
-	ReadHeaderTimeout = 10 * time.Second
-	// ReadTimeout bounds the reading of a whole request, body included:
-	// a body sent slowly, or a chunked body that never ends, is cut there.
-	ReadTimeout = 30 * time.Second
-	// WriteTimeout bounds the writing of an answer, from the end of the
-	// request's header. A streamed answer extends it at each flush (see
-	// NewHTTPServer).
-	WriteTimeout = 60 * time.Second
-	// IdleTimeout bounds the wait for the next request of a keep-alive
-	// connection.
-	IdleTimeout = 2 * time.Minute
+	ReadHeaderTimeout = httpserve.ReadHeaderTimeout
+	ReadTimeout       = httpserve.ReadTimeout
+	WriteTimeout      = httpserve.WriteTimeout
+	IdleTimeout       = httpserve.IdleTimeout
 )
 
 // Connection caps of the listeners Listen makes, unless the -max-conns and
@@ -161,21 +153,11 @@ const (
 	DefaultMaxConnsPerIP = netlimit.DefaultMaxConnsPerIP
 )
 
-// NewHTTPServer returns a server for h that logs its errors to log at warn
-// level, with the deadlines ReadHeaderTimeout, ReadTimeout, WriteTimeout
-// and IdleTimeout. A handler that streams its answer (NDJSON find) must
-// move the write deadline forward at each flush, with
-// http.NewResponseController(w).SetWriteDeadline, or WriteTimeout cuts it.
+// NewHTTPServer returns a server for h with the deadlines above that
+// logs its errors to log at warn level: internal/httpserve.NewServer.
 // Serve it on a listener from Listen, so that its connections are capped.
 func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	return httpserve.NewServer(h, log)
 }
 
 // Listen binds the TCP address addr with at most maxConns connections open
@@ -218,79 +200,30 @@ func CheckConnLimits(maxConns, maxConnsPerIP int) error {
 	return nil
 }
 
-// Serve serves srv on ln under eg until ctx is done, then shuts srv down,
-// waiting at most timeout for requests in flight. Past the timeout it
-// closes srv, cutting the connections still open (a client still sending
-// its body, a slow reader), logs so to srv.ErrorLog, and returns: a
-// shutdown is bounded whatever the clients do, and a forced one is not an
-// error. Errors start with "<name> server: ".
+// Serve serves srv on ln under eg until ctx is done, then shuts it down
+// within timeout: internal/httpserve.Serve.
 func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
-	eg.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("%s server: %w", name, err)
-		}
-		return nil
-	})
-	eg.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		if err == nil {
-			return nil
-		}
-		srv.Close()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s server: shutdown: %w", name, err)
-		}
-		if srv.ErrorLog != nil {
-			srv.ErrorLog.Printf("%s server: connections still busy %v after shutdown began; closed them", name, timeout)
-		}
-		return nil
-	})
+	httpserve.Serve(ctx, eg, name, srv, ln, timeout)
 }
 
-// Announce limits of the roles that take announces (indexer, assigner),
-// unless their -announce-rate, -announce-rate-exempt and -gossip-peer-rate
-// flags say otherwise.
+// Announce limits of the roles that take announces (indexer, assigner,
+// piece sampler), unless their -announce-rate, -announce-rate-exempt and
+// -gossip-peer-rate flags say otherwise: internal/netlimit's.
 const (
-	// DefaultAnnounceRate is the HTTP announces a second one source IP
-	// may send, RateBurst of it at once.
-	DefaultAnnounceRate = 10.0
-	// DefaultAnnounceRateExempt are the sources never limited: none. A
-	// pool on one host exempts loopback explicitly (a reverse proxy on
-	// loopback would otherwise exempt everyone behind it).
-	DefaultAnnounceRateExempt = ""
-	// DefaultGossipPeerRate is the gossip announces a second delivered
-	// from one propagating peer, RateBurst of it at once: a peer relays
-	// every publisher's announces.
-	DefaultGossipPeerRate = 100.0
+	DefaultAnnounceRate       = netlimit.DefaultAnnounceRate
+	DefaultAnnounceRateExempt = netlimit.DefaultAnnounceRateExempt
+	DefaultGossipPeerRate     = netlimit.DefaultGossipPeerRate
 )
 
-// RateBurst is the burst of a rate limit of perSecond: two seconds' worth,
-// at least 1.
-func RateBurst(perSecond float64) int {
-	return max(1, int(math.Ceil(2*perSecond)))
-}
+// RateBurst is the burst of a rate limit of perSecond: netlimit.Burst.
+func RateBurst(perSecond float64) int { return netlimit.Burst(perSecond) }
 
-// NewPublisherBurst is how many announces of publishers not verified yet
-// one source address may send at once under an announce rate of perSecond:
-// ten seconds' worth, so that a provider starting many peer IDs behind one
-// address, or many publishers behind a NAT, are taken in one burst. What
-// they cost is bounded by the node's own shares (the ingester's fair
-// shares, the assigner's check queue), not by this.
-func NewPublisherBurst(perSecond float64) int {
-	return max(1, int(math.Ceil(10*perSecond)))
-}
+// NewPublisherBurst is netlimit.NewPublisherBurst.
+func NewPublisherBurst(perSecond float64) int { return netlimit.NewPublisherBurst(perSecond) }
 
 // CheckRate returns an error naming flag if the rate v is negative, NaN or
-// infinite (0 is no limit).
-func CheckRate(flag string, v float64) error {
-	if !(v >= 0) || math.IsInf(v, 1) {
-		return fmt.Errorf("%s %v: want 0 (no limit) or a positive rate", flag, v)
-	}
-	return nil
-}
+// infinite (0 is no limit): netlimit.CheckRate.
+func CheckRate(flag string, v float64) error { return netlimit.CheckRate(flag, v) }
 
 // ParsePrefixes parses a comma-separated list of CIDR prefixes
 // ("10.0.0.0/8,::1/128"; a bare address is its /32 or /128). Blank
@@ -314,20 +247,9 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// WaitStopped is the end of a role's Run: it waits for ctx to end, logs
-// msg="shutting down" with the cause, waits for everything started under
-// eg, and logs msg=stopped (with the error, if any). It returns eg's
-// error; context.Canceled, the way a member reports that ctx ended, counts
-// as a clean stop.
+// WaitStopped is the end of a role's Run: internal/httpserve.WaitStopped.
 func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) error {
-	<-ctx.Done()
-	log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("stopped", "err", err)
-		return err
-	}
-	log.Info("stopped")
-	return nil
+	return httpserve.WaitStopped(ctx, eg, log)
 }
 
 // Duration is a time.Duration that a JSON config file writes as a string

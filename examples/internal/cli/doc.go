@@ -11,7 +11,9 @@
 //
 // It holds only what the binaries do identically; their flags, defaults,
 // validation and listeners stay in each binary. It imports the standard
-// library, golang.org/x/sync/errgroup and internal/netlimit only.
+// library, golang.org/x/sync/errgroup, ingest/netpolicy, internal/netlimit
+// and internal/httpserve only (the servers and the announce limits are
+// those of the role packages, which do not import cli).
 //
 // The indexer and the assigner find the admin API's bearer token the same
 // way ([ResolveAdminToken]: -admin-token, -admin-token-file or
