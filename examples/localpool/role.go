@@ -17,9 +17,9 @@ import (
 	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 )
@@ -42,7 +42,7 @@ var programs = map[string]cli.RunFunc{
 	KindAssigner:  assignernode.Main,
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishercmd.Main,
-	KindPiece:     piecenode.Main,
+	KindPiece:     piececmd.Main,
 	KindQuery:     querynode.Main,
 }
 
