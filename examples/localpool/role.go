@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
@@ -39,7 +39,7 @@ const (
 
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Main,
-	KindAssigner:  assignernode.Main,
+	KindAssigner:  assignercmd.Main,
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishercmd.Main,
 	KindPiece:     piececmd.Main,

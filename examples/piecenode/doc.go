@@ -1,11 +1,11 @@
 // Package piecenode is the piece sampler role of an indexkit pool as a
 // library: a [Sampler] walks providers' advertisement chains, keeps a
 // sample of payload CIDs per Filecoin piece and serves signed samples
-// (see package piece). It is a library: it parses no flags, installs no
-// signal handler and registers nothing globally; the examples/piece
-// program around it (examples/internal/cmd/piececmd, whose documentation
-// is the manual of every flag, the state it keeps and the logs) maps its
-// flags onto [Config].
+// (see package piece). It parses no flags, installs no signal handler
+// and registers nothing globally; the examples/piece program around it
+// (examples/internal/cmd/piececmd, whose documentation is the manual of
+// every flag, the state it keeps and the logs) maps its flags onto
+// [Config].
 //
 // # Embedding
 //
