@@ -120,7 +120,8 @@
 //   - examples/indexernode, scatternode, assignernode, piecenode,
 //     publishernode: each role as an importable, typed package (Config with
 //     time.Duration fields, Listeners the caller binds, New, Addrs, Run,
-//     Close), and Main, the binary over it.
+//     Close), and the binary over it: Main in the package for indexernode
+//     and scatternode, examples/internal/cmd/<role>cmd for the others.
 //   - examples/localpool: a whole pool in one call (start, stop, kill,
 //     restart, add an indexer, snapshots, ground truth, completeness
 //     checks), in goroutines or one process per role; examples/pool, the

@@ -145,9 +145,11 @@
 //
 // # In process
 //
-// The program itself is Main in examples/assignernode; this command only
-// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
-// can run the same role in goroutines (examples/pool). Main is flags,
-// metrics and listeners around the typed assignernode.Assigner (assignernode.New,
-// Run, Close), which a Go program or test embeds directly.
+// The program itself is Main in examples/internal/cmd/assignercmd; this
+// command only calls it under a context that SIGINT and SIGTERM cancel, so
+// a whole pool can run the same role in goroutines (examples/pool). Main
+// is flags, metrics, listeners and libp2p hosts around the typed
+// assignernode.Assigner (assignernode.New, Run, Close), which a Go program
+// or test embeds directly: examples/assignernode imports no flag parsing,
+// signal handling or Prometheus.
 package main

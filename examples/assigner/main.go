@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
 )
 
-func main() { cli.Main("assigner", assignernode.Main) }
+func main() { cli.Main("assigner", assignercmd.Main) }

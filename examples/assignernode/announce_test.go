@@ -23,10 +23,10 @@ import (
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -95,11 +95,7 @@ func startPool(t *testing.T) *pool {
 
 func loopback(t *testing.T) []netip.Prefix {
 	t.Helper()
-	ps, err := cli.ParsePrefixes("127.0.0.0/8")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ps
+	return []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 }
 
 // publisher is a chain served over HTTP by an ipnisync publisher on
@@ -186,7 +182,7 @@ func deadPublishers(t *testing.T, hc *http.Client, u string, n int) []int {
 
 // refill is how many announces the default rate lets through in d beyond
 // its burst, and one for the rounding.
-func refill(d time.Duration) int { return int(d.Seconds()*cli.DefaultAnnounceRate) + 1 }
+func refill(d time.Duration) int { return int(d.Seconds()*netlimit.DefaultAnnounceRate) + 1 }
 
 // assigned reports whether the assigner's state has p held by an indexer.
 func (p *pool) assigned(t *testing.T, id peer.ID) bool {
@@ -274,9 +270,9 @@ func TestAnnounceSourceLimitForNewPublishers(t *testing.T) {
 			t.Errorf("announce %d: %d, want 204 or 429", i, st)
 		}
 	}
-	if want := 10 * cli.DefaultAnnounceRate; first429 < int(want) || first429 > int(want)+refilled {
+	if want := 10 * netlimit.DefaultAnnounceRate; first429 < int(want) || first429 > int(want)+refilled {
 		t.Errorf("first 429 at announce %d of new publishers from one address, want %v (ten seconds at -announce-rate %v) to %v (refilled while sending)",
-			first429, want, cli.DefaultAnnounceRate, int(want)+refilled)
+			first429, want, netlimit.DefaultAnnounceRate, int(want)+refilled)
 	}
 	st, retry := put(t, hc, p.url, newPeerID(t), randCid(t), multiaddr.StringCast("/ip4/127.0.0.1/tcp/9/http"))
 	if st != http.StatusTooManyRequests || retry == "" {
@@ -349,7 +345,7 @@ func TestAnnounceLimitsOfKnownPublishers(t *testing.T) {
 	}
 	refilled := refill(time.Since(start))
 	t.Logf("known publisher: %d of %d announces taken, %d answered 429", ok, burst, limited)
-	if want := cli.RateBurst(cli.DefaultAnnounceRate); ok < want || ok > want+refilled {
+	if want := netlimit.Burst(netlimit.DefaultAnnounceRate); ok < want || ok > want+refilled {
 		t.Errorf("known publisher: %d of %d announces taken after its source's budget was spent, want its own budget, %d (and at most %d refilled)", ok, burst, want, refilled)
 	}
 	if rs := p.a.Service().Receiver().Stats(); rs.PublisherLimited != uint64(limited) {

@@ -11,21 +11,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/admin"
-	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
-// Listeners are the HTTP listeners an assigner serves on; the caller binds
-// them (a test passes net.Listen("tcp", "127.0.0.1:0")).
+// Listeners are what an assigner serves and dials on; the caller makes
+// them (a test passes net.Listen("tcp", "127.0.0.1:0")) and hands them
+// over: the assigner closes them.
 type Listeners struct {
 	// Announce serves PUT /announce and PUT /ingest/announce, and GET
 	// /health. Required.
@@ -33,6 +32,21 @@ type Listeners struct {
 	// State serves the read-only state API (GET /assignments, GET
 	// /indexers); nil: not served.
 	State net.Listener
+	// P2P is the libp2p host of the gossip: the assigner takes announces
+	// on Config.Service.Topic over it and republishes HTTP announces
+	// there (assigner.WithGossip); [Addrs] reports its addresses. Nil: no
+	// gossip.
+	P2P host.Host
+	// Verify is the libp2p host that fetches the signed heads of unknown
+	// publishers that announce only libp2p addresses over libp2p
+	// (assigner.WithVerifyHost), so that they can be assigned: the P2P
+	// host, or one that listens nowhere. Nil: such publishers are never
+	// assigned.
+	//
+	// Both hosts dial addresses that announces name, so each must dial
+	// through ipnisync.NewGater of [Config.DialPolicy], with no relay,
+	// NAT port mapping, mDNS or bootstrap.
+	Verify host.Host
 }
 
 // Addrs is where an assigner listens.
@@ -41,9 +55,9 @@ type Addrs struct {
 	// when not served).
 	Announce, State string
 	// P2P are the gossip host's addresses, each ending in /p2p/<PeerID>;
-	// none without Config.P2P.
+	// none without Listeners.P2P.
 	P2P []multiaddr.Multiaddr
-	// PeerID is the gossip host's identity; "" without Config.P2P.
+	// PeerID is the gossip host's identity; "" without Listeners.P2P.
 	PeerID peer.ID
 }
 
@@ -60,8 +74,8 @@ func (a Addrs) StateURL() string { return "http://" + a.State }
 type Assigner struct {
 	log             *slog.Logger
 	svc             *assigner.Service
-	host            host.Host // nil without Config.P2P and Config.P2PVerify
-	gossip          bool      // host listens on Config.P2P for gossip
+	gossip          host.Host   // Listeners.P2P, nil without
+	hosts           []host.Host // the distinct hosts of Listeners, closed by Close
 	policy          *netpolicy.Policy
 	lns             []net.Listener
 	names           []string
@@ -73,30 +87,21 @@ type Assigner struct {
 	closeErr  error
 }
 
-// p2pError is New's error for a libp2p host that cannot start.
-type p2pError struct {
-	addr string
-	err  error
-}
-
-func (e *p2pError) Error() string { return "assignernode: P2P " + e.addr + ": " + e.err.Error() }
-func (e *p2pError) Unwrap() error { return e.err }
-
-// New validates cfg and builds the assigner on lns: the service and, with
-// cfg.P2P or cfg.P2PVerify, its libp2p host. It starts no goroutine. On
-// error it has closed what it opened; the error names the field at fault.
+// New validates cfg and builds the assigner on lns. It starts no
+// goroutine. On error it has closed nothing: lns are still the caller's
+// to close. The error names the field at fault.
 func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 	if lns.Announce == nil {
 		return nil, errors.New("assignernode: Listeners.Announce is required")
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("assignernode: config: %w", err)
 	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	policy, err := cli.DialPolicy(cfg.AllowPrivateAddrs, log, "unknown publishers' heads")
+	policy, err := cfg.DialPolicy()
 	if err != nil {
 		return nil, fmt.Errorf("assignernode: dial policy: %w", err)
 	}
@@ -109,52 +114,28 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Assigner, error) {
 	if cfg.AdminToken != "" {
 		opts = append(opts, assigner.WithAdminOptions(admin.WithClientToken(cfg.AdminToken)))
 	}
-	var h host.Host
-	if cfg.P2P != "" || cfg.P2PVerify {
-		if h, err = newHost(cfg.P2P, policy); err != nil {
-			if cfg.P2P == "" {
-				return nil, fmt.Errorf("assignernode: P2PVerify: libp2p host: %w", err)
-			}
-			return nil, &p2pError{cfg.P2P, err}
+	a := &Assigner{log: log, gossip: lns.P2P, policy: policy, shutdownTimeout: cfg.ShutdownTimeout}
+	if lns.P2P != nil {
+		opts = append(opts, assigner.WithGossip(lns.P2P))
+		a.hosts = append(a.hosts, lns.P2P)
+	}
+	if lns.Verify != nil {
+		opts = append(opts, assigner.WithVerifyHost(lns.Verify))
+		if lns.Verify != lns.P2P {
+			a.hosts = append(a.hosts, lns.Verify)
 		}
 	}
-	if cfg.P2P != "" {
-		opts = append(opts, assigner.WithGossip(h))
-	}
-	if cfg.P2PVerify {
-		opts = append(opts, assigner.WithVerifyHost(h))
-	}
-	svc, err := assigner.NewService(cfg.Service, opts...)
-	if err != nil {
-		if h != nil {
-			h.Close()
-		}
+	if a.svc, err = assigner.NewService(cfg.Service.serviceConfig(), opts...); err != nil {
 		return nil, fmt.Errorf("assignernode: %w", err)
 	}
-	a := &Assigner{log: log, svc: svc, host: h, gossip: cfg.P2P != "", policy: policy, shutdownTimeout: cfg.ShutdownTimeout}
 	announceMux := http.NewServeMux()
-	announceMux.Handle("/", svc.Handler()) // PUT /announce, PUT /ingest/announce
+	announceMux.Handle("/", a.svc.Handler()) // PUT /announce, PUT /ingest/announce
 	announceMux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "assigner ready") })
 	a.add("announce", lns.Announce, announceMux)
 	if lns.State != nil {
-		a.add("state", lns.State, svc.StateHandler())
+		a.add("state", lns.State, a.svc.StateHandler())
 	}
 	return a, nil
-}
-
-// newHost starts the assigner's libp2p host: listening on listen, or on
-// nothing when listen is "" (a host that only dials, for head checks). It
-// has a fresh identity each start: the assigner's peer ID only signs its
-// republishes and authenticates its head checks. Its dials go through
-// the gater of policy. No relay, bootstrap, mDNS or NAT port mapping (the
-// last three are off by default), and no metrics in the global registry.
-func newHost(listen string, policy *netpolicy.Policy) (host.Host, error) {
-	addrs := libp2p.NoListenAddrs
-	if listen != "" {
-		addrs = libp2p.ListenAddrStrings(listen)
-	}
-	return libp2p.New(addrs, libp2p.DisableRelay(), libp2p.DisableMetrics(),
-		libp2p.ConnectionGater(ipnisync.NewGater(policy)))
 }
 
 func (a *Assigner) add(name string, ln net.Listener, h http.Handler) {
@@ -167,10 +148,10 @@ func (a *Assigner) Addrs() Addrs {
 	if len(a.lns) > 1 {
 		out.State = a.lns[1].Addr().String()
 	}
-	if a.gossip {
-		out.PeerID = a.host.ID()
-		suffix := multiaddr.StringCast("/p2p/" + a.host.ID().String())
-		for _, m := range a.host.Addrs() {
+	if a.gossip != nil {
+		out.PeerID = a.gossip.ID()
+		suffix := multiaddr.StringCast("/p2p/" + a.gossip.ID().String())
+		for _, m := range a.gossip.Addrs() {
 			out.P2P = append(out.P2P, m.Encapsulate(suffix))
 		}
 	}
@@ -195,14 +176,14 @@ func (a *Assigner) Run(ctx context.Context) error {
 	}
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, ln := range a.lns {
-		cli.Serve(ctx, eg, a.names[i], cli.NewHTTPServer(a.handlers[i], a.log), ln, a.shutdownTimeout)
+		httpserve.Serve(ctx, eg, a.names[i], httpserve.NewServer(a.handlers[i], a.log), ln, a.shutdownTimeout)
 	}
 	eg.Go(func() error { return a.svc.Run(ctx) })
-	return cli.WaitStopped(ctx, eg, a.log)
+	return httpserve.WaitStopped(ctx, eg, a.log)
 }
 
-// Close releases what New opened: the libp2p host, and the listeners if
-// Run never ran. Call it after Run has returned. It is idempotent.
+// Close releases what New was given: the libp2p hosts, and the listeners
+// if Run never ran. Call it after Run has returned. It is idempotent.
 func (a *Assigner) Close() error {
 	a.closeOnce.Do(func() {
 		var errs []error
@@ -213,8 +194,8 @@ func (a *Assigner) Close() error {
 				}
 			}
 		}
-		if a.host != nil {
-			errs = append(errs, a.host.Close())
+		for _, h := range a.hosts {
+			errs = append(errs, h.Close())
 		}
 		a.closeErr = errors.Join(errs...)
 	})

@@ -7,30 +7,22 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/indexkit/indexkit/assigner"
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
 // Config is the typed configuration of an assigner. Start from
-// [DefaultConfig] and set Service.Indexers.
+// [DefaultConfig] and set Service.Indexers. A Config round-trips through
+// encoding/json (durations in nanoseconds, peer IDs and prefixes as text)
+// except Logger and Hooks, which are not encoded.
 type Config struct {
 	// Service is the pool and its rules: the indexers, the replication,
-	// the poll interval, the publisher policy and the gossip topic (see
-	// assigner.ServiceConfig, which validates it).
-	Service assigner.ServiceConfig
-	// P2P is the libp2p listen multiaddr of the gossip host (announces on
-	// Service.Topic, and republishing of HTTP announces); "" runs no
-	// gossip. The host has a fresh identity each New.
-	P2P string
-	// P2PVerify fetches the signed heads of unknown publishers that
-	// announce only libp2p addresses over libp2p (see
-	// assigner.WithVerifyHost), so that they can be assigned: with the P2P
-	// host if there is one, and otherwise with a host of its own that
-	// listens nowhere (it only dials, under the same dial policy as the
-	// HTTP head checks, AllowPrivateAddrs). Off, such publishers are never
-	// assigned. On in DefaultConfig.
-	P2PVerify bool
+	// the poll interval, the publisher policy and the gossip topic.
+	Service ServiceConfig
 	// RequestTimeout bounds each request to an indexer.
 	RequestTimeout time.Duration
 	// AdminToken is the bearer token of the indexers' admin APIs; "":
@@ -40,7 +32,7 @@ type Config struct {
 	// signed head from loopback, private, link-local and CGNAT addresses
 	// (a private pool; announces name those addresses, so off by
 	// default). Cloud metadata addresses stay refused; the indexers' URLs
-	// are configured and not restricted.
+	// are configured and not restricted. See [Config.DialPolicy].
 	AllowPrivateAddrs bool
 	// ShutdownTimeout bounds how long requests in flight may take once
 	// Run's context is done.
@@ -57,40 +49,64 @@ type Config struct {
 	AnnounceRateExempt []netip.Prefix
 	// GossipPeerRate is how many gossip announces a second are taken from
 	// one propagating peer (twice that at once). 0: no limit. Like
-	// Service.Topic, it applies to the gossip of P2P: without P2P there is
-	// none to limit.
+	// Service.Topic, it applies to the gossip of Listeners.P2P: without
+	// it there is none to limit.
 	GossipPeerRate float64
 	// Logger receives the assigner's log; nil discards it.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// Hooks observe announces, decisions, requests, forwards and polls
 	// (for metrics).
-	Hooks assigner.Hooks
+	Hooks assigner.Hooks `json:"-"`
+}
+
+// ServiceConfig is the pool and its rules: assigner.ServiceConfig, with
+// the publisher policy as data.
+type ServiceConfig struct {
+	// Indexers is the pool, in the order that breaks ties.
+	Indexers []assigner.ServiceIndexer
+	// Replication and PresetReplication are the indexers per publisher
+	// and per preset publisher (0: 1).
+	Replication, PresetReplication int
+	// PollInterval is the period of the status polls.
+	PollInterval time.Duration
+	// Policy decides which publishers may be assigned; a publisher it
+	// rejects is answered 403. Nil allows every publisher.
+	Policy *Policy `json:",omitempty"`
+	// Topic is the gossip topic of announces, /indexer/ingest/<network>.
+	Topic string
+}
+
+// Policy is the reference's publisher policy {Allow, Except}: with Allow,
+// every publisher but those of Except; without, only those of Except.
+type Policy struct {
+	Allow  bool
+	Except []peer.ID
 }
 
 // DefaultConfig returns the defaults of the binary's flags: replication
-// 1, the assigner package's poll interval, topic and request timeout, no
-// gossip, head checks over HTTP and libp2p, public addresses only, the
-// announce limits of the other roles and a 10s shutdown. Service.Indexers
-// is empty.
+// 1, the assigner package's poll interval, topic and request timeout,
+// every publisher allowed, public addresses only, the announce limits of
+// the other roles and a 10s shutdown. Service.Indexers is empty. Gossip
+// and head checks over libp2p depend on the hosts in [Listeners].
 func DefaultConfig() Config {
 	return Config{
-		Service: assigner.ServiceConfig{
+		Service: ServiceConfig{
 			Replication:       1,
 			PresetReplication: 1,
 			PollInterval:      assigner.DefaultPollInterval,
 			Topic:             assigner.DefaultTopic,
 		},
-		P2PVerify:       true,
 		RequestTimeout:  assigner.DefaultRequestTimeout,
 		ShutdownTimeout: 10 * time.Second,
-		AnnounceRate:    cli.DefaultAnnounceRate,
-		GossipPeerRate:  cli.DefaultGossipPeerRate,
+		AnnounceRate:    netlimit.DefaultAnnounceRate,
+		GossipPeerRate:  netlimit.DefaultGossipPeerRate,
 	}
 }
 
-// validate returns an error naming the field of c at fault; the
-// assigner's NewService checks Service.
-func (c Config) validate() error {
+// Validate returns an error naming the field of c at fault, the one [New]
+// returns for it; the service's rules (URLs, replication, topic) are
+// checked as assigner.NewService checks them.
+func (c Config) Validate() error {
 	switch {
 	case len(c.Service.Indexers) == 0:
 		return errors.New("Service.Indexers: no indexer in the pool")
@@ -98,8 +114,39 @@ func (c Config) validate() error {
 		return fmt.Errorf("RequestTimeout %v must be positive", c.RequestTimeout)
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
+	case c.Service.PollInterval < 0:
+		return fmt.Errorf("Service.PollInterval %v must not be negative", c.Service.PollInterval)
 	}
-	return errors.Join(cli.CheckRate("AnnounceRate", c.AnnounceRate), cli.CheckRate("GossipPeerRate", c.GossipPeerRate))
+	if err := errors.Join(netlimit.CheckRate("AnnounceRate", c.AnnounceRate), netlimit.CheckRate("GossipPeerRate", c.GossipPeerRate)); err != nil {
+		return err
+	}
+	if _, err := assigner.NewService(c.Service.serviceConfig()); err != nil {
+		return fmt.Errorf("Service: %w", err)
+	}
+	return nil
+}
+
+// DialPolicy is the policy the assigner fetches unknown publishers' heads
+// under: public addresses only or, with AllowPrivateAddrs, a private
+// pool's too. The libp2p hosts of [Listeners] must dial through
+// ipnisync.NewGater of it.
+func (c Config) DialPolicy() (*netpolicy.Policy, error) {
+	if c.AllowPrivateAddrs {
+		return netpolicy.New(netpolicy.AllowPrivate())
+	}
+	return netpolicy.New()
+}
+
+// serviceConfig is s as the assigner's ServiceConfig.
+func (s ServiceConfig) serviceConfig() assigner.ServiceConfig {
+	sc := assigner.ServiceConfig{
+		Indexers: s.Indexers, Replication: s.Replication, PresetReplication: s.PresetReplication,
+		PollInterval: s.PollInterval, Topic: s.Topic,
+	}
+	if s.Policy != nil {
+		sc.Policy = assigner.ExceptPolicy(s.Policy.Allow, s.Policy.Except...)
+	}
+	return sc
 }
 
 // announceOptions are the announce limits of c as options of the
@@ -108,9 +155,9 @@ func (c Config) validate() error {
 func (c Config) announceOptions() []assigner.ServiceOption {
 	return []assigner.ServiceOption{
 		assigner.WithReceiverOptions(
-			announce.WithSourceRate(c.AnnounceRate, cli.NewPublisherBurst(c.AnnounceRate)),
-			announce.WithPublisherRate(c.AnnounceRate, cli.RateBurst(c.AnnounceRate)),
+			announce.WithSourceRate(c.AnnounceRate, netlimit.NewPublisherBurst(c.AnnounceRate)),
+			announce.WithPublisherRate(c.AnnounceRate, netlimit.Burst(c.AnnounceRate)),
 			announce.WithSourceRateExempt(c.AnnounceRateExempt...)),
-		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, cli.RateBurst(c.GossipPeerRate))),
+		assigner.WithGossipOptions(announce.WithPeerRate(c.GossipPeerRate, netlimit.Burst(c.GossipPeerRate))),
 	}
 }

@@ -7,8 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/examples/assignernode"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
 )
 
 // New refuses a missing announce listener and names the field of a bad
@@ -33,7 +37,8 @@ func TestLifecycle(t *testing.T) {
 		{"no indexer", func(c *assignernode.Config) { c.Service.Indexers = nil }, "Service.Indexers"},
 		{"no request timeout", func(c *assignernode.Config) { c.RequestTimeout = 0 }, "RequestTimeout"},
 		{"negative rate", func(c *assignernode.Config) { c.GossipPeerRate = -1 }, "GossipPeerRate"},
-		{"bad p2p", func(c *assignernode.Config) { c.P2P = "/nonsense" }, "P2P /nonsense"},
+		{"bad topic", func(c *assignernode.Config) { c.Service.Topic = "/foo" }, "Service: "},
+		{"negative poll interval", func(c *assignernode.Config) { c.Service.PollInterval = -1 }, "Service.PollInterval"},
 	} {
 		bad := cfg
 		tc.edit(&bad)
@@ -65,8 +70,9 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-// With P2P the assigner has a libp2p host: Addrs reports its peer ID and
-// its multiaddrs ending in /p2p/<id>; Close closes it.
+// With a P2P host the assigner gossips on it: Addrs reports its peer ID
+// and its multiaddrs ending in /p2p/<id>; Close closes it, and the
+// Verify host once even when it is the same.
 func TestP2PAddrs(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,14 +80,13 @@ func TestP2PAddrs(t *testing.T) {
 	}
 	cfg := assignernode.DefaultConfig()
 	cfg.Service.Indexers = []assigner.ServiceIndexer{{AdminURL: "http://127.0.0.1:1"}}
-	cfg.P2P = "/ip4/127.0.0.1/tcp/0"
-	a, err := assignernode.New(t.Context(), cfg, assignernode.Listeners{Announce: ln})
+	h := newHost(t, cfg, "/ip4/127.0.0.1/tcp/0")
+	a, err := assignernode.New(t.Context(), cfg, assignernode.Listeners{Announce: ln, P2P: h, Verify: h})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
 	got := a.Addrs()
-	if got.PeerID == "" || len(got.P2P) == 0 {
+	if got.PeerID != h.ID() || len(got.P2P) == 0 {
 		t.Fatalf("Addrs() = %+v, want the host's", got)
 	}
 	for _, m := range got.P2P {
@@ -89,4 +94,31 @@ func TestP2PAddrs(t *testing.T) {
 			t.Errorf("p2p address %s does not end in the peer ID", m)
 		}
 	}
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if len(h.Network().ListenAddresses()) != 0 {
+		t.Errorf("the host still listens on %v after Close", h.Network().ListenAddresses())
+	}
+}
+
+// newHost is a libp2p host as examples/assigner starts one: listening on
+// listen (or nowhere when ""), dialling through the gater of cfg's dial
+// policy.
+func newHost(t *testing.T, cfg assignernode.Config, listen string) host.Host {
+	t.Helper()
+	policy, err := cfg.DialPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := libp2p.NoListenAddrs
+	if listen != "" {
+		addrs = libp2p.ListenAddrStrings(listen)
+	}
+	h, err := libp2p.New(addrs, libp2p.DisableRelay(), libp2p.DisableMetrics(), libp2p.ConnectionGater(ipnisync.NewGater(policy)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }

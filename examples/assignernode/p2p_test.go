@@ -54,12 +54,14 @@ func TestLibp2pPublisherAssigned(t *testing.T) {
 	ixDone := make(chan error, 1)
 	go func() { ixDone <- ix.Run(ctx) }()
 
-	// The assigner, as DefaultConfig has it but for loopback publishers.
+	// The assigner, as DefaultConfig has it but for loopback publishers,
+	// with a host that only dials, for head checks (examples/assigner's
+	// default, -p2p-verify without -p2p).
 	cfg := assignernode.DefaultConfig()
 	ia := ix.Addrs()
 	cfg.Service.Indexers = []assigner.ServiceIndexer{{ID: "indexer-0", AdminURL: ia.AdminURL(), FindURL: ia.FindURL(), IngestURL: ia.IngestURL()}}
 	cfg.AllowPrivateAddrs = true
-	a, err := assignernode.New(ctx, cfg, assignernode.Listeners{Announce: listen(t)})
+	a, err := assignernode.New(ctx, cfg, assignernode.Listeners{Announce: listen(t), Verify: newHost(t, cfg, "")})
 	if err != nil {
 		t.Fatal(err)
 	}

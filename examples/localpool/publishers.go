@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -76,7 +77,7 @@ func (p *Pool) PublisherSpec(name string, index, ads int) (publishernode.Spec, e
 	}
 	args := p.args(r)
 	p.mu.Unlock()
-	c, err := publishernode.LoadConfig(args, io.Discard)
+	c, err := publishercmd.LoadConfig(args, io.Discard)
 	if err != nil {
 		return publishernode.Spec{}, fmt.Errorf("publisher spec %s: %w", name, err)
 	}

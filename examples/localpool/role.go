@@ -14,14 +14,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
+	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
+	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/piecenode"
-	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
 // RoleCommand is the hidden subcommand that runs one role in processes
@@ -39,10 +39,10 @@ const (
 
 var programs = map[string]cli.RunFunc{
 	KindIndexer:   indexernode.Main,
-	KindAssigner:  assignernode.Main,
+	KindAssigner:  assignercmd.Main,
 	KindScatter:   scattercmd.Main,
-	KindPublisher: publishernode.Main,
-	KindPiece:     piecenode.Main,
+	KindPublisher: publishercmd.Main,
+	KindPiece:     piececmd.Main,
 	KindQuery:     querycmd.Main,
 }
 

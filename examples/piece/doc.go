@@ -78,9 +78,11 @@
 //
 // # In process
 //
-// The program itself is Main in examples/piecenode; this command only
-// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
-// can run the same role in goroutines (examples/pool). Main is flags,
-// stores, key and listener around the typed piecenode.Sampler (piecenode.New,
-// Run, Close), which a Go program or test embeds directly.
+// The program itself is Main in examples/internal/cmd/piececmd; this
+// command only calls it under a context that SIGINT and SIGTERM cancel, so
+// a whole pool can run the same role in goroutines (examples/pool). Main
+// is flags, stores, key and listener around the typed piecenode.Sampler
+// (piecenode.New, Run, Close), which a Go program or test embeds directly:
+// examples/piecenode imports no flag parsing, signal handling or
+// Prometheus.
 package main

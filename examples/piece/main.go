@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/piecenode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
 )
 
-func main() { cli.Main("piece", piecenode.Main) }
+func main() { cli.Main("piece", piececmd.Main) }

@@ -9,13 +9,15 @@ import (
 	"github.com/ipfs/go-datastore"
 	"github.com/libp2p/go-libp2p/core/crypto"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/piece"
 )
 
 // Config is the typed configuration of a piece sampler. Start from
-// [DefaultConfig].
+// [DefaultConfig]. A Config round-trips through encoding/json (durations
+// in nanoseconds, prefixes as text) except the collaborators Store,
+// WalkState, Key and Logger, which are not encoded.
 type Config struct {
 	// ProvidersURL is the IPNI /providers endpoint the sampler learns
 	// providers and their heads from; "" disables polling (then only
@@ -30,7 +32,7 @@ type Config struct {
 	// Store keeps the sampled pieces; nil: an in-memory store of Capacity
 	// payloads per piece, which the sampler owns (Close closes it). A
 	// Store given here is the caller's to close.
-	Store piece.Store
+	Store piece.Store `json:"-"`
 	// Capacity is the payload CIDs the in-memory store keeps per
 	// (provider, piece); 0 with a Store of the caller's (its own capacity
 	// rules), else positive.
@@ -41,7 +43,7 @@ type Config struct {
 	// piece.Walks: several samplers on one Redis then share the walks,
 	// each with its own WalkState). Nil: in memory; set only with a Store
 	// of the caller's. The caller closes it.
-	WalkState datastore.Batching
+	WalkState datastore.Batching `json:"-"`
 	// EntryChunks is how many entry chunks of each advertisement are read
 	// and sampled (piece.WithEntryChunks): the first, by default
 	// (piece.DefaultEntryChunks), as the piece-indexer design has it; 0
@@ -50,7 +52,7 @@ type Config struct {
 	EntryChunks int
 	// Key signs the API's answers; nil: a fresh Ed25519 key each New (see
 	// piece.LoadOrCreateKey for one kept in a file).
-	Key crypto.PrivKey
+	Key crypto.PrivKey `json:"-"`
 	// Concurrency is how many publishers are walked at once.
 	Concurrency int
 	// RequestTimeout bounds every request to a publisher.
@@ -72,7 +74,7 @@ type Config struct {
 	// Run's context is done.
 	ShutdownTimeout time.Duration
 	// Logger receives the sampler's log; nil discards it.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 }
 
 // DefaultConfig returns the defaults of the binary's flags: polling
@@ -89,13 +91,14 @@ func DefaultConfig() Config {
 		RequestTimeout:  ingest.DefaultRequestTimeout,
 		RequestRate:     piece.DefaultRequestRate,
 		EntryChunks:     piece.DefaultEntryChunks,
-		AnnounceRate:    cli.DefaultAnnounceRate,
+		AnnounceRate:    netlimit.DefaultAnnounceRate,
 		ShutdownTimeout: 10 * time.Second,
 	}
 }
 
-// validate returns an error naming the field of c at fault.
-func (c Config) validate() error {
+// Validate returns an error naming the field of c at fault, the one [New]
+// returns for it.
+func (c Config) Validate() error {
 	switch {
 	case c.Store == nil && c.Capacity <= 0:
 		return fmt.Errorf("Capacity %d must be positive with the in-memory store", c.Capacity)
@@ -108,5 +111,5 @@ func (c Config) validate() error {
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("ShutdownTimeout %v must be positive", c.ShutdownTimeout)
 	}
-	return cli.CheckRate("AnnounceRate", c.AnnounceRate)
+	return netlimit.CheckRate("AnnounceRate", c.AnnounceRate)
 }

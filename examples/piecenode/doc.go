@@ -1,9 +1,11 @@
 // Package piecenode is the piece sampler role of an indexkit pool as a
 // library: a [Sampler] walks providers' advertisement chains, keeps a
 // sample of payload CIDs per Filecoin piece and serves signed samples
-// (see package piece), and [Main] is the examples/piece program around it
-// (whose documentation is the manual of every flag, the state it keeps and
-// the logs).
+// (see package piece). It parses no flags, installs no signal handler
+// and registers nothing globally; the examples/piece program around it
+// (examples/internal/cmd/piececmd, whose documentation is the manual of
+// every flag, the state it keeps and the logs) maps its flags onto
+// [Config].
 //
 // # Embedding
 //
@@ -24,7 +26,9 @@
 // signing key is fresh; [Config.Store] and [Config.WalkState] take a
 // lasting store (piece/redis, which keeps the walk positions too, shared
 // by every sampler on it) with its walker state, [Config.Key] a lasting
-// key. New refuses the combinations that would lose or skip pieces.
+// key. New refuses the combinations that would lose or skip pieces
+// ([Config.Validate]). With [Config.AllowPrivateAddrs] the sampler dials
+// publishers on private addresses; it does not log so, its program does.
 // [Config.EntryChunks] says how many entry chunks of each advertisement
 // are read (the first, by default).
 //
@@ -38,8 +42,8 @@
 // the walker, the in-memory store, and the listener if Run never ran.
 // Several samplers may run in one process.
 //
-// [Main] parses the flags, opens the store and key they name, binds the
-// listener with the connection caps and logs it as msg=listening name=api
-// addr=<host:port> after msg=starting; examples/piece and the process
-// mode of examples/localpool call it.
+// The program parses the flags, opens the store and key they name, binds
+// the listener with the connection caps and logs it as msg=listening
+// name=api addr=<host:port> after msg=starting; examples/piece and the
+// process mode of examples/localpool run it.
 package piecenode

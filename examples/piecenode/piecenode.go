@@ -18,10 +18,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httpserve"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/piece"
 	"github.com/indexkit/indexkit/piece/memory"
 )
@@ -70,7 +71,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (_ *Sampler, err error)
 	if lns.API == nil {
 		return nil, errors.New("piecenode: Listeners.API is required")
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("piecenode: config: %w", err)
 	}
 	log := cfg.Logger
@@ -100,7 +101,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (_ *Sampler, err error)
 	if ds == nil {
 		ds = dssync.MutexWrap(datastore.NewMapDatastore())
 	}
-	if s.policy, err = cli.DialPolicy(cfg.AllowPrivateAddrs, log, "publishers"); err != nil {
+	if s.policy, err = dialPolicy(cfg.AllowPrivateAddrs); err != nil {
 		return nil, fmt.Errorf("piecenode: dial policy: %w", err)
 	}
 	topts := []piece.TrackerOption{
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (_ *Sampler, err error)
 		),
 		piece.WithTrackerLogger(log),
 		piece.WithEntryChunks(cfg.EntryChunks),
-		piece.WithAnnounceOptions(announce.WithSourceRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		piece.WithAnnounceOptions(announce.WithSourceRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate)),
 			announce.WithSourceRateExempt(cfg.AnnounceRateExempt...)),
 	}
 	if len(cfg.Publishers) > 0 {
@@ -155,9 +156,9 @@ func (s *Sampler) Run(ctx context.Context) error {
 		return ErrRunTwice
 	}
 	eg, ctx := errgroup.WithContext(ctx)
-	cli.Serve(ctx, eg, "api", cli.NewHTTPServer(s.handler, s.log), s.ln, s.shutdownTimeout)
+	httpserve.Serve(ctx, eg, "api", httpserve.NewServer(s.handler, s.log), s.ln, s.shutdownTimeout)
 	eg.Go(func() error { return s.tracker.Run(ctx) })
-	return cli.WaitStopped(ctx, eg, s.log)
+	return httpserve.WaitStopped(ctx, eg, s.log)
 }
 
 // Close releases what New opened: the walker, the in-memory store, and
@@ -178,4 +179,14 @@ func (s *Sampler) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// dialPolicy is the policy the sampler dials publishers under: public
+// addresses only, or with allowPrivate a private pool's too (cloud
+// metadata stays refused).
+func dialPolicy(allowPrivate bool) (*netpolicy.Policy, error) {
+	if allowPrivate {
+		return netpolicy.New(netpolicy.AllowPrivate())
+	}
+	return netpolicy.New()
 }

@@ -83,9 +83,11 @@
 //
 // # In process
 //
-// The program itself is Main in examples/publishernode; this command only
-// calls it under a context that SIGINT and SIGTERM cancel, so a whole pool
-// can run the same role in goroutines (examples/pool). Main is flags
-// and listeners around the typed publishernode.Node (publishernode.New,
-// Run, Close), which a Go program or test embeds directly.
+// The program itself is Main in examples/internal/cmd/publishercmd; this
+// command only calls it under a context that SIGINT and SIGTERM cancel, so
+// a whole pool can run the same role in goroutines (examples/pool). Main
+// is flags and listeners around the typed publishernode.Node
+// (publishernode.New, Run, Close), which a Go program or test embeds
+// directly: examples/publishernode imports no flag parsing, signal
+// handling or Prometheus.
 package main

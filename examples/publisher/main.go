@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 )
 
-func main() { cli.Main("publisher", publishernode.Main) }
+func main() { cli.Main("publisher", publishercmd.Main) }

@@ -10,7 +10,9 @@ import (
 
 // Config is the typed configuration of a [Node]: how many generated
 // publishers it runs, what their chains are made of and how fast they
-// grow. Start from [DefaultConfig].
+// grow. Start from [DefaultConfig]. A Config round-trips through
+// encoding/json (durations in nanoseconds, Fault as its name) except
+// Logger, which is not encoded.
 type Config struct {
 	// Publishers is how many publishers run, each with its own identity
 	// and chain, each on its own listener (Listeners.Publishers).
@@ -53,7 +55,7 @@ type Config struct {
 	// Run's context is done.
 	ShutdownTimeout time.Duration
 	// Logger receives the node's log; nil discards it.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 }
 
 // DefaultConfig returns the defaults of the binary's flags: one honest
@@ -74,8 +76,9 @@ func DefaultConfig() Config {
 	}
 }
 
-// validate returns an error naming the field of c at fault.
-func (c Config) validate() error {
+// Validate returns an error naming the field of c at fault, the one [New]
+// returns for it.
+func (c Config) Validate() error {
 	switch {
 	case c.Publishers < 1:
 		return fmt.Errorf("Publishers %d: want at least 1", c.Publishers)

@@ -2,9 +2,11 @@
 // pool: IPNI publishers that keep producing signed advertisements, serve
 // them over ipnisync HTTP and announce each new head, deterministically
 // from a seed, so that a test knows the ground truth an indexer must end
-// with. A [Node] runs several of them, each on its own listener; [Main]
-// is the examples/publisher program around it, which examples/pool runs
-// in goroutines, or as a process.
+// with. A [Node] runs several of them, each on its own listener. It is a
+// library: it parses no flags and registers nothing globally; the
+// examples/publisher program around it (examples/internal/cmd/publishercmd)
+// maps flags onto [Config], and examples/localpool runs it in goroutines,
+// or as a process.
 //
 // # Embedding
 //
@@ -95,6 +97,5 @@
 // # Errors
 //
 // [NewPublisher] wraps [ErrInvalidSpec]; [New] returns [ErrState] or an
-// error naming the Config field at fault; [Main] returns flag errors
-// (flag.ErrHelp for -h), those of New, or the listener's error.
+// error naming the Config field at fault ([Config.Validate]).
 package publishernode

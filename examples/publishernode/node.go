@@ -19,11 +19,11 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
-// StateFile is the file in -dir that keeps the publishers' positions.
+// StateFile is the file in Config.Dir (-dir) that keeps the publishers' positions.
 const StateFile = "publisher-state.json"
 
 // announceTimeout bounds one round of announces of one head.
@@ -120,7 +120,7 @@ type Node struct {
 // configuration is [ErrState]. On error it has closed what it opened;
 // the error names the field at fault.
 func New(ctx context.Context, cfg Config, lns Listeners) (_ *Node, err error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("publishernode: config: %w", err)
 	}
 	if len(lns.Publishers) != cfg.Publishers || slices.Contains(lns.Publishers, nil) {
@@ -211,10 +211,10 @@ func (n *Node) Run(ctx context.Context) error {
 	r := n.r
 	eg, ctx := errgroup.WithContext(ctx)
 	for i, p := range r.pubs {
-		cli.Serve(ctx, eg, "publisher-"+strconv.Itoa(i), cli.NewHTTPServer(p, r.log), n.lns[i], r.cfg.ShutdownTimeout)
+		httpserve.Serve(ctx, eg, "publisher-"+strconv.Itoa(i), httpserve.NewServer(p, r.log), n.lns[i], r.cfg.ShutdownTimeout)
 	}
 	eg.Go(func() error { return r.produce(ctx) })
-	return cli.WaitStopped(ctx, eg, r.log)
+	return httpserve.WaitStopped(ctx, eg, r.log)
 }
 
 // Close releases what New opened: the announce senders, and the
@@ -223,7 +223,9 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) Close() error {
 	n.once.Do(func() {
 		if !n.started.Swap(true) {
-			closeAll(n.lns)
+			for _, ln := range n.lns {
+				ln.Close()
+			}
 		}
 		n.r.closeSenders()
 	})
@@ -235,7 +237,7 @@ type runner struct {
 	cfg     Config
 	log     *slog.Logger
 	pubs    []*Publisher
-	senders []*announce.HTTPSender // nil entries without -announce
+	senders []*announce.HTTPSender // nil entries without Config.Announce
 	addrs   []multiaddr.Multiaddr  // where publisher i serves
 }
 
@@ -248,8 +250,8 @@ func (r *runner) closeSenders() {
 }
 
 // produce announces the heads the publishers start with, then publishes
-// an ad per publisher every interval (up to -max-ads), saving the
-// positions in -dir and announcing the new heads, until ctx is done.
+// an ad per publisher every interval (up to Config.MaxAds), saving the
+// positions in Config.Dir and announcing the new heads, until ctx is done.
 func (r *runner) produce(ctx context.Context) error {
 	r.announce(ctx)
 	t := time.NewTicker(r.cfg.Interval)
@@ -293,7 +295,7 @@ func (r *runner) produce(ctx context.Context) error {
 	}
 }
 
-// announce sends every publisher's head to the -announce URLs at once,
+// announce sends every publisher's head to the Config.Announce URLs at once,
 // waiting at most announceTimeout. A failure is logged, not fatal: the
 // receiver may be down, and the next head is announced anyway.
 func (r *runner) announce(ctx context.Context) {

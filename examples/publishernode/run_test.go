@@ -3,61 +3,59 @@ package publishernode
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http/httptest"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/ingest/announce"
 )
 
 // waitTimeout bounds every wait of these tests.
 const waitTimeout = 60 * time.Second
 
-// running is a Run in a goroutine.
+// running is a Node's Run in a goroutine.
 type running struct {
-	tap    *logtap.Tap
+	node   *Node
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func start(t *testing.T, args ...string) *running {
+// start builds a node of cfg on listeners of 127.0.0.1 and runs it.
+func start(t *testing.T, cfg Config) *running {
 	t.Helper()
+	var lns Listeners
+	for range cfg.Publishers {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns.Publishers = append(lns.Publishers, ln)
+	}
+	node, err := New(t.Context(), cfg, lns)
+	if err != nil {
+		for _, ln := range lns.Publishers {
+			ln.Close()
+		}
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{tap: logtap.New(nil), cancel: cancel, done: make(chan error, 1)}
-	go func() {
-		r.done <- Main(ctx, args, r.tap)
-		r.tap.Close()
-	}()
+	r := &running{node: node, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- node.Run(ctx) }()
 	t.Cleanup(func() {
 		r.stop(t)
-		if t.Failed() {
-			t.Logf("log:\n%s", strings.Join(r.tap.Lines(), "\n"))
+		if err := node.Close(); err != nil {
+			t.Error(err)
 		}
 	})
-	wctx, wcancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer wcancel()
-	if _, err := r.tap.WaitMsg(wctx, "starting"); err != nil {
-		t.Fatalf("publisher did not start: %v\n%s", err, strings.Join(r.tap.Lines(), "\n"))
-	}
 	return r
 }
 
-func (r *running) url(t *testing.T, i int) string {
-	t.Helper()
-	addr, err := r.tap.Addr(t.Context(), "publisher-"+strconv.Itoa(i))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
-}
+func (r *running) url(i int) string { return r.node.Addrs().PublisherURL(i) }
 
 // stop cancels the Run and checks it returned nil; it is idempotent.
 func (r *running) stop(t *testing.T) {
@@ -99,10 +97,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestRunAnnouncesAndResumes runs two publishers in process that announce
-// to a receiver feeding an Ingester: once both have reached -max-ads and
+// TestRunAnnouncesAndResumes runs a node of two publishers that announce
+// to a receiver feeding an Ingester: once both have reached MaxAds and
 // the ingester has walked to their heads, the store holds exactly the
-// union of their truths. A restart on the same -dir serves the same
+// union of their truths. A restart on the same Dir serves the same
 // heads, and goes on with the same chains.
 func TestRunAnnouncesAndResumes(t *testing.T) {
 	ing, st := newIngester(t)
@@ -137,11 +135,12 @@ func TestRunAnnouncesAndResumes(t *testing.T) {
 	}()
 
 	dir := t.TempDir()
-	args := []string{"-listen", "127.0.0.1:0", "-publishers", "2", "-seed", "42", "-interval", "30ms",
-		"-initial-ads", "2", "-max-ads", "6", "-entries", "12", "-chunk-size", "5", "-remove-every", "3",
-		"-update-every", "4", "-announce", rsrv.URL, "-dir", dir, "-log-level", "debug"}
-	r := start(t, args...)
-	urls := []string{r.url(t, 0), r.url(t, 1)}
+	cfg := DefaultConfig()
+	cfg.Publishers, cfg.Seed, cfg.Interval, cfg.InitialAds, cfg.MaxAds = 2, 42, 30*time.Millisecond, 2, 6
+	cfg.Entries, cfg.ChunkSize, cfg.RemoveEvery, cfg.UpdateEvery = 12, 5, 3, 4
+	cfg.Announce, cfg.Dir = []string{rsrv.URL}, dir
+	r := start(t, cfg)
+	urls := []string{r.url(0), r.url(1)}
 	var truths [2]Truth
 	waitFor(t, "both publishers at 6 ads, ingested", func() bool {
 		for i, u := range urls {
@@ -167,9 +166,10 @@ func TestRunAnnouncesAndResumes(t *testing.T) {
 	r.stop(t)
 
 	// The restart continues the same chains from where they were.
-	r2 := start(t, append(args[:len(args)-2:len(args)-2], "-max-ads", "8")...)
+	cfg.MaxAds = 8
+	r2 := start(t, cfg)
 	for i := range 2 {
-		u := r2.url(t, i)
+		u := r2.url(i)
 		tr := truthOf(t, u, false)
 		if tr.Publisher != truths[i].Publisher || tr.Ads < 6 {
 			t.Fatalf("after restart publisher %d is %s at %d ads; was %s at 6", i, tr.Publisher, tr.Ads, truths[i].Publisher)
@@ -180,12 +180,15 @@ func TestRunAnnouncesAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := truthOf(t, r2.url(t, 1), false); got.Head != ref.Head().String() || got.Digest != ref.Truth(false).Digest {
+	if got := truthOf(t, r2.url(1), false); got.Head != ref.Head().String() || got.Digest != ref.Truth(false).Digest {
 		t.Fatalf("after restart publisher 1 serves head %s, a fresh one with 8 ads has %s", got.Head, ref.Head())
 	}
 }
 
-func TestRunErrors(t *testing.T) {
+// A state file in Dir written with another configuration is ErrState,
+// naming what it was written with: a restart must regenerate the same
+// chains. The file is left as it was.
+func TestNewStateMismatch(t *testing.T) {
 	dir := t.TempDir()
 	if err := saveState(dir, state{Seed: 1, Entries: 100, ChunkSize: 100, RemoveEvery: 10, UpdateEvery: 7, Ads: []int{3}}); err != nil {
 		t.Fatal(err)
@@ -195,28 +198,22 @@ func TestRunErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	busy := ln.Addr().String()
 	for _, tc := range []struct {
-		args []string
-		want error
+		edit func(*Config)
 		text string
 	}{
-		{[]string{"-h"}, flag.ErrHelp, ""},
-		{[]string{"-listen", busy}, nil, "-listen: publisher-0: listen tcp " + busy + ": bind: address already in use"},
-		{[]string{"-max-conns-per-ip", "-1"}, nil, "-max-conns-per-ip -1 must not be negative"},
-		{[]string{"-fault", "lies"}, nil, "unknown fault \"lies\""}, // the flag package does not wrap
-		{[]string{"-publishers", "0"}, nil, "-publishers 0"},
-		{[]string{"-listen", "127.0.0.1"}, nil, "-listen"},
-		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-seed", "2"}, ErrState, "seed 1"},
-		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-piece-context-every", "3"}, ErrState, "piece-context-every 0"},
-		{[]string{"-piece-context-every", "-1"}, nil, "-piece-context-every -1"},
+		{func(c *Config) { c.Seed = 2 }, "seed 1"},
+		{func(c *Config) { c.PieceContextEvery = 3 }, "piece-context-every 0"},
 	} {
-		err := Main(t.Context(), tc.args, io.Discard)
-		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
-			t.Errorf("Main %q: %v, want %v containing %q", tc.args, err, tc.want, tc.text)
+		cfg := DefaultConfig()
+		cfg.Dir = dir
+		tc.edit(&cfg)
+		_, err := New(t.Context(), cfg, Listeners{Publishers: []net.Listener{ln}})
+		if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("New: %v, want ErrState naming %q", err, tc.text)
 		}
 	}
-	if _, err := os.Stat(dir + "/" + StateFile); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, StateFile)); err != nil {
 		t.Fatal(err)
 	}
 }

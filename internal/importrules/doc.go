@@ -1,5 +1,6 @@
 // Package importrules holds only tests: the one that enforces the import
-// rules of DESIGN.md on every package of the module, and the one that
+// rules of DESIGN.md on every package of the module (and the library
+// roles' dependencies), and the one that
 // enforces the construction convention of the root package's
 // documentation on every public package.
 //
@@ -10,7 +11,11 @@
 //	go test -run TestImportRules ./internal/importrules/
 //
 // It lists the module with `go list -e -json ./...` from the module root,
-// so it needs the go command on PATH (go test puts it there).
+// so it needs the go command on PATH (go test puts it there). The same
+// run checks, in roles_test.go, that the role packages listed there as
+// libraries depend on no pprof, expvar, os/signal, Prometheus, libp2p
+// constructor or CLI kit, even transitively: importing a role registers
+// nothing globally.
 //
 // The construction convention ("Constructing things" in the root
 // package's doc.go: option types, their names, no option accepted and

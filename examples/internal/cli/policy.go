@@ -14,8 +14,15 @@ func DialPolicy(allowPrivate bool, log *slog.Logger, dials string) (*netpolicy.P
 	if !allowPrivate {
 		return netpolicy.New()
 	}
+	WarnPrivateAddrs(log, dials)
+	return netpolicy.New(netpolicy.AllowPrivate())
+}
+
+// WarnPrivateAddrs logs the WARN of a role started with
+// -allow-private-addrs, naming what it dials (dials): DialPolicy's, for
+// the programs whose role builds its policy itself.
+func WarnPrivateAddrs(log *slog.Logger, dials string) {
 	log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
 		"note", dials+" on loopback, private, link-local and CGNAT addresses will be dialled; "+
 			"others name those addresses, so use it only in a private pool (cloud metadata stays refused)")
-	return netpolicy.New(netpolicy.AllowPrivate())
 }

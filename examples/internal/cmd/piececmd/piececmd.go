@@ -1,4 +1,4 @@
-package piecenode
+package piececmd
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/piece"
 	pieceredis "github.com/indexkit/indexkit/piece/redis"
@@ -121,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 // Main is the piece sampler program: it parses args as examples/piece's
 // flags (see that command's documentation), opens the store, the walker
 // state (-dir) and the key (-key), binds -listen with the connection caps
-// and runs a [Sampler] until ctx is done (SIGINT or SIGTERM in the binary,
+// and runs a piecenode.Sampler until ctx is done (SIGINT or SIGTERM in the binary,
 // the caller's cancel in process). It logs to stderr, including one
 // msg=listening name=api addr=<host:port> line. It returns nil after a
 // clean shutdown and flag.ErrHelp for -h.
@@ -138,7 +139,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return fmt.Errorf("-dir: %w", err)
 	}
-	cfg := DefaultConfig()
+	cfg := piecenode.DefaultConfig()
 	if cfg.Key, err = piece.LoadOrCreateKey(o.keyPath); err != nil {
 		return fmt.Errorf("-key: %w", err)
 	}
@@ -192,7 +193,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-listen %s: %w", o.listen, err)
 	}
-	node, err := New(ctx, cfg, Listeners{API: ln})
+	if cfg.AllowPrivateAddrs {
+		cli.WarnPrivateAddrs(log, "publishers")
+	}
+	node, err := piecenode.New(ctx, cfg, piecenode.Listeners{API: ln})
 	if err != nil {
 		ln.Close()
 		return err

@@ -1,4 +1,4 @@
-package assignernode_test
+package assignercmd_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/assignernode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
 )
 
 // A listener whose port is taken ends Run at start with an error naming
@@ -39,7 +39,7 @@ func TestStartPortInUse(t *testing.T) {
 						t.Fatalf("Run panicked: %v", p)
 					}
 				}()
-				return assignernode.Main(ctx, args, &stderr)
+				return assignercmd.Main(ctx, args, &stderr)
 			}()
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("Run = %v (context: %v), want a start-up error\n%s", err, ctx.Err(), stderr.String())

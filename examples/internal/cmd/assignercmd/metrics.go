@@ -1,4 +1,4 @@
-package assignernode
+package assignercmd
 
 import (
 	"github.com/libp2p/go-libp2p/core/peer"

@@ -1,4 +1,4 @@
-package publishernode
+package publishercmd
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/schema"
 )
 
 // fileConfig is the configuration of a publisher process: the JSON config
 // file (-config), with the flags given on the command line on top. Field
 // names are the JSON keys; durations are strings such as "1s".
-// fileConfig.config turns it into the typed [Config].
+// fileConfig.config turns it into the typed publishernode.Config.
 type fileConfig struct {
 	// Listen is the HTTP address of publisher 0; publisher i listens on
 	// the same host and port+i, or on a free port each when the port
@@ -28,7 +29,7 @@ type fileConfig struct {
 	// and chain.
 	Publishers int
 	// Seed, with a publisher's index, derives everything of it (see
-	// [PublisherSeed]).
+	// publishernode.PublisherSeed).
 	Seed uint64
 	// Interval is the time between two ads of each publisher.
 	Interval duration
@@ -48,7 +49,7 @@ type fileConfig struct {
 	// PieceContextEvery makes every Nth ad that starts a new context name
 	// its Filecoin piece in its ContextID (the dag-cbor [size, pieceCID]
 	// Curio writes) rather than in graphsync metadata (0: never, the
-	// default). See [Spec.PieceContextEvery].
+	// default). See publishernode.Spec.PieceContextEvery.
 	PieceContextEvery int
 	// Announce are the base URLs to announce every new head to over HTTP
 	// (an assigner's or indexers' announce listener; a URL without a path
@@ -58,8 +59,8 @@ type fileConfig struct {
 	// continues the same chains; "" keeps nothing.
 	Dir string
 	// Fault makes every publisher of the process misbehave: "" (none),
-	// bad-signature, corrupt or huge. See [Fault].
-	Fault Fault
+	// bad-signature, corrupt or huge. See publishernode.Fault.
+	Fault publishernode.Fault
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
 	// ShutdownTimeout bounds the wait for requests in flight on SIGTERM.
@@ -161,11 +162,11 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 // examples/publisher, without the program name) make: the defaults, then
 // the -config file, then the flags given, validated. The flags that only
 // [Main] uses (-listen, -log-level, the connection caps) are checked and
-// dropped. -h returns flag.ErrHelp.
-func LoadConfig(args []string, stderr io.Writer) (Config, error) {
+// dropped. examples/localpool reads a publisher role's chains from it. -h returns flag.ErrHelp.
+func LoadConfig(args []string, stderr io.Writer) (publishernode.Config, error) {
 	fc, err := loadFileConfig(args, stderr)
 	if err != nil {
-		return Config{}, err
+		return publishernode.Config{}, err
 	}
 	return fc.config(), nil
 }
@@ -213,7 +214,7 @@ func (c *fileConfig) validate() error {
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("-shutdown-timeout %v must be positive", c.ShutdownTimeout.D())
 	}
-	if err := c.Fault.validate(); err != nil {
+	if err := new(publishernode.Fault).UnmarshalText([]byte(c.Fault)); err != nil {
 		return fmt.Errorf("-fault: %w", err)
 	}
 	if _, err := cli.ParseLevel(c.LogLevel); err != nil {
@@ -229,8 +230,8 @@ func (c *fileConfig) validate() error {
 }
 
 // config is the typed Config of c (validated).
-func (c fileConfig) config() Config {
-	return Config{
+func (c fileConfig) config() publishernode.Config {
+	return publishernode.Config{
 		Publishers: c.Publishers, Seed: c.Seed, Interval: c.Interval.D(), InitialAds: c.InitialAds, MaxAds: c.MaxAds,
 		Entries: c.Entries, ChunkSize: c.ChunkSize, RemoveEvery: c.RemoveEvery, UpdateEvery: c.UpdateEvery,
 		PieceContextEvery: c.PieceContextEvery, Announce: c.Announce, Dir: c.Dir, Fault: c.Fault,
@@ -247,7 +248,8 @@ func (c fileConfig) level() slog.Level {
 // Main is the publisher program: it parses args as examples/publisher's
 // flags (see that command's documentation), binds one listener per
 // publisher (on -listen and the ports after it, or each on a free port
-// when its port is 0) with the connection caps, and runs a [Node] until
+// when its port is 0) with the connection caps, and runs a
+// publishernode.Node until
 // ctx is done (SIGINT or SIGTERM in the binary, the caller's cancel in
 // process). It logs to stderr one msg=listening name=publisher-<i>
 // addr=<host:port> line per publisher, then a msg=publisher line with its
@@ -265,7 +267,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	node, err := New(ctx, cfg, Listeners{Publishers: lns})
+	node, err := publishernode.New(ctx, cfg, publishernode.Listeners{Publishers: lns})
 	if err != nil {
 		closeAll(lns)
 		return err

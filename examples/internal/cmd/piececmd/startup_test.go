@@ -1,4 +1,4 @@
-package piecenode_test
+package piececmd_test
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
-	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 )
 
@@ -29,7 +29,7 @@ func runFails(t *testing.T, args ...string) error {
 				t.Fatalf("Run panicked: %v\n%s", p, stderr.String())
 			}
 		}()
-		return piecenode.Main(ctx, args, &stderr)
+		return piececmd.Main(ctx, args, &stderr)
 	}()
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("Run(%q) = %v (context: %v), want a start-up error\n%s", args, err, ctx.Err(), stderr.String())
@@ -78,7 +78,7 @@ func TestStartDataDirLocked(t *testing.T) {
 	tap := logtap.New(io.Discard)
 	done := make(chan error, 1)
 	go func() {
-		done <- piecenode.Main(rctx, args, tap)
+		done <- piececmd.Main(rctx, args, tap)
 		tap.Close()
 	}()
 	if _, err := tap.WaitMsg(ctx, "starting"); err != nil {

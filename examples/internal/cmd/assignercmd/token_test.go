@@ -1,4 +1,4 @@
-package assignernode_test
+package assignercmd_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
 )
 
 // TestAdminTokenSources: the assigner calls the indexers' admin APIs with
@@ -50,7 +50,7 @@ func TestAdminTokenSources(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				defer cancel() // a Run that fails at once ends the wait
-				done <- assignernode.Main(ctx, append([]string{"-indexer", "admin=" + u + "/admin,find=" + u + "/find,ingest=" + u + "/ingest",
+				done <- assignercmd.Main(ctx, append([]string{"-indexer", "admin=" + u + "/admin,find=" + u + "/find,ingest=" + u + "/ingest",
 					"-listen", "127.0.0.1:0", "-state-listen", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}, c.args...), &log) // read after Run returns
 			}()
 			select {
@@ -71,7 +71,7 @@ func TestAdminTokenSources(t *testing.T) {
 		})
 	}
 	t.Setenv(cli.EnvAdminToken, "")
-	err := assignernode.Main(t.Context(), []string{"-indexer", "admin=127.0.0.1:1,find=127.0.0.1:2,ingest=127.0.0.1:3",
+	err := assignercmd.Main(t.Context(), []string{"-indexer", "admin=127.0.0.1:1,find=127.0.0.1:2,ingest=127.0.0.1:3",
 		"-admin-token", "a", "-admin-token-file", file}, io.Discard)
 	if !errors.Is(err, cli.ErrTokenSources) {
 		t.Fatalf("-admin-token and -admin-token-file: %v, want ErrTokenSources", err)

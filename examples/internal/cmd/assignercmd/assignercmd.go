@@ -1,4 +1,4 @@
-package assignernode
+package assignercmd
 
 import (
 	"context"
@@ -13,18 +13,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/assigner"
+	"github.com/indexkit/indexkit/examples/assignernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/ingest/ipnisync"
+	"github.com/indexkit/indexkit/ingest/netpolicy"
 )
 
 // fileConfig is the binary's configuration: the JSON config file
 // (-config), with the flags given on the command line on top. Field names
 // are the JSON keys; durations are strings such as "5m". fileConfig.config
-// turns it into the typed [Config].
+// turns it into the typed assignernode.Config.
 type fileConfig struct {
 	// Indexers is the pool.
 	Indexers []fileIndexer
@@ -248,7 +253,7 @@ func (c *fileConfig) validate() error {
 	if _, err := cli.ParsePrefixes(c.AnnounceRateExempt); err != nil {
 		return fmt.Errorf("-announce-rate-exempt %q: %w", c.AnnounceRateExempt, err)
 	}
-	_, err := c.serviceConfig()
+	_, err := c.config("", nil, nil)
 	return err
 }
 
@@ -257,9 +262,10 @@ func (c fileConfig) level() slog.Level {
 	return l
 }
 
-// serviceConfig turns c into the assigner.ServiceConfig (peer IDs parsed).
-func (c fileConfig) serviceConfig() (assigner.ServiceConfig, error) {
-	sc := assigner.ServiceConfig{
+// serviceConfig turns c into the assignernode.ServiceConfig (peer IDs
+// parsed).
+func (c fileConfig) serviceConfig() (assignernode.ServiceConfig, error) {
+	sc := assignernode.ServiceConfig{
 		Replication: c.Replication, PresetReplication: c.PresetReplication,
 		PollInterval: c.PollInterval.D(), Topic: c.Topic,
 	}
@@ -288,27 +294,22 @@ func (c fileConfig) serviceConfig() (assigner.ServiceConfig, error) {
 		return sc, err
 	}
 	if !c.Policy.Allow || len(except) > 0 {
-		sc.Policy = assigner.ExceptPolicy(c.Policy.Allow, except...)
-	}
-	// NewService validates the rest (URLs, replication, topic).
-	if _, err := assigner.NewService(sc); err != nil {
-		return sc, err
+		sc.Policy = &assignernode.Policy{Allow: c.Policy.Allow, Except: except}
 	}
 	return sc, nil
 }
 
-// config is the typed Config of c (validated), with the admin token tok,
-// logging to log and feeding met.
-func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, error) {
+// config is the typed Config of c (validated: the role checks the rest,
+// URLs, replication and topic), with the admin token tok, logging to log
+// and feeding met.
+func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (assignernode.Config, error) {
 	sc, err := c.serviceConfig()
 	if err != nil {
-		return Config{}, err
+		return assignernode.Config{}, err
 	}
 	exempt, _ := cli.ParsePrefixes(c.AnnounceRateExempt) // checked by validate
-	return Config{
+	cfg := assignernode.Config{
 		Service:            sc,
-		P2P:                c.P2P,
-		P2PVerify:          c.P2PVerify,
 		RequestTimeout:     c.RequestTimeout.D(),
 		AdminToken:         tok,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,
@@ -317,13 +318,33 @@ func (c fileConfig) config(tok string, log *slog.Logger, met *metrics) (Config, 
 		AnnounceRateExempt: exempt,
 		GossipPeerRate:     c.GossipPeerRate,
 		Logger:             log,
-		Hooks:              met.hooks(),
-	}, nil
+	}
+	if met != nil {
+		cfg.Hooks = met.hooks()
+	}
+	return cfg, cfg.Validate()
+}
+
+// newHost starts a libp2p host of the assigner: listening on listen, or
+// on nothing when listen is "" (a host that only dials, for head checks).
+// It has a fresh identity each start: the assigner's peer ID only signs
+// its republishes and authenticates its head checks. Its dials go
+// through the gater of policy. No relay, bootstrap, mDNS or NAT port
+// mapping (the last three are off by default), and no metrics in the
+// global registry.
+func newHost(listen string, policy *netpolicy.Policy) (host.Host, error) {
+	addrs := libp2p.NoListenAddrs
+	if listen != "" {
+		addrs = libp2p.ListenAddrStrings(listen)
+	}
+	return libp2p.New(addrs, libp2p.DisableRelay(), libp2p.DisableMetrics(),
+		libp2p.ConnectionGater(ipnisync.NewGater(policy)))
 }
 
 // Main is the assigner program: it parses args as examples/assigner's
 // flags (see that command's documentation), binds the announce, state and
-// /metrics listeners with the connection caps and runs an [Assigner] until
+// /metrics listeners with the connection caps, starts the libp2p hosts of
+// -p2p and -p2p-verify and runs an assignernode.Assigner until
 // ctx is done (SIGINT or SIGTERM in the binary, the caller's cancel in
 // process). It logs to stderr, including one msg=listening name=<x>
 // addr=<host:port> line per listener (and one name=p2p line per libp2p
@@ -369,12 +390,42 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		lns = append(lns, ln)
 	}
-	node, err := New(ctx, cfg, Listeners{Announce: lns[0], State: lns[1]})
+	if cfg.AllowPrivateAddrs {
+		cli.WarnPrivateAddrs(log, "unknown publishers' heads")
+	}
+	policy, err := cfg.DialPolicy()
 	if err != nil {
 		closeAll()
-		if pe, ok := errors.AsType[*p2pError](err); ok {
-			return fmt.Errorf("-p2p %s: %w", pe.addr, pe.err)
+		return fmt.Errorf("dial policy: %w", err)
+	}
+	rl := assignernode.Listeners{Announce: lns[0], State: lns[1]}
+	closeHosts := func() {
+		if rl.P2P != nil {
+			rl.P2P.Close()
 		}
+		if rl.Verify != nil && rl.Verify != rl.P2P {
+			rl.Verify.Close()
+		}
+	}
+	if fc.P2P != "" {
+		if rl.P2P, err = newHost(fc.P2P, policy); err != nil {
+			closeAll()
+			return fmt.Errorf("-p2p %s: %w", fc.P2P, err)
+		}
+	}
+	if fc.P2PVerify {
+		rl.Verify = rl.P2P
+		if rl.Verify == nil {
+			if rl.Verify, err = newHost("", policy); err != nil {
+				closeAll()
+				return fmt.Errorf("-p2p-verify: libp2p host: %w", err)
+			}
+		}
+	}
+	node, err := assignernode.New(ctx, cfg, rl)
+	if err != nil {
+		closeAll()
+		closeHosts()
 		return err
 	}
 	defer node.Close()
