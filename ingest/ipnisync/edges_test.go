@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +40,7 @@ func TestBlockSizeEdgeEveryEncoding(t *testing.T) {
 			w.Header().Set("Content-Encoding", "gzip")
 			w.Write(gz(b))
 		default:
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 			w.Write(b)
 		}
 	})
