@@ -221,12 +221,17 @@ func WithMaxSources(n int) Option {
 // WithSourceRateExempt exempts the sources in prefixes from
 // [WithSourceRate]: trusted senders of many announces, such as an
 // assigner that forwards every publisher's announces to its indexers, or
-// the loopback addresses of local processes. Each call adds to the list.
+// the loopback addresses of local processes. An IPv4-mapped prefix
+// (::ffff:10.0.0.0/104) stands for its IPv4 form, as sources are compared
+// unmapped. Each call adds to the list.
 func WithSourceRateExempt(prefixes ...netip.Prefix) Option {
 	return func(c *receiverConfig) error {
 		for _, p := range prefixes {
 			if !p.IsValid() {
 				return fmt.Errorf("%w: exempt prefix %v", ErrInvalidOption, p)
+			}
+			if p.Addr().Is4In6() && p.Bits() >= 96 {
+				p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 			}
 			c.exempt = append(c.exempt, p.Masked())
 		}

@@ -144,10 +144,15 @@ func (g *Guard) hostAllowed(host string) bool {
 		return false
 	}
 	name := host
-	if h, _, err := net.SplitHostPort(host); err == nil {
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if strings.Trim(port, "0123456789") != "" {
+			return false // "localhost.:3002.evil.example" is no port
+		}
 		name = h
 	} else if inner, ok := strings.CutPrefix(host, "["); ok {
-		name = strings.TrimSuffix(inner, "]")
+		if name, ok = strings.CutSuffix(inner, "]"); !ok {
+			return false // "[::1" is no address
+		}
 	}
 	name = strings.ToLower(name)
 	if ip, err := netip.ParseAddr(name); err == nil {
