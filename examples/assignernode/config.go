@@ -64,7 +64,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Hooks observe announces, decisions, requests, forwards and polls
 	// (for metrics).
-	Hooks assigner.Hooks
+	Hooks assigner.Hooks `json:"-"`
 }
 
 // DefaultConfig returns the defaults of the binary's flags: replication

@@ -72,7 +72,7 @@ type Config struct {
 	// Logger receives the front end's log; nil discards it.
 	Logger *slog.Logger
 	// Hooks observe the Gathers the front end builds (for metrics).
-	Hooks Hooks
+	Hooks Hooks `json:"-"`
 }
 
 // Ring is the consistent-hash sharding of [Config.Ring] (the Ring object
