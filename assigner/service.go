@@ -44,7 +44,7 @@ type ServiceConfig struct {
 	// Policy is evaluated on the publisher's peer ID: a publisher it
 	// rejects is answered 403 and never assigned. Nil allows every
 	// publisher; [ExceptPolicy] builds the reference's {Allow, Except}.
-	Policy func(peer.ID) bool
+	Policy func(peer.ID) bool `json:"-"`
 	// Topic is the gossip topic of announces, /indexer/ingest/<network>
 	// ("": /indexer/ingest/mainnet). Used only with [WithGossip].
 	Topic string

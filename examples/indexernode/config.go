@@ -182,7 +182,7 @@ type Config struct {
 	// Logger receives the node's log (nil: discard).
 	Logger *slog.Logger
 	// Hooks observe the node, for metrics.
-	Hooks Hooks
+	Hooks Hooks `json:"-"`
 }
 
 // Hooks observe a node; each nil field is skipped. They are called from

@@ -63,9 +63,9 @@ type Config struct {
 	// end asks each key's owners (see [Sharded]).
 	Sharded *Sharded
 	// FreezeBudget, when positive, is the disk budget in bytes of
-	// indexer-0 (-disk-budget, freezing at 90% of it), so that it freezes
-	// during the run and its publishers are handed off. 0: no indexer
-	// freezes on its own.
+	// indexer-0 (its indexernode.Config.DiskBudget, freezing at 90% of
+	// it), so that it freezes during the run and its publishers are
+	// handed off. 0: no indexer freezes on its own.
 	FreezeBudget int64
 	// DiskBudget is the disk budget of every other indexer (default
 	// 64 GiB): their usage is measured against it rather than the
@@ -82,15 +82,16 @@ type Config struct {
 	MaxAds     int
 	// RemoveEvery and UpdateEvery make every Nth ad of each honest
 	// publisher a removal of an earlier context (IsRm) or a metadata
-	// update of one (-remove-every, -update-every). 0: the publisher's
-	// defaults (every 10th and every 7th); negative: never.
+	// update of one (publishernode.Config.RemoveEvery, UpdateEvery).
+	// 0: the publisher's defaults (every 10th and every 7th); negative:
+	// never.
 	RemoveEvery, UpdateEvery int
 	// PieceContextEvery makes every Nth ad of each honest publisher that
 	// starts a new context name its Filecoin piece in its ContextID, the
-	// dag-cbor [size, pieceCID] of Curio (-piece-context-every), so that
-	// the piece sampler answers for pieces named either way (most other
-	// ads name theirs in graphsync metadata). 0: the default, 3;
-	// negative: never.
+	// dag-cbor [size, pieceCID] of Curio
+	// (publishernode.Config.PieceContextEvery), so that the piece sampler
+	// answers for pieces named either way (most other ads name theirs in
+	// graphsync metadata). 0: the default, 3; negative: never.
 	PieceContextEvery int
 	// Seed derives every publisher's identity and chain (default 1).
 	Seed uint64

@@ -62,20 +62,28 @@
 //
 // # Goroutine mode and processes mode
 //
-// By default every role runs in a goroutine, built through its package's
-// typed API (Config, Listeners, New, Run, Close): the pool binds each
-// listener on 127.0.0.1 (port 0 at the role's first start, the same port
-// at each restart, so the assigner's and the front end's configuration
-// stay valid), reads the ports from the listeners, and a role is ready
-// when its New returns. There is no command line, no log scraping and no
-// port retry. A role's log lines (slog text) still go to Config.Log with
-// role=<name>, and to [Pool.LogLines] and [Pool.WatchLog].
+// A role starts one way in either mode. The pool builds its package's
+// typed Config (and the names and ports of its listeners); the role binds
+// each listener on 127.0.0.1 (any free port at its first start, the same
+// port at each restart, so that the assigner's and the front end's
+// configuration stay valid) and starts through its package's New, Run and
+// Close; it is ready when New has returned. By default that is a
+// goroutine of this process. With Config.Processes it is a child process:
+// Config.Executable (default: the running executable) with the hidden
+// subcommand
 //
-// With Config.Processes each role is this executable re-run with the
-// hidden "role" subcommand ([RoleMain]) and the flags of its binary; the
-// pool picks its ports beforehand (retrying a start whose port was taken
-// meanwhile) and reads readiness from its msg=listening and msg=starting
-// lines. [Pool.Kill] is then a SIGKILL: crash tests need it.
+//	<executable> role <indexer|assigner|scatter|publisher|piece|query>
+//
+// which [RoleMain] serves: a program that may run a pool in processes
+// mode calls RoleMain first thing in main, and a test binary in TestMain;
+// nothing is built at run time. The child reads the Config, as JSON, on
+// its standard input, logs msg="role ready" with its listeners' addresses
+// once New has returned, and stops gracefully on SIGTERM. What cannot
+// cross a process boundary is rebuilt in the child from the Config: its
+// logger, and the piece sampler's key from the key file in its directory.
+// [Pool.Kill] is then a SIGKILL: crash tests need it. A role's log lines
+// (slog text) go to Config.Log with role=<name>, and to [Pool.LogLines]
+// and [Pool.WatchLog], in either mode.
 //
 // Since every role is on loopback, the roles that dial addresses others
 // name (indexers, the assigner, the piece sampler) allow private
@@ -85,26 +93,15 @@
 //
 // [Start] writes a new random token to Dir/[AdminTokenFile] (mode 0600):
 // every indexer requires it on its admin API and the assigner sends it
-// (in processes mode both read the file, so the token is on no command
-// line; in goroutine mode the pool puts it in their Config); the pool's
+// (the pool puts it in their Config, which reaches a child on its
+// standard input, so the token is on no command line); the pool's
 // own admin calls ([Pool.Snapshot]) send it too, and [Pool.AdminToken]
 // gives it to a test or a demo (admin.WithClientToken). Dir/[HandoffFromFile]
 // lists the find URLs of the pool's indexers, the only frozen indexers a
-// handoff may name; the pool rewrites it before it starts an indexer, and
-// the indexers read it at each handoff, so an indexer added by
+// handoff may name; the pool rewrites it once it has started an indexer,
+// and the indexers read it at each handoff, so an indexer added by
 // [Pool.AddIndexer] can hand its publishers off once it freezes without
 // restarting the others.
-//
-// # Processes mode
-//
-// With Config.Processes each role runs as Config.Executable (default: the
-// running executable) with the hidden subcommand
-//
-//	<executable> role <indexer|assigner|scatter|publisher|piece> <flags...>
-//
-// which [RoleMain] serves: a program that may run a pool in processes mode
-// calls RoleMain first thing in main, and a test binary in TestMain.
-// Nothing is built at run time.
 //
 // # Faults and lifecycle of roles
 //
@@ -142,7 +139,7 @@
 // every truth multihash is answered in full and no removed one at all, and [Pool.Probe] asks one
 // multihash of the front end and of every indexer. [Pool.PublisherSpec]
 // regenerates any publisher's chain in the caller's process from the
-// flags its role runs with (publishernode.Publisher.Advertised lists what
+// Config its role runs with (publishernode.Publisher.Advertised lists what
 // a malicious one advertises, which nothing may answer).
 // [Pool.HaltPublishers] stops production (the publishers keep serving), so
 // that a final check compares against a truth that holds still: the

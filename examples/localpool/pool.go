@@ -35,11 +35,10 @@ type role struct {
 	name, kind string
 	index      int            // of an indexer or a malicious publisher
 	listeners  []string       // names of its listeners, as it logs them
-	ports      map[string]int // listener name → port, fixed at the first start
+	ports      map[string]int // listener name → port, fixed at the first start (none before)
 	dir        string
 	log        *roleLog
 	cur        *run // nil while stopped
-	started    bool // started at least once: its ports are in use by others' configs
 	// Of an honest publisher role (RolePublishers, or one added by
 	// AddPublishers): its -publishers and -seed.
 	publishers int
@@ -78,10 +77,10 @@ type Pool struct {
 // the indexers' find APIs, the honest publishers and the malicious ones
 // (announcing to the assigner), and the piece sampler (tracking the
 // providers the front end's GET /providers lists). It returns once every
-// role has logged its listeners and msg=starting and the assigner knows
-// every indexer, or the first error (after stopping what it started).
-// Every listener is on 127.0.0.1, on a port chosen free at the role's
-// first start and kept across its restarts. ctx bounds the start only.
+// role is ready (its New has returned) and the assigner knows every
+// indexer, or the first error (after stopping what it started). Every
+// listener is on 127.0.0.1, on a port chosen free at the role's first
+// start and kept across its restarts. ctx bounds the start only.
 func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -121,7 +120,7 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 			return nil, err
 		}
 	}
-	cfg.Logger.Info("roles that dial what others name get "+allowPrivate+": every role listens on 127.0.0.1, "+
+	cfg.Logger.Info("roles that dial what others name get AllowPrivateAddrs: every role listens on 127.0.0.1, "+
 		"which their default dial policy refuses", "roles", dialingRoles)
 
 	p.opMu.Lock()

@@ -3,10 +3,8 @@ package localpool
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 
-	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/publishernode"
 )
 
@@ -27,8 +25,8 @@ func (p *Pool) honest() []string {
 }
 
 // AddPublishers starts n more honest publishers, as new publishers
-// appearing in a running pool: one more publisher process (role
-// [PublishersName](k) for the k-th call), with the flags of role
+// appearing in a running pool: one more publisher role (role
+// [PublishersName](k) for the k-th call), with the configuration of role
 // "publishers" but its own seed (Config.Seed+2000+k), so its identities
 // and chains are new, announcing to the assigner, which assigns each to
 // the least loaded indexer as it announces. They publish as Config says
@@ -63,7 +61,7 @@ func (p *Pool) AddPublishers(ctx context.Context, n int) (string, error) {
 
 // PublisherSpec returns the publishernode.Spec of publisher index of the
 // publisher role name (RolePublishers, a [PublishersName] or a
-// [MaliciousName]) with ads ads, from the very flags the role runs with:
+// [MaliciousName]) with ads ads, from the very Config the role runs with:
 // publishernode.NewPublisher(spec) regenerates that publisher's chain in
 // the caller's process. A test uses it to list what a malicious publisher
 // advertises (publishernode.Publisher.Advertised), which no indexer may
@@ -75,12 +73,8 @@ func (p *Pool) PublisherSpec(name string, index, ads int) (publishernode.Spec, e
 		p.mu.Unlock()
 		return publishernode.Spec{}, fmt.Errorf("publisher spec %q: %w", name, ErrUnknownRole)
 	}
-	args := p.args(r)
+	c := p.publisherConfig(r)
 	p.mu.Unlock()
-	c, err := publishercmd.LoadConfig(args, io.Discard)
-	if err != nil {
-		return publishernode.Spec{}, fmt.Errorf("publisher spec %s: %w", name, err)
-	}
 	if index < 0 || index >= c.Publishers {
 		return publishernode.Spec{}, fmt.Errorf("publisher spec %s: index %d: the role runs %d publishers", name, index, c.Publishers)
 	}

@@ -3,32 +3,31 @@ package localpool
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
-	"github.com/indexkit/indexkit/examples/internal/cmd/piececmd"
-	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
-	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
-	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 )
 
 // RoleCommand is the hidden subcommand that runs one role in processes
-// mode: <executable> role <kind> <flags of the role's binary...>.
+// mode: <executable> role <kind>, the role's spec as JSON on its standard
+// input.
 const RoleCommand = "role"
 
-// Kinds of role, and the program of each.
+// Kinds of role.
 const (
 	KindIndexer   = "indexer"
 	KindAssigner  = "assigner"
@@ -37,83 +36,230 @@ const (
 	KindPiece     = "piece"
 )
 
-var programs = map[string]cli.RunFunc{
-	KindIndexer:   indexernode.Main,
-	KindAssigner:  assignercmd.Main,
-	KindScatter:   scattercmd.Main,
-	KindPublisher: publishercmd.Main,
-	KindPiece:     piececmd.Main,
-	KindQuery:     querycmd.Main,
-}
+// kinds are every kind of role, [KindQuery] included.
+var kinds = []string{KindIndexer, KindAssigner, KindScatter, KindPublisher, KindPiece, KindQuery}
+
+// readyMsg is the msg of the line a child logs once its role's New has
+// returned, with the address of each listener under the listener's name.
+const readyMsg = "role ready"
 
 // RoleMain runs a role and exits when the process was started as one
 // (os.Args[1] is [RoleCommand]); otherwise it returns at once. A program
 // that runs a pool with Config.Processes calls it first thing in main,
 // and a test binary in TestMain, so that the pool can start the same
 // executable as each role: no go toolchain is needed at run time.
-// SIGINT and SIGTERM stop the role gracefully; the exit status is 0 after
-// a clean shutdown, 1 after an error, 2 for an unknown kind.
+//
+// The role reads its spec from standard input: the typed Config of its
+// package that goroutine mode starts in process, as JSON. It binds its
+// listeners, starts the role through its package's New, as goroutine mode
+// does, logs msg="role ready" with its listeners' addresses, and runs it
+// until SIGINT or SIGTERM, which stop it gracefully; SIGHUP has a sharded
+// role load its layout file again. The exit status is 0 after a clean
+// shutdown, 1 after an error, 2 for an unknown kind.
 func RoleMain() {
-	if len(os.Args) < 3 || os.Args[1] != RoleCommand {
+	if len(os.Args) < 2 || os.Args[1] != RoleCommand {
 		return
 	}
-	kind := os.Args[2]
-	run, ok := programs[kind]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "pool: %s %q: unknown kind of role\n", RoleCommand, kind)
+	// Take SIGHUP before anything can send one, so that it never kills
+	// the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	var kind string
+	if len(os.Args) > 2 {
+		kind = os.Args[2]
+	}
+	err := serveRole(ctx, kind, os.Stdin, os.Stderr, hup)
+	stop()
+	if err == nil {
+		os.Exit(0)
+	}
+	fmt.Fprintf(os.Stderr, "pool: %s %s: %v\n", RoleCommand, kind, err)
+	if errors.Is(err, errUnknownKind) {
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[3:], os.Stderr)
-	stop()
-	os.Exit(cli.ExitCode(kind, err, os.Stderr))
+	os.Exit(1)
+}
+
+// layoutReloader is a sharded role, which loads its layout file again.
+type layoutReloader interface{ ReloadLayout() error }
+
+// serveRole is a child's run of a role of kind: it decodes the spec from
+// in, binds the listeners, starts the role as goroutine mode does, logs
+// readyMsg, and runs it until ctx ends, reloading its layout at each
+// signal on hup. It logs to stderr.
+func serveRole(ctx context.Context, kind string, in io.Reader, stderr io.Writer, hup <-chan os.Signal) error {
+	if !slices.Contains(kinds, kind) {
+		return fmt.Errorf("kind %q: %w", kind, errUnknownKind)
+	}
+	var s roleSpec
+	if err := json.NewDecoder(in).Decode(&s); err != nil {
+		return fmt.Errorf("spec on standard input: %w", err)
+	}
+	if s.Kind != kind {
+		return fmt.Errorf("a spec of kind %q for a role of kind %q", s.Kind, kind)
+	}
+	log := roleLogger(stderr)
+	lns, err := s.listen()
+	if err != nil {
+		return err
+	}
+	svc, err := s.start(ctx, log, lns)
+	if err != nil {
+		return err
+	}
+	var addrs []any
+	for i, l := range s.Listen {
+		addrs = append(addrs, l.Name, lns[i].Addr().String())
+	}
+	log.Info(readyMsg, addrs...)
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			if cerr := svc.Close(); err == nil {
+				err = cerr
+			}
+			return err
+		case <-hup:
+			rl, ok := svc.(layoutReloader)
+			if !ok {
+				log.Warn("SIGHUP: the role has no layout to load")
+				continue
+			}
+			if err := rl.ReloadLayout(); err != nil {
+				log.Error("SIGHUP: layout not loaded; keeping the one in force", "err", err)
+			}
+		}
+	}
+}
+
+// roleLogger is a role's logger, in either mode: slog text lines at info
+// and above on w.
+func roleLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // stopTimeout bounds a graceful stop of a process before it is killed.
 const stopTimeout = 20 * time.Second
 
+// readyTimeout bounds the wait for a child's readyMsg.
+const readyTimeout = 90 * time.Second
+
 // run is one run of a role: a goroutine or a process.
 type run struct {
 	tap    *logtap.Tap
+	ports  []int              // of the role's listeners as bound, in order
 	cancel context.CancelFunc // goroutine mode
+	svc    service            // goroutine mode
 	cmd    *exec.Cmd          // processes mode
-	svc    service            // goroutine mode through a typed API
 	done   chan struct{}      // closed when the run has returned
 	err    error              // set before done is closed
 }
 
-// startRun starts the program of kind with args, its log going to w; it
-// does not wait for anything.
-func startRun(cfg *Config, kind string, args []string, w io.Writer) (*run, error) {
-	r := &run{tap: logtap.New(w), done: make(chan struct{})}
-	if !cfg.Processes {
-		ctx, cancel := context.WithCancel(context.Background())
-		r.cancel = cancel
-		go func() {
-			r.err = programs[kind](ctx, args, r.tap)
-			r.tap.Close()
-			close(r.done)
-		}()
-		return r, nil
+// startGoroutine starts s in a goroutine; its log goes to w. It is ready
+// when its New has returned.
+func startGoroutine(ctx context.Context, s *roleSpec, w io.Writer) (*run, error) {
+	tap := logtap.New(w)
+	lns, err := s.listen()
+	if err != nil {
+		tap.Close()
+		return nil, err
 	}
-	exe := cfg.Executable
-	r.cmd = exec.Command(exe, append([]string{RoleCommand, kind}, args...)...)
-	r.cmd.Stdout = r.tap
-	r.cmd.Stderr = r.tap
-	if err := r.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", kind, err)
+	svc, err := s.start(ctx, roleLogger(tap), lns)
+	if err != nil {
+		tap.Close()
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	r := &run{tap: tap, cancel: cancel, svc: svc, done: make(chan struct{})}
+	for _, ln := range lns {
+		r.ports = append(r.ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	go func() {
-		err := r.cmd.Wait()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			err = fmt.Errorf("%s exited: %s", kind, ee.ProcessState)
+		err := svc.Run(rctx)
+		if cerr := svc.Close(); err == nil {
+			err = cerr
 		}
 		r.err = err
-		r.tap.Close()
+		tap.Close()
 		close(r.done)
 	}()
 	return r, nil
+}
+
+// roleCommand is the command of a child that runs s: <exe> role <kind>,
+// with s as JSON on its standard input, so that the secrets s holds (the
+// admin and shard tokens) are on no command line and in no file.
+func roleCommand(exe string, s *roleSpec) (*exec.Cmd, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("spec of %s: %w", s.Kind, err)
+	}
+	cmd := exec.Command(exe, RoleCommand, s.Kind)
+	cmd.Stdin = bytes.NewReader(data)
+	return cmd, nil
+}
+
+// startProcess starts s in a child process of exe (see [RoleMain]); its
+// standard output and error go to w. It waits until the child has logged
+// readyMsg (its New has returned), and kills it if it does not.
+func startProcess(ctx context.Context, exe string, s *roleSpec, w io.Writer) (*run, error) {
+	cmd, err := roleCommand(exe, s)
+	if err != nil {
+		return nil, err
+	}
+	tap := logtap.New(w)
+	cmd.Stdout, cmd.Stderr = tap, tap
+	if err := cmd.Start(); err != nil {
+		tap.Close()
+		return nil, err
+	}
+	r := &run{tap: tap, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%s exited: %s", s.Kind, ee.ProcessState)
+		}
+		r.err = err
+		tap.Close()
+		close(r.done)
+	}()
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	f, err := tap.WaitMsg(ctx, readyMsg)
+	if err == nil {
+		r.ports, err = readyPorts(f, s.Listen)
+	}
+	if err != nil {
+		r.kill()
+		if r.err != nil {
+			err = fmt.Errorf("%w (%v)", err, r.err)
+		}
+		return nil, fmt.Errorf("%w; last log lines:\n%s", err, tail(tap.Lines(), 15))
+	}
+	return r, nil
+}
+
+// readyPorts are the ports of lns in the fields of a readyMsg line.
+func readyPorts(f map[string]string, lns []listenSpec) ([]int, error) {
+	ports := make([]int, len(lns))
+	for i, l := range lns {
+		_, port, err := net.SplitHostPort(f[l.Name])
+		if err == nil {
+			ports[i], err = strconv.Atoi(port)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+	}
+	return ports, nil
+}
+
+func tail(lines []string, n int) string {
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // stop ends the run gracefully (cancel, or SIGTERM then SIGKILL after
@@ -201,10 +347,10 @@ func (l *roleLog) Write(b []byte) (int, error) {
 }
 
 // lineLevel reads the level of a slog text line; a line without one (a
-// panic, a flag error) counts as an error.
+// panic, a child's last error) counts as an error.
 func lineLevel(s string) slog.Level {
-	l, err := cli.ParseLevel(s)
-	if err != nil {
+	var l slog.Level
+	if s == "" || l.UnmarshalText([]byte(s)) != nil {
 		return slog.LevelError
 	}
 	return l

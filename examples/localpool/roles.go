@@ -1,6 +1,6 @@
 package localpool
 
-// Starting, stopping and adding roles; processes mode's ports and flags.
+// Starting, stopping and adding roles.
 
 import (
 	"context"
@@ -10,19 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-	"syscall"
-	"time"
-
-	"github.com/indexkit/indexkit/internal/freeport"
 )
-
-// readyTimeout bounds the wait for a role's listeners and msg=starting.
-const readyTimeout = 90 * time.Second
-
-// startAttempts bounds the retries of a first start whose ports were
-// taken meanwhile by another program.
-const startAttempts = 4
 
 func publisherListeners(n int) []string {
 	out := make([]string, n)
@@ -49,119 +37,10 @@ func (p *Pool) addRole(name, kind string, index int, listeners ...string) *role 
 	return r
 }
 
-// pickPorts chooses free ports for r's listeners; a publisher role's are
-// consecutive (publisher i listens on the first port + i).
-func pickPorts(r *role) error {
-	if r.kind == KindPublisher {
-		base, err := freeport.Pick(len(r.listeners))
-		if err != nil {
-			return err
-		}
-		for i, l := range r.listeners {
-			r.ports[l] = base + i
-		}
-		return nil
-	}
-	for _, l := range r.listeners {
-		port, err := freeport.Pick(1)
-		if err != nil {
-			return err
-		}
-		r.ports[l] = port
-	}
-	return nil
-}
-
-// loopbackPrefixes are the sources a pool on one host exempts from the
-// announce rate limits of its roles.
-const loopbackPrefixes = "127.0.0.0/8,::1/128"
-
-// allowPrivate is the flag that lets a role dial loopback and private
-// addresses. The indexers (publishers, the frozen indexers of handoffs),
-// the assigner (unknown publishers' heads, which it verifies before it
-// assigns them) and the piece sampler (publishers) dial addresses that
-// announces, provider records and admin requests name, and by default
-// refuse loopback ones; every role of the pool listens on 127.0.0.1, so
-// they need it. Outside such a pool it stays off.
-const allowPrivate = "-allow-private-addrs"
-
-// dialingRoles are the kinds of role started with allowPrivate.
-var dialingRoles = []string{KindIndexer, KindAssigner, KindPiece}
-
-// args are the flags of r's program, from the pool as it is now.
-func (p *Pool) args(r *role) []string {
-	c := &p.cfg
-	switch r.kind {
-	case KindIndexer:
-		budget := c.DiskBudget
-		if r.index == 0 && c.FreezeBudget > 0 {
-			budget = c.FreezeBudget
-		}
-		var sharded []string
-		if c.Sharded != nil {
-			sharded = p.shardedIndexerArgs(r)
-		}
-		return append(sharded, "-dir", r.dir, "-store", c.Store, "-find", r.addr("find"), "-ingest", r.addr("ingest"),
-			"-admin", r.addr("admin"), "-metrics", "", "-p2p", "none", "-use-assigner", allowPrivate,
-			"-disk-budget", strconv.FormatInt(budget, 10), "-freeze-at", "90", "-progress", "10s", "-log-level", "info", "-sampling",
-			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
-			"-handoff-from-file", filepath.Join(c.Dir, HandoffFromFile),
-			// Every role of this pool announces from loopback: not limited.
-			"-announce-rate-exempt", loopbackPrefixes)
-	case KindQuery:
-		return p.queryArgs(r)
-	case KindAssigner:
-		a := []string{"-listen", r.addr("announce"), "-state-listen", r.addr("state"), "-metrics", "",
-			"-poll-interval", c.PollInterval.String(), "-request-timeout", "5s",
-			"-replication", strconv.Itoa(c.Replication), allowPrivate, "-log-level", "info",
-			"-admin-token-file", filepath.Join(c.Dir, AdminTokenFile),
-			// The pool's publishers announce from loopback: not limited.
-			"-announce-rate-exempt", loopbackPrefixes}
-		for _, name := range p.indexers {
-			ix := p.roles[name]
-			a = append(a, "-indexer", fmt.Sprintf("id=%s,admin=%s,find=%s,ingest=%s", name, ix.url("admin"), ix.url("find"), ix.url("ingest")))
-		}
-		return a
-	case KindScatter:
-		var backends []string
-		for _, name := range p.indexers {
-			backends = append(backends, p.roles[name].url("find"))
-		}
-		src := []string{"-backends", strings.Join(backends, ",")}
-		if c.Sharded != nil {
-			src = []string{"-layout", p.layoutPath()}
-		}
-		return append(src, "-listen", r.addr("find"), "-metrics", "",
-			"-assigner-state", p.roles[RoleAssigner].url("state"), "-timeout", "3s", "-log-level", "info")
-	case KindPublisher:
-		a := []string{"-listen", r.addr("publisher-0"), "-interval", c.Interval.String(), "-entries", strconv.Itoa(c.Entries),
-			"-initial-ads", strconv.Itoa(c.InitialAds), "-dir", r.dir, "-log-level", "info",
-			"-announce", p.roles[RoleAssigner].url("announce")}
-		if r.publishers > 0 { // honest: RolePublishers or added by AddPublishers
-			a = append(a, "-publishers", strconv.Itoa(r.publishers), "-seed", strconv.FormatUint(r.seed, 10),
-				"-max-ads", strconv.Itoa(c.MaxAds), "-piece-context-every", strconv.Itoa(max(0, c.PieceContextEvery)))
-			if c.RemoveEvery != 0 {
-				a = append(a, "-remove-every", strconv.Itoa(max(0, c.RemoveEvery)))
-			}
-			if c.UpdateEvery != 0 {
-				a = append(a, "-update-every", strconv.Itoa(max(0, c.UpdateEvery)))
-			}
-		} else {
-			a = append(a, "-publishers", "1", "-seed", strconv.FormatUint(c.Seed+1000+uint64(r.index), 10),
-				"-max-ads", strconv.Itoa(c.MaliciousMaxAds), "-fault", string(c.Malicious[r.index]))
-		}
-		return a
-	case KindPiece:
-		return []string{"-listen", r.addr("api"), "-providers-url", p.roles[RoleScatter].url("find") + "/providers",
-			"-poll-interval", "2s", "-store", "memory", "-dir", r.dir, "-request-rate", "0", allowPrivate, "-log-level", "info",
-			"-announce-rate-exempt", loopbackPrefixes}
-	}
-	panic("pool: unknown kind " + r.kind)
-}
-
-// startRole starts r and waits until it is ready; opMu is held. A first
-// start that fails because a port was taken meanwhile picks new ports and
-// tries again.
+// startRole starts r and waits until it is ready: in a goroutine, or in
+// a child process with Config.Processes, from the same spec. opMu is
+// held. Its listeners are bound on the ports it had (any free port at its
+// first start).
 func (p *Pool) startRole(ctx context.Context, r *role) error {
 	p.mu.Lock()
 	closed, running := p.closed, r.cur != nil
@@ -175,101 +54,42 @@ func (p *Pool) startRole(ctx context.Context, r *role) error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return fmt.Errorf("start %s: %w", r.name, err)
 	}
-	if !p.cfg.Processes && inProcess(r.kind) {
-		cur, err := p.startInProcess(ctx, r)
-		if err != nil {
-			return fmt.Errorf("start %s: %w", r.name, err)
-		}
-		p.mu.Lock()
-		r.cur, r.started = cur, true
-		p.mu.Unlock()
-		p.cfg.Logger.Info("role started", "role", r.name, "ports", r.ports)
-		return nil
+	s, err := p.spec(r)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", r.name, err)
 	}
-	for attempt := 1; ; attempt++ {
-		if !r.started {
-			p.mu.Lock()
-			err := pickPorts(r)
-			p.mu.Unlock()
-			if err != nil {
-				return err
-			}
-		}
-		p.mu.Lock()
-		args := p.args(r)
-		var err error
-		if r.kind == KindIndexer { // with its own find URL, now that its ports are known
-			err = p.writeHandoffFromLocked()
-		}
-		p.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		cur, err := startRun(&p.cfg, r.kind, args, r.log)
-		if err != nil {
-			return fmt.Errorf("start %s: %w", r.name, err)
-		}
-		err = p.waitReady(ctx, r, cur)
-		if err == nil {
-			p.mu.Lock()
-			r.cur, r.started = cur, true
-			p.mu.Unlock()
-			p.cfg.Logger.Info("role started", "role", r.name, "ports", r.ports)
-			return nil
-		}
+	var cur *run
+	if p.cfg.Processes {
+		cur, err = startProcess(ctx, p.cfg.Executable, s, r.log)
+	} else {
+		cur, err = startGoroutine(ctx, s, r.log)
+	}
+	if err != nil {
+		return fmt.Errorf("start %s: %w", r.name, err)
+	}
+	p.mu.Lock()
+	for i, name := range r.listeners {
+		r.ports[name] = cur.ports[i]
+	}
+	if r.kind == KindIndexer { // with its own find URL, now that its ports are known
+		err = p.writeHandoffFromLocked()
+	}
+	if err == nil {
+		r.cur = cur
+	}
+	p.mu.Unlock()
+	if err != nil {
 		cur.kill()
-		if !r.started && attempt < startAttempts && addrInUse(cur) {
-			p.cfg.Logger.Warn("role's port taken; picking others", "role", r.name)
-			continue
-		}
-		if cur.err != nil {
-			// The role returned an error instead of becoming ready; in
-			// goroutine mode nothing else reports it.
-			err = fmt.Errorf("%w (the role returned: %v)", err, cur.err)
-		}
-		return fmt.Errorf("start %s: %w; last log lines:\n%s", r.name, err, tail(cur.tap.Lines(), 15))
+		return fmt.Errorf("start %s: %w", r.name, err)
 	}
-}
-
-// waitReady waits for every listener of r and msg=starting in cur's log.
-func (p *Pool) waitReady(ctx context.Context, r *role, cur *run) error {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	for _, l := range r.listeners {
-		addr, err := cur.tap.Addr(ctx, l)
-		if err != nil {
-			return err
-		}
-		if addr != r.addr(l) {
-			return fmt.Errorf("listener %s on %s, want %s", l, addr, r.addr(l))
-		}
-	}
-	_, err := cur.tap.WaitMsg(ctx, "starting")
-	return err
-}
-
-// addrInUse reports whether r failed because a port of it was taken: a
-// process logs that, a goroutine returns it. r has returned (kill waits).
-func addrInUse(r *run) bool {
-	if errors.Is(r.err, syscall.EADDRINUSE) {
-		return true
-	}
-	for _, l := range r.tap.Lines() {
-		if strings.Contains(l, "address already in use") {
-			return true
-		}
-	}
-	return false
-}
-
-func tail(lines []string, n int) string {
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	p.cfg.Logger.Info("role started", "role", r.name, "ports", r.ports)
+	return nil
 }
 
 // Start starts a role that was stopped or killed, with the same data
-// directory, flags and ports as before (the assigner and the scatter
-// front end with the indexers of the pool now), and waits until it has
-// logged its listeners and msg=starting.
+// directory, configuration and ports as before (the assigner and the
+// scatter front end with the indexers of the pool now), and waits until
+// it is ready.
 func (p *Pool) Start(ctx context.Context, name string) error {
 	p.opMu.Lock()
 	defer p.opMu.Unlock()

@@ -11,16 +11,18 @@ import (
 
 // Files of the pool in Config.Dir that its roles read.
 const (
-	// AdminTokenFile holds the pool's admin token (mode 0600): every
-	// indexer requires it on its admin API (-admin-token-file) and the
-	// assigner sends it (-admin-token-file). A new random token is
-	// written at each [Start]; it never appears on a command line.
+	// AdminTokenFile holds the pool's admin token (mode 0600), for the
+	// pool's user: every indexer requires it on its admin API and the
+	// assigner sends it (both have it in their Config). A new random
+	// token is written at each [Start]; it never appears on a command
+	// line.
 	AdminTokenFile = "admin-token"
 	// HandoffFromFile lists the find URLs of the pool's indexers, one per
 	// line: the frozen indexers a handoff may name. Every indexer reads
-	// it at each handoff (-handoff-from-file), and the pool rewrites it
-	// before it starts an indexer, so one added by [Pool.AddIndexer] is
-	// accepted by the indexers already running without a restart.
+	// it at each handoff (its Config.HandoffFromFile), and the pool
+	// rewrites it once it has started an indexer, so one added by
+	// [Pool.AddIndexer] is accepted by the indexers already running
+	// without a restart.
 	HandoffFromFile = "handoff-from"
 )
 

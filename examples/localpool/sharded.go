@@ -8,8 +8,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,7 +17,6 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/publishernode"
-	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/freeport"
 	"github.com/indexkit/indexkit/scatter/keyspace"
@@ -98,7 +95,6 @@ func (p *Pool) addQueryRole(i int) (*role, error) {
 		return nil, err
 	}
 	r.ports["query"] = port
-	r.started = true // its port is in the layout: never picked again
 	p.roles[name] = r
 	p.queries = append(p.queries, name)
 	return r, nil
@@ -157,22 +153,6 @@ func (p *Pool) QueryNodes() []string {
 // ShardToken returns the query nodes' bearer token.
 func (p *Pool) ShardToken() string { return p.shardToken }
 
-// queryArgs are the flags of query node r.
-func (p *Pool) queryArgs(r *role) []string {
-	return []string{"-dir", r.dir, "-name", r.name, "-layout", p.layoutPath(), "-store", p.cfg.Sharded.Config().Store,
-		"-listen", r.addr("query"), "-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile), "-log-level", "info",
-		"-commit-interval", queryCommit.String()}
-}
-
-// shardedIndexerArgs are the flags an ingest node adds.
-func (p *Pool) shardedIndexerArgs(r *role) []string {
-	a := []string{"-layout", p.layoutPath(), "-shard-name", r.name, "-shard-token-file", filepath.Join(p.cfg.Dir, ShardTokenFile)}
-	if b := p.cfg.Sharded.BatchBytes; b > 0 {
-		a = append(a, "-shard-batch-bytes", strconv.Itoa(b))
-	}
-	return a
-}
-
 // reloadLayout has every running sharded role load the layout file: a
 // SIGHUP to each process, or a direct call in goroutine mode.
 func (p *Pool) reloadLayout(ctx context.Context, _ keyspace.Layout) error {
@@ -197,7 +177,7 @@ func (p *Pool) reloadLayout(ctx context.Context, _ keyspace.Layout) error {
 			}
 			continue
 		}
-		if rl, ok := cur.svc.(interface{ ReloadLayout() error }); ok {
+		if rl, ok := cur.svc.(layoutReloader); ok {
 			if err := rl.ReloadLayout(); err != nil {
 				errs = append(errs, err)
 			}
@@ -286,18 +266,6 @@ func (p *Pool) RemoveQueryNode(ctx context.Context, name string, onAction func(k
 		return err
 	}
 	return nil
-}
-
-// newQuery makes query node r in goroutine mode.
-func (p *Pool) newQuery(r *role, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
-	cfg := querynode.DefaultConfig()
-	cfg.Dir, cfg.Name, cfg.Layout, cfg.Store = r.dir, r.name, p.layoutPath(), p.cfg.Sharded.Config().Store
-	cfg.Token, cfg.Logger, cfg.CommitInterval = p.shardToken, log, queryCommit
-	ln, err := listen("query")
-	if err != nil {
-		return nil, err
-	}
-	return querynode.New(cfg, ln)
 }
 
 // CheckQueryNode is [Pool.Check] against one query node's own find API,
@@ -416,32 +384,9 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 	return st, nil
 }
 
-// newShardedScatter makes the front end of a sharded pool: its backends
-// and ring come from the layout file, which [layoutScatter.ReloadLayout]
-// reads again.
-func (p *Pool) newShardedScatter(ctx context.Context, cfg scatternode.Config, log *slog.Logger, listen func(string) (net.Listener, error)) (service, error) {
-	l, err := keyspace.Load(p.layoutPath())
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	cfg.AssignerURL = p.roles[RoleAssigner].url("state")
-	p.mu.Unlock()
-	cfg.Layout, cfg.Hedge = &l, scatternode.DefaultLayoutHedge
-	cfg.Timeout, cfg.Logger = 3*time.Second, log
-	ln, err := listen("find")
-	if err != nil {
-		return nil, err
-	}
-	s, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
-	if err != nil {
-		return nil, err
-	}
-	return &layoutScatter{Scatter: s, path: p.layoutPath()}, nil
-}
-
-// layoutScatter is a front end whose layout the pool reloads in
-// goroutine mode, as SIGHUP does in processes mode.
+// layoutScatter is the front end of a sharded pool, which loads its
+// layout file again on ReloadLayout: a call of the pool's in goroutine
+// mode, a SIGHUP in processes mode.
 type layoutScatter struct {
 	*scatternode.Scatter
 	path string
