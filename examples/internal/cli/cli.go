@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
@@ -138,20 +139,12 @@ func LoadConfig[C any](args []string, stderr io.Writer, defaults func() C, flags
 	return c, nil
 }
 
-// Deadlines of the servers NewHTTPServer makes.
+// Deadlines of the servers NewHTTPServer makes (internal/httpserve's).
 const (
-	// ReadHeaderTimeout bounds the reading of a request's header.
-	ReadHeaderTimeout = 10 * time.Second
-	// ReadTimeout bounds the reading of a whole request, body included:
-	// a body sent slowly, or a chunked body that never ends, is cut there.
-	ReadTimeout = 30 * time.Second
-	// WriteTimeout bounds the writing of an answer, from the end of the
-	// request's header. A streamed answer extends it at each flush (see
-	// NewHTTPServer).
-	WriteTimeout = 60 * time.Second
-	// IdleTimeout bounds the wait for the next request of a keep-alive
-	// connection.
-	IdleTimeout = 2 * time.Minute
+	ReadHeaderTimeout = httpserve.ReadHeaderTimeout
+	ReadTimeout       = httpserve.ReadTimeout
+	WriteTimeout      = httpserve.WriteTimeout
+	IdleTimeout       = httpserve.IdleTimeout
 )
 
 // Connection caps of the listeners Listen makes, unless the -max-conns and
@@ -168,14 +161,7 @@ const (
 // http.NewResponseController(w).SetWriteDeadline, or WriteTimeout cuts it.
 // Serve it on a listener from Listen, so that its connections are capped.
 func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	return httpserve.NewServer(h, log)
 }
 
 // Listen binds the TCP address addr with at most maxConns connections open
@@ -225,29 +211,7 @@ func CheckConnLimits(maxConns, maxConnsPerIP int) error {
 // shutdown is bounded whatever the clients do, and a forced one is not an
 // error. Errors start with "<name> server: ".
 func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
-	eg.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("%s server: %w", name, err)
-		}
-		return nil
-	})
-	eg.Go(func() error {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		if err == nil {
-			return nil
-		}
-		srv.Close()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s server: shutdown: %w", name, err)
-		}
-		if srv.ErrorLog != nil {
-			srv.ErrorLog.Printf("%s server: connections still busy %v after shutdown began; closed them", name, timeout)
-		}
-		return nil
-	})
+	httpserve.Serve(ctx, eg, name, srv, ln, timeout)
 }
 
 // Announce limits of the roles that take announces (indexer, assigner),
@@ -256,7 +220,7 @@ func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Serve
 const (
 	// DefaultAnnounceRate is the HTTP announces a second one source IP
 	// may send, RateBurst of it at once.
-	DefaultAnnounceRate = 10.0
+	DefaultAnnounceRate = netlimit.DefaultAnnounceRate
 	// DefaultAnnounceRateExempt are the sources never limited: none. A
 	// pool on one host exempts loopback explicitly (a reverse proxy on
 	// loopback would otherwise exempt everyone behind it).
@@ -264,13 +228,13 @@ const (
 	// DefaultGossipPeerRate is the gossip announces a second delivered
 	// from one propagating peer, RateBurst of it at once: a peer relays
 	// every publisher's announces.
-	DefaultGossipPeerRate = 100.0
+	DefaultGossipPeerRate = netlimit.DefaultGossipPeerRate
 )
 
 // RateBurst is the burst of a rate limit of perSecond: two seconds' worth,
 // at least 1.
 func RateBurst(perSecond float64) int {
-	return max(1, int(math.Ceil(2*perSecond)))
+	return netlimit.Burst(perSecond, 2)
 }
 
 // NewPublisherBurst is how many announces of publishers not verified yet
@@ -280,7 +244,7 @@ func RateBurst(perSecond float64) int {
 // they cost is bounded by the node's own shares (the ingester's fair
 // shares, the assigner's check queue), not by this.
 func NewPublisherBurst(perSecond float64) int {
-	return max(1, int(math.Ceil(10*perSecond)))
+	return netlimit.Burst(perSecond, 10)
 }
 
 // CheckRate returns an error naming flag if the rate v is negative, NaN or
@@ -320,14 +284,7 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 // error; context.Canceled, the way a member reports that ctx ended, counts
 // as a clean stop.
 func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) error {
-	<-ctx.Done()
-	log.Info("shutting down", "cause", context.Cause(ctx).Error())
-	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		log.Error("stopped", "err", err)
-		return err
-	}
-	log.Info("stopped")
-	return nil
+	return httpserve.WaitStopped(ctx, eg, log)
 }
 
 // Duration is a time.Duration that a JSON config file writes as a string
