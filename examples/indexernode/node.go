@@ -25,8 +25,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
@@ -34,6 +34,8 @@ import (
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httpserve"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
@@ -154,7 +156,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Node, error) {
 		cfg.FreezeAt = DefaultConfig().FreezeAt
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
-	err := cfg.validate()
+	err := cfg.Validate()
 	if err == nil {
 		err = n.open(ctx, lns)
 	}
@@ -216,7 +218,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 				"publishers", dropped)
 		}
 	}
-	if n.policy, err = cli.DialPolicy(cfg.AllowPrivateAddrs, log, "publishers and frozen indexers"); err != nil {
+	if n.policy, err = dialPolicy(cfg.AllowPrivateAddrs, log); err != nil {
 		return err
 	}
 	if cfg.P2P != "" {
@@ -224,6 +226,11 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 			libp2p.Identity(n.key),
 			libp2p.ListenAddrStrings(cfg.P2P),
 			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
+			// libp2p's metrics would go to Prometheus's default registry,
+			// a global of the embedding program (its event bus registers
+			// there even with metrics disabled): a registry of the host's
+			// own takes them, and a node registers nothing globally.
+			libp2p.PrometheusRegisterer(prometheus.NewRegistry()),
 			libp2p.ConnectionGater(ipnisync.NewGater(n.policy)),
 		)
 		if err != nil {
@@ -249,8 +256,8 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
 		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
-		announce.WithSourceRate(cfg.AnnounceRate, cli.NewPublisherBurst(cfg.AnnounceRate)),
-		announce.WithPublisherRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithSourceRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate, newPublisherBurstSeconds)),
+		announce.WithPublisherRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate, burstSeconds)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
@@ -258,7 +265,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.host != nil {
 		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
 		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log),
-			announce.WithPeerRate(cfg.GossipPeerRate, cli.RateBurst(cfg.GossipPeerRate))); err != nil {
+			announce.WithPeerRate(cfg.GossipPeerRate, netlimit.Burst(cfg.GossipPeerRate, burstSeconds))); err != nil {
 			return err
 		}
 	}
@@ -374,11 +381,11 @@ func (n *Node) serve(lns Listeners) error {
 		}
 		switch s.name {
 		case "find":
-			s.srv = cli.NewHTTPServer(findListener, n.log)
+			s.srv = httpserve.NewServer(findListener, n.log)
 		case "ingest":
-			s.srv = cli.NewHTTPServer(ingestMux, n.log)
+			s.srv = httpserve.NewServer(ingestMux, n.log)
 		default:
-			s.srv = cli.NewHTTPServer(adm, n.log)
+			s.srv = httpserve.NewServer(adm, n.log)
 		}
 		n.srv = append(n.srv, s)
 	}
@@ -575,6 +582,29 @@ func runSize(size, budget int64) int64 {
 		return 0
 	}
 	return size
+}
+
+// Bursts of the announce limits, in seconds' worth of their rate: a
+// verified publisher, and a gossip peer, may send two seconds' worth at
+// once; a source of publishers not verified yet ten (a provider starting
+// many peer IDs behind one address, many publishers behind a NAT). What
+// those cost is bounded by the ingester's fair shares, not by this.
+const (
+	burstSeconds             = 2
+	newPublisherBurstSeconds = 10
+)
+
+// dialPolicy is where the node's clients may dial: public addresses only
+// or, with Config.AllowPrivateAddrs, a private pool's too, which it logs
+// at WARN: announces and admin requests name those addresses.
+func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
+	if !allowPrivate {
+		return netpolicy.New()
+	}
+	log.Warn("dialling private addresses", "config", "AllowPrivateAddrs",
+		"note", "publishers and frozen indexers on loopback, private, link-local and CGNAT addresses will be dialled; "+
+			"others name those addresses, so use it only in a private pool (cloud metadata stays refused)")
+	return netpolicy.New(netpolicy.AllowPrivate())
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has

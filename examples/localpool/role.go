@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/assignernode"
-	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/piecenode"
 	"github.com/indexkit/indexkit/examples/publishernode"
@@ -38,7 +38,7 @@ const (
 )
 
 var programs = map[string]cli.RunFunc{
-	KindIndexer:   indexernode.Main,
+	KindIndexer:   indexercmd.Main,
 	KindAssigner:  assignernode.Main,
 	KindScatter:   scatternode.Main,
 	KindPublisher: publishernode.Main,

@@ -1,4 +1,4 @@
-package indexernode
+package indexercmd
 
 import (
 	"context"
@@ -17,13 +17,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // Main is the indexer program: it parses args as examples/indexer's flags
 // (see that command's documentation), binds the listeners, opens the node
-// on its data directory ([New]) and runs it ([Node.Run]) until ctx is
+// on its data directory ([indexernode.New]) and runs it
+// ([indexernode.Node.Run]) until ctx is
 // done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
 // then closes it. It logs to stderr, including one msg=listening
 // name=<x> addr=<host:port> line per listener, and serves Prometheus
@@ -55,7 +57,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	met := newMetrics()
 	cfg.Hooks = met.hooks()
 
-	var lns Listeners
+	var lns indexernode.Listeners
 	var metricsLn net.Listener
 	listen := func(name, addr string, dst *net.Listener) error {
 		ln, err := cli.Listen(addr, fc.MaxConns, fc.MaxConnsPerIP)
@@ -87,7 +89,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	n, err := New(ctx, cfg, lns)
+	n, err := indexernode.New(ctx, cfg, lns)
 	if err != nil {
 		for _, ln := range []net.Listener{metricsLn, pprofLn} {
 			if ln != nil {
