@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/indexkit/indexkit/freeze"
 )
 
 func TestLoadOrCreateKey(t *testing.T) {
@@ -51,7 +53,7 @@ func TestIndexMemoryConfig(t *testing.T) {
 		{32 << 20, 512 << 10, 0},
 		{0, 0, 0},
 	} {
-		if got := runSize(tc.size, tc.budget); got != tc.want {
+		if got := freeze.SplitBudget(tc.budget, tc.size).RunSize; got != tc.want {
 			t.Errorf("runs of %d under a budget of %d: %d, want %d", tc.size, tc.budget, got, tc.want)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -273,7 +272,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if err != nil {
 		return err
 	}
-	n.hand, err = handoff.NewReceiver(durableRecords{n.st}, handoff.FromIngester(n.ing), reg,
+	n.hand, err = handoff.NewReceiver(handoff.DurableRecords(n.st), handoff.FromIngester(n.ing), reg,
 		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy),
 		handoffOption(cfg.HandoffFrom, cfg.HandoffFromFile)) // nil: any FrozenURL
 	if err != nil {
@@ -300,8 +299,10 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		return err
 	}
 	frOpts := []freeze.Option{
-		freeze.WithOnFreeze(n.onFreeze),
-		freeze.WithOnUnfreeze(n.onUnfreeze),
+		// Each flushes the store before the freezer records the step
+		// done: no chain replays a snapshot (Config.IndexNoWAL).
+		freeze.WithOnFreeze(handoff.OnFreeze(n.st, log)),
+		freeze.WithOnUnfreeze(handoff.OnUnfreeze(n.st, n.ing, log)),
 		freeze.WithUnfreezeOnStart(cfg.UnfreezeOnStart),
 	}
 	if cfg.Hooks.FreezeState != nil {
@@ -552,7 +553,7 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		if noWAL {
 			opts = append(opts, pebble.WithoutWAL())
 		}
-		if runs := runSize(cfg.IndexRunSize, budget); runs > 0 {
+		if runs := freeze.SplitBudget(budget, cfg.IndexRunSize).RunSize; runs > 0 {
 			opts = append(opts, pebble.WithSortedRuns(runs))
 		}
 		if !fullKeys {
@@ -569,19 +570,6 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		return nil, fmt.Errorf("index store %s: %w", dir, err)
 	}
 	return st, nil
-}
-
-// runSize is the sorted runs of a Pebble index: size, capped at a 16th of
-// a disk budget as the memtables are (a run becomes a table of about its
-// size), and none when that leaves less than 64 KiB.
-func runSize(size, budget int64) int64 {
-	if budget > 0 {
-		size = min(size, budget/16)
-	}
-	if size < 64<<10 {
-		return 0
-	}
-	return size
 }
 
 // Bursts of the announce limits, in seconds' worth of their rate: a
@@ -653,64 +641,6 @@ func (n *Node) allowed(publisher peer.ID) bool {
 		n.log.Warn("reading assignment", "publisher", publisher.String(), "err", err)
 	}
 	return ok
-}
-
-// onFreeze snapshots every provider record at the freeze
-// ([handoff.Snapshot]): FrozenAt = LastAdvertisement, FrozenAtTime = at.
-func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
-	if err := handoff.Snapshot(ctx, n.st, at); err != nil {
-		return err
-	}
-	// Durable before the freezer records the freeze done: no chain
-	// replays the snapshot (Config.IndexNoWAL).
-	if err := n.st.Flush(ctx); err != nil {
-		return fmt.Errorf("freeze snapshot: %w", err)
-	}
-	n.log.Info("freeze snapshot done", "frozen_at", at)
-	return nil
-}
-
-// onUnfreeze resumes each publisher from its providers' FrozenAt
-// ([handoff.Unfreeze]).
-func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
-	if err := handoff.Unfreeze(ctx, n.st, n.ing, n.log); err != nil {
-		return err
-	}
-	// Durable before the freezer records the unfreeze done
-	// (Config.IndexNoWAL).
-	if err := n.st.Flush(ctx); err != nil {
-		return fmt.Errorf("unfreeze: %w", err)
-	}
-	return nil
-}
-
-// durableRecords are the provider records of a store, each write flushed
-// before it returns: a handoff registers providers, then persists the
-// assignment that says it is done, and no chain replays what it
-// registered (Config.IndexNoWAL). Handoffs are rare; a flush each costs
-// nothing that matters.
-type durableRecords struct{ st store.Store }
-
-func (d durableRecords) PutProvider(ctx context.Context, info store.ProviderInfo) error {
-	if err := d.st.PutProvider(ctx, info); err != nil {
-		return err
-	}
-	return d.st.Flush(ctx)
-}
-
-func (d durableRecords) Provider(ctx context.Context, id peer.ID) (store.ProviderInfo, error) {
-	return d.st.Provider(ctx, id)
-}
-
-func (d durableRecords) Providers(ctx context.Context) iter.Seq2[store.ProviderInfo, error] {
-	return d.st.Providers(ctx)
-}
-
-func (d durableRecords) DeleteProvider(ctx context.Context, id peer.ID) error {
-	if err := d.st.DeleteProvider(ctx, id); err != nil {
-		return err
-	}
-	return d.st.Flush(ctx)
 }
 
 // accepts is [handoff.Node.Accepts].

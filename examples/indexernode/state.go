@@ -16,6 +16,7 @@ import (
 	dsleveldb "github.com/ipfs/go-ds-leveldb"
 	dspebble "github.com/ipfs/go-ds-pebble"
 
+	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/store/pebble"
 )
 
@@ -61,9 +62,10 @@ const (
 // contexts).
 const stateCache = 8 << 20
 
-// openState opens the node's state datastore under dir, sized to a
-// quarter of budget (0: no budget). Its writes are synced, as the walker
-// and the handoff registry expect of their datastore.
+// openState opens the node's state datastore under dir, sized to its
+// share of budget ([freeze.SplitBudget]; 0: no budget). Its writes are
+// synced, as the walker and the handoff registry expect of their
+// datastore.
 //
 // Why Pebble and not goleveldb, which kept it before: goleveldb appends
 // to its MANIFEST at every flush and to its LOG at every flush and
@@ -89,8 +91,8 @@ func openPebbleState(path string, budget int64, log *slog.Logger) (*dspebble.Dat
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		o.Levels[i].FilterType = cpebble.TableFilter
 	}
-	if budget > 0 {
-		pebble.SizeToBudget(o, max(budget/4, 1))
+	if share := freeze.SplitBudget(budget, 0).State; share > 0 {
+		pebble.SizeToBudget(o, share)
 	}
 	ds, err := dspebble.NewDatastore(path, dspebble.WithPebbleOpts(o), dspebble.WithPebbleWriteOptions(cpebble.Sync),
 		dspebble.WithCacheSize(stateCache))
