@@ -46,7 +46,7 @@ import (
 	"github.com/indexkit/indexkit/store/pebble"
 )
 
-// KeyFile is the node's identity inside its data directory (-dir): the
+// KeyFile is the node's identity inside its data directory (Config.Dir): the
 // libp2p private key, protobuf-encoded, mode 0600, created on first start.
 const KeyFile = "identity.key"
 
@@ -217,7 +217,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 				"publishers", dropped)
 		}
 	}
-	if n.policy, err = dialPolicy(cfg.AllowPrivateAddrs, log); err != nil {
+	if n.policy, err = dialPolicy(cfg.AllowPrivateAddrs); err != nil {
 		return err
 	}
 	if cfg.P2P != "" {
@@ -255,8 +255,8 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
 		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
-		announce.WithSourceRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate, newPublisherBurstSeconds)),
-		announce.WithPublisherRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate, burstSeconds)),
+		announce.WithSourceRate(cfg.AnnounceRate, netlimit.NewPublisherBurst(cfg.AnnounceRate)),
+		announce.WithPublisherRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
@@ -264,7 +264,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.host != nil {
 		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
 		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log),
-			announce.WithPeerRate(cfg.GossipPeerRate, netlimit.Burst(cfg.GossipPeerRate, burstSeconds))); err != nil {
+			announce.WithPeerRate(cfg.GossipPeerRate, netlimit.Burst(cfg.GossipPeerRate))); err != nil {
 			return err
 		}
 	}
@@ -572,26 +572,13 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 	return st, nil
 }
 
-// Bursts of the announce limits, in seconds' worth of their rate: a
-// verified publisher, and a gossip peer, may send two seconds' worth at
-// once; a source of publishers not verified yet ten (a provider starting
-// many peer IDs behind one address, many publishers behind a NAT). What
-// those cost is bounded by the ingester's fair shares, not by this.
-const (
-	burstSeconds             = 2
-	newPublisherBurstSeconds = 10
-)
-
 // dialPolicy is where the node's clients may dial: public addresses only
-// or, with Config.AllowPrivateAddrs, a private pool's too, which it logs
-// at WARN: announces and admin requests name those addresses.
-func dialPolicy(allowPrivate bool, log *slog.Logger) (*netpolicy.Policy, error) {
+// or, with Config.AllowPrivateAddrs, a private pool's too (announces and
+// admin requests name those addresses: the program warns of it).
+func dialPolicy(allowPrivate bool) (*netpolicy.Policy, error) {
 	if !allowPrivate {
 		return netpolicy.New()
 	}
-	log.Warn("dialling private addresses", "config", "AllowPrivateAddrs",
-		"note", "publishers and frozen indexers on loopback, private, link-local and CGNAT addresses will be dialled; "+
-			"others name those addresses, so use it only in a private pool (cloud metadata stays refused)")
 	return netpolicy.New(netpolicy.AllowPrivate())
 }
 

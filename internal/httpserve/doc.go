@@ -1,11 +1,15 @@
-// Package httpserve runs the HTTP servers of a role (an indexer node, a
-// front end) so that no client can hold them: [NewServer] gives a server
-// read, write and idle deadlines, [Serve] runs it under an errgroup and
-// shuts it down within a bound whatever the clients do, and [WaitStopped]
-// is the end of a role's Run, logging the shutdown and its cause.
+// Package httpserve runs the HTTP servers of indexkit's nodes so that no
+// client can hold them: [NewServer] gives a server read and write
+// deadlines, [Serve] runs it on a listener under an errgroup and shuts it
+// down within a bound whatever the clients do, and [WaitStopped] is the end
+// of a node's Run that logs the shutdown.
 //
-// Its listeners come from the caller: wrap them with internal/netlimit to
-// cap their connections. It starts nothing but what [Serve] is given, and
-// registers nothing globally. It imports the standard library and
+// The role packages under examples/ (the front end, the query node) build
+// on it, and so do the programs' own listeners (metrics) through the
+// mains' CLI kit, so that a node embedded in another program serves
+// exactly as the binary does. The listener caps (connections in total and
+// per source) are internal/netlimit's; the caller binds the listener.
+//
+// It registers nothing globally and imports the standard library and
 // golang.org/x/sync/errgroup only.
 package httpserve

@@ -7,43 +7,39 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
-// A role serves one listener until its context ends, then stops within
-// the shutdown bound.
-func ExampleServe() {
-	log := slog.New(slog.DiscardHandler)
+// A node's Run: one server under an errgroup, stopped when the context
+// ends.
+func Example() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		fmt.Println(err)
-		return
+		panic(err)
 	}
-	srv := httpserve.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "OK")
+	log := slog.New(slog.DiscardHandler)
+	srv := httpserve.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello")
 	}), log)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, stop := context.WithCancel(context.Background())
 	eg, gctx := errgroup.WithContext(ctx)
-	httpserve.Serve(gctx, eg, "health", srv, ln, 5*time.Second)
+	httpserve.Serve(gctx, eg, "hello", srv, ln, httpserve.ReadHeaderTimeout)
 
-	resp, err := http.Get("http://" + ln.Addr().String() + "/")
+	resp, err := http.Get("http://" + ln.Addr().String())
 	if err != nil {
-		fmt.Println(err)
-		return
+		panic(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	fmt.Print(string(body))
+	fmt.Println(resp.StatusCode, string(body))
 
-	cancel()
-	fmt.Println(httpserve.WaitStopped(gctx, eg, log))
+	stop()
+	fmt.Println("stopped:", httpserve.WaitStopped(gctx, eg, log))
 	// Output:
-	// OK
-	// <nil>
+	// 200 hello
+	// stopped: <nil>
 }

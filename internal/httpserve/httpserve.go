@@ -33,6 +33,7 @@ const (
 // and IdleTimeout. A handler that streams its answer (NDJSON find) must
 // move the write deadline forward at each flush, with
 // http.NewResponseController(w).SetWriteDeadline, or WriteTimeout cuts it.
+// Serve it on a listener whose connections are capped (internal/netlimit).
 func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
@@ -76,7 +77,7 @@ func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Serve
 	})
 }
 
-// WaitStopped is the end of a role's Run: it waits for ctx to end, logs
+// WaitStopped is the end of a node's Run: it waits for ctx to end, logs
 // msg="shutting down" with the cause, waits for everything started under
 // eg, and logs msg=stopped (with the error, if any). It returns eg's
 // error; context.Canceled, the way a member reports that ctx ended, counts

@@ -12,25 +12,6 @@ import (
 // each.
 const DefaultMaxKeys = 10_000
 
-// Defaults of the announce limits of the roles that take announces (the
-// indexer node, the assigner).
-const (
-	// DefaultAnnounceRate is the HTTP announces a second one source (or
-	// one verified publisher) may send.
-	DefaultAnnounceRate = 10.0
-	// DefaultGossipPeerRate is the gossip announces a second taken from
-	// one propagating peer: a peer relays every publisher's announces.
-	DefaultGossipPeerRate = 100.0
-)
-
-// Burst is the burst of a rate of perSecond that lets seconds' worth
-// through at once: ceil(seconds*perSecond), at least 1. The roles give a
-// known client 2 seconds' worth, and a source of publishers not verified
-// yet 10 (many peer IDs behind one address are taken in one burst).
-func Burst(perSecond, seconds float64) int {
-	return max(1, int(math.Ceil(seconds*perSecond)))
-}
-
 // RateOption configures a [Rate].
 type RateOption func(*rateConfig) error
 

@@ -109,16 +109,3 @@ func BenchmarkRateAllow(b *testing.B) {
 		r.Allow(keys[i%len(keys)])
 	}
 }
-
-func TestBurst(t *testing.T) {
-	for _, c := range []struct {
-		rate, seconds float64
-		want          int
-	}{
-		{10, 2, 20}, {10, 10, 100}, {0.1, 2, 1}, {0, 2, 1}, {0.26, 10, 3}, {1.5, 2, 3},
-	} {
-		if got := netlimit.Burst(c.rate, c.seconds); got != c.want {
-			t.Errorf("Burst(%v, %v) = %d, want %d", c.rate, c.seconds, got, c.want)
-		}
-	}
-}

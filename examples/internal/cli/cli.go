@@ -154,12 +154,9 @@ const (
 	DefaultMaxConnsPerIP = netlimit.DefaultMaxConnsPerIP
 )
 
-// NewHTTPServer returns a server for h that logs its errors to log at warn
-// level, with the deadlines ReadHeaderTimeout, ReadTimeout, WriteTimeout
-// and IdleTimeout. A handler that streams its answer (NDJSON find) must
-// move the write deadline forward at each flush, with
-// http.NewResponseController(w).SetWriteDeadline, or WriteTimeout cuts it.
-// Serve it on a listener from Listen, so that its connections are capped.
+// NewHTTPServer is httpserve.NewServer: a server for h with read and write
+// deadlines, logging its errors to log at warn level. Serve it on a
+// listener from Listen, so that its connections are capped.
 func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return httpserve.NewServer(h, log)
 }
@@ -204,12 +201,9 @@ func CheckConnLimits(maxConns, maxConnsPerIP int) error {
 	return nil
 }
 
-// Serve serves srv on ln under eg until ctx is done, then shuts srv down,
-// waiting at most timeout for requests in flight. Past the timeout it
-// closes srv, cutting the connections still open (a client still sending
-// its body, a slow reader), logs so to srv.ErrorLog, and returns: a
-// shutdown is bounded whatever the clients do, and a forced one is not an
-// error. Errors start with "<name> server: ".
+// Serve is httpserve.Serve: srv on ln under eg until ctx is done, then a
+// shutdown bounded by timeout whatever the clients do. Errors start with
+// "<name> server: ".
 func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
 	httpserve.Serve(ctx, eg, name, srv, ln, timeout)
 }
@@ -220,7 +214,7 @@ func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Serve
 const (
 	// DefaultAnnounceRate is the HTTP announces a second one source IP
 	// may send, RateBurst of it at once.
-	DefaultAnnounceRate = netlimit.DefaultAnnounceRate
+	DefaultAnnounceRate = 10.0
 	// DefaultAnnounceRateExempt are the sources never limited: none. A
 	// pool on one host exempts loopback explicitly (a reverse proxy on
 	// loopback would otherwise exempt everyone behind it).
@@ -228,13 +222,13 @@ const (
 	// DefaultGossipPeerRate is the gossip announces a second delivered
 	// from one propagating peer, RateBurst of it at once: a peer relays
 	// every publisher's announces.
-	DefaultGossipPeerRate = netlimit.DefaultGossipPeerRate
+	DefaultGossipPeerRate = 100.0
 )
 
 // RateBurst is the burst of a rate limit of perSecond: two seconds' worth,
 // at least 1.
 func RateBurst(perSecond float64) int {
-	return netlimit.Burst(perSecond, 2)
+	return max(1, int(math.Ceil(2*perSecond)))
 }
 
 // NewPublisherBurst is how many announces of publishers not verified yet
@@ -244,7 +238,7 @@ func RateBurst(perSecond float64) int {
 // they cost is bounded by the node's own shares (the ingester's fair
 // shares, the assigner's check queue), not by this.
 func NewPublisherBurst(perSecond float64) int {
-	return netlimit.Burst(perSecond, 10)
+	return max(1, int(math.Ceil(10*perSecond)))
 }
 
 // CheckRate returns an error naming flag if the rate v is negative, NaN or
@@ -278,11 +272,9 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// WaitStopped is the end of a role's Run: it waits for ctx to end, logs
-// msg="shutting down" with the cause, waits for everything started under
-// eg, and logs msg=stopped (with the error, if any). It returns eg's
-// error; context.Canceled, the way a member reports that ctx ended, counts
-// as a clean stop.
+// WaitStopped is httpserve.WaitStopped: the end of a role's Run, which
+// logs msg="shutting down" and msg=stopped and returns the group's error
+// (context.Canceled counts as a clean stop).
 func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) error {
 	return httpserve.WaitStopped(ctx, eg, log)
 }

@@ -10,8 +10,9 @@
 // [RateBurst], [ParsePrefixes]).
 //
 // It holds only what the binaries do identically; their flags, defaults,
-// validation and listeners stay in each binary. It imports the standard
-// library, golang.org/x/sync/errgroup and internal/netlimit only.
+// validation and listeners stay in each binary. The servers are
+// internal/httpserve's, which the role packages use directly: a role
+// package never imports this one, which parses flags and takes signals.
 //
 // The indexer and the assigner find the admin API's bearer token the same
 // way ([ResolveAdminToken]: -admin-token, -admin-token-file or

@@ -114,7 +114,7 @@ func TestDialPolicy(t *testing.T) {
 		t.Fatalf("-allow-private-addrs: status %+v after %d requests, want ads applied", st, hits.Load())
 	}
 	warn, err := tap.WaitMsg(ctx, "dialling private addresses")
-	if err != nil || warn["level"] != "WARN" || warn["config"] != "AllowPrivateAddrs" {
-		t.Fatalf("-allow-private-addrs: start log %v, %v; want a WARN naming the setting", warn, err)
+	if err != nil || warn["level"] != "WARN" || warn["flag"] != "-allow-private-addrs" {
+		t.Fatalf("-allow-private-addrs: start log %v, %v; want a WARN naming the flag", warn, err)
 	}
 }
