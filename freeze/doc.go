@@ -1,7 +1,9 @@
 // Package freeze stops an indexer node from filling its disk: a [Monitor]
 // of the disk usage of the directories the node writes, and a [Freezer]
 // that holds the node's persisted frozen state and freezes it when usage
-// reaches the limit (the "Indexer Frozen Mode" of the IPNI scaling design).
+// reaches the limit (the "Indexer Frozen Mode" of the IPNI scaling design);
+// and [SplitBudget], how a node given a disk budget instead of a disk
+// divides it among the stores the [Monitor] watches.
 //
 // The package is a leaf: it imports nothing of indexkit and knows nothing
 // of providers or publishers. It reports through callbacks, which the

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -266,6 +268,29 @@ func TestHandoffFrozenIndexers(t *testing.T) {
 		t.Fatalf("after joining: %v", err)
 	}
 
+	// A file read at each handoff (WithFrozenIndexersFile): the operator
+	// adds the indexer to it later.
+	file := filepath.Join(t.TempDir(), "pool")
+	if err := os.WriteFile(file, []byte("# the pool\nhttp://127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = newRecv(handoff.WithFrozenIndexersFile(file))
+	if err := r.Handoff(ctx, chain.Publisher, req(other.URL)); !errors.Is(err, handoff.ErrUnknownIndexer) {
+		t.Fatalf("file, before joining: %v, want ErrUnknownIndexer", err)
+	}
+	if err := os.WriteFile(file, []byte("http://127.0.0.1:1\n"+other.URL+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Handoff(ctx, chain.Publisher, req(other.URL)); err != nil {
+		t.Fatalf("file, after joining: %v", err)
+	}
+	if err := os.WriteFile(file, []byte("# emptied\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Handoff(ctx, chain.Publisher, req(other.URL)); err == nil || !strings.Contains(err.Error(), "no URL") {
+		t.Fatalf("file without a URL: %v, want the handoff refused", err)
+	}
+
 	// A list that cannot be read fails the handoff.
 	r = newRecv(handoff.WithFrozenIndexersFunc(func(context.Context) ([]string, error) { return nil, errors.New("no such file") }))
 	if err := r.Handoff(ctx, chain.Publisher, req(node.URL)); err == nil || !strings.Contains(err.Error(), "no such file") {
@@ -276,6 +301,7 @@ func TestHandoffFrozenIndexers(t *testing.T) {
 		"no URL":   handoff.WithFrozenIndexers(),
 		"bad URL":  handoff.WithFrozenIndexers("ftp://x/y"),
 		"nil func": handoff.WithFrozenIndexersFunc(nil),
+		"no file":  handoff.WithFrozenIndexersFile(""),
 	} {
 		reg, _ := handoff.NewRegistry(newMapDS())
 		st := memory.New()

@@ -146,6 +146,16 @@
 // (find.ProviderInfo, find.ProviderRecords); a status other than 200 and
 // 204 there is a [*StatusError] under [ErrFrozenIndexer].
 //
+// # Wiring an indexer
+//
+// A node connects its freezer to this package with [OnFreeze] and
+// [OnUnfreeze] (freeze.WithOnFreeze, freeze.WithOnUnfreeze: the snapshot
+// of FrozenAt, and the resume from it), gives the [Receiver] its store
+// through [DurableRecords], and takes the pool's list of frozen indexers
+// from a file with [WithFrozenIndexersFile]. Each flushes the store
+// before the step is recorded done, so a store without a write-ahead log
+// loses none of them.
+//
 // # Lifecycle and concurrency
 //
 // [NewRegistry] and [NewReceiver] start nothing and hold no

@@ -274,6 +274,10 @@
 // a kill then loses the store's writes since the last checkpoint, which
 // is exactly what the walk applies again (TestCrash runs both ways).
 //
+// A node whose state an earlier version kept in another datastore moves
+// it with [MigrateDatastore], once, so that a kill at any point of the
+// move leaves either the old state or the whole new one.
+//
 // # Frozen nodes
 //
 // A node that is frozen (its disk is nearly full; see the freeze package)

@@ -12,7 +12,7 @@
 //	indexer [-config FILE] [flags]
 //
 // Flags override the JSON config file, whose keys are the fields of
-// Config in examples/indexernode (Dir, Store, Find, Ingest,
+// the program's configuration in examples/internal/cmd/indexercmd (Dir, Store, Find, Ingest,
 // Admin, AdminToken, AdminTokenFile, AdminHosts, HandoffFrom, HandoffFromFile, P2P, Topic,
 // FreezeAt, DiskBudget, IndexNoWAL, IndexFullKeys, UnfreezeOnStart, Metrics, UseAssigner, AllowPrivateAddrs,
 // LogLevel, Progress, ShutdownTimeout, MaxConns, MaxConnsPerIP, AnnounceRate,
@@ -269,7 +269,8 @@
 //
 // # In process
 //
-// The program itself is Run in examples/indexernode; this command
-// only calls it under a context that SIGINT and SIGTERM cancel, so a
-// whole pool can run the same role in goroutines (examples/pool).
+// The program itself is Main in examples/internal/cmd/indexercmd, over
+// the node of examples/indexernode; this command only calls it under a
+// context that SIGINT and SIGTERM cancel, so a pool can run the same
+// program in process (examples/localpool).
 package main

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 )
 
-func main() { cli.Main("indexer", indexernode.Main) }
+func main() { cli.Main("indexer", indexercmd.Main) }

@@ -21,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/ingest/admin"
@@ -89,7 +90,7 @@ func adminState(t *testing.T, adminURL string) (frozen bool, assigned []peer.ID)
 // same PUT /freeze to Host 127.0.0.1:PORT freezes the node.
 func TestAdminRefusesForeignHost(t *testing.T) {
 	t.Setenv(cli.EnvAdminToken, "")
-	r := runIndexer(t, "-use-assigner", "-admin-hosts", "indexer-0.test")
+	r := runIndexer(t, useAssigner, func(c *indexernode.Config) { c.AdminHosts = []string{"indexer-0.test"} })
 	port := r.admin[strings.LastIndex(r.admin, ":")+1:]
 	pub := newID(t)
 
@@ -279,7 +280,7 @@ func TestBrowserPagesCannotWrite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
-	ix := runIndexer(t, "-use-assigner")
+	ix := runIndexer(t, useAssigner)
 	var qlog lockedBuffer
 	qn := queryNode(t, slog.New(slog.NewTextHandler(&qlog, nil)))
 	adminPort := ix.admin[strings.LastIndex(ix.admin, ":")+1:]

@@ -9,6 +9,7 @@ import (
 
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest/announce"
@@ -45,7 +46,7 @@ func TestPebbleSizedToBudget(t *testing.T) {
 			}
 
 			// -freeze-at -1: the node must not freeze while it is measured.
-			find, stop := startIndexer(ctx, t, dir, "-disk-budget", fmt.Sprint(tc.budget), "-freeze-at", "-1")
+			find, stop := startIndexer(ctx, t, dir, func(c *indexernode.Config) { c.DiskBudget, c.FreezeAt = tc.budget, -1 })
 			defer stop()
 			allocated("opened")
 			s, err := announce.NewHTTPSender([]string{find.ingest}, pub.ID())
@@ -88,7 +89,7 @@ func TestFrozenNodeStaysInBudget(t *testing.T) {
 	defer cancel()
 	pub, addr := servePublisher(t, publishernode.Spec{Seed: 14, Ads: 10, Entries: 4, ChunkSize: 4, RemoveEvery: 5, UpdateEvery: 3})
 	dir := t.TempDir()
-	urls, stop := startIndexer(ctx, t, dir, "-disk-budget", fmt.Sprint(budget))
+	urls, stop := startIndexer(ctx, t, dir, func(c *indexernode.Config) { c.DiskBudget = budget })
 	defer stop()
 	s, err := announce.NewHTTPSender([]string{urls.ingest}, pub.ID())
 	if err != nil {

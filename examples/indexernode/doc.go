@@ -33,7 +33,10 @@
 //
 // [Config] holds every setting, with time.Duration fields and the
 // [Hooks] a program turns into metrics; [DefaultConfig] gives the
-// program's defaults. The caller binds the [Listeners] (a test passes
+// program's defaults, and [Config.Validate] names the field of a bad
+// value ([ConfigError]). A Config goes through encoding/json unchanged
+// but for what cannot be data (Index, Logger, Hooks), so a program can
+// hand one to a child process. The caller binds the [Listeners] (a test passes
 // 127.0.0.1:0) and learns the ports from [Node.Addrs]. Each listener is
 // optional: a nil one leaves that API unserved.
 //
@@ -77,12 +80,12 @@
 //
 // # The program
 //
-// [Main] is examples/indexer: it parses that command's flags and JSON
-// config file, binds the listeners with connection caps, exports
-// Prometheus metrics from the hooks, and logs one msg=listening
-// name=<x> addr=<host:port> line per listener before msg=starting (the
-// pool's process mode reads them). examples/indexer's documentation is
-// the manual of every flag. -pprof (off by default, loopback addresses
-// only) serves Go's /debug/pprof/ profiles, for profiling a node under
-// examples/scale (-- -pprof 127.0.0.1:6061).
+// examples/indexer is this node behind a command line; its code is
+// examples/internal/cmd/indexercmd, which maps flags or a JSON file onto
+// [Config], binds the listeners with connection caps, and turns [Hooks]
+// into Prometheus metrics. This package parses no flags, serves no
+// profiles, handles no signals and registers nothing in the process's
+// globals (the default HTTP mux, Prometheus's default registry: the
+// libp2p host's metrics go to a registry of its own), so that several
+// nodes can run in one program beside the embedder's own.
 package indexernode

@@ -17,6 +17,7 @@ import (
 	"github.com/mr-tron/base58"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/scatter/find/health"
@@ -33,7 +34,7 @@ func TestFindListener(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pub, addr := servePublisher(t, publishernode.Spec{Seed: 16, Ads: 6, Entries: 150, ChunkSize: 40, RemoveEvery: 4})
-	urls, stop := startIndexer(ctx, t, t.TempDir(), "-sampling")
+	urls, stop := startIndexer(ctx, t, t.TempDir(), func(c *indexernode.Config) { c.IndexSampling = true })
 	defer stop()
 	s, err := announce.NewHTTPSender([]string{urls.ingest}, pub.ID())
 	if err != nil {

@@ -82,7 +82,7 @@ func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(t.Context(), within+30*time.Second)
 	defer cancel()
-	urls, stop := startIndexer(ctx, t, t.TempDir(), "-store", "memory")
+	urls, stop := startIndexer(ctx, t, t.TempDir(), memoryStore)
 	defer stop()
 	port := tarpit(t)
 

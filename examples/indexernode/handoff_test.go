@@ -19,7 +19,7 @@ import (
 // wrote; the caller's own mistake stays 400.
 func TestHandoffUpstreamFailure(t *testing.T) {
 	const marker = "MARKER-frozen-indexer-page"
-	r := runIndexer(t, "-use-assigner", "-allow-private-addrs")
+	r := runIndexer(t, useAssigner, allowPrivate)
 	status := http.StatusServiceUnavailable
 	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,8 +24,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/handoff"
 	"github.com/indexkit/indexkit/ingest"
@@ -34,6 +33,8 @@ import (
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httpserve"
+	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/find/sample"
@@ -45,7 +46,7 @@ import (
 	"github.com/indexkit/indexkit/store/pebble"
 )
 
-// KeyFile is the node's identity inside its data directory (-dir): the
+// KeyFile is the node's identity inside its data directory (Config.Dir): the
 // libp2p private key, protobuf-encoded, mode 0600, created on first start.
 const KeyFile = "identity.key"
 
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Node, error) {
 		cfg.FreezeAt = DefaultConfig().FreezeAt
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger}
-	err := cfg.validate()
+	err := cfg.Validate()
 	if err == nil {
 		err = n.open(ctx, lns)
 	}
@@ -216,7 +217,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 				"publishers", dropped)
 		}
 	}
-	if n.policy, err = cli.DialPolicy(cfg.AllowPrivateAddrs, log, "publishers and frozen indexers"); err != nil {
+	if n.policy, err = dialPolicy(cfg.AllowPrivateAddrs); err != nil {
 		return err
 	}
 	if cfg.P2P != "" {
@@ -224,6 +225,11 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 			libp2p.Identity(n.key),
 			libp2p.ListenAddrStrings(cfg.P2P),
 			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
+			// libp2p's metrics would go to Prometheus's default registry,
+			// a global of the embedding program (its event bus registers
+			// there even with metrics disabled): a registry of the host's
+			// own takes them, and a node registers nothing globally.
+			libp2p.PrometheusRegisterer(prometheus.NewRegistry()),
 			libp2p.ConnectionGater(ipnisync.NewGater(n.policy)),
 		)
 		if err != nil {
@@ -249,8 +255,8 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	// it has no room for.
 	n.recv, err = announce.NewReceiver(announce.WithAllow(n.allowed), announce.WithLogger(log),
 		announce.WithSink(n.ing.Sink(nil)), // WithAllow asked n.accepts already
-		announce.WithSourceRate(cfg.AnnounceRate, cli.NewPublisherBurst(cfg.AnnounceRate)),
-		announce.WithPublisherRate(cfg.AnnounceRate, cli.RateBurst(cfg.AnnounceRate)),
+		announce.WithSourceRate(cfg.AnnounceRate, netlimit.NewPublisherBurst(cfg.AnnounceRate)),
+		announce.WithPublisherRate(cfg.AnnounceRate, netlimit.Burst(cfg.AnnounceRate)),
 		announce.WithSourceRateExempt(cfg.AnnounceRateExempt...))
 	if err != nil {
 		return err
@@ -258,7 +264,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.host != nil {
 		network := strings.TrimPrefix(cfg.Topic, "/indexer/ingest/")
 		if n.gossip, err = announce.NewGossip(n.host, n.recv, announce.WithNetwork(network), announce.WithGossipLogger(log),
-			announce.WithPeerRate(cfg.GossipPeerRate, cli.RateBurst(cfg.GossipPeerRate))); err != nil {
+			announce.WithPeerRate(cfg.GossipPeerRate, netlimit.Burst(cfg.GossipPeerRate))); err != nil {
 			return err
 		}
 	}
@@ -266,7 +272,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if err != nil {
 		return err
 	}
-	n.hand, err = handoff.NewReceiver(durableRecords{n.st}, handoff.FromIngester(n.ing), reg,
+	n.hand, err = handoff.NewReceiver(handoff.DurableRecords(n.st), handoff.FromIngester(n.ing), reg,
 		handoff.WithFrozen(n.frozen), handoff.WithLogger(log), handoff.WithDialPolicy(n.policy),
 		handoffOption(cfg.HandoffFrom, cfg.HandoffFromFile)) // nil: any FrozenURL
 	if err != nil {
@@ -293,8 +299,10 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 		return err
 	}
 	frOpts := []freeze.Option{
-		freeze.WithOnFreeze(n.onFreeze),
-		freeze.WithOnUnfreeze(n.onUnfreeze),
+		// Each flushes the store before the freezer records the step
+		// done: no chain replays a snapshot (Config.IndexNoWAL).
+		freeze.WithOnFreeze(handoff.OnFreeze(n.st, log)),
+		freeze.WithOnUnfreeze(handoff.OnUnfreeze(n.st, n.ing, log)),
 		freeze.WithUnfreezeOnStart(cfg.UnfreezeOnStart),
 	}
 	if cfg.Hooks.FreezeState != nil {
@@ -374,11 +382,11 @@ func (n *Node) serve(lns Listeners) error {
 		}
 		switch s.name {
 		case "find":
-			s.srv = cli.NewHTTPServer(findListener, n.log)
+			s.srv = httpserve.NewServer(findListener, n.log)
 		case "ingest":
-			s.srv = cli.NewHTTPServer(ingestMux, n.log)
+			s.srv = httpserve.NewServer(ingestMux, n.log)
 		default:
-			s.srv = cli.NewHTTPServer(adm, n.log)
+			s.srv = httpserve.NewServer(adm, n.log)
 		}
 		n.srv = append(n.srv, s)
 	}
@@ -545,7 +553,7 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		if noWAL {
 			opts = append(opts, pebble.WithoutWAL())
 		}
-		if runs := runSize(cfg.IndexRunSize, budget); runs > 0 {
+		if runs := freeze.SplitBudget(budget, cfg.IndexRunSize).RunSize; runs > 0 {
 			opts = append(opts, pebble.WithSortedRuns(runs))
 		}
 		if !fullKeys {
@@ -564,17 +572,14 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 	return st, nil
 }
 
-// runSize is the sorted runs of a Pebble index: size, capped at a 16th of
-// a disk budget as the memtables are (a run becomes a table of about its
-// size), and none when that leaves less than 64 KiB.
-func runSize(size, budget int64) int64 {
-	if budget > 0 {
-		size = min(size, budget/16)
+// dialPolicy is where the node's clients may dial: public addresses only
+// or, with Config.AllowPrivateAddrs, a private pool's too (announces and
+// admin requests name those addresses: the program warns of it).
+func dialPolicy(allowPrivate bool) (*netpolicy.Policy, error) {
+	if !allowPrivate {
+		return netpolicy.New()
 	}
-	if size < 64<<10 {
-		return 0
-	}
-	return size
+	return netpolicy.New(netpolicy.AllowPrivate())
 }
 
 // syncer is the ingester's SyncerFunc: plain HTTP when the publisher has
@@ -623,64 +628,6 @@ func (n *Node) allowed(publisher peer.ID) bool {
 		n.log.Warn("reading assignment", "publisher", publisher.String(), "err", err)
 	}
 	return ok
-}
-
-// onFreeze snapshots every provider record at the freeze
-// ([handoff.Snapshot]): FrozenAt = LastAdvertisement, FrozenAtTime = at.
-func (n *Node) onFreeze(ctx context.Context, at time.Time) error {
-	if err := handoff.Snapshot(ctx, n.st, at); err != nil {
-		return err
-	}
-	// Durable before the freezer records the freeze done: no chain
-	// replays the snapshot (Config.IndexNoWAL).
-	if err := n.st.Flush(ctx); err != nil {
-		return fmt.Errorf("freeze snapshot: %w", err)
-	}
-	n.log.Info("freeze snapshot done", "frozen_at", at)
-	return nil
-}
-
-// onUnfreeze resumes each publisher from its providers' FrozenAt
-// ([handoff.Unfreeze]).
-func (n *Node) onUnfreeze(ctx context.Context, _ time.Time) error {
-	if err := handoff.Unfreeze(ctx, n.st, n.ing, n.log); err != nil {
-		return err
-	}
-	// Durable before the freezer records the unfreeze done
-	// (Config.IndexNoWAL).
-	if err := n.st.Flush(ctx); err != nil {
-		return fmt.Errorf("unfreeze: %w", err)
-	}
-	return nil
-}
-
-// durableRecords are the provider records of a store, each write flushed
-// before it returns: a handoff registers providers, then persists the
-// assignment that says it is done, and no chain replays what it
-// registered (Config.IndexNoWAL). Handoffs are rare; a flush each costs
-// nothing that matters.
-type durableRecords struct{ st store.Store }
-
-func (d durableRecords) PutProvider(ctx context.Context, info store.ProviderInfo) error {
-	if err := d.st.PutProvider(ctx, info); err != nil {
-		return err
-	}
-	return d.st.Flush(ctx)
-}
-
-func (d durableRecords) Provider(ctx context.Context, id peer.ID) (store.ProviderInfo, error) {
-	return d.st.Provider(ctx, id)
-}
-
-func (d durableRecords) Providers(ctx context.Context) iter.Seq2[store.ProviderInfo, error] {
-	return d.st.Providers(ctx)
-}
-
-func (d durableRecords) DeleteProvider(ctx context.Context, id peer.ID) error {
-	if err := d.st.DeleteProvider(ctx, id); err != nil {
-		return err
-	}
-	return d.st.Flush(ctx)
 }
 
 // accepts is [handoff.Node.Accepts].

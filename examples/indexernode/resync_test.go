@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/multiformats/go-multiaddr"
 
 	"github.com/indexkit/indexkit/examples/indexernode"
-	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/scatter/find"
@@ -58,7 +55,7 @@ func TestPollCatchesUp(t *testing.T) {
 	defer cancel()
 	pub, addr := servePublisher(t, publishernode.Spec{Seed: 10, Ads: 3, Entries: 3, ChunkSize: 2, RemoveEvery: 3, UpdateEvery: 2})
 
-	find, stop := startIndexer(ctx, t, t.TempDir(), "-poll", "200ms")
+	find, stop := startIndexer(ctx, t, t.TempDir(), func(c *indexernode.Config) { c.Poll = 200 * time.Millisecond })
 	defer stop()
 	s, err := announce.NewHTTPSender([]string{find.ingest}, pub.ID())
 	if err != nil {
@@ -73,51 +70,6 @@ func TestPollCatchesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTruth(ctx, t, find.find, pub)
-}
-
-type indexerURLs struct{ find, ingest, admin string }
-
-// startIndexer runs the indexer program in this process on dir, with
-// free ports, and returns its URLs and a function that stops it.
-func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string) (indexerURLs, func()) {
-	t.Helper()
-	rctx, cancel := context.WithCancel(ctx)
-	var w io.Writer = io.Discard
-	if f := os.Getenv("DEBUGLOG"); f != "" {
-		w, _ = os.Create(f)
-	}
-	tap := logtap.New(w)
-	done := make(chan error, 1)
-	go func() {
-		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
-			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none",
-			"-allow-private-addrs"} // the test's publishers are on loopback
-		done <- indexernode.Main(rctx, append(args, extra...), tap)
-		tap.Close()
-	}()
-	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("indexer: %v", err)
-		}
-	}
-	var urls indexerURLs
-	for _, l := range []struct {
-		name string
-		to   *string
-	}{{"find", &urls.find}, {"ingest", &urls.ingest}, {"admin", &urls.admin}} {
-		a, err := tap.Addr(ctx, l.name)
-		if err != nil {
-			stop()
-			t.Fatal(err)
-		}
-		*l.to = "http://" + a
-	}
-	if _, err := tap.WaitMsg(ctx, "starting"); err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	return urls, stop
 }
 
 // waitTruth waits until the find API at base answers every multihash of
@@ -200,14 +152,14 @@ func TestMemoryStoreRestartWalksAgain(t *testing.T) {
 		}
 	}
 
-	find, stop := startIndexer(ctx, t, dir, "-store", "memory")
+	find, stop := startIndexer(ctx, t, dir, memoryStore)
 	announceHead(find.ingest)
 	waitTruth(ctx, t, find.find, pub)
 	stop()
 
 	// Same directory, same head announced again: the index is empty, so
 	// the walk must start over.
-	find, stop = startIndexer(ctx, t, dir, "-store", "memory")
+	find, stop = startIndexer(ctx, t, dir, memoryStore)
 	defer stop()
 	announceHead(find.ingest)
 	waitTruth(ctx, t, find.find, pub)

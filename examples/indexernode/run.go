@@ -10,8 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
 // ErrRunTwice is returned by [Node.Run] called a second time or after
@@ -33,7 +33,7 @@ func (n *Node) Run(ctx context.Context) error {
 		"assigner_mode", n.cfg.UseAssigner, "p2p", n.host != nil, "dial_policy", n.policy.String())
 	eg, gctx := errgroup.WithContext(ctx)
 	for _, s := range n.srv {
-		cli.Serve(gctx, eg, s.name, s.srv, s.ln, n.cfg.ShutdownTimeout)
+		httpserve.Serve(gctx, eg, s.name, s.srv, s.ln, n.cfg.ShutdownTimeout)
 	}
 	if err := n.resync(gctx); err != nil && gctx.Err() == nil {
 		n.log.Error("start: resync", "err", err)
@@ -53,7 +53,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.shard != nil {
 		eg.Go(func() error { return n.runShard(gctx) })
 	}
-	return cli.WaitStopped(gctx, eg, n.log)
+	return httpserve.WaitStopped(gctx, eg, n.log)
 }
 
 func (n *Node) storeName() string {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer"
@@ -26,31 +25,14 @@ import (
 type ShardConfig struct {
 	// Layout is the layout file ([keyspace.Load]), re-read by
 	// [Node.ReloadLayout] (examples/indexer: on SIGHUP).
-	Layout string
+	Layout string `json:"Layout"`
 	// Name is the node's name among the layout's Writers. Required.
-	Name string
+	Name string `json:"Name"`
 	// Token is the query nodes' bearer token.
-	Token string
+	Token string `json:"Token"`
 	// BatchBytes is the size of the batches sent to each query node
 	// (0: the writer package's 1 MiB).
-	BatchBytes int
-}
-
-// EnvShardToken is the environment variable holding the query nodes'
-// bearer token when no -shard-token-file is given.
-const EnvShardToken = "INDEXKIT_SHARD_TOKEN"
-
-// shardToken reads the query nodes' token from path, else from
-// $INDEXKIT_SHARD_TOKEN.
-func shardToken(path string, getenv func(string) string) (string, error) {
-	if path != "" {
-		tok, _, err := cli.ReadTokenFile(path)
-		if err != nil {
-			return "", fmt.Errorf("-shard-token-file: %w", err)
-		}
-		return tok, nil
-	}
-	return strings.TrimSpace(getenv(EnvShardToken)), nil
+	BatchBytes int `json:"BatchBytes"`
 }
 
 // shardPart is what a sharded node adds: the writer over its records
@@ -63,9 +45,6 @@ type shardPart struct {
 
 func (n *Node) openShard(cfg Config) error {
 	sc := cfg.Shard
-	if sc.Name == "" {
-		return fmt.Errorf("Shard.Name: empty: a sharded node needs its name among the layout's writers")
-	}
 	l, err := keyspace.Load(sc.Layout)
 	if err != nil {
 		return fmt.Errorf("Shard.Layout: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/querynode"
 	"github.com/indexkit/indexkit/store/memory"
@@ -49,14 +50,12 @@ func TestShardedIngestNodeLookups(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	r := runIndexer(t, "-layout", layoutFile, "-shard-name", "ingest-0", "-shard-token-file", writeFile(t, token+"\n", 0o600))
+	r := runIndexer(t, func(c *indexernode.Config) {
+		c.Shard = &indexernode.ShardConfig{Layout: layoutFile, Name: "ingest-0", Token: token}
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	findAddr, err := r.tap.Addr(ctx, "find")
-	if err != nil {
-		t.Fatal(err)
-	}
-	find := "http://" + findAddr
+	find := r.find
 
 	mh, _ := multihash.Sum([]byte("a key"), multihash.SHA2_256, -1)
 	c := cid.NewCidV1(cid.Raw, mh)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/indexkit/indexkit/store/pebble"
 	"github.com/ipfs/go-datastore"
 	dsleveldb "github.com/ipfs/go-ds-leveldb"
 )
@@ -60,7 +61,7 @@ func TestMigrateStateResumes(t *testing.T) {
 		dir := t.TempDir()
 		legacy(dir, kv)
 		// A kill during the copy leaves part of it, and nothing under state/.
-		ds, err := openPebbleState(filepath.Join(dir, stateMigrateDir), 0, log)
+		ds, err := pebble.OpenDatastore(filepath.Join(dir, stateMigrateDir), 0, log)
 		if err != nil {
 			t.Fatal(err)
 		}

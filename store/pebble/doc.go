@@ -1,5 +1,8 @@
 // Package pebble is the default [store.Store] backend for indexer nodes: the
-// index kept in a Pebble (cockroachdb/pebble) database on disk.
+// index kept in a Pebble (cockroachdb/pebble) database on disk. It also
+// opens, with [OpenDatastore], the go-datastore on Pebble a node keeps its
+// small state in (walker positions, assignments), tuned for it: the one
+// package that reaches Pebble does both.
 //
 // # Layout
 //

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/querycmd"
 	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/internal/logfields"
@@ -226,7 +226,7 @@ func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch args[0] {
 	case "node":
-		return indexernode.Main(ctx, args[1:], stderr)
+		return indexercmd.Main(ctx, args[1:], stderr)
 	case "query":
 		return querycmd.Main(ctx, args[1:], stderr)
 	case "scatter":

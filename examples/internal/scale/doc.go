@@ -19,7 +19,7 @@
 //
 // Each chain is served by an ingest/ipnisync publisher on its own
 // listener on 127.0.0.1. The node is this program run again
-// ([ChildCommand] "node": examples/indexer's indexernode.Main) on a
+// ([ChildCommand] "node": examples/indexer's indexercmd.Main) on a
 // fresh data directory, every listener on an ephemeral port of
 // 127.0.0.1, with the benchmark's flags followed by Config.NodeFlags,
 // which override them. It learns of the publishers by HTTP announces to

@@ -1,4 +1,4 @@
-package indexernode
+package indexercmd
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/internal/netlimit"
@@ -189,11 +190,11 @@ func startFindBenchNode(b *testing.B, s store.Store) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := indexernode.DefaultConfig()
 	cfg.Dir, cfg.Store, cfg.Index, cfg.P2P, cfg.Poll = filepath.Join(b.TempDir(), "node"), "", s, "", 0
 	cfg.FreezeAt = -1
 	cfg.Hooks = newMetrics().hooks()
-	n, err := New(ctx, cfg, Listeners{Find: ln})
+	n, err := indexernode.New(ctx, cfg, indexernode.Listeners{Find: ln})
 	if err != nil {
 		cancel()
 		b.Fatal(err)

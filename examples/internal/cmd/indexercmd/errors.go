@@ -1,8 +1,8 @@
-package indexernode
+package indexercmd
 
 import "errors"
 
-// ErrAdminNeedsToken is wrapped by [Run] when -admin listens on anything
+// ErrAdminNeedsToken is wrapped by [Main] when -admin listens on anything
 // but loopback (0.0.0.0, ::, another IP, a host name other than
 // localhost) and no admin token is set: whoever reaches the admin API
 // could freeze the node, assign publishers and hand them off.

@@ -1,4 +1,4 @@
-package indexernode
+package indexercmd
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/internal/localonly"
 )
@@ -17,7 +18,7 @@ import (
 // fileConfig is the configuration of the indexer program ([Main]): the
 // JSON config file (-config), with the flags given on the command line on
 // top. Field names are the JSON keys; durations are strings such as
-// "30s". [fileConfig.node] turns it into a [Config]; the listen addresses,
+// "30s". [fileConfig.node] turns it into an [indexernode.Config]; the listen addresses,
 // the token file, the log level and the connection caps are the
 // program's.
 type fileConfig struct {
@@ -135,7 +136,7 @@ type duration = cli.Duration
 // defaultFileConfig is the configuration without file or flags: every
 // listener on loopback, and DefaultConfig's settings.
 func defaultFileConfig() fileConfig {
-	d := DefaultConfig()
+	d := indexernode.DefaultConfig()
 	return fileConfig{
 		Dir:             d.Dir,
 		Store:           d.Store,
@@ -280,25 +281,25 @@ func (c fileConfig) level() slog.Level {
 	return l
 }
 
-// node returns the node's [Config] of c (validated), with the admin token
+// node returns the node's [indexernode.Config] of c (validated), with the admin token
 // resolved and the program's logger.
-func (c fileConfig) node(token string, log *slog.Logger) (Config, error) {
+func (c fileConfig) node(token string, log *slog.Logger) (indexernode.Config, error) {
 	exempt, err := cli.ParsePrefixes(c.AnnounceRateExempt)
 	if err != nil {
-		return Config{}, fmt.Errorf("-announce-rate-exempt: %w", err)
+		return indexernode.Config{}, fmt.Errorf("-announce-rate-exempt: %w", err)
 	}
 	if _, err := localonly.New("", "", hostList(c.AdminHosts)...); err != nil {
-		return Config{}, fmt.Errorf("-admin-hosts: %w", err)
+		return indexernode.Config{}, fmt.Errorf("-admin-hosts: %w", err)
 	}
-	var sc *ShardConfig
+	var sc *indexernode.ShardConfig
 	if c.Layout != "" {
 		tok, err := shardToken(c.ShardTokenFile, os.Getenv)
 		if err != nil {
-			return Config{}, err
+			return indexernode.Config{}, err
 		}
-		sc = &ShardConfig{Layout: c.Layout, Name: c.ShardName, Token: tok, BatchBytes: c.ShardBatchBytes}
+		sc = &indexernode.ShardConfig{Layout: c.Layout, Name: c.ShardName, Token: tok, BatchBytes: c.ShardBatchBytes}
 	}
-	return Config{
+	return indexernode.Config{
 		Shard:              sc,
 		Dir:                c.Dir,
 		Store:              c.Store,

@@ -1,4 +1,4 @@
-package indexernode
+package indexercmd
 
 import (
 	"context"
@@ -8,22 +8,21 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/internal/localonly"
 )
 
 // Main is the indexer program: it parses args as examples/indexer's flags
 // (see that command's documentation), binds the listeners, opens the node
-// on its data directory ([New]) and runs it ([Node.Run]) until ctx is
+// on its data directory ([indexernode.New]) and runs it
+// ([indexernode.Node.Run]) until ctx is
 // done (SIGINT or SIGTERM in the binary, the caller's cancel in process),
 // then closes it. It logs to stderr, including one msg=listening
 // name=<x> addr=<host:port> line per listener, and serves Prometheus
@@ -48,6 +47,11 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := cli.NewLogger(stderr, fc.level())
 	logSecurity(log, fc, tok)
+	if fc.AllowPrivateAddrs {
+		log.Warn("dialling private addresses", "flag", "-allow-private-addrs",
+			"note", "publishers and frozen indexers on loopback, private, link-local and CGNAT addresses will be dialled; "+
+				"others name those addresses, so use it only in a private pool (cloud metadata stays refused)")
+	}
 	cfg, err := fc.node(tok.Value, log)
 	if err != nil {
 		return err
@@ -55,7 +59,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	met := newMetrics()
 	cfg.Hooks = met.hooks()
 
-	var lns Listeners
+	var lns indexernode.Listeners
 	var metricsLn net.Listener
 	listen := func(name, addr string, dst *net.Listener) error {
 		ln, err := cli.Listen(addr, fc.MaxConns, fc.MaxConnsPerIP)
@@ -75,9 +79,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	var pprofLn net.Listener
 	if err == nil && fc.Pprof != "" {
-		if err = loopbackOnly(fc.Pprof); err == nil {
-			err = listen("pprof", fc.Pprof, &pprofLn)
-		}
+		pprofLn, err = cli.ListenPprof(fc.Pprof) // loopback only
 	}
 	if err != nil {
 		for _, ln := range []net.Listener{lns.Find, lns.Ingest, lns.Admin, metricsLn, pprofLn} {
@@ -87,7 +89,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	n, err := New(ctx, cfg, lns)
+	n, err := indexernode.New(ctx, cfg, lns)
 	if err != nil {
 		for _, ln := range []net.Listener{metricsLn, pprofLn} {
 			if ln != nil {
@@ -127,21 +129,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), metricsLn, cfg.ShutdownTimeout)
 	}
 	if pprofLn != nil {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		// It has no token and only listens on loopback, so it answers no
-		// web page either: a page's no-cors GET of /debug/pprof/profile
-		// would otherwise cost the node a CPU profile.
-		guard, err := localonly.New("the pprof listener", "reach it as 127.0.0.1 or localhost")
-		if err != nil {
+		if err := cli.ServePprof(ctx, eg, pprofLn, cfg.ShutdownTimeout); err != nil {
 			return err
 		}
-		// Not cli.NewHTTPServer: its write timeout would cut a CPU
-		// profile of more than a few seconds.
-		cli.Serve(ctx, eg, "pprof", &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: 10 * time.Second}, pprofLn, cfg.ShutdownTimeout)
 	}
 	if hup != nil {
 		eg.Go(func() error {
@@ -166,19 +156,6 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	})
 	if err := eg.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return err
-	}
-	return nil
-}
-
-// loopbackOnly refuses a listen address off loopback: the profiles tell
-// anyone who can read them much about the process.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("-pprof %s: %w", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return fmt.Errorf("-pprof %s: not a loopback address", addr)
 	}
 	return nil
 }

@@ -1,8 +1,9 @@
-package indexernode_test
+package indexercmd_test
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
+	"github.com/indexkit/indexkit/examples/internal/logtap"
 )
 
 // runFails runs the indexer program in this process with args, expects it
@@ -28,7 +31,7 @@ func runFails(t *testing.T, args ...string) (error, string) {
 				t.Fatalf("Run panicked: %v\n%s", p, stderr.String())
 			}
 		}()
-		return indexernode.Main(ctx, args, &stderr)
+		return indexercmd.Main(ctx, args, &stderr)
 	}()
 	if err == nil {
 		t.Fatalf("Run(%q) = nil, want a start-up error\n%s", args, stderr.String())
@@ -160,4 +163,49 @@ func TestPprofAnswersNoPage(t *testing.T) {
 	if code := get("", map[string]string{"Sec-Fetch-Site": "cross-site"}); code != http.StatusForbidden {
 		t.Errorf("pprof from a web page: %d, want 403", code)
 	}
+}
+
+type indexerURLs struct{ find, ingest, admin string }
+
+// startIndexer runs the indexer program in this process on dir, with
+// free ports, and returns its URLs and a function that stops it.
+func startIndexer(ctx context.Context, t *testing.T, dir string, extra ...string) (indexerURLs, func()) {
+	t.Helper()
+	rctx, cancel := context.WithCancel(ctx)
+	var w io.Writer = io.Discard
+	if f := os.Getenv("DEBUGLOG"); f != "" {
+		w, _ = os.Create(f)
+	}
+	tap := logtap.New(w)
+	done := make(chan error, 1)
+	go func() {
+		args := []string{"-dir", dir, "-store", "pebble", "-find", "127.0.0.1:0",
+			"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none",
+			"-allow-private-addrs"} // the test's publishers are on loopback
+		done <- indexercmd.Main(rctx, append(args, extra...), tap)
+		tap.Close()
+	}()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("indexer: %v", err)
+		}
+	}
+	var urls indexerURLs
+	for _, l := range []struct {
+		name string
+		to   *string
+	}{{"find", &urls.find}, {"ingest", &urls.ingest}, {"admin", &urls.admin}} {
+		a, err := tap.Addr(ctx, l.name)
+		if err != nil {
+			stop()
+			t.Fatal(err)
+		}
+		*l.to = "http://" + a
+	}
+	if _, err := tap.WaitMsg(ctx, "starting"); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return urls, stop
 }

@@ -1,4 +1,4 @@
-package indexernode_test
+package indexercmd_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/multiformats/go-multiaddr"
 
-	"github.com/indexkit/indexkit/examples/indexernode"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/admin"
@@ -51,7 +51,7 @@ func TestDialPolicy(t *testing.T) {
 		go func() {
 			args := []string{"-dir", t.TempDir(), "-store", "memory", "-find", "127.0.0.1:0",
 				"-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}
-			done <- indexernode.Main(rctx, append(args, extra...), tap)
+			done <- indexercmd.Main(rctx, append(args, extra...), tap)
 			tap.Close()
 		}()
 		defer func() {

@@ -1,4 +1,4 @@
-package indexernode_test
+package indexercmd_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package indexernode
+package indexercmd
 
 import (
 	"net/http"
@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
@@ -69,8 +70,8 @@ func newMetrics() *metrics {
 }
 
 // hooks are the node's hooks that feed m.
-func (m *metrics) hooks() Hooks {
-	return Hooks{Ingest: m.ingestHooks(), DiskCheck: m.diskCheck, FreezeState: m.freezeState, Find: m.find}
+func (m *metrics) hooks() indexernode.Hooks {
+	return indexernode.Hooks{Ingest: m.ingestHooks(), DiskCheck: m.diskCheck, FreezeState: m.freezeState, Find: m.find}
 }
 
 func (m *metrics) ingestHooks() ingest.Hooks {

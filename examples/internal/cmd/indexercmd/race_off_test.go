@@ -1,5 +1,5 @@
 //go:build !race
 
-package indexernode_test
+package indexercmd_test
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package indexernode_test
+package indexercmd_test
 
 // raceEnabled says the race detector is on: the code runs several times
 // slower, so load tests run at a smaller scale.

@@ -1,4 +1,4 @@
-package indexernode_test
+package indexercmd_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/ingest/admin"
 )
@@ -42,7 +42,7 @@ func runIndexer(t *testing.T, args ...string) running {
 	base := []string{"-dir", t.TempDir(), "-store", "memory", "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
 		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none"}
 	go func() {
-		done <- indexernode.Main(ctx, append(base, args...), tap)
+		done <- indexercmd.Main(ctx, append(base, args...), tap)
 		tap.Close()
 	}()
 	stopped := false
@@ -114,8 +114,8 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	t.Setenv(cli.EnvAdminToken, "")
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "10.9.8.7:3002", "indexer.example:3002"} {
 		dir := filepath.Join(t.TempDir(), "data")
-		err := indexernode.Main(t.Context(), []string{"-dir", dir, "-store", "memory", "-admin", addr, "-p2p", "none"}, io.Discard)
-		if !errors.Is(err, indexernode.ErrAdminNeedsToken) {
+		err := indexercmd.Main(t.Context(), []string{"-dir", dir, "-store", "memory", "-admin", addr, "-p2p", "none"}, io.Discard)
+		if !errors.Is(err, indexercmd.ErrAdminNeedsToken) {
 			t.Fatalf("-admin %s without a token: %v, want ErrAdminNeedsToken", addr, err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, "-admin "+addr) || !strings.Contains(msg, "-admin-token-file") ||
@@ -128,7 +128,7 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	}
 	// Two explicit token sources are refused too.
 	file := writeFile(t, "tok\n", 0o600)
-	err := indexernode.Main(t.Context(), []string{"-dir", t.TempDir(), "-admin-token", "a", "-admin-token-file", file}, io.Discard)
+	err := indexercmd.Main(t.Context(), []string{"-dir", t.TempDir(), "-admin-token", "a", "-admin-token-file", file}, io.Discard)
 	if !errors.Is(err, cli.ErrTokenSources) {
 		t.Fatalf("-admin-token and -admin-token-file: %v, want ErrTokenSources", err)
 	}
@@ -275,7 +275,7 @@ func TestHandoffFrom(t *testing.T) {
 		{"-handoff-from-file", filepath.Join(t.TempDir(), "missing")},
 		{"-handoff-from", "ftp://127.0.0.1/x"},
 	} {
-		err := indexernode.Main(t.Context(), append([]string{"-dir", t.TempDir(), "-store", "memory", "-p2p", "none",
+		err := indexercmd.Main(t.Context(), append([]string{"-dir", t.TempDir(), "-store", "memory", "-p2p", "none",
 			"-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", ""}, args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "handoff") {
 			t.Errorf("%q: %v, want an error naming the handoff flag", args, err)
