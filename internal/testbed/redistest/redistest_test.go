@@ -12,8 +12,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/internal/testbed/lane"
+	"github.com/indexkit/indexkit/internal/testbed/redistest"
 )
 
 func TestAddr(t *testing.T) {
