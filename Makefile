@@ -17,7 +17,7 @@ test: export CI ?= true
 # Every Go file of the repository but those under .git, NUL-separated.
 GOFILES := find . -path ./.git -prune -o -type f -name '*.go' -print0
 
-.PHONY: help demo bench-table scale test bench fmt
+.PHONY: help demo bench-table scale check test bench fmt gofmt-check
 
 help: ## list the targets
 	@echo "usage: make <target>"
@@ -66,23 +66,41 @@ scale: ## ingest generated chains (default 10M multihashes) into a node and a ra
 	go build -o "$$dir/scale" ./examples/scale; \
 	"$$dir/scale" $(SCALE_FLAGS)
 
-test: ## everything CI checks: services, vet, gofmt, import rules, race tests, interop
-	bash .ci/services
+# The two test lanes (internal/testbed/lane). The unit lane, `go test
+# -short`, runs in the test binaries' own processes: no child processes,
+# no whole pools, no etcd clusters, no Redis server of a test's own (the
+# test beds that start them skip under -short, naming the lane). The
+# integration lane is the rest; `make test` runs it with the unit lane.
+
+check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import rules included; no processes, pools or clusters); a few minutes warm
+	@$(MAKE) --no-print-directory gofmt-check
 	go vet ./...
+	go test -short -count=1 -timeout 10m ./...
+
+# `make test` runs the unit lane under -race, where the race detector sees
+# the library's goroutines, then every test of both lanes without it: the
+# integration lane's child processes are not race-instrumented, and its
+# whole pools under -race take several times as long for races the unit
+# lane's concurrent tests already look for. Without -race the manager
+# tests of lease/agent run too (see lease/agent/manager_test.go).
+test: ## everything CI checks: services, vet, gofmt, the unit lane under -race, both lanes without it, interop
+	bash .ci/services
+	@$(MAKE) --no-print-directory gofmt-check
+	go vet ./...
+	go test -race -short -count=1 -timeout 15m ./...
+	go test -count=1 -timeout 15m ./...
+	@if [ -f interop/go.mod ]; then \
+		echo "cd interop && go vet ./... && go test -count=1 ./..."; \
+		cd interop && go vet ./... && go test -count=1 -timeout 15m ./...; \
+	fi
+
+gofmt-check:
 	@echo "gofmt -l (all .go files but .git)"
 	@unformatted="$$($(GOFILES) | xargs -0 -r gofmt -l)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files are not formatted (run make fmt):"; \
 		echo "$$unformatted"; \
 		exit 1; \
-	fi
-	go test -run TestImportRules ./internal/importrules/
-	go test -race -count=1 -timeout 25m ./...
-	@echo "go test -count=1 ./lease/agent/ (the manager tests, which are built without -race: see lease/agent/manager_test.go)"
-	go test -count=1 ./lease/agent/
-	@if [ -f interop/go.mod ]; then \
-		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
-		cd interop && go vet ./... && go test -race -count=1 ./...; \
 	fi
 
 bench: ## run every benchmark in full, with allocations

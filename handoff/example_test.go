@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/ipfs/go-datastore"
@@ -87,7 +88,8 @@ func Example() {
 
 	// What the admin API does with POST /ingest/handoff/{publisher}: the
 	// body decoded by handoff.DecodeRequest, then the handoff.
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	req := handoff.Request{FrozenID: frozenID, FrozenURL: frozen.URL}
 	if err := recv.Handoff(ctx, publisher, req); err != nil {
 		fmt.Println(err)
@@ -116,7 +118,8 @@ func Example() {
 // over the indexer's parts answers POST /ingest/handoff/{publisher} with
 // its Receiver.
 func Example_adminAPI() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	id := func(seed byte) peer.ID {
 		priv, _ := crypto.UnmarshalEd25519PrivateKey(ed25519.NewKeyFromSeed(make32(seed)))
 		p, _ := peer.IDFromPrivateKey(priv)

@@ -38,7 +38,7 @@ func Example() {
 
 	done := make(chan struct{})
 	hooks := ingest.Hooks{WalkDone: func(peer.ID, cid.Cid, int, time.Duration) { close(done) }}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
 	defer cancel()
 
 	// README: ingest

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -19,7 +20,8 @@ import (
 // A server answers a sample request with a signed answer, and the client
 // checks it against the server's peer ID.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	dir, _ := os.MkdirTemp("", "piece-example")
 	defer os.RemoveAll(dir)
 

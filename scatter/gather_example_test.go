@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -69,7 +70,8 @@ func ExampleNewGather() {
 // which is down. Both the gather and the front end's answer say that not
 // every indexer answered.
 func Example_frontEnd() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
 	// An indexer's find API over its store, with one value of provider.
 	indexer := func(provider string) *httptest.Server {
@@ -136,7 +138,8 @@ func Example_frontEnd() {
 // is held by its 2 owners, and a lookup takes the first complete answer of
 // one of them — here while the key's primary is down.
 func ExampleWithRing() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
 	provider, _ := peer.Decode("12D3KooWPbZ3nrCvgt2FRRf2Gg6QRmzzFzGEbTaVb4trKYT3ZL8Y")
 	names := []string{"q0", "q1", "q2", "q3"}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // TestE2EAddIndexer: a pool of 2 indexers holds 2 publishers, one each.
@@ -19,6 +20,7 @@ import (
 // answers the new publisher's multihashes, from the new indexer, and the
 // whole truth in full.
 func TestE2EAddIndexer(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	const ads = 8
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",

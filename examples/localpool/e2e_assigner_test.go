@@ -8,6 +8,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // The end-to-end fault tests of this package (e2e_*_test.go) start a whole
@@ -85,6 +86,7 @@ func waitComplete(t *testing.T, ctx context.Context, p *localpool.Pool, what str
 // handoff is left pending; and once the publishers stop, the front end
 // answers their whole truth, across the frozen and the active indexer.
 func TestE2EAssignerKilledMidHandoff(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "pebble", Processes: true,
 		Interval: 200 * time.Millisecond, Entries: 5, MaxAds: 50, PollInterval: 200 * time.Millisecond,

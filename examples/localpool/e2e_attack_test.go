@@ -18,6 +18,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // TestE2EAnnounceAttacks: indexers run as their own processes on Pebble.
@@ -35,6 +36,7 @@ import (
 // attacker's address for a real publisher, nor any made-up publisher,
 // before or after a restart.
 func TestE2EAnnounceAttacks(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "pebble", Processes: true,
 		Interval: 100 * time.Millisecond, Entries: 5, MaxAds: 60, PollInterval: 200 * time.Millisecond,

@@ -18,6 +18,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
 	"github.com/indexkit/indexkit/ingest/schema"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/find"
 )
 
@@ -37,6 +38,7 @@ const convergeAds = 60
 // receivers what came after, and no indexer holds a publisher it was never
 // assigned.
 func TestConvergeAcrossFreeze(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Second)
 	defer cancel()
 	cfg := localpool.Config{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // killAds is the chain length of each publisher in TestKillIndexer.
@@ -23,6 +24,7 @@ const killAds = 100
 // multihash of the ground truth with exactly its values — nothing lost,
 // stale, extra or duplicated.
 func TestKillIndexer(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	if _, err := os.Executable(); err != nil {
 		t.Fatalf("processes mode re-executes this test binary: %v", err)
 	}

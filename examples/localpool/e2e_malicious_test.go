@@ -9,6 +9,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // TestE2EMaliciousPublishers: three faulty publishers beside two honest
@@ -20,6 +21,7 @@ import (
 // list regenerated from the same seed with publishernode's Go API); and
 // the honest publishers' truth is answered in full.
 func TestE2EMaliciousPublishers(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	const ads, badAds = 6, 2
 	faults := []publishernode.Fault{publishernode.BadSignature, publishernode.CorruptBlocks, publishernode.HugeChunks}
 	// What the owner's status of each must say (the ingest error's text).

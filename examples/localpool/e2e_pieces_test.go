@@ -6,6 +6,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/piece"
 )
 
@@ -18,6 +19,7 @@ import (
 // of that piece in the ground truth. A piece no ad names is a verified
 // PIECE_NOT_FOUND.
 func TestE2EPieceSamples(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	const ads = 6
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",

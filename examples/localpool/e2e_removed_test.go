@@ -12,6 +12,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
@@ -30,6 +31,7 @@ const removedAds = 16
 // removals): every live multihash is complete, every removed one counts
 // as stale (Extra), and the check is not OK.
 func TestE2ERemoved(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p, err := localpool.Start(ctx, localpool.Config{

@@ -12,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // TestE2EReplicationIndexerDown: with replication 2 over 3 indexers every
@@ -25,6 +26,7 @@ import (
 // find API answers their whole truth, and the front end all of it, no
 // longer partial.
 func TestE2EReplicationIndexerDown(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	const ads = 60
 	cfg := localpool.Config{
 		Dir: t.TempDir(), Publishers: 3, Indexers: 3, Replication: 2, Store: "pebble", Processes: true,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
@@ -174,6 +175,7 @@ func shardFinal(ctx context.Context, t *testing.T, p *localpool.Pool) {
 // after the restarts every query node catches up from the outboxes and
 // holds exactly the truth of its keys.
 func TestShardedKills(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	// No removals or metadata updates: what was once in the truth stays
@@ -255,6 +257,7 @@ func TestShardedKills(t *testing.T) {
 // ingested, then removes one of the first four: lookups stay complete
 // throughout, and at the end each node holds exactly its keys.
 func TestShardedJoinLeave(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	p, stable := shardStart(ctx, t, nil)
@@ -293,6 +296,7 @@ func TestShardedJoinLeave(t *testing.T) {
 // joins the layout's writers in a new epoch, and everything published is
 // answered in full.
 func TestShardedInProcess(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cfg := localpool.Config{

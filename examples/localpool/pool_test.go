@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // TestMain serves the role subcommand (processes mode re-executes this
@@ -130,12 +131,14 @@ func lines(ls []string) string {
 // (not restarted: a memory index restarts empty, while the walker
 // positions persist).
 func TestGoroutines(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	run(t, small(t, false, "memory"))
 }
 
 // TestProcesses runs a small pool with one process per role on Pebble,
 // and restarts an indexer (SIGKILL, then the same ports and directory).
 func TestProcesses(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	if _, err := os.Executable(); err != nil {
 		t.Fatalf("processes mode re-executes this test binary: %v", err)
 	}

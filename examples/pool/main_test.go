@@ -11,6 +11,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
@@ -24,6 +25,7 @@ func tinyPool(dir string) []string {
 // TestRun runs the demo briefly in goroutines on the memory store, with
 // the default budget of indexer-0 off, and checks its output.
 func TestRun(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), nil, append([]string{"--duration", "4s"}, tinyPool(t.TempDir())...), &out, &errOut)
 	if err != nil {
@@ -42,6 +44,7 @@ func TestRun(t *testing.T) {
 // waits for its bound, says so, names the indexer down and a few failing
 // multihashes, and the program's exit status is exitIncomplete.
 func TestSummaryIncomplete(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	o, err := parseFlags([]string{"--check-timeout", "2s"}, &bytes.Buffer{})

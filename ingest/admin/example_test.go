@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -83,7 +84,8 @@ func Example() {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	client, err := admin.NewClient(srv.URL, admin.WithClientToken("s3cret"))
 	if err != nil {
 		fmt.Println(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"time"
 
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
@@ -19,7 +20,8 @@ import (
 // A publisher serves a one-ad chain over HTTP; an indexer's client fetches
 // the signed head, then the ad, checked against its CID.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	// A fixed seed keeps the output stable; use crypto.GenerateEd25519Key(rand.Reader).
 	key, _, _ := crypto.GenerateEd25519Key(bytes.NewReader(make([]byte, 32)))
 	id, _ := peer.IDFromPrivateKey(key)

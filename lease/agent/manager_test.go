@@ -1,8 +1,8 @@
 // The manager's tests run many goroutines in testing/synctest bubbles, which
 // under the race detector occasionally trip a ThreadSanitizer CHECK in the Go
 // 1.26 runtime (about once in 500 runs here; golang/go#78156), not a failure
-// of the code under test. They are built without -race, and `make test` runs
-// them in a separate, race-free step.
+// of the code under test. They are built without -race; `make test` runs
+// them in its race-free run of both lanes.
 
 //go:build !race
 

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/lease"
 	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
 	"github.com/indexkit/indexkit/lease/leasetest"
@@ -40,6 +41,7 @@ func TestMain(m *testing.M) {
 // endpoints returns the shared server's endpoints, starting it on first use.
 func endpoints(t testing.TB) []string {
 	t.Helper()
+	lane.Integration(t, "starts an etcd cluster")
 	if etcdtest.Binary() == "" {
 		etcdtest.Unavailable(t, "etcd binary not found (install etcd-server or set ETCD_BIN)")
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	"github.com/indexkit/indexkit/lease/memory"
@@ -304,6 +305,7 @@ func TestFencesCatchBrokenStores(t *testing.T) {
 const brokenEnv = "LEASETEST_BROKEN_RENEWS_LAPSED"
 
 func TestRenewLapsedCatchesBrokenStore(t *testing.T) {
+	lane.Integration(t, "re-executes the test binary")
 	if os.Getenv(brokenEnv) != "" {
 		leasetest.RunRenewLapsed(t, renewsLapsedStores)
 		return

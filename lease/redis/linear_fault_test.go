@@ -13,6 +13,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/netproxy"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
@@ -129,6 +130,7 @@ func (s *delayedStore) Update(ctx context.Context, ref lease.Ref, m lease.Mutati
 // them about one history in two across a restart was not linearizable
 // (see the package documentation).
 func TestLinearizableRedisRestart(t *testing.T) {
+	lane.Integration(t, "starts and restarts a redis-server of its own")
 	const restartAt = 400 // of about 1100 calls per history
 	for _, graceful := range []bool{false, true} {
 		name := "kill"

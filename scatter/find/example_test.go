@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -21,7 +22,8 @@ import (
 
 // A single indexer's find API: a store, a store backend, the handler.
 func ExampleNewHandler() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	s := memory.New()
 	defer s.Close()
 
@@ -72,7 +74,8 @@ func ExampleNewHandler() {
 // served by the handler, queried by the HTTP client, which is itself a
 // Backend (so a scatter.Gather can fan out over many of them).
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	s := memory.New()
 	defer s.Close()
 

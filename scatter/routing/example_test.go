@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -22,7 +23,8 @@ import (
 // Delegated Routing V1 beside the find API of one indexer: both answer
 // from the same store backend.
 func ExampleNew() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	s := memory.New()
 	defer s.Close()
 	sk, _, _ := crypto.GenerateEd25519Key(zeroReader{})

@@ -25,12 +25,31 @@ func TestConformance(t *testing.T) {
 
 // README end
 
+// The variants below run what their options change, once each: the full
+// persistent suite (with its crash child) runs in TestConformance on the
+// defaults and in TestConformanceSortedRuns, whose runs change what reaches
+// the disk and when.
+
 // The suite again with a record cache of about two records, so that nearly
-// every lookup of a record or context reads it from Pebble.
+// every lookup of a record or context reads it from Pebble, and reopened
+// (a cold cache). The cache holds nothing the disk does not, so the crash
+// test adds nothing here.
 func TestConformanceTinyRecordCache(t *testing.T) {
-	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+	open := func(dir string) (store.Store, error) {
 		return pebble.Open(dir, pebble.WithCacheSize(8<<20), pebble.WithRecordCache(700))
-	})
+	}
+	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t, open) })
+	storetest.RunReopen(t, open)
+}
+
+// mustOpen opens a store in a temporary directory of t.
+func mustOpen(t *testing.T, open func(dir string) (store.Store, error)) store.Store {
+	t.Helper()
+	s, err := open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // And with no record cache at all.
@@ -45,11 +64,14 @@ func TestConformanceNoRecordCache(t *testing.T) {
 }
 
 // The conformance suite with keys on digest prefixes (its multihashes are
-// sha2-256).
+// sha2-256), and reopened. The crash test with these keys runs in
+// TestConformanceSortedRuns, whose stores use them too.
 func TestConformanceDigestPrefixKeys(t *testing.T) {
-	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+	open := func(dir string) (store.Store, error) {
 		return pebble.Open(dir, pebble.WithDigestPrefixKeys(), pebble.WithCacheSize(8<<20))
-	})
+	}
+	storetest.Run(t, func(t *testing.T) store.Store { return mustOpen(t, open) })
+	storetest.RunReopen(t, open)
 }
 
 // The conformance suite with sorted runs: runs so small that nearly every

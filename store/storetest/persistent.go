@@ -24,15 +24,19 @@ import (
 const crashEnv = "INDEXKIT_STORETEST_CRASH_DIR"
 
 // RunPersistent runs the suite for stores kept on disk: everything of [Run],
-// then reopening after Close, and a crash test that SIGKILLs a child process
-// (this test binary, re-executed) in the middle of a stream of writes and
-// checks that the reopened store holds every write flushed before the kill.
+// then [RunReopen] and [RunCrash].
 //
 // open must open (creating if needed) the store in dir; it is called once
 // per subtest and again to reopen.
+//
+// A backend runs RunPersistent once, on its default options. A variant
+// whose options change only how the store reads (a cache size, say) runs
+// [Run], and [RunReopen] if its reads after a restart differ; one that
+// changes what reaches the disk and when runs RunPersistent again, or
+// [RunCrash] beside its other checks.
 func RunPersistent(t *testing.T, open func(dir string) (store.Store, error)) {
-	if dir := os.Getenv(crashEnv); dir != "" {
-		t.Run("Crash", func(t *testing.T) { crashChild(t, dir, open) })
+	if os.Getenv(crashEnv) != "" { // the crash child: only its subtest
+		RunCrash(t, open)
 		return
 	}
 	Run(t, func(t *testing.T) store.Store {
@@ -42,8 +46,29 @@ func RunPersistent(t *testing.T, open func(dir string) (store.Store, error)) {
 		}
 		return s
 	})
+	RunReopen(t, open)
+	RunCrash(t, open)
+}
+
+// RunReopen runs the suite's subtests that close a store and open it again
+// on the same directory: writes, updates, removals and provider records
+// (subtest Reopen) and samples (SampleReopen) come back as they were.
+func RunReopen(t *testing.T, open func(dir string) (store.Store, error)) {
 	t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
 	t.Run("SampleReopen", func(t *testing.T) { testSampleReopen(t, open) })
+}
+
+// RunCrash runs the crash subtest (Crash): it SIGKILLs a child process
+// (this test binary, re-executed with the -run pattern of the subtest) in
+// the middle of a stream of writes and checks that the reopened store
+// holds every write flushed before the kill, and only well-formed values.
+// The child starts a process, so the subtest is the integration lane's:
+// -short skips it.
+func RunCrash(t *testing.T, open func(dir string) (store.Store, error)) {
+	if dir := os.Getenv(crashEnv); dir != "" {
+		t.Run("Crash", func(t *testing.T) { crashChild(t, dir, open) })
+		return
+	}
 	t.Run("Crash", func(t *testing.T) { testCrash(t, open) })
 }
 
@@ -170,7 +195,7 @@ func crashState(r, flushed int) (want store.Value, removed, mayBeGone, eitherMet
 
 func testCrash(t *testing.T, open func(string) (store.Store, error)) {
 	if testing.Short() {
-		t.Skip("crash test re-executes the test binary; skipped with -short")
+		t.Skip("integration lane (make test): re-executes the test binary; -short (make check) skips it")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v=false")

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 func TestExitCode(t *testing.T) {
@@ -381,6 +383,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestMainProcess(t *testing.T) {
+	lane.Integration(t, "re-executes the test binary")
 	run := func(mode string, stop bool) (string, int) {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run=^$", "arg")

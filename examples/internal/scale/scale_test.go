@@ -15,6 +15,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/scale"
 	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 // and a raw baseline as child processes, every figure measured, every
 // multihash sampled found, and the tables written.
 func TestRun(t *testing.T) {
+	lane.Integration(t, "starts a node and a raw Pebble as processes")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -128,6 +130,7 @@ func TestFlags(t *testing.T) {
 // the join, the counts also say that the run waited for the outboxes to
 // drain before it stopped the ingest node.
 func TestSharded(t *testing.T) {
+	lane.Integration(t, "starts a sharded pool as processes")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

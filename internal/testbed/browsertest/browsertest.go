@@ -9,12 +9,16 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // Chromium returns the path of Debian's chromium; without it t skips, or
-// fails when CI is set.
+// fails when CI is set. Under -short it skips t: a browser is a process,
+// so its tests are the integration lane's (internal/testbed/lane).
 func Chromium(t testing.TB) string {
 	t.Helper()
+	lane.Integration(t, "starts Chromium")
 	for _, name := range []string{"chromium", "chromium-browser"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

@@ -78,6 +78,10 @@
 // Every function that takes a testing.TB must be called from the test's
 // goroutine; the Member and Cluster methods may be called from any.
 //
+// Under -short [Start] skips the test: clusters are the integration
+// lane's (internal/testbed/lane), which `make test` runs and `make check`
+// does not.
+//
 // The package has no runnable Example: everything needs the etcd binary,
 // and house style allows an Example only with an // Output comment that
 // runs without it.

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/indexkit/indexkit/internal/freeport"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/netproxy"
 )
 
@@ -116,6 +117,7 @@ type Member struct {
 // Without the etcd binary it calls [Unavailable].
 func Start(tb testing.TB, opts ...Option) *Cluster {
 	tb.Helper()
+	lane.Integration(tb, "starts an etcd cluster")
 	o := options{members: 1}
 	for _, f := range opts {
 		f(&o)

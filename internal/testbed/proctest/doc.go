@@ -8,6 +8,10 @@
 // it too) into a temporary directory of the test, with -race when the test
 // binary itself runs with the race detector.
 //
+// Under -short, [Build] and [Start] skip the test: processes are the
+// integration lane's (internal/testbed/lane), which `make test` runs and
+// `make check` does not.
+//
 // [Start] runs a binary and registers a cleanup that stops it if the test
 // has not: SIGTERM, then SIGKILL if it has not exited within
 // [DefaultTimeout]; when the test failed, the cleanup logs the process's

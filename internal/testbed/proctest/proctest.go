@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/internal/logfields"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // ModulePath is the root module, whose packages [Build] builds.
@@ -56,6 +57,7 @@ func goTool(t testing.TB) string {
 // -race when the test binary runs with the race detector.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	lane.Integration(t, "builds and starts "+pkg)
 	g := goTool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
@@ -126,6 +128,7 @@ func (p *Proc) addLine(line string) {
 // the test) and logs its output if the test failed.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
+	lane.Integration(t, "starts "+filepath.Base(bin)+" as a process")
 	p := &Proc{t: t, cmd: exec.Command(bin, args...), exited: make(chan struct{}), changed: make(chan struct{})}
 	p.cmd.Stdout = (*output)(p)
 	p.cmd.Stderr = (*output)(p)

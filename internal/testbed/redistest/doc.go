@@ -23,6 +23,8 @@
 //
 // [StartServer] runs redis-server on a free 127.0.0.1 port, in a temporary
 // directory, for tests that must kill it, restart it or lose its data.
+// Under -short it skips the test: a server of its own is the integration
+// lane's (internal/testbed/lane); the shared server of [Addr] is not.
 // Without options it keeps nothing on disk ([Server.Kill] then [Server.Start]
 // gives an empty server on the same port); with [WithAOF] it writes an
 // append-only file fsynced at every write, so a killed server comes back

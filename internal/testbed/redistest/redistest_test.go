@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 )
 
@@ -128,6 +129,7 @@ func TestPrefixCleanup(t *testing.T) {
 // A server without persistence comes back empty after Kill and Start, on
 // the same port; it is killed by PID and reaped at the end of the test.
 func TestServerRestartLosesData(t *testing.T) {
+	lane.Integration(t, "starts a redis-server of its own")
 	var pid int
 	t.Run("server", func(t *testing.T) {
 		s := redistest.StartServer(t)

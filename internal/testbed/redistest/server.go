@@ -14,6 +14,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
+
 	"github.com/indexkit/indexkit/internal/freeport"
 )
 
@@ -67,6 +69,7 @@ func WithStartTimeout(d time.Duration) Option {
 // not come up fails the test.
 func StartServer(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
+	lane.Integration(tb, "starts a redis-server of its own")
 	cfg := serverConfig{timeout: DefaultStartTimeout}
 	for _, o := range opts {
 		o(&cfg)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -21,7 +22,8 @@ import (
 // A query node applies one batch from an ingest node and reports its
 // status.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	dir, _ := os.MkdirTemp("", "querynode-example")
 	defer os.RemoveAll(dir)
 	st := memory.New()

@@ -21,7 +21,8 @@ import (
 // An ingest node's Writer sending a put to the one query node of a
 // layout, and the query node holding it.
 func Example() {
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails, not blocks
+	defer cancel()
 	dir, _ := os.MkdirTemp("", "writer-example")
 	defer os.RemoveAll(dir)
 
