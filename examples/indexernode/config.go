@@ -3,6 +3,7 @@ package indexernode
 import (
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"math"
 	"net/http"
@@ -178,6 +179,10 @@ type Config struct {
 	Logger *slog.Logger `json:"-"`
 	// Hooks observe the node, for metrics.
 	Hooks Hooks `json:"-"`
+	// P2PMetrics takes the libp2p host's metrics (nil: a registry of the
+	// host's own that no one reads). libp2p would otherwise register them
+	// in Prometheus's default registry, a global of the embedding program.
+	P2PMetrics prometheus.Registerer `json:"-"`
 }
 
 // Hooks observe a node; each nil field is skipped. They are called from

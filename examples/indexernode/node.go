@@ -227,9 +227,10 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 			libp2p.DisableRelay(), // no bootstrap, mDNS or NAT port mapping either: none is on by default
 			// libp2p's metrics would go to Prometheus's default registry,
 			// a global of the embedding program (its event bus registers
-			// there even with metrics disabled): a registry of the host's
-			// own takes them, and a node registers nothing globally.
-			libp2p.PrometheusRegisterer(prometheus.NewRegistry()),
+			// there even with metrics disabled): Config.P2PMetrics, or a
+			// registry of the host's own, takes them, and a node
+			// registers nothing globally.
+			libp2p.PrometheusRegisterer(p2pMetrics(cfg.P2PMetrics)),
 			libp2p.ConnectionGater(ipnisync.NewGater(n.policy)),
 		)
 		if err != nil {
@@ -633,4 +634,12 @@ func (n *Node) allowed(publisher peer.ID) bool {
 // accepts is [handoff.Node.Accepts].
 func (n *Node) accepts(ctx context.Context, publisher peer.ID) (bool, error) {
 	return n.adm.Accepts(ctx, publisher)
+}
+
+// p2pMetrics is reg, or a registry of its own when reg is nil.
+func p2pMetrics(reg prometheus.Registerer) prometheus.Registerer {
+	if reg == nil {
+		return prometheus.NewRegistry()
+	}
+	return reg
 }

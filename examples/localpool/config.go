@@ -49,11 +49,11 @@ type Config struct {
 	// "leveldb" or "memory".
 	Store string
 	// Processes runs each role as its own OS process (the Executable
-	// with the hidden "role" subcommand, see [RoleMain]) instead of in a
+	// with the hidden "role" subcommand, see [ServeRole]) instead of in a
 	// goroutine of this process.
 	Processes bool
 	// Executable is the program run in processes mode; it must call
-	// [RoleMain] first thing in main (a test binary calls it in
+	// rolemain.Run first thing in main (a test binary calls it in
 	// TestMain). Default: os.Executable().
 	Executable string
 	// Replication is the number of indexers per publisher (default 1).

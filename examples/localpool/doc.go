@@ -74,8 +74,8 @@
 //
 //	<executable> role <indexer|assigner|scatter|publisher|piece|query>
 //
-// which [RoleMain] serves: a program that may run a pool in processes
-// mode calls RoleMain first thing in main, and a test binary in TestMain;
+// which [ServeRole] serves: a program that may run a pool in processes
+// mode calls rolemain.Run first thing in main, and a test binary in TestMain;
 // nothing is built at run time. The child reads the Config, as JSON, on
 // its standard input, logs msg="role ready" with its listeners' addresses
 // once New has returned, and stops gracefully on SIGTERM. What cannot

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/examples/localpool/rolemain"
 	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
@@ -18,7 +19,7 @@ import (
 // tests (but goleveldb's mpoolDrain, which outlives a closed DB for up
 // to a second).
 func TestMain(m *testing.M) {
-	localpool.RoleMain()
+	rolemain.Run()
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/syndtr/goleveldb/leveldb.(*DB).mpoolDrain"))
 }
 

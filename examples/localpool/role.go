@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,42 +42,24 @@ var kinds = []string{KindIndexer, KindAssigner, KindScatter, KindPublisher, Kind
 // returned, with the address of each listener under the listener's name.
 const readyMsg = "role ready"
 
-// RoleMain runs a role and exits when the process was started as one
-// (os.Args[1] is [RoleCommand]); otherwise it returns at once. A program
-// that runs a pool with Config.Processes calls it first thing in main,
-// and a test binary in TestMain, so that the pool can start the same
-// executable as each role: no go toolchain is needed at run time.
+// ServeRole is the child's side of processes mode: the process was
+// started as `<executable> role <kind>` ([RoleCommand]), and ServeRole
+// runs the role of kind from the spec on in until ctx ends. A program
+// does not call it itself but through package rolemain, which takes the
+// signals (SIGINT and SIGTERM end ctx, SIGHUP arrives on hup) and exits:
+// so that the pool can start the same executable as each role, with no go
+// toolchain at run time, a program that runs a pool with Config.Processes
+// calls rolemain.Run first thing in main, and a test binary in TestMain.
 //
-// The role reads its spec from standard input: the typed Config of its
-// package that goroutine mode starts in process, as JSON. It binds its
-// listeners, starts the role through its package's New, as goroutine mode
-// does, logs msg="role ready" with its listeners' addresses, and runs it
-// until SIGINT or SIGTERM, which stop it gracefully; SIGHUP has a sharded
-// role load its layout file again. The exit status is 0 after a clean
-// shutdown, 1 after an error, 2 for an unknown kind.
-func RoleMain() {
-	if len(os.Args) < 2 || os.Args[1] != RoleCommand {
-		return
-	}
-	// Take SIGHUP before anything can send one, so that it never kills
-	// the process.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var kind string
-	if len(os.Args) > 2 {
-		kind = os.Args[2]
-	}
-	err := serveRole(ctx, kind, os.Stdin, os.Stderr, hup)
-	stop()
-	if err == nil {
-		os.Exit(0)
-	}
-	fmt.Fprintf(os.Stderr, "pool: %s %s: %v\n", RoleCommand, kind, err)
-	if errors.Is(err, errUnknownKind) {
-		os.Exit(2)
-	}
-	os.Exit(1)
+// The spec is the typed Config of the role's package that goroutine mode
+// starts in process, as JSON. ServeRole binds the role's listeners,
+// starts it through its package's New, as goroutine mode does, logs
+// msg="role ready" with its listeners' addresses to stderr, and runs it
+// until ctx ends, when it stops gracefully; each value on hup has a
+// sharded role load its layout file again (nil: none). An unknown kind is
+// an error wrapping [ErrUnknownKind].
+func ServeRole(ctx context.Context, kind string, in io.Reader, stderr io.Writer, hup <-chan os.Signal) error {
+	return serveRole(ctx, kind, in, stderr, hup)
 }
 
 // layoutReloader is a sharded role, which loads its layout file again.
@@ -90,7 +71,7 @@ type layoutReloader interface{ ReloadLayout() error }
 // signal on hup. It logs to stderr.
 func serveRole(ctx context.Context, kind string, in io.Reader, stderr io.Writer, hup <-chan os.Signal) error {
 	if !slices.Contains(kinds, kind) {
-		return fmt.Errorf("kind %q: %w", kind, errUnknownKind)
+		return fmt.Errorf("kind %q: %w", kind, ErrUnknownKind)
 	}
 	var s roleSpec
 	if err := json.NewDecoder(in).Decode(&s); err != nil {
@@ -202,7 +183,7 @@ func roleCommand(exe string, s *roleSpec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// startProcess starts s in a child process of exe (see [RoleMain]); its
+// startProcess starts s in a child process of exe (see [ServeRole]); its
 // standard output and error go to w. It waits until the child has logged
 // readyMsg (its New has returned), and kills it if it does not.
 func startProcess(ctx context.Context, exe string, s *roleSpec, w io.Writer) (*run, error) {

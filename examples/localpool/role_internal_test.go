@@ -26,8 +26,8 @@ import (
 func TestServeRole(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := serveRole(ctx, "nope", strings.NewReader("{}"), io.Discard, nil); !errors.Is(err, errUnknownKind) {
-		t.Fatalf("kind nope: %v, want %v", err, errUnknownKind)
+	if err := serveRole(ctx, "nope", strings.NewReader("{}"), io.Discard, nil); !errors.Is(err, ErrUnknownKind) {
+		t.Fatalf("kind nope: %v, want %v", err, ErrUnknownKind)
 	}
 	cfg := publishernode.DefaultConfig()
 	cfg.Dir = t.TempDir()

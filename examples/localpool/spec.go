@@ -29,7 +29,7 @@ import (
 // ports of its listeners, and what rebuilds the values that cannot cross
 // a process boundary. The pool builds it ([Pool.spec]); goroutine mode
 // starts it in this process, processes mode hands it, as JSON, to a child
-// that [RoleMain] serves. Exactly one of the configs is set, the one of
+// that [ServeRole] serves. Exactly one of the configs is set, the one of
 // Kind; its Logger is nil (each side sets its own).
 type roleSpec struct {
 	Kind string
@@ -117,7 +117,7 @@ func (p *Pool) spec(r *role) (*roleSpec, error) {
 		c := p.queryConfig(r)
 		s.Query = &c
 	default:
-		return nil, fmt.Errorf("kind %q: %w", r.kind, errUnknownKind)
+		return nil, fmt.Errorf("kind %q: %w", r.kind, ErrUnknownKind)
 	}
 	return s, nil
 }
@@ -234,8 +234,8 @@ func (p *Pool) queryConfig(r *role) querynode.Config {
 	return cfg
 }
 
-// errUnknownKind is a spec of no known kind of role.
-var errUnknownKind = errors.New("unknown kind of role")
+// ErrUnknownKind is a role of no known kind (ServeRole, a spec).
+var ErrUnknownKind = errors.New("unknown kind of role")
 
 // listen binds s's listeners on 127.0.0.1, in order.
 func (s *roleSpec) listen() ([]net.Listener, error) {
@@ -326,5 +326,5 @@ func (s *roleSpec) start(ctx context.Context, log *slog.Logger, lns []net.Listen
 		cfg.Logger = log
 		return querynode.New(cfg, lns[0])
 	}
-	return nil, fmt.Errorf("kind %q: %w", s.Kind, errUnknownKind)
+	return nil, fmt.Errorf("kind %q: %w", s.Kind, ErrUnknownKind)
 }

@@ -18,12 +18,13 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/localpool"
+	"github.com/indexkit/indexkit/examples/localpool/rolemain"
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 func main() {
-	localpool.RoleMain() // --processes re-executes this binary as each role
+	rolemain.Run() // --processes re-executes this binary as each role
 	// The first SIGINT or SIGTERM ends the show and starts the end check;
 	// a second one cuts the end check short; a third one kills the
 	// process as by default.

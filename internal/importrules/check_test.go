@@ -142,19 +142,19 @@ func TestImportRulesCheck(t *testing.T) {
 		pkgs: []listedPackage{
 			{ImportPath: mod + "/examples/scatternode", Imports: append(m("internal/serve", "examples/internal/cli"), "flag", "net/http"),
 				Deps: append(m("internal/serve", "examples/internal/cli"), "flag", "net/http", "os/signal", "github.com/multiformats/go-multicodec")},
-			{ImportPath: mod + "/internal/serve", Imports: []string{"net/http", "os/signal", "github.com/prometheus/client_golang/prometheus"}},
+			{ImportPath: mod + "/internal/serve", Imports: []string{"net/http", "os/signal", "github.com/prometheus/client_golang/prometheus/promhttp"}},
 			{ImportPath: mod + "/examples/internal/cli", Imports: []string{"flag", "os/signal"}},
 			// A third-party package that imports flag is not checked.
 			{ImportPath: mod + "/examples/querynode", Imports: []string{"github.com/multiformats/go-multicodec"},
 				Deps: []string{"flag", "github.com/multiformats/go-multicodec"}},
-			// Nor is a package that is not a role.
-			{ImportPath: mod + "/examples/indexernode", Imports: append(m("examples/internal/cli"), "flag", "net/http/pprof")},
+			// Nor is a package that is not a role (a program).
+			{ImportPath: mod + "/examples/internal/cmd/indexercmd", Imports: append(m("examples/internal/cli"), "flag", "net/http/pprof")},
 		},
 		want: []want{
 			{kindRoles, []string{"the role package examples/scatternode reaches examples/internal/cli:", "only its program"}},
 			{kindRoles, []string{"examples/scatternode reaches flag:"}},
 			{kindRoles, []string{"examples/scatternode reaches os/signal through internal/serve"}},
-			{kindRoles, []string{"examples/scatternode reaches github.com/prometheus/client_golang/prometheus through internal/serve"}},
+			{kindRoles, []string{"examples/scatternode reaches github.com/prometheus/client_golang/prometheus/promhttp through internal/serve"}},
 			{kindRoles, []string{"examples/scatternode reaches flag through examples/internal/cli"}},
 			{kindRoles, []string{"examples/scatternode reaches os/signal through examples/internal/cli"}},
 		},

@@ -136,7 +136,10 @@ const everyone = "internal/errkind"
 // (DESIGN.md: "no flag parsing, pprof, os/signal or global registration"):
 // neither they nor any package of the module they depend on imports
 // programOnly. Add each role package once its program has moved out.
-var roles = []string{"examples/scatternode", "examples/querynode"}
+var roles = []string{
+	"examples/indexernode", "examples/scatternode", "examples/querynode", "examples/assignernode",
+	"examples/piecenode", "examples/publishernode", "examples/localpool",
+}
 
 // programOnly are what only a program imports: flag parsing, signals,
 // profiles and global registration (net/http/pprof and expvar register on
@@ -144,7 +147,10 @@ var roles = []string{"examples/scatternode", "examples/querynode"}
 // default registry), and the mains' own packages. A path ending in "/..."
 // is a tree; module paths are relative to the module root.
 var programOnly = struct{ std, module []string }{
-	std:    []string{"flag", "os/signal", "net/http/pprof", "expvar", "github.com/prometheus/..."},
+	std:    []string{"flag", "os/signal", "net/http/pprof", "expvar",
+		// Serving metrics is the program's; a role may take an injected
+		// prometheus.Registerer (the indexer's libp2p host does).
+		"github.com/prometheus/client_golang/prometheus/promhttp", "github.com/prometheus/client_golang/prometheus/collectors"},
 	module: []string{"examples/internal/cli", "examples/internal/cmd/..."},
 }
 

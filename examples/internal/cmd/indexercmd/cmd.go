@@ -58,6 +58,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	met := newMetrics()
 	cfg.Hooks = met.hooks()
+	cfg.P2PMetrics = met.reg // the host's metrics beside the node's on -metrics
 
 	var lns indexernode.Listeners
 	var metricsLn net.Listener
