@@ -117,17 +117,23 @@
 //     benchmark of a node against raw Pebble, make scale, its logic in
 //     examples/internal/scale), and pool, one command that runs a whole
 //     local pool and shows it live (make demo).
-//   - examples/indexernode, scatternode, assignernode, piecenode,
-//     publishernode: each role as an importable, typed package (Config with
-//     time.Duration fields, Listeners the caller binds, New, Addrs, Run,
-//     Close), and the binary over it: Main in the package for indexernode
-//     and scatternode, examples/internal/cmd/<role>cmd for the others.
+//   - examples/indexernode, scatternode, querynode, assignernode,
+//     piecenode, publishernode: each role as an importable, typed library
+//     package (one Config with DefaultConfig and Validate, JSON
+//     round-trippable; Listeners the caller binds; New, Addrs, Run, Close;
+//     hooks for metrics). A role package parses no flags, takes no
+//     signals, serves no profiles and registers nothing globally; its
+//     program is examples/internal/cmd/<role>cmd (flags or a JSON file
+//     onto Config, Prometheus from the hooks, pprof, signals), and the
+//     binary's main is one line over it.
 //   - examples/localpool: a whole pool in one call (start, stop, kill,
 //     restart, add an indexer, snapshots, ground truth, completeness
 //     checks), in goroutines or one process per role; examples/pool, the
 //     end-to-end tests and other modules' tests use it.
-//   - examples/internal/logtap: reads the listening addresses off a role's
-//     log (the pool's processes mode).
+//   - examples/localpool/rolemain: the program's side of processes mode
+//     (signals, exit status) over localpool.ServeRole.
+//   - examples/internal/logtap: reads a role's log lines and the listening
+//     addresses off them.
 //
 // # Import rules
 //
@@ -144,9 +150,10 @@
 //   - ingest imports store and ingest/*; handoff imports ingest and store,
 //     scatter/find (the /providers model), and the leaves ingest/admin
 //     and freeze (it implements the indexer's side of the admin contract);
-//     assigner imports handoff, ingest/announce, and ingest/ipnisync with
-//     ingest/netpolicy (to verify unknown publishers); ingest/admin, the
-//     contract both sides build on, imports only freeze; scatter/find
+//     assigner imports ingest/admin, ingest/announce, and ingest/ipnisync
+//     with ingest/netpolicy (to verify unknown publishers), never handoff;
+//     ingest/admin, the contract both sides build on, imports only freeze
+//     (and internal helpers); scatter/find
 //     imports store; scatter imports store and scatter/find; piece imports
 //     ingest and its subpackages, and scatter/find; lease/agent imports
 //     lease.
