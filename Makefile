@@ -83,15 +83,16 @@ check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import r
 # whole pools under -race take several times as long for races the unit
 # lane's concurrent tests already look for. Without -race the manager
 # tests of lease/agent run too (see lease/agent/manager_test.go).
-test: ## everything CI checks: services, vet, gofmt, the unit lane under -race, both lanes without it, interop
+test: ## everything CI checks: services, vet, gofmt, import rules, the unit lane under -race, both lanes without it, interop under -race
 	bash .ci/services
 	@$(MAKE) --no-print-directory gofmt-check
 	go vet ./...
+	go test -count=1 -run TestImportRules ./internal/importrules/
 	go test -race -short -count=1 -timeout 15m ./...
 	go test -count=1 -timeout 15m ./...
 	@if [ -f interop/go.mod ]; then \
-		echo "cd interop && go vet ./... && go test -count=1 ./..."; \
-		cd interop && go vet ./... && go test -count=1 -timeout 15m ./...; \
+		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
+		cd interop && go vet ./... && go test -race -count=1 -timeout 15m ./...; \
 	fi
 
 gofmt-check:
