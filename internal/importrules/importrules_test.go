@@ -147,7 +147,7 @@ var roles = []string{
 // default registry), and the mains' own packages. A path ending in "/..."
 // is a tree; module paths are relative to the module root.
 var programOnly = struct{ std, module []string }{
-	std:    []string{"flag", "os/signal", "net/http/pprof", "expvar",
+	std: []string{"flag", "os/signal", "net/http/pprof", "expvar",
 		// Serving metrics is the program's; a role may take an injected
 		// prometheus.Registerer (the indexer's libp2p host does).
 		"github.com/prometheus/client_golang/prometheus/promhttp", "github.com/prometheus/client_golang/prometheus/collectors"},
