@@ -1,7 +1,7 @@
 package assignernode
 
-import "errors"
+import "github.com/indexkit/indexkit/internal/errkind"
 
 // ErrRunTwice is returned by [Assigner.Run] when it was called before, or
 // after [Assigner.Close].
-var ErrRunTwice = errors.New("assignernode: Run called twice or after Close")
+var ErrRunTwice = errkind.New(errkind.RunTwice, "assignernode: Run called twice or after Close")

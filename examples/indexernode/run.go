@@ -2,8 +2,8 @@ package indexernode
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/internal/errkind"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -16,7 +16,7 @@ import (
 
 // ErrRunTwice is returned by [Node.Run] called a second time or after
 // [Node.Close].
-var ErrRunTwice = errors.New("indexernode: Run called twice or after Close")
+var ErrRunTwice = errkind.New(errkind.RunTwice, "indexernode: Run called twice or after Close")
 
 // Run runs the node until ctx ends: it asks every publisher it follows for
 // its head, serves its listeners, ingests, takes announces, watches the

@@ -1,6 +1,10 @@
 package localpool
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 // Sentinels of the package; errors wrap them with what failed.
 var (
@@ -15,5 +19,5 @@ var (
 	// does not run.
 	ErrStopped = errors.New("pool: role is not running")
 	// ErrClosed is wrapped by every method after [Pool.Close].
-	ErrClosed = errors.New("pool: closed")
+	ErrClosed = errkind.New(errkind.Closed, "pool: closed")
 )

@@ -1,11 +1,15 @@
 package publishernode
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/indexkit/indexkit/internal/errkind"
+)
 
 var (
 	// ErrRunTwice is returned by [Node.Run] when it was called before, or
 	// after [Node.Close].
-	ErrRunTwice = errors.New("publishernode: Run called twice or after Close")
+	ErrRunTwice = errkind.New(errkind.RunTwice, "publishernode: Run called twice or after Close")
 
 	// ErrInvalidSpec is wrapped by [NewPublisher] for a [Spec] it cannot
 	// honour; the message names the field.

@@ -1,7 +1,7 @@
 package scatternode
 
-import "errors"
+import "github.com/indexkit/indexkit/internal/errkind"
 
 // ErrRunTwice is returned by [Scatter.Run] when it was called before, or
 // after [Scatter.Close].
-var ErrRunTwice = errors.New("scatternode: Run called twice or after Close")
+var ErrRunTwice = errkind.New(errkind.RunTwice, "scatternode: Run called twice or after Close")

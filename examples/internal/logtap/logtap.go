@@ -3,17 +3,17 @@ package logtap
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
 
 // ErrClosed is wrapped by the waits of a [Tap] that was closed before the
 // awaited line came: the role has returned without writing it.
-var ErrClosed = errors.New("logtap: closed")
+var ErrClosed = errkind.New(errkind.Closed, "logtap: closed")
 
 // maxLines bounds the lines a Tap keeps; older lines are dropped (a
 // listening line comes early, but a wait may start late, so the first
