@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
 )
@@ -351,7 +352,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		"ttl", cfg.TTL, "window", cfg.Window, "max_bids", cfg.MaxBids, "replicas", cfg.Replicas)
 
 	eg, gctx := errgroup.WithContext(ctx)
-	cli.Serve(gctx, eg, "http", cli.NewHTTPServer(n.handler(), log), ln, 5*time.Second)
+	httpserve.Serve(gctx, eg, "http", httpserve.NewServer(n.handler(), log), ln, 5*time.Second)
 	eg.Go(func() error { return n.mgr.Run(gctx) })
 	eg.Go(func() error { return n.keepAddr(gctx) })
 	eg.Go(func() error { return n.keepSettings(gctx) })

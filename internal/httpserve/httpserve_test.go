@@ -95,4 +95,8 @@ func TestNewServer(t *testing.T) {
 		srv.WriteTimeout != WriteTimeout || srv.IdleTimeout != IdleTimeout || srv.ErrorLog == nil {
 		t.Fatalf("server %+v lacks a deadline or its error log", srv)
 	}
+	if srv.ReadHeaderTimeout != 10*time.Second || srv.ReadTimeout != 30*time.Second ||
+		srv.WriteTimeout != time.Minute || srv.IdleTimeout != 2*time.Minute {
+		t.Errorf("deadlines %v, %v, %v, %v; want 10s, 30s, 1m, 2m", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
+	}
 }

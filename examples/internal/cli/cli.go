@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -19,9 +18,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/internal/netlimit"
 )
 
@@ -139,27 +135,12 @@ func LoadConfig[C any](args []string, stderr io.Writer, defaults func() C, flags
 	return c, nil
 }
 
-// Deadlines of the servers NewHTTPServer makes (internal/httpserve's).
-const (
-	ReadHeaderTimeout = httpserve.ReadHeaderTimeout
-	ReadTimeout       = httpserve.ReadTimeout
-	WriteTimeout      = httpserve.WriteTimeout
-	IdleTimeout       = httpserve.IdleTimeout
-)
-
 // Connection caps of the listeners Listen makes, unless the -max-conns and
 // -max-conns-per-ip flags of ConnLimitFlags say otherwise.
 const (
 	DefaultMaxConns      = netlimit.DefaultMaxConns
 	DefaultMaxConnsPerIP = netlimit.DefaultMaxConnsPerIP
 )
-
-// NewHTTPServer is httpserve.NewServer: a server for h with read and write
-// deadlines, logging its errors to log at warn level. Serve it on a
-// listener from Listen, so that its connections are capped.
-func NewHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	return httpserve.NewServer(h, log)
-}
 
 // Listen binds the TCP address addr with at most maxConns connections open
 // at once (beyond it a new connection evicts the one whose exchange began
@@ -199,13 +180,6 @@ func CheckConnLimits(maxConns, maxConnsPerIP int) error {
 		return fmt.Errorf("-max-conns-per-ip %d must not be negative", maxConnsPerIP)
 	}
 	return nil
-}
-
-// Serve is httpserve.Serve: srv on ln under eg until ctx is done, then a
-// shutdown bounded by timeout whatever the clients do. Errors start with
-// "<name> server: ".
-func Serve(ctx context.Context, eg *errgroup.Group, name string, srv *http.Server, ln net.Listener, timeout time.Duration) {
-	httpserve.Serve(ctx, eg, name, srv, ln, timeout)
 }
 
 // Announce limits of the roles that take announces (indexer, assigner),
@@ -270,13 +244,6 @@ func ParsePrefixes(s string) ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// WaitStopped is httpserve.WaitStopped: the end of a role's Run, which
-// logs msg="shutting down" and msg=stopped and returns the group's error
-// (context.Canceled counts as a clean stop).
-func WaitStopped(ctx context.Context, eg *errgroup.Group, log *slog.Logger) error {
-	return httpserve.WaitStopped(ctx, eg, log)
 }
 
 // Duration is a time.Duration that a JSON config file writes as a string

@@ -22,6 +22,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/internal/httpserve"
+
 	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
@@ -195,7 +197,8 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-// server is a server of NewHTTPServer run by Serve under an errgroup.
+// server is a server of httpserve.NewServer run by httpserve.Serve under
+// an errgroup, on a listener of Listen.
 type server struct {
 	addr   string
 	ln     net.Listener
@@ -205,7 +208,7 @@ type server struct {
 	log    *syncBuffer // what the server logged
 }
 
-// serve starts h with NewHTTPServer and Serve on a Listen listener on
+// serve starts h with httpserve.NewServer and Serve on a Listen listener on
 // 127.0.0.1:0 with the default caps; edit, if not nil, changes the server
 // before it starts (shorter deadlines).
 func serve(t *testing.T, h http.Handler, timeout time.Duration, edit func(*http.Server)) *server {
@@ -223,11 +226,11 @@ func serveOn(t *testing.T, h http.Handler, timeout time.Duration, maxConns, perI
 	t.Cleanup(cancel)
 	eg, ctx := errgroup.WithContext(ctx)
 	s := &server{addr: ln.Addr().String(), ln: ln, cancel: cancel, eg: eg, log: &syncBuffer{}}
-	s.srv = NewHTTPServer(h, NewLogger(s.log, slog.LevelInfo))
+	s.srv = httpserve.NewServer(h, NewLogger(s.log, slog.LevelInfo))
 	if edit != nil {
 		edit(s.srv)
 	}
-	Serve(ctx, eg, "test", s.srv, ln, timeout)
+	httpserve.Serve(ctx, eg, "test", s.srv, ln, timeout)
 	t.Cleanup(func() { cancel(); eg.Wait() })
 	return s
 }
@@ -248,14 +251,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-func TestNewHTTPServer(t *testing.T) {
-	srv := NewHTTPServer(http.NotFoundHandler(), NewLogger(io.Discard, slog.LevelInfo))
-	if srv.ReadHeaderTimeout != 10*time.Second || srv.ReadTimeout != 30*time.Second ||
-		srv.WriteTimeout != time.Minute || srv.IdleTimeout != 2*time.Minute || srv.ErrorLog == nil {
-		t.Errorf("NewHTTPServer: %+v", srv)
-	}
 }
 
 func TestServeGracefulShutdown(t *testing.T) {
@@ -354,7 +349,7 @@ func TestServeListenerError(t *testing.T) {
 	}
 	ln.Close() // Serve fails at once
 	eg, ctx := errgroup.WithContext(context.Background())
-	Serve(ctx, eg, "find", &http.Server{}, ln, time.Second)
+	httpserve.Serve(ctx, eg, "find", &http.Server{}, ln, time.Second)
 	if err := eg.Wait(); err == nil || !strings.HasPrefix(err.Error(), "find server: ") {
 		t.Errorf("Wait: %v, want a find server error", err)
 	}

@@ -1,11 +1,11 @@
 // Package cli is the plumbing the example binaries (examples/indexer,
 // examples/scatter, examples/assigner) share: the main function's signal
 // handling and exit codes, the -log-level flag and the stderr logger, the
-// -config JSON file under the command-line flags, and HTTP servers that
-// cannot be exhausted: read and write deadlines ([NewHTTPServer]),
-// listeners with a cap on connections in total and per source IP
-// ([Listen], [ConnLimitFlags]), run under an errgroup with a shutdown
-// bounded whatever the clients do ([Serve]); and the announce-limit
+// -config JSON file under the command-line flags, listeners with a cap on
+// connections in total and per source IP ([Listen], [ConnLimitFlags]) for
+// the servers of internal/httpserve (read and write deadlines, a shutdown
+// bounded whatever the clients do), the -pprof listener; and the
+// announce-limit
 // defaults of the roles that take announces ([DefaultAnnounceRate],
 // [RateBurst], [ParsePrefixes]).
 //

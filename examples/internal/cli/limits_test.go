@@ -132,7 +132,7 @@ func TestEndlessChunkedBodyCut(t *testing.T) {
 
 func TestSlowBodyAttack(t *testing.T) {
 	// About 200 slow-body clients from one address, against the caps of
-	// Listen and the deadlines of NewHTTPServer (shortened).
+	// Listen and the deadlines of httpserve.NewServer (shortened).
 	const clients = 200
 
 	t.Run("per-source cap", func(t *testing.T) {

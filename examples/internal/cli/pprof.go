@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/internal/localonly"
+
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
 // ListenPprof binds addr, the value of the -pprof flag, for Go's
@@ -49,6 +51,6 @@ func ServePprof(ctx context.Context, eg *errgroup.Group, ln net.Listener, shutdo
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	Serve(ctx, eg, "pprof", &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: ReadHeaderTimeout}, ln, shutdownTimeout)
+	httpserve.Serve(ctx, eg, "pprof", &http.Server{Handler: guard.Handler(mux), ReadHeaderTimeout: httpserve.ReadHeaderTimeout}, ln, shutdownTimeout)
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
 // fileConfig is the binary's configuration: the JSON config file
@@ -448,7 +449,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if fc.Metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)}))
-		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), lns[2], cfg.ShutdownTimeout)
+		httpserve.Serve(ctx, eg, "metrics", httpserve.NewServer(mux, log), lns[2], cfg.ShutdownTimeout)
 	}
 	return eg.Wait()
 }

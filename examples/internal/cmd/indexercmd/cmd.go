@@ -17,6 +17,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
 // Main is the indexer program: it parses args as examples/indexer's flags
@@ -127,7 +128,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
-		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), metricsLn, cfg.ShutdownTimeout)
+		httpserve.Serve(ctx, eg, "metrics", httpserve.NewServer(mux, log), metricsLn, cfg.ShutdownTimeout)
 	}
 	if pprofLn != nil {
 		if err := cli.ServePprof(ctx, eg, pprofLn, cfg.ShutdownTimeout); err != nil {

@@ -36,7 +36,7 @@ var nodeFindKeys = flag.Int("node-find-keys", 1_000_000, "multihashes in the ind
 
 // BenchmarkNodeFind measures store hits through a running node's find
 // listener, the stack examples/indexer serves: the connection caps of
-// cli.Listen at their defaults, cli.NewHTTPServer's timeouts, the
+// cli.Listen at their defaults, httpserve.NewServer's timeouts, the
 // listener's and the lookups' muxes, the Prometheus wrapper of the
 // metrics hooks, and the find handler over a find.StoreBackend. Beside it,
 // in the same run and in alternating turns (internal/testbed/loopbench.Compare), a

@@ -23,6 +23,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/scatternode"
+	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
@@ -393,7 +394,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(met.reg, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError),
 		}))
-		cli.Serve(ctx, eg, "metrics", cli.NewHTTPServer(mux, log), mln, opts.shutdownTimeout)
+		httpserve.Serve(ctx, eg, "metrics", httpserve.NewServer(mux, log), mln, opts.shutdownTimeout)
 	}
 	eg.Go(func() error {
 		reloadLoop(ctx, hup, opts, node, log, met)
