@@ -10,11 +10,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/internal/scale"
 	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
@@ -108,12 +110,12 @@ func TestRun(t *testing.T) {
 func TestFlags(t *testing.T) {
 	var stderr bytes.Buffer
 	for _, args := range [][]string{{"-mh", "ten"}, {"-shape", "blobs", "-mh", "1k"}, {"-mh", "0"}, {"stray"}} {
-		err := scale.Main(t.Context(), args, &bytes.Buffer{}, &stderr)
+		err := scale.Main(deadline.Context(t, time.Minute), args, &bytes.Buffer{}, &stderr)
 		if err == nil {
 			t.Errorf("Main(%q) = nil, want an error", args)
 		}
 	}
-	if err := scale.Main(t.Context(), []string{"-h"}, &bytes.Buffer{}, &stderr); err != flag.ErrHelp {
+	if err := scale.Main(deadline.Context(t, time.Minute), []string{"-h"}, &bytes.Buffer{}, &stderr); err != flag.ErrHelp {
 		t.Errorf("-h: %v", err)
 	}
 	if !strings.Contains(stderr.String(), "-probe-rate") {

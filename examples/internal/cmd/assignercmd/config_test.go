@@ -19,6 +19,7 @@ import (
 
 	"github.com/indexkit/indexkit/assigner"
 	"github.com/indexkit/indexkit/examples/assignernode"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 )
 
 // testPeer is a deterministic peer ID for config tests.
@@ -369,11 +370,11 @@ func TestLoadConfigErrors(t *testing.T) {
 // TestRunConfigError: run reports a bad configuration before listening.
 func TestRunConfigError(t *testing.T) {
 	var stderr bytes.Buffer
-	err := Main(t.Context(), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
+	err := Main(deadline.Context(t, time.Minute), []string{"-indexer", "admin=h:1", "-indexer", "admin=h:1"}, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatalf("run: %v", err)
 	}
-	if err := Main(t.Context(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
+	if err := Main(deadline.Context(t, time.Minute), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "-indexer") {
 		t.Fatalf("run -h: %v\n%s", err, stderr.String())
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/internal/cmd/assignercmd"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 )
 
 // TestAdminTokenSources: the assigner calls the indexers' admin APIs with
@@ -71,7 +72,7 @@ func TestAdminTokenSources(t *testing.T) {
 		})
 	}
 	t.Setenv(cli.EnvAdminToken, "")
-	err := assignercmd.Main(t.Context(), []string{"-indexer", "admin=127.0.0.1:1,find=127.0.0.1:2,ingest=127.0.0.1:3",
+	err := assignercmd.Main(deadline.Context(t, time.Minute), []string{"-indexer", "admin=127.0.0.1:1,find=127.0.0.1:2,ingest=127.0.0.1:3",
 		"-admin-token", "a", "-admin-token-file", file}, io.Discard)
 	if !errors.Is(err, cli.ErrTokenSources) {
 		t.Fatalf("-admin-token and -admin-token-file: %v, want ErrTokenSources", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 )
 
 // running is an indexer run in this process.
@@ -114,7 +115,7 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	t.Setenv(cli.EnvAdminToken, "")
 	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "10.9.8.7:3002", "indexer.example:3002"} {
 		dir := filepath.Join(t.TempDir(), "data")
-		err := indexercmd.Main(t.Context(), []string{"-dir", dir, "-store", "memory", "-admin", addr, "-p2p", "none"}, io.Discard)
+		err := indexercmd.Main(deadline.Context(t, time.Minute), []string{"-dir", dir, "-store", "memory", "-admin", addr, "-p2p", "none"}, io.Discard)
 		if !errors.Is(err, indexercmd.ErrAdminNeedsToken) {
 			t.Fatalf("-admin %s without a token: %v, want ErrAdminNeedsToken", addr, err)
 		}
@@ -128,7 +129,7 @@ func TestAdminOffLoopbackNeedsToken(t *testing.T) {
 	}
 	// Two explicit token sources are refused too.
 	file := writeFile(t, "tok\n", 0o600)
-	err := indexercmd.Main(t.Context(), []string{"-dir", t.TempDir(), "-admin-token", "a", "-admin-token-file", file}, io.Discard)
+	err := indexercmd.Main(deadline.Context(t, time.Minute), []string{"-dir", t.TempDir(), "-admin-token", "a", "-admin-token-file", file}, io.Discard)
 	if !errors.Is(err, cli.ErrTokenSources) {
 		t.Fatalf("-admin-token and -admin-token-file: %v, want ErrTokenSources", err)
 	}
@@ -182,7 +183,7 @@ func TestAdminTokenSources(t *testing.T) {
 	if got := statusCode(t, n.admin, secret); got != 200 {
 		t.Fatalf("token from a 0644 file: %d", got)
 	}
-	if _, err := n.tap.WaitMsg(t.Context(), "admin token: token file "+open+" has mode -rw-r--r--: others on this machine can read it (chmod 600)"); err != nil {
+	if _, err := n.tap.WaitMsg(deadline.Context(t, 30*time.Second), "admin token: token file "+open+" has mode -rw-r--r--: others on this machine can read it (chmod 600)"); err != nil {
 		t.Fatalf("no WARN about the file's mode: %v\n%s", err, strings.Join(n.tap.Lines(), "\n"))
 	}
 }
@@ -265,7 +266,7 @@ func TestHandoffFrom(t *testing.T) {
 	}
 
 	n := runIndexer(t, "-use-assigner")
-	if _, err := n.tap.WaitMsg(t.Context(), "handoffs are accepted from any frozen indexer the admin caller names (FrozenURL); "+
+	if _, err := n.tap.WaitMsg(deadline.Context(t, 30*time.Second), "handoffs are accepted from any frozen indexer the admin caller names (FrozenURL); "+
 		"set -handoff-from or -handoff-from-file to the pool's find URLs"); err != nil {
 		t.Fatalf("no WARN without -handoff-from: %v", err)
 	}
@@ -275,7 +276,7 @@ func TestHandoffFrom(t *testing.T) {
 		{"-handoff-from-file", filepath.Join(t.TempDir(), "missing")},
 		{"-handoff-from", "ftp://127.0.0.1/x"},
 	} {
-		err := indexercmd.Main(t.Context(), append([]string{"-dir", t.TempDir(), "-store", "memory", "-p2p", "none",
+		err := indexercmd.Main(deadline.Context(t, time.Minute), append([]string{"-dir", t.TempDir(), "-store", "memory", "-p2p", "none",
 			"-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", ""}, args...), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "handoff") {
 			t.Errorf("%q: %v, want an error naming the handoff flag", args, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cmd/indexercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 )
 
 // runFails runs the indexer program in this process with args, expects it
@@ -134,7 +135,7 @@ func TestPprofLoopbackOnly(t *testing.T) {
 // /debug/pprof/profile would cost the node a CPU profile.
 func TestPprofAnswersNoPage(t *testing.T) {
 	r := runIndexer(t, "-pprof", "127.0.0.1:0")
-	addr, err := r.tap.Addr(t.Context(), "pprof")
+	addr, err := r.tap.Addr(deadline.Context(t, 30*time.Second), "pprof")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/indexkit/indexkit/examples/internal/cmd/publishercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
 	"github.com/indexkit/indexkit/examples/publishernode"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 )
 
 // Main logs one msg=listening line per publisher, then its identity, then
@@ -97,7 +98,7 @@ func TestMainErrors(t *testing.T) {
 		{[]string{"-listen", "127.0.0.1:0", "-dir", dir, "-piece-context-every", "3"}, publishernode.ErrState, "piece-context-every 0"},
 		{[]string{"-piece-context-every", "-1"}, nil, "-piece-context-every -1"},
 	} {
-		err := publishercmd.Main(t.Context(), tc.args, io.Discard)
+		err := publishercmd.Main(deadline.Context(t, time.Minute), tc.args, io.Discard)
 		if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("Main %q: %v, want %v containing %q", tc.args, err, tc.want, tc.text)
 		}

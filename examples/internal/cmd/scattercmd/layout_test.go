@@ -24,6 +24,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
+	"github.com/indexkit/indexkit/internal/testbed/deadline"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
@@ -284,7 +285,7 @@ func TestLayoutFile(t *testing.T) {
 
 // -layout names the backends: -backends beside it is refused.
 func TestLayoutWithBackends(t *testing.T) {
-	err := scattercmd.Main(t.Context(), []string{"-layout", "x.json", "-backends", "http://a"}, io.Discard)
+	err := scattercmd.Main(deadline.Context(t, time.Minute), []string{"-layout", "x.json", "-backends", "http://a"}, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "give -backends or -layout, not both") {
 		t.Errorf("-layout with -backends: %v", err)
 	}
