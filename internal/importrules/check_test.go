@@ -147,16 +147,26 @@ func TestImportRulesCheck(t *testing.T) {
 			// A third-party package that imports flag is not checked.
 			{ImportPath: mod + "/examples/querynode", Imports: []string{"github.com/multiformats/go-multicodec"},
 				Deps: []string{"flag", "github.com/multiformats/go-multicodec"}},
+			// A role whose dependencies (third-party included) reach
+			// something that registers globally, but one its row exempts.
+			{ImportPath: mod + "/examples/piecenode", Imports: []string{"github.com/x/lib"},
+				Deps: []string{"github.com/x/lib", "expvar", "github.com/prometheus/client_golang/prometheus", "net/http/pprof"}},
+			{ImportPath: mod + "/examples/indexernode", Imports: []string{"github.com/cockroachdb/pebble/v2"},
+				Deps: []string{"github.com/cockroachdb/pebble/v2", "github.com/prometheus/client_golang/prometheus", "expvar", "net/http/pprof"}},
 			// Nor is a package that is not a role (a program).
 			{ImportPath: mod + "/examples/internal/cmd/indexercmd", Imports: append(m("examples/internal/cli"), "flag", "net/http/pprof")},
 		},
 		want: []want{
+			{kindRoles, []string{"examples/indexernode depends on net/http/pprof: "}},
 			{kindRoles, []string{"the role package examples/scatternode reaches examples/internal/cli:", "only its program"}},
 			{kindRoles, []string{"examples/scatternode reaches flag:"}},
 			{kindRoles, []string{"examples/scatternode reaches os/signal through internal/serve"}},
 			{kindRoles, []string{"examples/scatternode reaches github.com/prometheus/client_golang/prometheus/promhttp through internal/serve"}},
 			{kindRoles, []string{"examples/scatternode reaches flag through examples/internal/cli"}},
 			{kindRoles, []string{"examples/scatternode reaches os/signal through examples/internal/cli"}},
+			{kindRoles, []string{"examples/piecenode depends on expvar: registers /debug/vars"}},
+			{kindRoles, []string{"examples/piecenode depends on github.com/prometheus/client_golang/prometheus: ", "default registry"}},
+			{kindRoles, []string{"examples/piecenode depends on net/http/pprof: "}},
 		},
 	}, {
 		name: "go list error",

@@ -12,10 +12,13 @@
 //
 // It lists the module with `go list -e -json ./...` from the module root,
 // so it needs the go command on PATH (go test puts it there). The same
-// run checks, in roles_test.go, that the role packages listed there as
-// libraries depend on no pprof, expvar, os/signal, Prometheus, libp2p
-// constructor or CLI kit, even transitively: importing a role registers
-// nothing globally.
+// table lists the role packages under examples/ that are libraries, and
+// the same run (TestImportRules/Roles) checks that no package of the
+// module they depend on parses flags, takes signals, serves profiles or
+// imports the mains' CLI kit, and that none of their dependencies, third
+// party ones included, is pprof, expvar, os/signal, Prometheus or the
+// libp2p constructor unless the role's row exempts it with the reason:
+// importing a role registers nothing globally.
 //
 // The construction convention ("Constructing things" in the root
 // package's doc.go: option types, their names, no option accepted and

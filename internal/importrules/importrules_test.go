@@ -133,12 +133,49 @@ var rules = []rule{
 const everyone = "internal/errkind"
 
 // roles are the role packages under examples/ that are libraries
-// (DESIGN.md: "no flag parsing, pprof, os/signal or global registration"):
-// neither they nor any package of the module they depend on imports
-// programOnly. Add each role package once its program has moved out.
-var roles = []string{
-	"examples/indexernode", "examples/scatternode", "examples/querynode", "examples/assignernode",
-	"examples/piecenode", "examples/publishernode", "examples/localpool",
+// (DESIGN.md: "no flag parsing, pprof, os/signal or global registration").
+// Two rules hold for each: no package of the module it depends on imports
+// programOnly, and none of its dependencies, third-party ones included, is
+// in thirdPartyOnly unless the row exempts it and says why. Add each role
+// package once its program has moved out.
+var roles = []role{
+	{pkg: "examples/indexernode", exempt: append(pebbleDeps, libp2pHost...)},
+	{pkg: "examples/scatternode"},
+	{pkg: "examples/querynode", exempt: pebbleDeps},
+	{pkg: "examples/assignernode"},
+	{pkg: "examples/piecenode"},
+	{pkg: "examples/publishernode"},
+	{pkg: "examples/localpool", exempt: append(pebbleDeps, libp2pHost...)},
+}
+
+// role is one row of roles: the package, and the thirdPartyOnly
+// dependencies it may have.
+type role struct {
+	pkg    string
+	exempt []exemption
+}
+
+// exemption lets a role depend on a thirdPartyOnly path, for a reason that
+// keeps the rule's intent (nothing registered behind the embedder's back).
+type exemption struct{ path, why string }
+
+// pebbleDeps are what Pebble brings: the Prometheus client for the types of
+// its histograms (it registers none), and runtime/pprof for profile labels.
+// interop's TestRolePackagesRegisterNothingGlobally checks at run time that
+// nothing is registered.
+var pebbleDeps = []exemption{
+	{"github.com/prometheus/...", "through Pebble, which uses the client's histogram types and registers nothing"},
+	{"expvar", "through the Prometheus client Pebble imports; nothing of ours publishes a variable"},
+	{"runtime/pprof", "through Pebble's profile labels"},
+}
+
+// libp2pHost is what a role that builds its libp2p host from Config brings:
+// the node takes a prometheus.Registerer for the host's metrics
+// (Config.P2PMetrics), and go-libp2p's dependency injection (fx) imports
+// os/signal without taking a signal.
+var libp2pHost = []exemption{
+	{"github.com/libp2p/go-libp2p", "the node builds its host from Config; metrics go to the injected Registerer"},
+	{"os/signal", "through go-libp2p's fx, which installs no handler"},
 }
 
 // programOnly are what only a program imports: flag parsing, signals,
@@ -152,6 +189,20 @@ var programOnly = struct{ std, module []string }{
 		// prometheus.Registerer (the indexer's libp2p host does).
 		"github.com/prometheus/client_golang/prometheus/promhttp", "github.com/prometheus/client_golang/prometheus/collectors"},
 	module: []string{"examples/internal/cli", "examples/internal/cmd/..."},
+}
+
+// thirdPartyOnly are the dependencies a role may not have even through a
+// third-party package, because importing them registers or installs
+// something process-wide. flag is not among them: go-multihash's
+// dependencies (klauspost/cpuid, go-multicodec) import it without defining
+// a flag of the process.
+var thirdPartyOnly = []struct{ path, why string }{
+	{"net/http/pprof", "registers /debug/pprof/ on http.DefaultServeMux"},
+	{"runtime/pprof", "profiling is the program's"},
+	{"expvar", "registers /debug/vars on http.DefaultServeMux"},
+	{"os/signal", "signals are the program's"},
+	{"github.com/prometheus/...", "the client holds the default registry; metrics go through hooks"},
+	{"github.com/libp2p/go-libp2p", "its constructor pulls Prometheus and expvar: hosts are passed in"},
 }
 
 // backends are the packages that implement a parent's interface. Only
@@ -363,17 +414,18 @@ func check(mod string, pkgs []listedPackage) []violation {
 	}
 
 	// Role packages are libraries: none of the module's code they run
-	// imports what only a program imports (third-party code is not
-	// checked).
+	// imports what only a program imports, and none of their dependencies
+	// is in thirdPartyOnly unless the role's row exempts it.
 	byPath := make(map[string]listedPackage, len(pkgs))
 	for _, p := range pkgs {
 		byPath[p.ImportPath] = p
 	}
-	for _, p := range pkgs {
-		rel, ok := relOf(p.ImportPath)
-		if !ok || !slices.Contains(roles, rel) {
-			continue
+	for _, r := range roles {
+		p, ok := byPath[mod+"/"+r.pkg]
+		if !ok {
+			continue // TestImportRules/Roles finds a row without a package
 		}
+		reported := map[string]bool{}
 		for _, path := range append([]string{p.ImportPath}, p.Deps...) {
 			q, ok := byPath[path]
 			if !ok {
@@ -390,6 +442,8 @@ func check(mod string, pkgs []listedPackage) []violation {
 				}
 				if internal {
 					imp = display(irel)
+				} else {
+					reported[imp] = true
 				}
 				via := ""
 				if q.ImportPath != p.ImportPath {
@@ -397,7 +451,19 @@ func check(mod string, pkgs []listedPackage) []violation {
 				}
 				add(kindRoles, "the role package %s reaches %s%s: a role package is a library, and only its program "+
 					"(examples/internal/cmd/...) parses flags, takes signals, serves profiles or registers globally",
-					display(rel), imp, via)
+					r.pkg, imp, via)
+			}
+		}
+		for _, dep := range p.Deps {
+			if _, ours := relOf(dep); ours || reported[dep] {
+				continue // checked above, import by import
+			}
+			for _, f := range thirdPartyOnly {
+				if !matchesPath(f.path, dep) || slices.ContainsFunc(r.exempt, func(e exemption) bool { return matchesPath(e.path, dep) }) {
+					continue
+				}
+				add(kindRoles, "the role package %s depends on %s: %s (exempt it in the roles table, with the reason, "+
+					"only if it registers nothing)", r.pkg, dep, f.why)
 			}
 		}
 	}
@@ -434,6 +500,12 @@ func TestImportRules(t *testing.T) {
 	mod, pkgs := listModule(t)
 	t.Logf("module %s: %d packages", mod, len(pkgs))
 	vs := check(mod, pkgs)
+	for _, r := range roles {
+		if !slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == mod+"/"+r.pkg }) {
+			vs = append(vs, violation{kindRoles, fmt.Sprintf("the roles table names %s, which go list did not list: "+
+				"fix the table in internal/importrules/importrules_test.go", r.pkg)})
+		}
+	}
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			for _, v := range vs {
