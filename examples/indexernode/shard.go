@@ -11,7 +11,6 @@ import (
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer"
-	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
 )
@@ -20,7 +19,7 @@ import (
 // (package scatter/keyspace): it keeps doing everything it does with
 // publishers, but indexes into the query nodes of a layout instead of its
 // own store, through a durable outbox under Dir/outbox
-// ([writer.Writer]). Its own store (Config.Store under Dir) then holds only
+// ([writer.Open]). Its own store (Config.Store under Dir) then holds only
 // provider records; its find API has no index to answer from.
 type ShardConfig struct {
 	// Layout is the layout file ([keyspace.Load]), re-read by
@@ -35,12 +34,11 @@ type ShardConfig struct {
 	BatchBytes int `json:"BatchBytes"`
 }
 
-// shardPart is what a sharded node adds: the writer over its records
-// store and outbox.
+// shardPart is what a sharded node adds: the writer (which owns its
+// outbox) over its records store.
 type shardPart struct {
 	w       *writer.Writer
 	records store.Store
-	ob      *outbox.Outbox
 }
 
 func (n *Node) openShard(cfg Config) error {
@@ -54,11 +52,8 @@ func (n *Node) openShard(cfg Config) error {
 	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.log); err != nil {
 		return lockHint(err)
 	}
-	if sp.ob, err = outbox.Open(filepath.Join(cfg.Dir, "outbox"), outbox.WithLogger(n.log)); err != nil {
-		return fmt.Errorf("outbox: %w", err)
-	}
-	sp.w, err = writer.New(writer.Config{
-		Name: sc.Name, Records: sp.records, Outbox: sp.ob, Token: sc.Token,
+	sp.w, err = writer.Open(cfg.Dir, writer.Config{
+		Name: sc.Name, Records: sp.records, Token: sc.Token,
 		BatchBytes: sc.BatchBytes, Logger: n.log.With("part", "writer"),
 	}, l)
 	if err != nil {
@@ -70,19 +65,16 @@ func (n *Node) openShard(cfg Config) error {
 
 // ReloadLayout re-reads the layout file of a sharded node and routes by
 // it from now on. A layout that does not load, or is older than the one in
-// force, is refused and the node keeps its layout. Without Config.Shard it
-// does nothing.
+// force, is refused and the node keeps its layout
+// ([writer.Writer.ReloadFile]). Without Config.Shard it does nothing.
 func (n *Node) ReloadLayout() error {
 	if n.shard == nil {
 		return nil
 	}
-	l, err := keyspace.Load(n.cfg.Shard.Layout)
-	if err != nil {
+	if err := n.shard.w.ReloadFile(n.cfg.Shard.Layout); err != nil {
 		return err
 	}
-	if err := n.shard.w.SetLayout(l); err != nil {
-		return err
-	}
+	l := n.shard.w.Layout()
 	n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
 	return nil
 }
@@ -105,20 +97,9 @@ func (n *Node) shardHandler() http.Handler {
 
 // noIndex wraps h, a lookup handler of a sharded node's find listener:
 // the requests that need the index ([needsIndex]) are answered 421 (see
-// [ShardConfig]); the others, and every CORS preflight, go to h.
+// [writer.Writer.NoIndex]); the others, and every CORS preflight, go to h.
 func (sp *shardPart) noIndex(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodOptions || !needsIndex(r.URL.Path) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		hdr := w.Header()
-		hdr.Set("Access-Control-Allow-Origin", "*")
-		hdr.Set("Cache-Control", "no-store")
-		http.Error(w, fmt.Sprintf("this is an ingest node of a keyspace-sharded pool: it holds no index "+
-			"(its multihashes live on the query nodes of layout epoch %d); ask the pool's front end, "+
-			"or the query nodes that own the key", sp.w.Layout().Epoch), http.StatusMisdirectedRequest)
-	})
+	return sp.w.NoIndex(h, needsIndex)
 }
 
 // needsIndex reports whether a request for path on the find listener is
@@ -132,13 +113,12 @@ func (n *Node) runShard(ctx context.Context) error {
 	return n.shard.w.Run(ctx)
 }
 
+// close closes the writer, and with it its outbox, then the records
+// store. Run has returned.
 func (sp *shardPart) close() error {
 	var errs []error
 	if sp.w != nil {
 		errs = append(errs, sp.w.Close())
-	}
-	if sp.ob != nil {
-		errs = append(errs, sp.ob.Close())
 	}
 	if sp.records != nil {
 		errs = append(errs, sp.records.Close())

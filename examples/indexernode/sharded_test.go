@@ -3,9 +3,11 @@ package indexernode_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/querynode"
+	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/store/memory"
 )
 
@@ -106,4 +109,65 @@ func TestShardedIngestNodeLookups(t *testing.T) {
 			t.Errorf("logged an error: %s", line)
 		}
 	}
+}
+
+// A sharded node keeps its outbox in Dir/outbox, takes a newer layout
+// from its file on ReloadLayout and refuses one that does not load or is
+// older, keeping its own; Close releases the outbox.
+func TestShardedReloadLayout(t *testing.T) {
+	layout := keyspace.Layout{
+		Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes:   []keyspace.Node{{Name: "query-0", URL: "http://127.0.0.1:1"}}, // nothing serves it: batches wait
+		Current: []string{"query-0"},
+		Writers: []string{"ingest-0"},
+	}
+	layoutFile := filepath.Join(t.TempDir(), "layout.json")
+	save := func(epoch uint64) {
+		t.Helper()
+		l := layout
+		l.Epoch = epoch
+		if err := keyspace.Save(layoutFile, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(1)
+	dir := t.TempDir()
+	r := runNode(t.Context(), t, testConfig(dir, "memory", func(c *indexernode.Config) {
+		c.Shard = &indexernode.ShardConfig{Layout: layoutFile, Name: "ingest-0", Token: "t"}
+	}))
+	n := r.node
+	if st := n.ShardStatus(); st.Epoch != 1 || st.Name != "ingest-0" || st.Role != "ingest" {
+		t.Fatalf("ShardStatus at start: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "outbox")); err != nil {
+		t.Fatalf("the outbox is not in Dir/outbox: %v", err)
+	}
+
+	if err := os.WriteFile(layoutFile, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ReloadLayout(); !errors.Is(err, keyspace.ErrInvalidLayout) {
+		t.Errorf("ReloadLayout of a garbled file: %v, want ErrInvalidLayout", err)
+	}
+	save(2)
+	if err := n.ReloadLayout(); err != nil {
+		t.Fatalf("ReloadLayout of epoch 2: %v", err)
+	}
+	if got := n.ShardStatus().Epoch; got != 2 {
+		t.Fatalf("epoch after reloading epoch 2: %d", got)
+	}
+	save(1)
+	if err := n.ReloadLayout(); !errors.Is(err, keyspace.ErrStaleEpoch) {
+		t.Errorf("ReloadLayout of epoch 1 over 2: %v, want ErrStaleEpoch", err)
+	}
+	if got := n.ShardStatus().Epoch; got != 2 {
+		t.Errorf("epoch after the refusals: %d, want 2 kept", got)
+	}
+
+	r.stop()
+	ob, err := outbox.Open(filepath.Join(dir, "outbox"))
+	if err != nil {
+		t.Fatalf("outbox after the node's Close: %v (still held?)", err)
+	}
+	ob.Close()
 }

@@ -4,7 +4,9 @@
 //
 // # Routing
 //
-// A [Writer] routes by the layout it was given ([New], [Writer.SetLayout]):
+// A [Writer] routes by the layout it was given ([New], [Open],
+// [Writer.SetLayout], or [Writer.ReloadFile], which reads the layout file
+// again):
 //
 //   - Put and Remove go, multihash by multihash, to the write owners of
 //     each key ([keyspace.Placement.AppendWriteOwners]: R nodes, or the owners
@@ -48,14 +50,19 @@
 //
 // A Writer answers provider records from Config.Records, which it keeps
 // up to date, but not the index: Get and All return [ErrNoIndex]. Ask a
-// front end, which routes each lookup to the key's owners.
+// front end, which routes each lookup to the key's owners. An ingest node
+// wraps its find API in [Writer.NoIndex], which answers the lookups (as
+// the node defines them) 421 Misdirected Request and says where to ask.
 //
 // # Lifecycle and concurrency
 //
-// New starts nothing. Run delivers until its context ends and returns
-// after its goroutines exit; Close flushes and refuses later writes, and
-// closes neither Records nor the outbox. A Writer is safe for concurrent
-// use. [Writer.Status] and [Writer.Handler] (which serves
+// [New] takes an outbox the caller opened and closes; [Open] opens one of
+// its own in dir/[OutboxDir], which Close closes, and a Writer opened
+// again on the same dir delivers what the last one left. Neither starts
+// anything. Run delivers until its context ends and returns after its
+// goroutines exit; Close (after Run has returned) flushes, refuses later
+// writes and closes the outbox Open opened, but never Records; a second
+// Close returns nil. A Writer is safe for concurrent use. [Writer.Status] and [Writer.Handler] (which serves
 // [keyspace.PathStatus]) report the epoch and each outbox, for a
 // coordinator.
 package writer

@@ -79,3 +79,40 @@ func Example() {
 	// 1 ctx
 	// 1 batch applied
 }
+
+// An ingest node opens its Writer over its own directory: the Writer
+// keeps its outbox in dir/outbox and closes it on Close. What it did not
+// deliver waits there for the next Writer opened on the same directory.
+func ExampleOpen() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "writer-open-example")
+	defer os.RemoveAll(dir)
+	l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+		Nodes: []keyspace.Node{{Name: "q1", URL: "http://q1.example:3000"}}, Current: []string{"q1"},
+		Writers: []string{"ingest-1"}}
+	cfg := writer.Config{Name: "ingest-1", Records: memory.New(), Token: "t"}
+
+	w, err := writer.Open(dir, cfg, l)
+	if err != nil {
+		panic(err)
+	}
+	provider, _ := peer.Decode("12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA")
+	mh, _ := multihash.Sum([]byte("hello"), multihash.SHA2_256, -1)
+	if err := w.Put(ctx, store.Value{ProviderID: provider, ContextID: []byte("ctx")}, mh); err != nil {
+		panic(err)
+	}
+	// No Run: nothing is delivered. Close seals the put into the outbox
+	// and closes it.
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+
+	w, err = writer.Open(dir, cfg, l)
+	if err != nil {
+		panic(err)
+	}
+	defer w.Close()
+	fmt.Println(w.Status().Owners["q1"].Pending, "batch waits for q1")
+	// Output:
+	// 1 batch waits for q1
+}

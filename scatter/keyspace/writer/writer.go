@@ -8,6 +8,7 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -30,7 +31,8 @@ type Config struct {
 	// close it.
 	Records store.Store
 	// Outbox holds the batches until the query nodes acknowledge them.
-	// The Writer does not close it.
+	// New requires it, and the Writer does not close it; Open requires
+	// it nil and opens (and closes) an outbox of its own.
 	Outbox *outbox.Outbox
 	// Token is the bearer token of the query nodes' write API.
 	Token string
@@ -55,6 +57,8 @@ type Config struct {
 type Writer struct {
 	cfg Config
 	log *slog.Logger
+	// ownOutbox says that Open opened cfg.Outbox, which Close closes.
+	ownOutbox bool
 
 	mu    sync.Mutex
 	place *keyspace.Placement
@@ -81,16 +85,53 @@ type destState struct {
 	failures int
 }
 
-// New returns a Writer routing by layout l. It starts nothing: [Writer.Run]
-// delivers the outbox.
+// New returns a Writer routing by layout l over cfg.Outbox, which stays
+// the caller's. It starts nothing: [Writer.Run] delivers the outbox.
 func New(cfg Config, l keyspace.Layout) (*Writer, error) {
+	if cfg.Outbox == nil {
+		return nil, fmt.Errorf("%w: Outbox is nil", ErrInvalidConfig)
+	}
+	return newWriter(cfg, l)
+}
+
+// OutboxDir is the directory, under the one given to [Open], of the
+// outbox Open opens.
+const OutboxDir = "outbox"
+
+// Open returns a Writer routing by layout l, as [New] does, over an
+// outbox of its own in dir/[OutboxDir], which it opens (creating the
+// directories) and which [Writer.Close] closes. The outbox keeps what it
+// held when it was last closed, so a Writer opened again on the same
+// dir delivers what the last one left. cfg.Outbox must be nil (pass an
+// outbox of your own to New); the outbox logs to cfg.Logger. A config or
+// layout New would refuse is refused before anything is created.
+func Open(dir string, cfg Config, l keyspace.Layout) (*Writer, error) {
+	switch {
+	case dir == "":
+		return nil, fmt.Errorf("%w: Open needs a directory for the outbox", ErrInvalidConfig)
+	case cfg.Outbox != nil:
+		return nil, fmt.Errorf("%w: Outbox is set, and Open opens its own in %s (New takes yours)", ErrInvalidConfig, filepath.Join(dir, OutboxDir))
+	}
+	w, err := newWriter(cfg, l)
+	if err != nil {
+		return nil, err
+	}
+	ob, err := outbox.Open(filepath.Join(dir, OutboxDir), outbox.WithLogger(w.log))
+	if err != nil {
+		return nil, fmt.Errorf("writer: %w", err)
+	}
+	w.cfg.Outbox, w.ownOutbox = ob, true
+	return w, nil
+}
+
+// newWriter validates cfg but for Outbox, which it does not use, and
+// returns the Writer.
+func newWriter(cfg Config, l keyspace.Layout) (*Writer, error) {
 	switch {
 	case cfg.Name == "":
 		return nil, fmt.Errorf("%w: Name is empty", ErrInvalidConfig)
 	case cfg.Records == nil:
 		return nil, fmt.Errorf("%w: Records is nil", ErrInvalidConfig)
-	case cfg.Outbox == nil:
-		return nil, fmt.Errorf("%w: Outbox is nil", ErrInvalidConfig)
 	case cfg.BatchBytes < 0 || cfg.Heartbeat < 0 || cfg.MinBackoff < 0 || cfg.MaxBackoff < 0:
 		return nil, fmt.Errorf("%w: negative BatchBytes, Heartbeat or backoff", ErrInvalidConfig)
 	}
@@ -171,6 +212,20 @@ func (w *Writer) SetLayout(l keyspace.Layout) error {
 	w.changed = make(chan struct{})
 	w.log.Info("layout", "epoch", l.Epoch, "phase", l.Phase, "current", l.Current, "next", l.Next)
 	return nil
+}
+
+// ReloadFile reads the layout file at path ([keyspace.Load]) and routes
+// by it from now on, as [Writer.SetLayout] does. A file that does not
+// load, or holds a layout older than the one in force (an error wrapping
+// [keyspace.ErrStaleEpoch]), is refused, and the Writer keeps its
+// layout. An ingest node calls it when its layout file changes (on
+// SIGHUP, say).
+func (w *Writer) ReloadFile(path string) error {
+	l, err := keyspace.Load(path)
+	if err != nil {
+		return err
+	}
+	return w.SetLayout(l)
 }
 
 // add appends op to the buffer of the query node named dest, merging it
@@ -448,26 +503,39 @@ func (w *Writer) Flush(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return w.sync(ctx)
+}
+
+// sync syncs the outbox, then flushes Records.
+func (w *Writer) sync(ctx context.Context) error {
 	if err := w.cfg.Outbox.Sync(); err != nil {
 		return fmt.Errorf("writer: sync outbox: %w", err)
 	}
 	return w.cfg.Records.Flush(ctx)
 }
 
-// Close flushes and refuses later calls. It closes neither Records nor
-// the Outbox, and does not wait for delivery: [Writer.Run] does that
-// until its context ends.
+// Close flushes, as Flush does, and refuses later calls; a second Close
+// returns nil. It does not close Records, nor an Outbox given to [New];
+// it closes the outbox [Open] opened, so [Writer.Run] must have returned
+// before. It does not wait for delivery: Run does that until its context
+// ends.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return nil
 	}
-	w.mu.Unlock()
-	err := w.Flush(context.Background())
-	w.mu.Lock()
+	// Sealed and closed in one critical section: no write slips in
+	// between to be lost.
 	w.closed = true
+	err := w.sealAllLocked()
 	w.mu.Unlock()
+	err = errors.Join(err, w.sync(context.Background()))
+	if w.ownOutbox {
+		if cerr := w.cfg.Outbox.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("writer: close outbox: %w", cerr))
+		}
+	}
 	return err
 }
 
