@@ -3,6 +3,7 @@ package scale
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParseCount(t *testing.T) {
@@ -36,5 +37,16 @@ func TestNodeArgs(t *testing.T) {
 		if args[0] != "node" || !slices.Equal(args[len(args)-len(tt.tail):], tt.tail) {
 			t.Errorf("node flags %q: args %q, want them to end with %q", tt.flags, args, tt.tail)
 		}
+	}
+}
+
+// A run inside one tick of the CPU clock reads 0 CPU: its per-CPU rates
+// show "—", not 9,223,372,036,854,775,808 (a float +Inf made an integer).
+func TestPerCPUBelowTick(t *testing.T) {
+	if got := perCPU(Figures{Multihashes: 4107}.PerCPU()); got != "—" {
+		t.Errorf("0 CPU: %q, want —", got)
+	}
+	if got := perCPU(Figures{Multihashes: 4_000_000, CPU: 2 * time.Second}.PerCPU()); got != "2,000,000" {
+		t.Errorf("2 CPU-s: %q, want 2,000,000", got)
 	}
 }

@@ -3,6 +3,7 @@ package scale
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -31,7 +32,8 @@ type Figures struct {
 // Rate is multihashes per second of wall time.
 func (f Figures) Rate() float64 { return float64(f.Multihashes) / f.Wall.Seconds() }
 
-// PerCPU is multihashes per CPU-second.
+// PerCPU is multihashes per CPU-second: +Inf when the run was too short
+// for the CPU clock (/proc counts in ticks of 10 ms) and CPU reads 0.
 func (f Figures) PerCPU() float64 { return float64(f.Multihashes) / f.CPU.Seconds() }
 
 // CPUPerMillion is CPU-seconds per million multihashes.
@@ -110,7 +112,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			debt = fmt.Sprintf("%.1f", mib(uint64(f.Debt)))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %s |\n", name,
-			thousands(uint64(f.Rate())), thousands(uint64(f.PerCPU())), f.CPUPerMillion(), f.Wall.Seconds(),
+			thousands(uint64(f.Rate())), perCPU(f.PerCPU()), f.CPUPerMillion(), f.Wall.Seconds(),
 			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), debt)
 	}
 	row("indexkit node", r.Node)
@@ -169,7 +171,7 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	row := func(name string, f Figures) {
 		fmt.Fprintf(b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f |\n", name,
-			thousands(uint64(f.Rate())), thousands(uint64(f.PerCPU())), f.CPUPerMillion(), f.Wall.Seconds(),
+			thousands(uint64(f.Rate())), perCPU(f.PerCPU()), f.CPUPerMillion(), f.Wall.Seconds(),
 			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh())
 	}
 	row("indexkit node, local Pebble", node)
@@ -206,7 +208,16 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 		b.WriteString("\n| join | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
 		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		fmt.Fprintf(b, "| %s joins %d nodes | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, sf.QueryNodes,
-			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), thousands(uint64(j.CopyPerCPU())),
-			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), thousands(uint64(j.PerCPU())))
+			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), perCPU(j.CopyPerCPU()),
+			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), perCPU(j.PerCPU()))
 	}
+}
+
+// perCPU formats a per-CPU-second rate with thousands separators, or "—"
+// when the CPU time read 0 (a run shorter than the CPU clock's tick).
+func perCPU(v float64) string {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return "—"
+	}
+	return thousands(uint64(v))
 }
