@@ -78,18 +78,24 @@ check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import r
 	go test -short -count=1 -timeout 10m ./...
 
 # `make test` runs the unit lane under -race, where the race detector sees
-# the library's goroutines, then every test of both lanes without it: the
-# integration lane's child processes are not race-instrumented, and its
-# whole pools under -race take several times as long for races the unit
-# lane's concurrent tests already look for. Without -race the manager
-# tests of lease/agent run too (see lease/agent/manager_test.go).
-test: ## everything CI checks: services, vet, gofmt, import rules, the unit lane under -race, both lanes without it, interop under -race
+# the library's goroutines, then, without -race, the packages that hold
+# integration-lane tests (internal/testbed/lane/lanes reads the first run's
+# JSON and lists them): the integration lane's child processes are not
+# race-instrumented, its whole pools under -race take several times as long
+# for races the unit lane's concurrent tests already look for, and a
+# package whose tests all ran under -short has nothing left to run. Without
+# -race the manager tests of lease/agent run too (lease/agent/race_test.go
+# lists the package).
+test: ## everything CI checks: services, vet, gofmt, import rules, the unit lane under -race, the integration lane without it, interop under -race
 	bash .ci/services
 	@$(MAKE) --no-print-directory gofmt-check
 	go vet ./...
 	go test -count=1 -run TestImportRules ./internal/importrules/
-	go test -race -short -count=1 -timeout 15m ./...
-	go test -count=1 -timeout 15m ./...
+	@list="$$(mktemp)"; trap 'rm -f "$$list"' EXIT; \
+	echo "go test -race -short -count=1 -json ./... | lanes -integration $$list"; \
+	go test -race -short -count=1 -timeout 15m -json ./... | go run ./internal/testbed/lane/lanes -integration "$$list"; \
+	echo "go test -count=1 $$(wc -l < "$$list") packages with integration-lane tests:" $$(sed 's|.*/indexkit/||' "$$list"); \
+	if [ -s "$$list" ]; then go test -count=1 -timeout 15m $$(cat "$$list"); fi
 	@if [ -f interop/go.mod ]; then \
 		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
 		cd interop && go vet ./... && go test -race -count=1 -timeout 15m ./...; \

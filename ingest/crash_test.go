@@ -20,6 +20,7 @@ import (
 
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -74,9 +75,7 @@ func TestCrash(t *testing.T) {
 		crashChild(t, dir, os.Getenv(crashModeEnv))
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-executes the test binary; skipped with -short")
-	}
+	lane.Integration(t, "re-executes the test binary")
 	for _, mode := range slices.Sorted(maps.Keys(crashModes)) {
 		t.Run(mode, func(t *testing.T) { testCrash(t, mode) })
 	}

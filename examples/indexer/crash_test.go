@@ -17,6 +17,7 @@ import (
 
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -51,9 +52,7 @@ func counter(t *testing.T, metricsURL, name string) int {
 // checkpoint, which the restarted node applies again.
 func TestCrashWithoutWAL(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("kills and restarts node processes; skipped with -short")
-	}
+	lane.Integration(t, "kills and restarts node processes")
 	testNodeCrash(t, "-index-no-wal")
 }
 
@@ -64,9 +63,7 @@ func TestCrashWithoutWAL(t *testing.T) {
 // before its runs were applied loses ads for good: the test then fails).
 func TestCrashSortedRuns(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("kills and restarts node processes; skipped with -short")
-	}
+	lane.Integration(t, "kills and restarts node processes")
 	testNodeCrash(t, "-index-run-size", "524288")
 }
 

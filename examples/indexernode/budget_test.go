@@ -13,6 +13,7 @@ import (
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/scatter/find"
 )
 
@@ -82,9 +83,12 @@ func TestPebbleSizedToBudget(t *testing.T) {
 func TestFrozenNodeStaysInBudget(t *testing.T) {
 	const (
 		budget = 1 << 20
-		rounds = 10
 		perRun = 500
 	)
+	rounds := 10
+	if !lane.Full(t, "10 rounds of 500 ads, 3 under -short") {
+		rounds = 3
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pub, addr := servePublisher(t, publishernode.Spec{Seed: 14, Ads: 10, Entries: 4, ChunkSize: 4, RemoveEvery: 5, UpdateEvery: 3})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/netproxy"
 )
 
@@ -72,9 +73,7 @@ func testCID(t *testing.T, s string) cid.Cid {
 // short deadline, and sources whose publishers failed wait behind those
 // whose did not.
 func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("floods a node with 1,500 announces; skipped with -short")
-	}
+	lane.Integration(t, "floods a node with 1,500 announces")
 	const (
 		sources   = 60
 		perSource = 25 // 1,500 publishers

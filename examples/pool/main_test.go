@@ -88,9 +88,7 @@ func TestSummaryIncomplete(t *testing.T) {
 // finds it complete and exits 0; with an end check bounded below what any
 // check takes, it exits exitIncomplete and says why.
 func TestBinaryExitStatus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary; skipped with -short")
-	}
+	lane.Integration(t, "builds and runs the binary")
 	bin := proctest.Build(t, "./examples/pool")
 	t.Run("interrupted and complete", func(t *testing.T) {
 		p := proctest.Start(t, bin, tinyPool(t.TempDir())...)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/indexkit/indexkit/ingest/metadata"
 	"github.com/indexkit/indexkit/ingest/schema"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/memory"
 )
@@ -490,9 +491,7 @@ func TestFaults(t *testing.T) {
 }
 
 func TestOversizeChunk(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a 4 MiB block")
-	}
+	lane.Integration(t, "builds a 4 MiB block")
 	c := generate(t, Config{Seed: 14, Ads: 1, MhsPerAd: 90000, ChunkSize: 90000})
 	ad, err := c.Ad(0)
 	if err != nil {

@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -66,9 +67,7 @@ func faultParent(t *testing.T) bool {
 	if runOwnerIfChild(t) {
 		return false
 	}
-	if testing.Short() {
-		t.Skip("fault tests run etcd clusters and processes for seconds; skipped with -short")
-	}
+	lane.Integration(t, "fault tests run etcd clusters and processes for seconds")
 	if etcdtest.Binary() == "" {
 		etcdtest.Unavailable(t, "etcd binary not found (install etcd-server or set ETCD_BIN)")
 	}

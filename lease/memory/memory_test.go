@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/leasetest"
 	"github.com/indexkit/indexkit/lease/memory"
@@ -25,9 +26,7 @@ func TestConformance(t *testing.T) { leasetest.Run(t, newStore) }
 // of it (50 ms) between a holder's deadline and the store's expiry, slack
 // enough for a loaded CI machine running every package's tests at once.
 func TestConformanceRealTime(t *testing.T) {
-	if testing.Short() {
-		t.Skip("real-time suite: about 20 s; -short runs the fake-clock suite only")
-	}
+	lane.Integration(t, "real-time suite, about 20 s (the fake-clock suite runs in both lanes)")
 	leasetest.RunRealTime(t, newStore, 100*time.Millisecond)
 }
 

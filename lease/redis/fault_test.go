@@ -62,6 +62,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/netproxy"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease"
@@ -81,9 +82,7 @@ func faultParent(t *testing.T) bool {
 	if runOwnerIfChild(t) {
 		return false
 	}
-	if testing.Short() {
-		t.Skip("fault tests run processes for seconds; skipped with -short")
-	}
+	lane.Integration(t, "fault tests run processes for seconds")
 	t.Parallel()
 	return true
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 	"github.com/indexkit/indexkit/store/storetest"
@@ -61,9 +62,7 @@ func TestCrashWithoutWAL(t *testing.T) {
 		crashWriter(t, dir, crashModes[os.Getenv(crashModeEnv)])
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-executes the test binary; skipped with -short")
-	}
+	lane.Integration(t, "re-executes the test binary")
 	for _, mode := range slices.Sorted(maps.Keys(crashModes)) {
 		t.Run(mode, func(t *testing.T) { crashTrials(t, mode) })
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -78,7 +79,7 @@ func RunDifferential(t *testing.T, cfg DifferentialConfig) {
 	steps := cfg.Steps
 	if steps == 0 {
 		steps = 260
-		if testing.Short() {
+		if !lane.Full(t, "260 steps, 100 under -short") {
 			steps = 100
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/store"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
@@ -194,9 +195,7 @@ func crashState(r, flushed int) (want store.Value, removed, mayBeGone, eitherMet
 }
 
 func testCrash(t *testing.T, open func(string) (store.Store, error)) {
-	if testing.Short() {
-		t.Skip("integration lane (make test): re-executes the test binary; -short (make check) skips it")
-	}
+	lane.Integration(t, "re-executes the test binary")
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run="+runPattern(t.Name()), "-test.count=1", "-test.v=false")
 	cmd.Env = append(os.Environ(), crashEnv+"="+dir)

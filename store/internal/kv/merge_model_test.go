@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // refOp is one operation of the reference model of IDMerger.
@@ -299,7 +301,7 @@ func TestIDMergerModel(t *testing.T) {
 	// boundaries, and the largest IDs an operation can encode.
 	bases := []uint64{0, 0, 60, 8190, 1 << 55, math.MaxUint64>>1 - 16}
 	iters := 10000
-	if testing.Short() {
+	if !lane.Full(t, "10,000 merges, 1,000 under -short") {
 		iters = 1000
 	}
 	for iter := range iters {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 )
 
 // The slow-body attack of issue 27: 1,500 connections from 100 source
@@ -27,14 +28,15 @@ import (
 // every 200 ms from another address over a new connection, answers within
 // 1 s every time for 10 s.
 //
-// Under the race detector, which makes every connection several times
-// dearer, the attack runs at a quarter of the scale in the same
-// proportions (375 connections from 25 sources against a cap of 256): on
-// a loaded 2-core machine the full attack then needs more CPU than the
-// process gets, and /health waits for the scheduler, not the listener.
+// Under -short (the unit lane), and under the race detector, which makes
+// every connection several times dearer, the attack runs at a quarter of
+// the scale in the same proportions (375 connections from 25 sources
+// against a cap of 256): on a loaded 2-core machine the full attack then
+// needs more CPU than the process gets, and /health waits for the
+// scheduler, not the listener.
 func TestIngestSlowBodies(t *testing.T) {
 	attackers, sources, maxConns := 1500, 100, cli.DefaultMaxConns
-	if raceEnabled {
+	if !lane.Full(t, "1,500 slow bodies from 100 sources, a quarter under -short") || raceEnabled {
 		attackers, sources, maxConns = attackers/4, sources/4, maxConns/4
 	}
 	// Each attacker costs a descriptor here and one in the node; keep room

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 )
@@ -61,9 +62,7 @@ func TestCrash(t *testing.T) {
 		crashChild(t, dir, round)
 		return
 	}
-	if testing.Short() {
-		t.Skip("re-executes the test binary; skipped with -short")
-	}
+	lane.Integration(t, "re-executes the test binary")
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
