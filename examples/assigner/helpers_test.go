@@ -12,9 +12,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,41 +30,11 @@ import (
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
-// binDir keeps the binaries built by the tests of the package, so that
-// each is built (and linked, with -race) once rather than once per test.
-var (
-	binDir string
-	binMu  sync.Mutex
-	bins   = map[string]string{}
-)
-
-func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "assigner-e2e-bin-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
-// binary returns the binary of pkg (an import path of the module), built
-// by the first test that asks for it.
+// binary returns the binary of pkg (an import path of the module):
+// proctest.Build links it once for all the tests that ask for it.
 func binary(t *testing.T, pkg string) string {
 	t.Helper()
-	binMu.Lock()
-	defer binMu.Unlock()
-	if b, ok := bins[pkg]; ok {
-		return b
-	}
-	built := proctest.Build(t, pkg) // in t's temporary directory: move it out
-	b := filepath.Join(binDir, path.Base(pkg))
-	if err := os.Rename(built, b); err != nil {
-		t.Fatal(err)
-	}
-	bins[pkg] = b
-	return b
+	return proctest.Build(t, pkg)
 }
 
 const (

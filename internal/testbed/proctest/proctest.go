@@ -3,6 +3,8 @@ package proctest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -50,11 +52,18 @@ func goTool(t testing.TB) string {
 
 // Build builds pkg, a package of the root module given by import path
 // (github.com/indexkit/indexkit/examples/indexer) or relative to the root
-// directory (./examples/indexer), into a temporary directory of t and
-// returns the binary's path. The build runs in the root module's
-// directory, as `go list -m` reports it from the working directory (the
-// root itself, or a nested module that requires it with a replace), with
-// -race when the test binary runs with the race detector.
+// directory (./examples/indexer), and returns the binary's path. The build
+// runs in the root module's directory, as `go list -m` reports it from the
+// working directory (the root itself, or a nested module that requires it
+// with a replace), with -race when the test binary runs with the race
+// detector.
+//
+// The binary lives in a directory of its own under the user's temporary
+// directory, named after the module root, pkg and -race, and shared by
+// every test and test process that builds it: go build does not link
+// again a binary that is up to date (about 1 s instead of 5 to 8 for a
+// node), and a lock on the directory lets one build at a time write it.
+// Tests run the binary and must not modify or move it.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	lane.Integration(t, "builds and starts "+pkg)
@@ -70,7 +79,9 @@ func Build(t testing.TB, pkg string) string {
 		}
 		t.Fatalf("go list -m %s: %v\n%s", ModulePath, err, out)
 	}
-	bin := filepath.Join(t.TempDir(), path.Base(pkg))
+	dir, unlock := buildDir(t, root, pkg)
+	defer unlock()
+	bin := filepath.Join(dir, path.Base(pkg))
 	args := []string{"build", "-o", bin}
 	if raceEnabled {
 		args = append(args, "-race")
@@ -81,6 +92,29 @@ func Build(t testing.TB, pkg string) string {
 		t.Fatalf("go build %s in %s: %v\n%s", pkg, root, err, out)
 	}
 	return bin
+}
+
+// buildDir returns the directory [Build] writes pkg's binary to, locked
+// against other builds of it in this and other processes until unlock.
+func buildDir(t testing.TB, root, pkg string) (dir string, unlock func()) {
+	t.Helper()
+	key := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00race=%v", root, pkg, raceEnabled)))
+	dir = filepath.Join(os.TempDir(), fmt.Sprintf("indexkit-proctest-%d", os.Getuid()), hex.EncodeToString(key[:8]))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatalf("build directory: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("build lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("build lock: %v", err)
+	}
+	return dir, func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}
 }
 
 // Proc is a running process started by [Start].
