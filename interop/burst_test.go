@@ -32,6 +32,7 @@ func TestReferenceBurstIngested(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs examples/indexer")
 	}
+	t.Parallel() // with the other test that runs a node: each mostly waits on its node
 	const (
 		perKind = 12 // publishers over HTTP, and as many over libp2p
 		ads     = 10 // each announced as soon as it is published

@@ -321,6 +321,7 @@ func TestIndexerIngestsReferencePublishers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs examples/indexer")
 	}
+	t.Parallel() // with the other test that runs a node: each mostly waits on its node
 	bin := proctest.Build(t, "github.com/indexkit/indexkit/examples/indexer")
 	node := startIndexer(t, bin)
 	ingestAddr := node.Addr("ingest")
