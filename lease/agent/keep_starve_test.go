@@ -74,12 +74,19 @@ func startWith(t *testing.T, s lease.Store, name string, idx agent.Indexer, opts
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	return m, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
+	// Also after a t.Fatal: a Manager left running when the test function
+	// returns makes synctest panic with "deadlock", hiding the failure.
+	t.Cleanup(stop)
+	return m, stop
 }
 
 // A held item whose catalog commit changes is indexed again at the new
