@@ -208,13 +208,21 @@ func TestManagerReusesKeptIndex(t *testing.T) {
 						}
 					}},
 				})}, tc.opts...)...)
-				time.Sleep(20 * time.Second)
+				// Renewal rounds come at 0 s, 10 s, 20 s, ... from Run's
+				// start. Cut at 25 s, between two rounds, so that the last
+				// renewal is the one at 20 s whatever the order of events
+				// at an instant: the lease is lost at 47 s (TTL less the
+				// 3 s margin) and lapses in the store at 50 s.
+				time.Sleep(25 * time.Second)
 				r1, _ := p.Get(ctx, "a")
 				if !r1.Ready || r1.Owner != "n" {
 					t.Fatalf("not ready: %+v", r1)
 				}
 				p.cut.Store(true)
-				time.Sleep(ttl) // past the lease's local deadline
+				// To 55 s: past the local deadline, and past the store's
+				// expiry, so that the node cannot take the old grant up
+				// again once the cut ends (it must win a new one).
+				time.Sleep(ttl)
 				if lost.Load() < 1 || len(m.Held()) != 0 {
 					t.Fatalf("after the cut: %d leases lost, held %v", lost.Load(), m.Held())
 				}
