@@ -78,8 +78,16 @@ func TestBackoffDelaysNextBid(t *testing.T) {
 			t.Fatal(err)
 		}
 		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- m.Run(rctx) }()
+		done, exited := make(chan error, 1), make(chan struct{})
+		go func() {
+			done <- m.Run(rctx)
+			close(exited)
+		}()
+		// Also after a t.Fatal, or synctest panics with "deadlock".
+		t.Cleanup(func() {
+			cancel()
+			<-exited
+		})
 		var until time.Time
 		for k := 1; k <= 6; k++ {
 			// A rival opens an auction; n joins it, its bid closes it (max-bids

@@ -74,12 +74,42 @@ func startWith(t *testing.T, s lease.Store, name string, idx agent.Indexer, opts
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	return m, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
+	// Also after a t.Fatal: a Manager left running when the test function
+	// returns makes synctest panic with "deadlock", hiding the failure.
+	t.Cleanup(stop)
+	return m, stop
+}
+
+// signal sends on ch, a channel of capacity 1, without blocking: hooks
+// must not block, and a waiter needs only the first event.
+func signal(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// await waits, in the bubble's time, at most d for an event on ch, then
+// for every other goroutine of the bubble to block (synctest.Wait), so that
+// the manager has done what the event started (a hook runs before the
+// state it reports is recorded).
+func await(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(d):
+		t.Fatalf("no %s within %v", what, d)
+	}
+	synctest.Wait()
 }
 
 // A held item whose catalog commit changes is indexed again at the new
@@ -178,13 +208,21 @@ func TestManagerReusesKeptIndex(t *testing.T) {
 						}
 					}},
 				})}, tc.opts...)...)
-				time.Sleep(20 * time.Second)
+				// Renewal rounds come at 0 s, 10 s, 20 s, ... from Run's
+				// start. Cut at 25 s, between two rounds, so that the last
+				// renewal is the one at 20 s whatever the order of events
+				// at an instant: the lease is lost at 47 s (TTL less the
+				// 3 s margin) and lapses in the store at 50 s.
+				time.Sleep(25 * time.Second)
 				r1, _ := p.Get(ctx, "a")
 				if !r1.Ready || r1.Owner != "n" {
 					t.Fatalf("not ready: %+v", r1)
 				}
 				p.cut.Store(true)
-				time.Sleep(ttl) // past the lease's local deadline
+				// To 55 s: past the local deadline, and past the store's
+				// expiry, so that the node cannot take the old grant up
+				// again once the cut ends (it must win a new one).
+				time.Sleep(ttl)
 				if lost.Load() < 1 || len(m.Held()) != 0 {
 					t.Fatalf("after the cut: %d leases lost, held %v", lost.Load(), m.Held())
 				}
@@ -228,13 +266,38 @@ func TestManagerKeptIndexExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		x := &commitIndexer{delay: time.Second, built: map[string]string{}}
-		m, stop := startWith(t, p, "n", x, agent.WithKeepLost(20*time.Second), agent.WithScanInterval(time.Hour))
-		time.Sleep(20 * time.Second)
+		indexed, lost := make(chan struct{}, 1), make(chan struct{}, 1)
+		// Scans an hour apart, so that the node does not win the item back
+		// once its lease lapses in the store.
+		m, stop := startWith(t, p, "n", x, agent.WithKeepLost(20*time.Second), agent.WithScanInterval(time.Hour),
+			agent.WithHooks(agent.Hooks{
+				Indexed: func(_ lease.Ref, _ int64, err error) {
+					if err == nil {
+						signal(indexed)
+					}
+				},
+				Lease: lease.HolderHooks{LeaseLost: func(_ lease.Ref, err error) {
+					if !errors.Is(err, lease.ErrReleased) {
+						signal(lost)
+					}
+				}},
+			}))
+		// Run heartbeats and scans at once. The first scan's bid closes the
+		// auction at once only if the first heartbeat reached the store
+		// before it (the store counts live nodes for the threshold); else
+		// the auction closes at the next scan, up to 90 minutes later.
+		// Either way, wait for the index rather than a fixed time.
+		await(t, indexed, 2*time.Hour, "index of a")
 		p.cut.Store(true)
-		time.Sleep(ttl)
-		if u := m.Used(); u != 100 {
-			t.Fatalf("Used %d right after the loss, want 100 (kept)", u)
+		// The lease is lost at the deadline of its last renewal, at most
+		// TTL − margin after the cut.
+		await(t, lost, ttl, "loss of the lease on a")
+		if _, built, _ := x.state(); built["a"] != "c1" || m.Used() != 100 {
+			t.Fatalf("right after the loss: serving %v, Used %d; want c1 kept and counted (100)", built, m.Used())
 		}
+		// Kept indexes are dropped by the renewal rounds, every TTL/3
+		// (10 s): the first round at least WithKeepLost (20 s) after the
+		// loss drops it, at most 30 s after the loss.
 		time.Sleep(40 * time.Second)
 		if _, built, _ := x.state(); len(built) != 0 || m.Used() != 0 {
 			t.Errorf("after the keep time: serving %v, Used %d; want dropped", built, m.Used())

@@ -149,7 +149,19 @@ func start(t *testing.T, s lease.Store, name string, idx *indexer, opts ...agent
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{m: m, idx: idx, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- m.Run(ctx) }()
+	exited := make(chan struct{})
+	go func() {
+		n.done <- m.Run(ctx)
+		close(exited)
+	}()
+	// Also after a t.Fatal: a Manager left running when the test function
+	// returns makes synctest panic with "deadlock", hiding the failure.
+	// (Tests read done themselves; this waits on exited, which stays
+	// closed.)
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
 	return n
 }
 
