@@ -86,16 +86,23 @@ check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import r
 # package whose tests all ran under -short has nothing left to run. Without
 # -race the manager tests of lease/agent run too (lease/agent/race_test.go
 # lists the package).
+# The lanes wait more than they compute (child processes, real-time lease
+# suites, fsyncs): on 2 cores the race lane used 1.2 of them at -p 2. Each
+# runs more packages at once than there are cores.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+RACE_P ?= $(shell echo $$(( $(NPROC) * 2 )))
+INTEGRATION_P ?= $(shell echo $$(( $(NPROC) + 1 )))
+
 test: ## everything CI checks: services, vet, gofmt, import rules, the unit lane under -race, the integration lane without it, interop under -race
 	bash .ci/services
 	@$(MAKE) --no-print-directory gofmt-check
 	go vet ./...
 	go test -count=1 -run TestImportRules ./internal/importrules/
 	@list="$$(mktemp)"; trap 'rm -f "$$list"' EXIT; \
-	echo "go test -race -short -count=1 -json ./... | lanes -integration $$list"; \
-	go test -race -short -count=1 -timeout 15m -json ./... | go run ./internal/testbed/lane/lanes -integration "$$list"; \
-	echo "go test -count=1 $$(wc -l < "$$list") packages with integration-lane tests:" $$(sed 's|.*/indexkit/||' "$$list"); \
-	if [ -s "$$list" ]; then go test -count=1 -timeout 15m $$(cat "$$list"); fi
+	echo "go test -p $(RACE_P) -race -short -count=1 -json ./... | lanes -integration $$list"; \
+	go test -p $(RACE_P) -race -short -count=1 -timeout 15m -json ./... | go run ./internal/testbed/lane/lanes -integration "$$list"; \
+	echo "go test -p $(INTEGRATION_P) -count=1, $$(wc -l < "$$list") packages with integration-lane tests:" $$(sed 's|.*/indexkit/||' "$$list"); \
+	if [ -s "$$list" ]; then go test -p $(INTEGRATION_P) -count=1 -timeout 15m $$(cat "$$list"); fi
 	@if [ -f interop/go.mod ]; then \
 		echo "cd interop && go vet ./... && go test -race -count=1 ./..."; \
 		cd interop && go vet ./... && go test -race -count=1 -timeout 15m ./...; \
