@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/indexkit/indexkit/internal/testbed/lane"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
@@ -13,6 +14,7 @@ import (
 // and replaces one it links anew, so the file stays the same file), and
 // the binary outlives the test that built it.
 func TestBuildReusesBinary(t *testing.T) {
+	lane.Integration(t, "runs go build")
 	var first string
 	t.Run("first", func(t *testing.T) { first = proctest.Build(t, "./internal/testbed/lane/lanes") })
 	st1, err := os.Stat(first)
