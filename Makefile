@@ -72,10 +72,19 @@ scale: ## ingest generated chains (default 10M multihashes) into a node and a ra
 # test beds that start them skip under -short, naming the lane). The
 # integration lane is the rest; `make test` runs it with the unit lane.
 
+# The lanes wait more than they compute (child processes, real-time lease
+# suites, fsyncs): on 2 cores the race lane used 1.2 of them at -p 2. The
+# unit lane (with or without -race) runs twice as many packages at once as
+# there are cores, the integration lane one more than there are cores.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+UNIT_P ?= $(shell echo $$(( $(NPROC) * 2 )))
+RACE_P ?= $(UNIT_P)
+INTEGRATION_P ?= $(shell echo $$(( $(NPROC) + 1 )))
+
 check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import rules included; no processes, pools or clusters); a few minutes warm
 	@$(MAKE) --no-print-directory gofmt-check
 	go vet ./...
-	go test -short -count=1 -timeout 10m ./...
+	go test -p $(UNIT_P) -short -count=1 -timeout 10m ./...
 
 # `make test` runs the unit lane under -race, where the race detector sees
 # the library's goroutines, then, without -race, the packages that hold
@@ -86,13 +95,6 @@ check: ## the unit lane, for the edit loop: gofmt, vet, go test -short (import r
 # package whose tests all ran under -short has nothing left to run. Without
 # -race the manager tests of lease/agent run too (lease/agent/race_test.go
 # lists the package).
-# The lanes wait more than they compute (child processes, real-time lease
-# suites, fsyncs): on 2 cores the race lane used 1.2 of them at -p 2. Each
-# runs more packages at once than there are cores.
-NPROC := $(shell nproc 2>/dev/null || echo 2)
-RACE_P ?= $(shell echo $$(( $(NPROC) * 2 )))
-INTEGRATION_P ?= $(shell echo $$(( $(NPROC) + 1 )))
-
 test: ## everything CI checks: services, vet, gofmt, import rules, the unit lane under -race, the integration lane without it, interop under -race
 	bash .ci/services
 	@$(MAKE) --no-print-directory gofmt-check
