@@ -16,8 +16,11 @@
 // pieceCID] Curio writes), and the piece sampler walks their chains.
 //
 // It prints the front end's page first (the URL to open in a browser, with
-// a lookup of a CID of publisher-0: the page shows its providers and
-// the pool live, see package scatter/web), then the URLs to curl (the
+// a lookup of a CID, and which publisher holds it: a multihash that no ad
+// of that publisher up to the end of the run removes or updates
+// (publishernode.Spec.Lasting; without --duration, for a day of ads), so
+// that the lookup stays valid; the page shows its providers and the pool
+// live, see package scatter/web), then the URLs to curl (the
 // Delegated Routing V1 providers of that CID, the page's
 // /status.json, the find API, the assigner's state API,
 // each indexer's admin API with the pool's bearer token, read from
