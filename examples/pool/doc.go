@@ -78,9 +78,11 @@
 //	3  the end check found the pool incomplete (see above; stderr says
 //	   "pool: the pool did not answer every multihash of its truth in full")
 //
-// `make demo` builds this command into a temporary directory and runs it,
-// so that its exit status is make's recipe status and Ctrl-C reaches it
-// (`go run` exits 1 when interrupted, whatever the program returns).
+// `make demo` builds this command into a temporary directory and runs it
+// as a job of its own (`set -m`: the terminal's foreground process group),
+// so that Ctrl-C reaches it alone and its exit status is make's (`go run`
+// exits 1 when interrupted, whatever the program returns; make dies of a
+// SIGINT it gets itself, status 130).
 //
 // # Flags
 //

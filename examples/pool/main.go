@@ -161,6 +161,11 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 	}
 	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
 		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
+	if o.duration > 0 {
+		fmt.Fprintf(stdout, "it runs for %v, then checks the pool and stops (Ctrl-C stops it sooner)\n", o.duration)
+	} else {
+		fmt.Fprintln(stdout, "it runs until Ctrl-C (--duration 2m: for 2 minutes), then checks the pool and stops")
+	}
 	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		return err
