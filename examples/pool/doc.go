@@ -82,7 +82,10 @@
 // as a job of its own (`set -m`: the terminal's foreground process group),
 // so that Ctrl-C reaches it alone and its exit status is make's (`go run`
 // exits 1 when interrupted, whatever the program returns; make dies of a
-// SIGINT it gets itself, status 130).
+// SIGINT it gets itself, status 130). A reader of its output that goes
+// away (`pool | tee log`, tee killed by Ctrl-C) does not kill it: it
+// ignores SIGPIPE, keeps running, and still checks the pool and removes
+// its temporary directory at the end.
 //
 // # Flags
 //

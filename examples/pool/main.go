@@ -25,6 +25,11 @@ import (
 
 func main() {
 	rolemain.Run() // --processes re-executes this binary as each role
+	// A reader of stdout that goes away (`pool | tee log`, tee killed by
+	// Ctrl-C) must not kill the program at its next line by SIGPIPE,
+	// skipping the end check and leaving the data directory: writes fail
+	// instead (the view ignores their errors) and the run goes on.
+	signal.Ignore(syscall.SIGPIPE)
 	// The first SIGINT or SIGTERM ends the show and starts the end check;
 	// a second one cuts the end check short; a third one kills the
 	// process as by default.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,10 +12,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/indexkit/indexkit/internal/testbed/lane"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.
@@ -97,6 +100,55 @@ func TestMakeDemoCtrlC(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "complete after") {
 		t.Errorf("no complete end check in the output:\n%s", out.String())
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left behind in TMPDIR: %s", e.Name())
+	}
+}
+
+// TestBinaryStdoutGone: the binary whose stdout reader goes away (the
+// pipe's read end closed, as when tee dies of Ctrl-C) keeps running, and a
+// SIGINT then makes it run its end check and exit with its status, not
+// die of SIGPIPE, and remove its temporary directory.
+func TestBinaryStdoutGone(t *testing.T) {
+	lane.Integration(t, "builds and runs the binary")
+	bin := proctest.Build(t, "./examples/pool")
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "--refresh", "200ms", "--publishers", "1", "--indexers", "1", "--store", "memory",
+		"--entries", "5", "--interval", "200ms", "--freeze-budget", "0")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && !strings.Contains(sc.Text(), "assigner up") {
+	}
+	stdout.Close()              // the reader goes away
+	time.Sleep(2 * time.Second) // views written into the closed pipe
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatalf("the program is gone before SIGINT: %v\nstderr:\n%s", err, stderr.String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no exit 2 minutes after SIGINT\nstderr:\n%s", stderr.String())
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() || ws.ExitStatus() != 0 {
+		t.Errorf("exit: %v (signaled %v), want status 0\nstderr:\n%s", cmd.ProcessState, ws.Signaled(), stderr.String())
 	}
 	left, err := os.ReadDir(tmp)
 	if err != nil {
