@@ -21,8 +21,21 @@ commands:
   set    change a running fleet's settings (-max-bids N) in Redis or etcd
 `
 
-// run dispatches the subcommand.
+// run dispatches the subcommand. An interrupt (SIGINT or SIGTERM cancel
+// ctx, cli.Main) is not an error: what it cut short (git children killed
+// by the same Ctrl-C, requests canceled) is not reported, and the status
+// is 0.
 func run(ctx context.Context, args []string, stderr io.Writer) error {
+	err := dispatch(ctx, args, stderr)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stderr, "fleet: interrupted")
+		return nil
+	}
+	return err
+}
+
+// dispatch runs the subcommand args[0].
+func dispatch(ctx context.Context, args []string, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command")
