@@ -21,6 +21,24 @@ commands:
   set    change a running fleet's settings (-max-bids N) in Redis or etcd
 `
 
+// descriptions are what each command does, the line its -h prints first
+// after its usage.
+var descriptions = map[string]string{
+	"node": "Runs one fleet node: it bids for repos of the catalog within its memory budget, indexes them and answers searches",
+	"demo": "Runs 3 nodes over 50 generated repos and shows ownership and routing",
+	"sim":  "Runs N nodes over 500 generated repos, kills one, and reports how fast the others cover its repos",
+	"set":  "Changes a running fleet's settings (-max-bids N) in Redis or etcd; every node applies them at its next heartbeat",
+}
+
+// describe makes fs's -h print the usage and description of command name
+// before its flags.
+func describe(fs *flag.FlagSet, name string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: fleet %s [flags]\n%s. Flags:\n", name, descriptions[name])
+		fs.PrintDefaults()
+	}
+}
+
 // run dispatches the subcommand. An interrupt (SIGINT or SIGTERM cancel
 // ctx, cli.Main) is not an error: what it cut short (git children killed
 // by the same Ctrl-C, requests canceled) is not reported, and the status

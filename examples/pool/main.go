@@ -92,6 +92,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("pool", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: pool [flags]")
+		fmt.Fprintln(fs.Output(), "Runs a whole local IPNI pool (publishers, assigner, indexers, front end, piece sampler) and shows it live until Ctrl-C or --duration, then checks it (see go doc). Flags:")
+		fs.PrintDefaults()
+	}
 	fs.DurationVar(&o.duration, "duration", 0, "run this long, then print a summary and stop (0: until Ctrl-C)")
 	fs.DurationVar(&o.refresh, "refresh", 2*time.Second, "time between two views of the pool")
 	fs.IntVar(&o.publishers, "publishers", localpool.DefaultPublishers, "generated honest publishers")

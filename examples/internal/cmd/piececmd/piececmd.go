@@ -64,6 +64,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("piece", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: piece [flags]")
+		fmt.Fprintln(fs.Output(), "Walks IPNI publishers' chains and serves signed samples of the payloads of each Filecoin piece they advertise (see go doc). Flags:")
+		fs.PrintDefaults()
+	}
 	redisDefault := os.Getenv("REDIS_ADDR")
 	if redisDefault == "" {
 		redisDefault = "127.0.0.1:6379"
