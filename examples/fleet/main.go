@@ -7,10 +7,22 @@ import (
 	"fmt"
 	"io"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/indexkit/indexkit/examples/internal/cli"
 )
 
-func main() { cli.Main("fleet", run) }
+func main() {
+	// go-redis logs dial failures of its own on stderr, ahead of the
+	// errors the fleet reports: silence it.
+	goredis.SetLogger(quietRedis{})
+	cli.Main("fleet", run)
+}
+
+// quietRedis is a go-redis logger that drops every line.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 const usage = `usage: fleet <command> [flags]
 
