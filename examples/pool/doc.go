@@ -15,7 +15,8 @@
 // and every third new context in its ContextID (the dag-cbor [size,
 // pieceCID] Curio writes), and the piece sampler walks their chains.
 //
-// It prints the front end's page first (the URL to open in a browser, with
+// It says first how long it runs (until Ctrl-C, or --duration), then prints
+// the front end's page (the URL to open in a browser, with
 // a lookup of a CID, and which publisher holds it: a multihash that no ad
 // of that publisher up to the end of the run removes or updates
 // (publishernode.Spec.Lasting; without --duration, for a day of ads), so
