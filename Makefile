@@ -31,13 +31,21 @@ DEMO_FLAGS ?=
 # The demo is built into a temporary directory and run from there rather
 # than with `go run`, which exits 1 when interrupted whatever the program
 # returns: Ctrl-C reaches the program, which stops the pool and runs its end
-# check, and the recipe's status is the program's (0, or 3 when the end
-# check found the pool incomplete).
-demo: ## run a whole local IPNI pool (publishers, assigner, indexers, front end, piece sampler) and show it live; Ctrl-C stops it
+# check, and make's status is the program's (0, or 3 when the end check
+# found the pool incomplete). `set -m` runs the program as a job of its
+# own: its own process group, which the shell makes the terminal's
+# foreground group, so that Ctrl-C reaches the program alone. Otherwise
+# make, in the foreground group too, would get SIGINT as well and die of
+# it (status 130) whatever the program returns; and `make demo | tee log`
+# would lose tee. Without a terminal, `set -m` changes nothing but the
+# process group. (examples/pool's TestMakeDemoCtrlC types a Ctrl-C into a
+# pseudo-terminal.)
+demo: ## run a whole local IPNI pool (publishers, assigner, indexers, front end, piece sampler) and show it live until Ctrl-C
 	@dir="$$(mktemp -d)"; trap 'rm -rf "$$dir"' EXIT; \
-	echo "go build -o $$dir/pool ./examples/pool"; \
+	echo "building the demo: go build -o $$dir/pool ./examples/pool"; \
+	echo "  (the first build compiles about $$(go list -deps ./examples/pool | wc -l) packages: a few minutes on 2 cores; later builds take seconds)"; \
 	go build -o "$$dir/pool" ./examples/pool; \
-	"$$dir/pool" $(DEMO_FLAGS)
+	set -m; status=0; "$$dir/pool" $(DEMO_FLAGS) || status=$$?; exit "$$status"
 
 # The short benchmark run of `make bench-table`: the backends, one package
 # at a time (-p 1) so that no two benchmarks share the machine.

@@ -12,14 +12,32 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		fmt.Fprintln(os.Stderr, "usage: go test -bench ... 2>&1 | benchtable")
-		os.Exit(2)
+	os.Exit(mainCode(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// usage is what -h prints, and a wrong argument.
+const usage = `usage: go test -bench ... 2>&1 | benchtable
+Reads Go benchmark output on stdin and writes, per package, a table of each
+backend against its raw engine (see go doc). It takes no flags.
+`
+
+// mainCode is the program on args and the three streams; it returns the
+// exit status: 0 (also for -h), 1 for failed benchmarks or no results, 2
+// for arguments it does not take.
+func mainCode(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
+		fmt.Fprint(stderr, usage)
+		return 0
+	case len(args) > 0:
+		fmt.Fprintf(stderr, "benchtable: unexpected arguments %q\n%s", args, usage)
+		return 2
 	}
-	if err := run(os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "benchtable:", err)
-		os.Exit(1)
+	if err := run(stdin, stdout); err != nil {
+		fmt.Fprintln(stderr, "benchtable:", err)
+		return 1
 	}
+	return 0
 }
 
 // run reads benchmark output from r and writes the tables to w. It returns

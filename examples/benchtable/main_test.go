@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,5 +153,17 @@ func TestHuman(t *testing.T) {
 		if got := human(tt.v); got != tt.want {
 			t.Errorf("human(%v) = %q, want %q", tt.v, got, tt.want)
 		}
+	}
+}
+
+// TestHelp: -h exits 0 after the usage and what the program does, as
+// every other binary's -h; an argument it does not take exits 2.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	if code := mainCode([]string{"-h"}, strings.NewReader(""), io.Discard, &out); code != 0 || !strings.Contains(out.String(), "Reads Go benchmark output") {
+		t.Errorf("-h: status %d, %q; want 0 and the description", code, out.String())
+	}
+	if code := mainCode([]string{"extra"}, strings.NewReader(""), io.Discard, io.Discard); code != 2 {
+		t.Errorf("an argument: status %d, want 2", code)
 	}
 }

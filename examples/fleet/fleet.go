@@ -55,6 +55,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fleet "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describe(fs, name)
 	f.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err

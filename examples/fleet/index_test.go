@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -252,4 +254,19 @@ func Example_search() {
 	// fleet	main.go:4: println("hello, fleet")
 	// he	README.md:1: # hello
 	// he	main.go:4: println("hello, fleet")
+}
+
+// TestHelp: `fleet <cmd> -h` prints the command's usage and what it does,
+// and is no error but flag.ErrHelp (exit status 0).
+func TestHelp(t *testing.T) {
+	for _, cmd := range []string{"node", "demo", "sim", "set"} {
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{cmd, "-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("fleet %s -h: %v, want flag.ErrHelp", cmd, err)
+		}
+		want := "usage: fleet " + cmd + " [flags]\n" + descriptions[cmd] + ". Flags:\n"
+		if descriptions[cmd] == "" || !strings.HasPrefix(out.String(), want) {
+			t.Errorf("fleet %s -h prints %q..., want %q first", cmd, out.String()[:min(len(out.String()), 120)], want)
+		}
+	}
 }

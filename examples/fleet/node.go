@@ -180,6 +180,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	}
 	fs := flag.NewFlagSet("fleet node", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describe(fs, "node")
 	fs.StringVar(&c.Name, "name", c.Name, "node name, unique in the fleet")
 	c.storeFlags.register(fs, "Redis address of the catalog (-store redis)", "comma-separated etcd endpoints of the catalog (-store etcd)")
 	fs.StringVar(&c.Prefix, "prefix", c.Prefix, "key prefix of the catalog and the side tables in the store")

@@ -66,6 +66,7 @@ func (n *node) readMaxBids(ctx context.Context) (int, error) {
 func runSet(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fleet set", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	describe(fs, "set")
 	sf := storeFlags{Store: storeRedis, Redis: "127.0.0.1:6379", Etcd: "127.0.0.1:2379"}
 	sf.register(fs, "Redis address of the catalog (-store redis)", "comma-separated etcd endpoints of the catalog (-store etcd)")
 	prefix := fs.String("prefix", "fleet:", "key prefix of the catalog in the store")

@@ -80,3 +80,17 @@ func (p *Pool) PublisherSpec(name string, index, ads int) (publishernode.Spec, e
 	}
 	return c.Spec(index, ads), nil
 }
+
+// PublisherTruth asks honest publisher index (publisher-<index>) for its
+// GET /truth, without the entries: its head, ads and counts.
+func (p *Pool) PublisherTruth(ctx context.Context, index int) (publishernode.Truth, error) {
+	u := p.URLs().Publishers
+	if index < 0 || index >= len(u) {
+		return publishernode.Truth{}, fmt.Errorf("truth of publisher-%d: %w", index, ErrUnknownRole)
+	}
+	t, err := p.truth(ctx, u[index], false)
+	if err != nil {
+		return t, fmt.Errorf("truth of publisher-%d: %w", index, err)
+	}
+	return t, nil
+}

@@ -262,3 +262,27 @@ func TestBinaryStartupErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryRedisUnreachable: an unreachable --redis is one error line
+// naming the flag, with no lines the Redis client logs on its own
+// ("redis: ... connection pool: failed to dial") ahead of it.
+func TestBinaryRedisUnreachable(t *testing.T) {
+	bin := proctest.Build(t, "./examples/piece")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a port nobody listens on
+	p := proctest.Start(t, bin, "--store", "redis", "--redis", addr, "--listen", "127.0.0.1:0", "--providers-url", "", "--dir", t.TempDir())
+	if code := p.Wait(proctest.DefaultTimeout); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	out := p.Output()
+	if want := "piece: -redis " + addr + ": dial tcp " + addr; !strings.Contains(out, want) {
+		t.Errorf("output does not say %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "connection pool") || strings.Contains(out, "pool.go") {
+		t.Errorf("the Redis client logged lines of its own:\n%s", out)
+	}
+}

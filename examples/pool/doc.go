@@ -15,9 +15,13 @@
 // and every third new context in its ContextID (the dag-cbor [size,
 // pieceCID] Curio writes), and the piece sampler walks their chains.
 //
-// It prints the front end's page first (the URL to open in a browser, with
-// a lookup of a CID of publisher-0: the page shows its providers and
-// the pool live, see package scatter/web), then the URLs to curl (the
+// It says first how long it runs (until Ctrl-C, or --duration), then prints
+// the front end's page (the URL to open in a browser, with
+// a lookup of a CID, and which publisher holds it: a multihash that no ad
+// of that publisher up to the end of the run removes or updates
+// (publishernode.Spec.Lasting; without --duration, for a day of ads), so
+// that the lookup stays valid; the page shows its providers and the pool
+// live, see package scatter/web), then the URLs to curl (the
 // Delegated Routing V1 providers of that CID, the page's
 // /status.json, the find API, the assigner's state API,
 // each indexer's admin API with the pool's bearer token, read from
@@ -75,9 +79,14 @@
 //	3  the end check found the pool incomplete (see above; stderr says
 //	   "pool: the pool did not answer every multihash of its truth in full")
 //
-// `make demo` builds this command into a temporary directory and runs it,
-// so that its exit status is make's recipe status and Ctrl-C reaches it
-// (`go run` exits 1 when interrupted, whatever the program returns).
+// `make demo` builds this command into a temporary directory and runs it
+// as a job of its own (`set -m`: the terminal's foreground process group),
+// so that Ctrl-C reaches it alone and its exit status is make's (`go run`
+// exits 1 when interrupted, whatever the program returns; make dies of a
+// SIGINT it gets itself, status 130). A reader of its output that goes
+// away (`pool | tee log`, tee killed by Ctrl-C) does not kill it: it
+// ignores SIGPIPE, keeps running, and still checks the pool and removes
+// its temporary directory at the end.
 //
 // # Flags
 //

@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ipfs/go-cid"
-	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/localpool"
@@ -25,6 +25,11 @@ import (
 
 func main() {
 	rolemain.Run() // --processes re-executes this binary as each role
+	// A reader of stdout that goes away (`pool | tee log`, tee killed by
+	// Ctrl-C) must not kill the program at its next line by SIGPIPE,
+	// skipping the end check and leaving the data directory: writes fail
+	// instead (the view ignores their errors) and the run goes on.
+	signal.Ignore(syscall.SIGPIPE)
 	// The first SIGINT or SIGTERM ends the show and starts the end check;
 	// a second one cuts the end check short; a third one kills the
 	// process as by default.
@@ -87,6 +92,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("pool", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: pool [flags]")
+		fmt.Fprintln(fs.Output(), "Runs a whole local IPNI pool (publishers, assigner, indexers, front end, piece sampler) and shows it live until Ctrl-C or --duration, then checks it (see go doc). Flags:")
+		fs.PrintDefaults()
+	}
 	fs.DurationVar(&o.duration, "duration", 0, "run this long, then print a summary and stop (0: until Ctrl-C)")
 	fs.DurationVar(&o.refresh, "refresh", 2*time.Second, "time between two views of the pool")
 	fs.IntVar(&o.publishers, "publishers", localpool.DefaultPublishers, "generated honest publishers")
@@ -161,6 +171,11 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 	}
 	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
 		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
+	if o.duration > 0 {
+		fmt.Fprintf(stdout, "it runs for %v, then checks the pool and stops (Ctrl-C stops it sooner)\n", o.duration)
+	} else {
+		fmt.Fprintln(stdout, "it runs until Ctrl-C (--duration 2m: for 2 minutes), then checks the pool and stops")
+	}
 	p, err := localpool.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -171,9 +186,9 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 		}
 	}()
 	cctx, cancel := context.WithTimeout(ctx, o.probeTimeout)
-	demoCID := pickCID(cctx, p)
+	look := pickLookup(cctx, p, lookupHorizon(o))
 	cancel()
-	printURLs(stdout, p.URLs(), demoCID, filepath.Join(p.Config().Dir, localpool.AdminTokenFile), o.freezeBudget)
+	printURLs(stdout, p.URLs(), look, o.duration > 0, filepath.Join(p.Config().Dir, localpool.AdminTokenFile), o.freezeBudget)
 	var pc publishernode.Piece
 	havePiece := false
 	// repick picks the piece to sample, printing its curl when it changes:
@@ -270,17 +285,24 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 }
 
 // printURLs prints where to look: the front end's page first, then the
-// URLs to curl. c is a CID of publisher-0's (cid.Undef when it had none
-// yet: the lines then hold a <cid> to fill in).
-func printURLs(w io.Writer, u localpool.URLs, c cid.Cid, tokenFile string, budget int64) {
-	key, q := "<cid>", ""
-	if c.Defined() {
-		key = c.String()
-		q = "#q=" + key
+// URLs to curl. look is the CID they look up (cid.Undef when no
+// publisher had one: the lines then hold a <cid> to fill in); bounded
+// says the run has a --duration, so that look lasts for all of it.
+func printURLs(w io.Writer, u localpool.URLs, look lookup, bounded bool, tokenFile string, budget int64) {
+	key, q, holder := "<cid>", "", "a publisher"
+	if look.cid.Defined() {
+		key, q, holder = look.cid.String(), "#q="+look.cid.String(), "publisher-"+strconv.Itoa(look.publisher)
 	}
 	fmt.Fprintf(w, "the pool is up; open its page in a browser (look up a CID, watch the pool live):\n  %s/%s\n", u.Find, q)
+	if look.cid.Defined() {
+		lasts := "for the whole run"
+		if !bounded {
+			lasts = fmt.Sprintf("for its first %d ads at least", look.horizon)
+		}
+		fmt.Fprintf(w, "  (the CID is a multihash of %s's ad %d, which it keeps %s: no later ad removes or updates it)\n", holder, look.ad, lasts)
+	}
 	fmt.Fprintln(w, "or try:")
-	fmt.Fprintf(w, "  curl %s/routing/v1/providers/%s   # Delegated Routing V1 (Kubo, Helia, boxo): who provides a CID of publisher-0\n", u.Find, key)
+	fmt.Fprintf(w, "  curl %s/routing/v1/providers/%s   # Delegated Routing V1 (Kubo, Helia, boxo): who provides a CID of %s\n", u.Find, key, holder)
 	fmt.Fprintf(w, "  curl %s/status.json                    # the page's JSON: indexers, lookups, publishers, handoffs\n", u.Find)
 	fmt.Fprintf(w, "  curl %s/providers                      # find API (scatter front end): providers\n", u.Find)
 	if len(u.Publishers) > 0 {
@@ -324,22 +346,66 @@ func probes(ctx context.Context, p *localpool.Pool) ([]localpool.Probe, error) {
 	return out, nil
 }
 
-// pickCID returns a CID (v1, raw) of a multihash of publisher-0's truth, or
-// cid.Undef when it has none yet.
-func pickCID(ctx context.Context, p *localpool.Pool) cid.Cid {
-	u := p.URLs()
-	if len(u.Publishers) == 0 {
-		return cid.Undef
+// lookup is the CID the banner's page URL and curls look up.
+type lookup struct {
+	cid       cid.Cid // cid.Undef: none found
+	publisher int     // index of the honest publisher that holds it
+	ad        int     // its ad (from 1) that first advertises it
+	horizon   int     // the ads up to which it keeps it
+}
+
+// maxHorizon bounds lookupHorizon: finding a lasting multihash costs
+// about half a second per million ads.
+const maxHorizon = 1_000_000
+
+// lookupHorizon is how many ads each publisher has by the end of the run,
+// with room to spare: its first, and one each --interval for twice
+// --duration (the end check halts the publishers), or for a day without
+// --duration; at most maxHorizon.
+func lookupHorizon(o *options) int {
+	run := 24 * time.Hour
+	if o.duration > 0 {
+		run = 2 * o.duration
 	}
-	t, err := p.Truth(ctx)
-	if err != nil || len(t.Publishers) == 0 || len(t.Publishers[0].Entries) == 0 {
-		return cid.Undef
+	if o.interval <= 0 {
+		return maxHorizon
 	}
-	mh, err := multihash.FromB58String(t.Publishers[0].Entries[0].Multihash)
-	if err != nil {
-		return cid.Undef
+	return int(min(maxHorizon, 1+int64(run/o.interval)+10))
+}
+
+// pickLookup picks the CID (v1, raw) the demo's first lookups name: of
+// the honest publishers' multihashes that they keep up to horizon ads
+// (publishernode.Spec.Lasting: no removal or update touches them, so the
+// lookup stays valid while the random removals go on), the one advertised
+// earliest; it waits, up to ctx, until its publisher has published it.
+// With none found, the lookup's cid is cid.Undef.
+func pickLookup(ctx context.Context, p *localpool.Pool, horizon int) lookup {
+	best := lookup{publisher: -1}
+	for i := range p.URLs().Publishers {
+		spec, err := p.PublisherSpec(localpool.RolePublishers, i, 0)
+		if err != nil {
+			continue
+		}
+		mh, ad, ok, err := spec.Lasting(horizon)
+		if err != nil || !ok || (best.publisher >= 0 && ad >= best.ad) {
+			continue
+		}
+		best = lookup{cid: cid.NewCidV1(cid.Raw, mh), publisher: i, ad: ad, horizon: horizon}
 	}
-	return cid.NewCidV1(cid.Raw, mh)
+	if best.publisher < 0 {
+		return lookup{}
+	}
+	for {
+		t, err := p.PublisherTruth(ctx, best.publisher)
+		if err == nil && t.Ads >= best.ad {
+			return best
+		}
+		select {
+		case <-ctx.Done():
+			return best // printed all the same: it comes with that ad
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // pieceSeed and pieceSamples are the seed and size of the demo's piece

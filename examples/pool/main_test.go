@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,4 +117,77 @@ func TestBinaryExitStatus(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLookupLasts: the CID the banner prints is answered at the end of a
+// run long enough (fast ads) that the old choice, the first multihash of
+// publisher-0's first ad, has been removed by then: the front end's
+// Routing V1 answer names the publisher the banner names, and the
+// publisher's truth still holds the multihash with the values it had.
+func TestLookupLasts(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o, err := parseFlags([]string{"--duration", "4s", "--interval", "20ms"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 1, Store: "memory",
+		Entries: 5, Interval: o.interval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	look := pickLookup(ctx, p, lookupHorizon(o))
+	if !look.cid.Defined() {
+		t.Fatal("no lookup picked")
+	}
+	var banner bytes.Buffer
+	printURLs(&banner, p.URLs(), look, true, "token", 0)
+	if want := fmt.Sprintf("publisher-%d's ad %d, which it keeps for the whole run", look.publisher, look.ad); !strings.Contains(banner.String(), want) {
+		t.Errorf("banner lacks %q:\n%s", want, banner.String())
+	}
+	// The old choice: publisher-0's first multihash at its first ad.
+	spec, err := p.PublisherSpec(localpool.RolePublishers, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := publishernode.NewPublisher(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := first.Truth(true).Entries[0].Multihash
+
+	time.Sleep(o.duration)
+	if err := p.HaltPublishers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := p.WaitComplete(ctx); err != nil {
+		t.Fatalf("pool incomplete: %v (%v)", err, c)
+	}
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(truth.Removed, old) {
+		t.Fatalf("the old choice %s is not removed after %d ads: the run is too short to test anything", old, truth.Publishers[0].Ads)
+	}
+	holder := truth.Publishers[look.publisher]
+	if holder.Ads > look.horizon {
+		t.Fatalf("publisher-%d has %d ads, past the horizon %d", look.publisher, holder.Ads, look.horizon)
+	}
+	mh := look.cid.Hash().B58String()
+	if !slices.ContainsFunc(truth.Entries, func(e publishernode.Entry) bool { return e.Multihash == mh }) {
+		t.Fatalf("%s (%s) is not in the truth at the end (%d ads)", look.cid, mh, holder.Ads)
+	}
+	resp, err := http.Get(p.URLs().Find + "/routing/v1/providers/" + look.cid.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), holder.Publisher) {
+		t.Fatalf("GET /routing/v1/providers/%s at the end: %s %s; want publisher-%d (%s)", look.cid, resp.Status, body, look.publisher, holder.Publisher)
+	}
+	t.Logf("%s of publisher-%d's ad %d answered after %d ads; the old choice was removed", look.cid, look.publisher, look.ad, holder.Ads)
 }

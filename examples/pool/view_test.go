@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/indexkit/indexkit/examples/localpool"
@@ -61,5 +63,18 @@ func TestView(t *testing.T) {
 	}
 	if n := bytes.Count(b.Bytes(), []byte("HANDOFF")); n != 1 {
 		t.Errorf("%d HANDOFF lines, want 1", n)
+	}
+}
+
+// TestHelp: -h prints the usage and what the program does; the status is
+// 0.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &out)
+	if code := exitCode(err, io.Discard); code != 0 {
+		t.Errorf("-h: %v, exit status %d, want 0", err, code)
+	}
+	if want := "usage: pool [flags]\nRuns a whole local IPNI pool"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("-h prints %q..., want %q first", out.String()[:min(len(out.String()), 120)], want)
 	}
 }

@@ -408,3 +408,22 @@ func (p *Publisher) alter(i int) (cid.Cid, error) {
 	p.mu.Unlock()
 	return c, nil
 }
+
+// Lasting returns a multihash that the publisher s describes holds, with
+// the same value, until it has horizon ads: one that no removal or
+// metadata update up to then touches (chaingen.Lasting), and the number
+// (from 1) of the ad that first advertises it. ok is false for a faulty
+// publisher (nothing it publishes is indexed) and when no multihash
+// lasts that long. A demo prints a lookup of it that stays valid for the
+// whole run.
+func (s Spec) Lasting(horizon int) (mh multihash.Multihash, ad int, ok bool, err error) {
+	if s.Fault != Honest {
+		return nil, 0, false, nil
+	}
+	cfg := s.chainConfig(0)
+	ord, ad, ok, err := chaingen.Lasting(cfg, horizon)
+	if err != nil || !ok {
+		return nil, 0, false, err
+	}
+	return multihash.Multihash(chaingen.AppendMultihash(nil, cfg.Seed, ord)), ad, true, nil
+}

@@ -147,3 +147,44 @@ func TestSampleRemoved(t *testing.T) {
 		t.Fatalf("sample(25, 10) = %v, want %v", got, want)
 	}
 }
+
+// TestSpecLasting: the multihash Spec.Lasting names is in the publisher's
+// truth, with the same values, from its ad to the horizon; a faulty
+// publisher has none.
+func TestSpecLasting(t *testing.T) {
+	const horizon = 60
+	spec := Spec{Seed: 23, Ads: 0, Entries: 7, ChunkSize: 3, RemoveEvery: 4, UpdateEvery: 3, PieceContextEvery: 5}
+	mh, ad, ok, err := spec.Lasting(horizon)
+	if err != nil || !ok {
+		t.Fatalf("Lasting = %v, %v", ok, err)
+	}
+	p := newPublisher(t, spec)
+	var want []Value
+	for n := 1; n <= horizon; n++ {
+		if err := p.Publish(t.Context(), 1); err != nil {
+			t.Fatal(err)
+		}
+		var got []Value
+		for _, e := range p.Truth(true).Entries {
+			if e.Multihash == mh.B58String() {
+				got = e.Values
+			}
+		}
+		switch {
+		case n < ad && got != nil:
+			t.Fatalf("ad %d: %s held before its ad %d", n, mh.B58String(), ad)
+		case n == ad:
+			if want = got; len(want) == 0 {
+				t.Fatalf("ad %d: %s not in the truth", n, mh.B58String())
+			}
+		case n > ad && !slices.EqualFunc(got, want, func(a, b Value) bool {
+			return a.ProviderID == b.ProviderID && bytes.Equal(a.ContextID, b.ContextID) && bytes.Equal(a.Metadata, b.Metadata)
+		}):
+			t.Fatalf("ad %d: %s has %v, at its ad %d %v", n, mh.B58String(), got, ad, want)
+		}
+	}
+	spec.Fault = CorruptBlocks
+	if _, _, ok, err := spec.Lasting(horizon); ok || err != nil {
+		t.Errorf("a faulty publisher's Lasting = %v, %v; want false, nil", ok, err)
+	}
+}

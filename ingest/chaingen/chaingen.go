@@ -2,7 +2,6 @@ package chaingen
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 
@@ -161,12 +160,10 @@ type Chain struct {
 	head   cid.Cid
 	ops    []op // one per ad, the model's log
 
-	genMu    sync.Mutex // serializes Extend; guards the generator state below
-	rng      *rand.PCG
+	genMu    sync.Mutex        // serializes Extend; guards the generator state below
+	sched    schedule          // which context each ad touches, and how
 	ctxIDs   [][]byte          // every context ever made, by index
 	ctxPiece map[int32]cid.Cid // the piece in a context's ID (PieceContextEvery)
-	live     []int32           // contexts that hold multihashes
-	livePos  []int             // index in live of each context, -1 if not live
 	nextOrd  uint64            // ordinal of the next new multihash
 	prevNew  span              // new multihashes of the latest ad with entries
 }
@@ -203,7 +200,7 @@ func Generate(cfg Config) (*Chain, error) {
 		cfg:     cfg,
 		blocks:  make(map[cid.Cid][]byte),
 		extKeys: make(map[string]crypto.PrivKey),
-		rng:     rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15),
+		sched:   newSchedule(cfg.Seed),
 	}
 	if c.ProviderKey, c.Provider, err = c.key("provider", 0); err != nil {
 		return nil, err
@@ -268,8 +265,6 @@ func (c *Chain) extend(n int) error {
 // every reports whether the ad numbered n (from 1) is an every-th one.
 func every(every, n int) bool { return every > 0 && n%every == 0 }
 
-func (c *Chain) pick(n int) int { return int(c.rng.Uint64() % uint64(n)) }
-
 // block is one encoded block waiting to be published.
 type block struct {
 	id   cid.Cid
@@ -281,23 +276,16 @@ type block struct {
 func (c *Chain) nextAd() error {
 	cfg := &c.cfg
 	n := len(c.ops) + 1
-	o := op{kind: opPut}
+	o := op{}
+	var fresh bool
+	o.kind, o.ctx, fresh = c.sched.choose(cfg, n)
 	switch {
-	case every(cfg.RemoveEvery, n) && len(c.live) > 0:
-		o.kind, o.ctx = opRemove, c.live[c.pick(len(c.live))]
-	case every(cfg.UpdateEvery, n) && len(c.live) > 0:
-		o.kind, o.ctx = opUpdate, c.live[c.pick(len(c.live))]
-	case every(cfg.ReuseEvery, n) && len(c.ctxIDs) > 0:
-		o.ctx = int32(c.pick(len(c.ctxIDs)))
-	case every(cfg.PieceContextEvery, n):
-		o.ctx = c.newPieceContext(n)
-	default:
-		o.ctx = c.newContext()
+	case fresh && every(cfg.PieceContextEvery, n):
+		c.newPieceContext(n)
+	case fresh:
+		c.newContext()
 	}
 	o.ctxID = c.ctxIDs[o.ctx]
-	if o.kind == opPut && cfg.MhsPerAd == 0 {
-		o.kind = opUpdate // an ad of new metadata and NoEntries
-	}
 
 	var err error
 	switch {
@@ -353,19 +341,7 @@ func (c *Chain) nextAd() error {
 		return fmt.Errorf("chaingen: ad %d: %w", n, err)
 	}
 
-	switch o.kind {
-	case opPut:
-		if c.livePos[o.ctx] < 0 {
-			c.livePos[o.ctx] = len(c.live)
-			c.live = append(c.live, o.ctx)
-		}
-	case opRemove:
-		i := c.livePos[o.ctx]
-		last := c.live[len(c.live)-1]
-		c.live[i], c.livePos[last] = last, i
-		c.live = c.live[:len(c.live)-1]
-		c.livePos[o.ctx] = -1
-	}
+	c.sched.apply(o.kind, o.ctx)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

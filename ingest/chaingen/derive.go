@@ -30,10 +30,15 @@ func mhDigest(seed, ordinal uint64) [sha256.Size]byte {
 
 // derive returns 32 bytes for (label, i) of the chain's seed.
 func (c *Chain) derive(label string, i uint64) [sha256.Size]byte {
+	return derive(c.cfg.Seed, label, i)
+}
+
+// derive returns 32 bytes for (label, i) of seed.
+func derive(seed uint64, label string, i uint64) [sha256.Size]byte {
 	b := make([]byte, 0, 64)
 	b = append(b, "indexkit/chaingen/"...)
 	b = append(b, label...)
-	b = binary.BigEndian.AppendUint64(b, c.cfg.Seed)
+	b = binary.BigEndian.AppendUint64(b, seed)
 	b = binary.BigEndian.AppendUint64(b, i)
 	return sha256.Sum256(b)
 }
@@ -56,7 +61,6 @@ func (c *Chain) key(label string, i uint64) (crypto.PrivKey, peer.ID, error) {
 func (c *Chain) newContext() int32 {
 	i := len(c.ctxIDs)
 	c.ctxIDs = append(c.ctxIDs, c.contextID(i))
-	c.livePos = append(c.livePos, -1)
 	return int32(i)
 }
 
@@ -69,11 +73,14 @@ func (c *Chain) contextID(i int) []byte {
 // mhsOf returns the number of multihashes of ad n (from 1) with entries:
 // MhsPerAd, or with MinMhsPerAd one from MinMhsPerAd to MhsPerAd derived
 // from (seed, n).
-func (c *Chain) mhsOf(n int) int {
-	lo, hi := c.cfg.MinMhsPerAd, c.cfg.MhsPerAd
+func (c *Chain) mhsOf(n int) int { return mhsOf(&c.cfg, n) }
+
+// mhsOf is [Chain.mhsOf] of the chain cfg describes.
+func mhsOf(cfg *Config, n int) int {
+	lo, hi := cfg.MinMhsPerAd, cfg.MhsPerAd
 	if lo <= 0 || lo >= hi {
 		return hi
 	}
-	d := c.derive("mhs", uint64(n))
+	d := derive(cfg.Seed, "mhs", uint64(n))
 	return lo + int(binary.BigEndian.Uint64(d[:8])%uint64(hi-lo+1))
 }

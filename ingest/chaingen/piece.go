@@ -17,7 +17,6 @@ func (c *Chain) newPieceContext(n int) int32 {
 	i := len(c.ctxIDs)
 	p := c.pieceCID(n)
 	c.ctxIDs = append(c.ctxIDs, PieceContextID(uint64(1)<<(20+n%16), p))
-	c.livePos = append(c.livePos, -1)
 	if c.ctxPiece == nil {
 		c.ctxPiece = make(map[int32]cid.Cid)
 	}

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/ipfs/go-cid"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/internal/cidkey"
 )
 
 // findMaxKeyLen bounds the encoded multihash or CID taken from a request
@@ -40,23 +41,11 @@ func parseMultihashKey(s string) (multihash.Multihash, error) {
 }
 
 // parseCIDKey decodes the element of GET /cid/... (any CID version, codec
-// and multibase) and returns its multihash.
+// and multibase) and returns its multihash; the error is worded as Routing
+// V1's (internal/cidkey).
 func parseCIDKey(s string) (multihash.Multihash, error) {
-	switch {
-	case s == "":
-		return nil, errors.New("empty CID")
-	case len(s) > findMaxKeyLen:
+	if len(s) > findMaxKeyLen {
 		return nil, errFindKeyTooLong
 	}
-	c, err := cid.Decode(s)
-	if err != nil {
-		return nil, fmt.Errorf("not a valid CID: %v", err)
-	}
-	// cid.Decode validates the multihash; check again so that a future
-	// change there cannot hand a backend a malformed key.
-	mh := c.Hash()
-	if _, err := multihash.Decode(mh); err != nil {
-		return nil, fmt.Errorf("CID holds a bad multihash: %v", err)
-	}
-	return mh, nil
+	return cidkey.Parse(s)
 }

@@ -6,11 +6,12 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multibase"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/internal/cidkey"
 )
 
 // Bounds of what a request may carry.
@@ -35,30 +36,13 @@ const (
 
 // parseCID decodes the {cid} of GET /providers/{cid}: any CID version,
 // codec and multibase go-cid reads; the lookup is by its multihash. The
-// error names the problem.
+// error names the problem, in the words of the find API's GET /cid/
+// (internal/cidkey).
 func parseCID(s string) (multihash.Multihash, error) {
-	switch {
-	case s == "":
-		return nil, errors.New("empty CID")
-	case len(s) > MaxPathLen:
+	if len(s) > MaxPathLen {
 		return nil, fmt.Errorf("CID longer than %d bytes", MaxPathLen)
 	}
-	if !(len(s) == 46 && strings.HasPrefix(s, "Qm")) { // not a CIDv0
-		if err := checkMultibase(s); err != nil {
-			return nil, err
-		}
-	}
-	c, err := cid.Decode(s)
-	if err != nil {
-		return nil, fmt.Errorf("not a valid CID: %v", err)
-	}
-	mh := c.Hash()
-	// cid.Decode validates the multihash; check again so that a change
-	// there cannot hand a backend a malformed key.
-	if _, err := multihash.Decode(mh); err != nil {
-		return nil, fmt.Errorf("CID holds a bad multihash: %v", err)
-	}
-	return mh, nil
+	return cidkey.Parse(s)
 }
 
 // parsePeer decodes the {peer-id} of GET /peers/{peer-id}: a base58btc

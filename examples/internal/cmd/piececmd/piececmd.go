@@ -64,6 +64,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("piece", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: piece [flags]")
+		fmt.Fprintln(fs.Output(), "Walks IPNI publishers' chains and serves signed samples of the payloads of each Filecoin piece they advertise (see go doc). Flags:")
+		fs.PrintDefaults()
+	}
 	redisDefault := os.Getenv("REDIS_ADDR")
 	if redisDefault == "" {
 		redisDefault = "127.0.0.1:6379"
@@ -152,6 +157,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	case "memory":
 		cfg.Capacity = o.capacity
 	case "redis":
+		// go-redis logs dial failures of its own on stderr, ahead of the
+		// error below that names the flag: silence it (a process-wide
+		// setting, which a program may make).
+		goredis.SetLogger(QuietRedis{})
 		rdb := goredis.NewClient(&goredis.Options{Addr: o.redisAddr})
 		defer rdb.Close()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -207,3 +216,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	cli.LogListening(log, "api", node.Addrs().API)
 	return node.Run(ctx)
 }
+
+// QuietRedis is a go-redis logger (goredis.SetLogger) that drops what the
+// client logs on its own (dial failures and retries, as "redis: ...
+// pool.go: ..." lines): the program reports the errors that matter,
+// naming the flag, and the client's lines only came ahead of them.
+type QuietRedis struct{}
+
+// Printf drops the line.
+func (QuietRedis) Printf(context.Context, string, ...any) {}

@@ -3,6 +3,8 @@ package piececmd_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"os"
@@ -93,5 +95,18 @@ func TestStartDataDirLocked(t *testing.T) {
 	stop()
 	if err := <-done; err != nil {
 		t.Errorf("first sampler: %v", err)
+	}
+}
+
+// TestHelp: -h prints the usage and what the program does, and is no
+// error but flag.ErrHelp (exit status 0).
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	err := piececmd.Main(t.Context(), []string{"-h"}, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Main -h: %v, want flag.ErrHelp", err)
+	}
+	if want := "usage: piece [flags]\nWalks IPNI publishers' chains and serves signed samples"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("-h prints %q..., want %q first", out.String()[:min(len(out.String()), 120)], want)
 	}
 }
