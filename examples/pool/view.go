@@ -28,6 +28,15 @@ func short(s string) string {
 	return "…" + s[len(s)-8:]
 }
 
+// count shows a store's multihash count as the page does: "about" when
+// it is the store's estimate rather than an exact count.
+func count(n uint64, exact bool) string {
+	if exact {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("about %d", n)
+}
+
 func bytesString(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -84,7 +93,11 @@ func (v *view) render(s *localpool.Snapshot, elapsed string) {
 			usage = fmt.Sprintf("%.0f%%", ix.Usage)
 		}
 		disk := fmt.Sprintf("%s (%s)", bytesString(ix.DiskBytes), usage)
-		fmt.Fprintf(v.w, "  %-10s %-7s %-8s %13d %18s  %s\n", ix.Name, state, short(ix.ID), ix.Multihashes, disk, strings.Join(pubs, " "))
+		mhs := "-"
+		if ix.Up {
+			mhs = count(ix.Multihashes, ix.MultihashesExact)
+		}
+		fmt.Fprintf(v.w, "  %-10s %-7s %-8s %13s %18s  %s\n", ix.Name, state, short(ix.ID), mhs, disk, strings.Join(pubs, " "))
 	}
 	fmt.Fprintf(v.w, "  %-22s %-9s %5s %-10s %4s  %s\n", "PUBLISHER", "ID", "ADS", "HEAD", "LAG", "OWNER")
 	for _, p := range s.Publishers {

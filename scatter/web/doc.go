@@ -43,7 +43,7 @@
 // lookup counters) at each request, and makes at most one round of
 // requests to the backends per max age ([DefaultMaxAge], one second):
 // GET /health ({"Status":"ok","State":"active"|"frozen","ID":…}) and GET
-// /stats ({"EntriesCount":n,"EntriesEstimate":n,"Providers":n}) of every
+// /stats ({"EntriesCount":n,"EntriesEstimate":n,"EntriesExact":b,"Providers":n}) of every
 // backend, and, with [WithAssigner], GET /indexers and GET /assignments
 // of the assigner's state API. Requests that arrive while a round runs
 // wait for it and share it; a round is bounded by [WithRoundTimeout]. A
