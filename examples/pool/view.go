@@ -198,7 +198,11 @@ func (v *view) shards(s *localpool.ShardState) {
 		if t := q.Drop; t != nil && t.Epoch == l.Epoch {
 			task = fmt.Sprintf("dropped %d keys", t.Keys)
 		}
-		fmt.Fprintf(v.w, "  %-10s %-12s %5.0f%% %6s %13d  %s\n", q.Name, state, 100*q.Share, next, q.Multihashes, task)
+		mhs := "-"
+		if q.Up {
+			mhs = count(uint64(max(q.Multihashes, 0)), q.MultihashesExact)
+		}
+		fmt.Fprintf(v.w, "  %-10s %-12s %5.0f%% %6s %13s  %s\n", q.Name, state, 100*q.Share, next, mhs, task)
 	}
 	var lines []string
 	for _, name := range slices.Sorted(maps.Keys(s.Ingest)) {
