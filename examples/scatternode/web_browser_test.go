@@ -313,11 +313,20 @@ func TestWebPageInBrowser(t *testing.T) {
 	}
 }
 
-// screenshot lets the pool run for a while with lookups going on, so that
-// the chart has a history, and sizes the window for the README's shot.
+// screenshot lets the pool run for a while with lookups going on and a
+// new publisher every 20 s (each ingests its 20 ads in about 4 s), so
+// that the chart has a history of both, and sizes the window for the
+// README's shot.
 func screenshot(ctx context.Context, t *testing.T, p *localpool.Pool, e publishernode.Entry) {
 	start := time.Now()
+	added := 0
 	for time.Since(start) < 60*time.Second {
+		if time.Since(start) >= time.Duration(added)*20*time.Second && added < 3 {
+			if _, err := p.AddPublishers(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			added++
+		}
 		// 4 to 20 lookups a second, changing slowly.
 		n := 3 + int(2*math.Sin(time.Since(start).Seconds()/6))
 		for range n {
