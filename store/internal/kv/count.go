@@ -11,7 +11,10 @@ import (
 )
 
 // CountLimit is the most multihashes [DB.CountEntries] counts: beyond it
-// a count would cost a scan of a large index at every poll.
+// a count would cost a scan of a large index at every poll. At the limit
+// a count takes 11 to 20 ms on store/pebble (130,000 multihashes, node
+// options, a shared machine), and GET /stats counts at most once a
+// second.
 const CountLimit = 1 << 17
 
 // CountEntries returns the number of multihashes that have at least one
