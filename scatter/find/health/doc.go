@@ -25,9 +25,11 @@
 // computes it: for Pebble and LevelDB an estimate from the bytes on disk
 // (compression and shared key prefixes make it rough, and it does not move
 // while writes sit in memtables). EntriesCount is an exact count where the
-// store can give one ([EntryCounter]: store/memory counts its map keys;
-// store/pebble and store/leveldb scan the index while it holds at most
-// 131,072 multihashes), with EntriesExact true, and EntriesEstimate again
+// store can give one ([EntryCounter]: store/memory counts its map keys,
+// checking each against the live records once one was removed;
+// store/pebble and store/leveldb scan the index; both while it holds at
+// most 131,072 multihashes, or any number on a memory store that never
+// removed a record), with EntriesExact true, and EntriesEstimate again
 // where it cannot, with EntriesExact false: a page then labels it "about".
 // Providers is exact
 // (one scan of the provider records). A front end answers the sums over

@@ -63,8 +63,9 @@ type Stats struct {
 }
 
 // EntryCounter is the optional capability of a store that counts its
-// multihashes: store/memory from its counters, store/pebble and
-// store/leveldb by a scan while the index is small. A store without it,
+// multihashes: store/memory from its counters (checked against its live
+// records once one was removed), store/pebble and store/leveldb by a scan,
+// while the index is small. A store without it,
 // or whose CountEntries returns an error wrapping [store.ErrNotCounted],
 // gets EntriesCount = EntriesEstimate and EntriesExact false.
 type EntryCounter interface {

@@ -97,8 +97,9 @@ func TestIndexer(t *testing.T) {
 // Count is exact on every backend a node may run, with the options a node
 // opens Pebble with too (digest-prefix keys, sorted runs, no populations,
 // sized to a budget): 0 for an empty store (Pebble's estimate said 75),
-// each multihash once, and what is put shows at once, before any flush
-// (the estimate stood still until a memtable reached the disk).
+// each multihash once, what is put shows at once, before any flush (the
+// estimate stood still until a memtable reached the disk), and a removed
+// context's multihashes stop counting before any sweep.
 func TestCountExact(t *testing.T) {
 	ctx := context.Background()
 	open := func(opts ...pebble.Option) store.Store {
@@ -137,6 +138,12 @@ func TestCountExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			count(5000)
+			// Removed lazily (the index entries stay until a sweep):
+			// the multihashes left with no value do not count.
+			if err := s.RemoveProviderContext(ctx, v.ProviderID, v.ContextID); err != nil {
+				t.Fatal(err)
+			}
+			count(100)
 		})
 	}
 }
