@@ -31,8 +31,7 @@
 // most 131,072 multihashes, or any number on a memory store that never
 // removed a record), with EntriesExact true, and EntriesEstimate again
 // where it cannot, with EntriesExact false: a page then labels it "about".
-// Providers is exact
-// (one scan of the provider records). A front end answers the sums over
+// Providers is exact (one scan of the provider records). A front end answers the sums over
 // its backends' /stats ([Sum]), with Backends and BackendsAnswered. The
 // counts are reused for [StatsMaxAge], so polling /stats costs at most one
 // count (or one fan-out) a second.
