@@ -32,3 +32,8 @@ var (
 // not help; removing it and putting it again, in a store that keeps
 // populations, does.
 var ErrNotSampled = errors.New("store: context has no population")
+
+// ErrNotCounted is returned by a backend's CountEntries when the index
+// holds more multihashes than it counts exactly (a count would scan the
+// whole index): the caller falls back to an estimate and says so.
+var ErrNotCounted = errors.New("store: too many entries to count exactly")

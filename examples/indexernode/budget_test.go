@@ -17,13 +17,15 @@ import (
 	"github.com/indexkit/indexkit/scatter/find"
 )
 
-// A Pebble node given a disk budget sizes its memtables, and so its
-// preallocated write-ahead logs, to the budget: the bytes allocated under
-// its directory stay under a 4 MiB budget when it has just opened and
-// after it has ingested a small chain in two walks. With no budget, and
-// Pebble's default 64 MiB memtable, the second walk's log write
-// preallocates some 70 MiB (logged for comparison).
+// A small Pebble node takes a small disk: the bytes allocated under its
+// directory stay under 4 MiB when it has just opened and after it has
+// ingested a small chain in two walks, given a 4 MiB budget (memtables
+// sized to it) and given none (Pebble's default 64 MiB memtables: the
+// store grows its logs' preallocation with what they hold, where Pebble
+// preallocated some 70 MiB at the second walk's log write, and the
+// demo's indexers showed 140 to 352 MiB).
 func TestPebbleSizedToBudget(t *testing.T) {
+	const small = 4 << 20
 	for _, tc := range []struct {
 		name   string
 		budget int64 // 0: no budget, Pebble's default memtable
@@ -40,8 +42,8 @@ func TestPebbleSizedToBudget(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Logf("%s: %d bytes allocated under the node's dir", when, used)
-				if tc.budget > 0 && used > uint64(tc.budget) {
-					t.Errorf("%s: %d bytes allocated, over the budget of %d", when, used, tc.budget)
+				if used > small {
+					t.Errorf("%s: %d bytes allocated, over %d", when, used, small)
 				}
 				return used
 			}

@@ -119,8 +119,10 @@
 // # Observing
 //
 // [Pool.Snapshot] reads every role's state: per indexer (admin API GET
-// /status, /ingest/assigned, /ingest/status, and its directory's size)
-// its publishers, multihashes indexed, disk usage and frozen state; per
+// /status, /ingest/assigned, /ingest/status, find API GET /stats, and its
+// directory's size) its publishers, the multihashes its store holds (the
+// count the front end's page shows, exact or an estimate), disk usage and
+// frozen state; per
 // publisher (GET /truth) its head, ads, owners and lag; the handoffs done
 // (assignments with Continued) and in progress (the assigner's GET
 // /assignments). [Pool.WaitFor] polls snapshots until a condition holds.

@@ -2,7 +2,10 @@ package localpool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/indexkit/indexkit/examples/localpool"
 	"github.com/indexkit/indexkit/examples/localpool/rolemain"
 	"github.com/indexkit/indexkit/internal/testbed/lane"
+	"github.com/indexkit/indexkit/scatter/web"
 )
 
 // TestMain serves the role subcommand (processes mode re-executes this
@@ -87,6 +91,7 @@ func run(t *testing.T, cfg localpool.Config) *localpool.Pool {
 			t.Errorf("publisher %+v: want one owner, lag 0, 4 ads", ps)
 		}
 	}
+	sameCounts(ctx, t, p, 40)
 	held := 0
 	for _, ix := range s.Indexers {
 		if !ix.Up || ix.Frozen {
@@ -109,6 +114,7 @@ func run(t *testing.T, cfg localpool.Config) *localpool.Pool {
 		if c, err := p.WaitComplete(ctx); err != nil || c.Multihashes != 40 {
 			t.Fatalf("after a restart of indexer-0: %v, %v", c, err)
 		}
+		sameCounts(ctx, t, p, 40)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatalf("close: %v", err)
@@ -118,6 +124,74 @@ func run(t *testing.T, cfg localpool.Config) *localpool.Pool {
 		t.Fatalf("Snapshot after Close: %v, want ErrClosed", err)
 	}
 	return p
+}
+
+// sameCounts waits until the view's snapshot and the front end's
+// /status.json (the page) report the same exact multihash count for each
+// indexer, summing to want (each caches its counts for up to a second or
+// two), and fails with both if they do not within 15 s.
+func sameCounts(ctx context.Context, t *testing.T, p *localpool.Pool, want uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var last string
+	for {
+		s, err := p.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := status(ctx, p.URLs().Find)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := map[string]web.Indexer{}
+		for _, ix := range rep.Indexers {
+			page[ix.URL] = ix
+		}
+		var sum uint64
+		ok := rep.Entries != nil && *rep.Entries == want && rep.EntriesExact
+		last = ""
+		for i, ix := range s.Indexers {
+			pg := page[p.URLs().Indexers[i].Find]
+			ok = ok && ix.MultihashesExact && pg.Entries != nil && *pg.Entries == ix.Multihashes && pg.EntriesExact
+			last += fmt.Sprintf("%s: view %d (exact %v), page %s (exact %v); ", ix.Name, ix.Multihashes, ix.MultihashesExact, count(pg.Entries), pg.EntriesExact)
+			sum += ix.Multihashes
+		}
+		last += fmt.Sprintf("in all: view %d, page %s (exact %v)", sum, count(rep.Entries), rep.EntriesExact)
+		if ok && sum == want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("view and page disagree or differ from %d exact multihashes: %s", want, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func count(n *uint64) string {
+	if n == nil {
+		return "none"
+	}
+	return fmt.Sprint(*n)
+}
+
+// status GETs the front end's /status.json.
+func status(ctx context.Context, find string) (web.Report, error) {
+	var rep web.Report
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, find+"/status.json", nil)
+	if err != nil {
+		return rep, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return rep, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
+		return rep, fmt.Errorf("/status.json: %w", err)
+	}
+	return rep, nil
 }
 
 func lines(ls []string) string {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/scatter/find/health"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -309,8 +310,10 @@ type QueryNodeState struct {
 	// use (R owners per key: shares add up to R); NextShare on the ring
 	// a change moves to (0 when none, or when it leaves).
 	Share, NextShare float64
-	// Multihashes is its index's count (or estimate) from GET /stats.
-	Multihashes int64
+	// Multihashes is its index's count (or estimate) from GET /stats;
+	// MultihashesExact says it is a count (EntriesExact).
+	Multihashes      int64
+	MultihashesExact bool
 	// Copy and Drop are its last copy and drop.
 	Copy, Drop *keyspace.Task
 }
@@ -369,9 +372,9 @@ func (p *Pool) ShardSnapshot(ctx context.Context) (*ShardState, error) {
 		if err := p.getJSON(ctx, n.URL+keyspace.PathStatus, &s); err == nil {
 			q.Up, q.Ready, q.Epoch, q.Copy, q.Drop = true, s.Ready, s.Epoch, s.Copy, s.Drop
 		}
-		var hs struct{ EntriesCount int64 }
+		var hs health.Stats
 		if err := p.getJSON(ctx, n.URL+"/stats", &hs); err == nil {
-			q.Multihashes = hs.EntriesCount
+			q.Multihashes, q.MultihashesExact = hs.EntriesCount, hs.EntriesExact
 		}
 		st.Query = append(st.Query, q)
 	}

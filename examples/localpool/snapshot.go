@@ -14,6 +14,7 @@ import (
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest/admin"
+	"github.com/indexkit/indexkit/scatter/find/health"
 )
 
 // Snapshot is the pool as its roles report it at one moment: what the
@@ -32,7 +33,8 @@ type Snapshot struct {
 }
 
 // IndexerState is one indexer, from its admin API (GET /status,
-// /ingest/assigned, /ingest/status) and its data directory.
+// /ingest/assigned, /ingest/status), its find API (GET /stats) and its
+// data directory.
 type IndexerState struct {
 	Name string
 	// Up: its admin API answered.
@@ -47,10 +49,18 @@ type IndexerState struct {
 	Budget    int64
 	// Publishers are the publishers assigned to it.
 	Publishers []Held
-	// Multihashes is the sum of its publishers' EntriesIndexed: the
-	// multihashes it indexed since its last start.
-	Multihashes uint64
-	Err         string `json:",omitempty"`
+	// Multihashes is the multihashes its store holds, from its find
+	// API's GET /stats (EntriesCount): the number the front end's page
+	// shows for it. MultihashesExact says whether it is an exact count
+	// (EntriesExact) or the store's estimate, which the view labels
+	// "about".
+	Multihashes      uint64
+	MultihashesExact bool
+	// Indexed is the sum of its publishers' EntriesIndexed: the
+	// multihashes its walks applied since its last start (removals and
+	// repeats included).
+	Indexed uint64
+	Err     string `json:",omitempty"`
 }
 
 // Held is a publisher assigned to an indexer, with its walk.
@@ -294,8 +304,14 @@ func (p *Pool) indexerState(ctx context.Context, ix IndexerURLs, st *IndexerStat
 		return nil
 	}
 	st.Up, st.ID, st.Frozen, st.Usage = true, status.ID.String(), status.Frozen, status.Usage
+	var stats health.Stats
+	if err := p.getJSON(ctx, ix.Find+"/stats", &stats); err != nil {
+		st.Err = err.Error()
+	} else {
+		st.Multihashes, st.MultihashesExact = uint64(max(stats.EntriesCount, 0)), stats.EntriesExact
+	}
 	assigned, err := c.Assigned(ctx)
-	if err != nil {
+	if err != nil && st.Err == "" {
 		st.Err = err.Error()
 	}
 	walks, err := c.IngestStatus(ctx)
@@ -305,7 +321,7 @@ func (p *Pool) indexerState(ctx context.Context, ix IndexerURLs, st *IndexerStat
 	byID := make(map[string]admin.PublisherStatus, len(walks))
 	for _, w := range walks {
 		byID[w.Publisher.String()] = w
-		st.Multihashes += w.EntriesIndexed
+		st.Indexed += w.EntriesIndexed
 	}
 	for _, a := range assigned {
 		h := Held{Publisher: a.Publisher.String()}

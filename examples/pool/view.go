@@ -28,6 +28,15 @@ func short(s string) string {
 	return "…" + s[len(s)-8:]
 }
 
+// count shows a store's multihash count as the page does: "about" when
+// it is the store's estimate rather than an exact count.
+func count(n uint64, exact bool) string {
+	if exact {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("about %d", n)
+}
+
 func bytesString(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -84,7 +93,11 @@ func (v *view) render(s *localpool.Snapshot, elapsed string) {
 			usage = fmt.Sprintf("%.0f%%", ix.Usage)
 		}
 		disk := fmt.Sprintf("%s (%s)", bytesString(ix.DiskBytes), usage)
-		fmt.Fprintf(v.w, "  %-10s %-7s %-8s %13d %18s  %s\n", ix.Name, state, short(ix.ID), ix.Multihashes, disk, strings.Join(pubs, " "))
+		mhs := "-"
+		if ix.Up {
+			mhs = count(ix.Multihashes, ix.MultihashesExact)
+		}
+		fmt.Fprintf(v.w, "  %-10s %-7s %-8s %13s %18s  %s\n", ix.Name, state, short(ix.ID), mhs, disk, strings.Join(pubs, " "))
 	}
 	fmt.Fprintf(v.w, "  %-22s %-9s %5s %-10s %4s  %s\n", "PUBLISHER", "ID", "ADS", "HEAD", "LAG", "OWNER")
 	for _, p := range s.Publishers {
@@ -185,7 +198,11 @@ func (v *view) shards(s *localpool.ShardState) {
 		if t := q.Drop; t != nil && t.Epoch == l.Epoch {
 			task = fmt.Sprintf("dropped %d keys", t.Keys)
 		}
-		fmt.Fprintf(v.w, "  %-10s %-12s %5.0f%% %6s %13d  %s\n", q.Name, state, 100*q.Share, next, q.Multihashes, task)
+		mhs := "-"
+		if q.Up {
+			mhs = count(uint64(max(q.Multihashes, 0)), q.MultihashesExact)
+		}
+		fmt.Fprintf(v.w, "  %-10s %-12s %5.0f%% %6s %13s  %s\n", q.Name, state, 100*q.Share, next, mhs, task)
 	}
 	var lines []string
 	for _, name := range slices.Sorted(maps.Keys(s.Ingest)) {

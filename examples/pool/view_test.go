@@ -15,7 +15,7 @@ func TestView(t *testing.T) {
 	s := &localpool.Snapshot{
 		AssignerUp: true,
 		Indexers: []localpool.IndexerState{
-			{Name: "indexer-0", Up: true, ID: "12D3KooWFrozenAAAAAAAA", Frozen: true, Usage: 91.2, DiskBytes: 470 << 10, Multihashes: 5800,
+			{Name: "indexer-0", Up: true, ID: "12D3KooWFrozenAAAAAAAA", Frozen: true, Usage: 91.2, DiskBytes: 470 << 10, Multihashes: 5800, MultihashesExact: true,
 				Publishers: []localpool.Held{{Publisher: "12D3KooWPublisherOne1"}}},
 			{Name: "indexer-1", Up: true, ID: "12D3KooWActiveBBBBBBBB", Usage: 0.4, DiskBytes: 3 << 20, Multihashes: 8900,
 				Publishers: []localpool.Held{{Publisher: "12D3KooWPublisherOne1", Continued: "indexer-0"}}},
@@ -41,8 +41,8 @@ func TestView(t *testing.T) {
 ── 42s ── assigner up
   INDEXER    STATE   ID         MULTIHASHES   DISK (of budget)  PUBLISHERS
   indexer-0  FROZEN  …AAAAAAAA          5800       470KiB (91%)  …sherOne1
-  indexer-1  active  …BBBBBBBB          8900        3.0MiB (0%)  …sherOne1(from indexer-0)
-  indexer-2  down                         0         100KiB (?)  
+  indexer-1  active  …BBBBBBBB    about 8900        3.0MiB (0%)  …sherOne1(from indexer-0)
+  indexer-2  down                         -         100KiB (?)  
   PUBLISHER              ID          ADS HEAD        LAG  OWNER
   publisher-0            …sherOne1    75 …isherOne     0  indexer-1 (frozen: indexer-0)
   publisher-1            …sherTwo2    74 …isherTwo    ≥1  indexer-1

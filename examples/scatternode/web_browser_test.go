@@ -1,8 +1,12 @@
 package scatternode_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"image/color"
+	"image/png"
 	"math"
 	"net/http"
 	"os"
@@ -47,7 +51,7 @@ func TestWebPageInBrowser(t *testing.T) {
 	bin := browsertest.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
+	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "pebble",
 		Entries: 5, Interval: 200 * time.Millisecond, MaxAds: 20, FreezeBudget: 0, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -233,8 +237,74 @@ func TestWebPageInBrowser(t *testing.T) {
 	}
 	t.Logf("pool view: states %q, %s", view.States, view.Totals)
 
-	if path := os.Getenv(screenshotEnv); path != "" {
-		screenshot(bctx, t, p, entry, path)
+	// The page's multihash counts are the view's (the pool's snapshot),
+	// exact on Pebble, with no "about", and sum to the publishers' live
+	// multihashes (replication 1): Pebble's estimate showed 75 on an
+	// empty node and lagged what was held.
+	// The publishers stop at MaxAds; then the indexers hold their truth.
+	var (
+		snap  *localpool.Snapshot
+		total uint64
+		live  uint64
+	)
+	for {
+		if snap, err = p.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		total, live = 0, 0
+		for _, ix := range snap.Indexers {
+			total += ix.Multihashes
+		}
+		stopped := true
+		for _, ps := range snap.Publishers {
+			live += uint64(ps.Multihashes)
+			stopped = stopped && ps.Ads == 20 && ps.Lag == 0
+		}
+		if stopped && total == live {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the indexers hold %d multihashes, the publishers' truth %d: %v", total, live, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	var wantCounts []string
+	for _, ix := range snap.Indexers {
+		if !ix.MultihashesExact {
+			t.Errorf("%s: %d multihashes, not exact", ix.Name, ix.Multihashes)
+		}
+		wantCounts = append(wantCounts, thousands(ix.Multihashes))
+	}
+	wantTotal := thousands(total) + " multihashes held"
+	counts, err := chromedp.Run(bctx, chromedp.Poll[[]string](fmt.Sprintf(`(() => {
+		const c = [...document.querySelectorAll("#indexers tr.indexer td.entries")].map(td => td.textContent);
+		return JSON.stringify(c) === %q && document.getElementById("totals").textContent.includes(%q) ? c : null;
+	})()`, mustJSON(t, wantCounts), wantTotal), chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		got, _ := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#indexers tr.indexer td.entries")].map(td => td.textContent).concat([document.getElementById("totals").textContent])`))
+		t.Errorf("the page's counts %q; want the view's %q and %q: %v", got, wantCounts, wantTotal, err)
+	} else {
+		t.Logf("the page's counts: %q, %s", counts, wantTotal)
+	}
+
+	// A screenshot of the page: a PNG of the window's size that is not
+	// blank. With INDEXKIT_WEB_SCREENSHOT, after a minute of history, for
+	// the README.
+	path := os.Getenv(screenshotEnv)
+	if path != "" {
+		screenshot(bctx, t, p, entry)
+	}
+	shot, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	checkScreenshot(t, shot)
+	if path != "" {
+		if err := os.WriteFile(path, shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s, %d bytes", path, len(shot))
 	}
 	stopConsole()
 	<-done
@@ -243,11 +313,20 @@ func TestWebPageInBrowser(t *testing.T) {
 	}
 }
 
-// screenshot lets the pool run for a while with lookups going on, so that
-// the chart has a history, and saves a PNG of the page.
-func screenshot(ctx context.Context, t *testing.T, p *localpool.Pool, e publishernode.Entry, path string) {
+// screenshot lets the pool run for a while with lookups going on and a
+// new publisher every 20 s (each ingests its 20 ads in about 4 s), so
+// that the chart has a history of both, and sizes the window for the
+// README's shot.
+func screenshot(ctx context.Context, t *testing.T, p *localpool.Pool, e publishernode.Entry) {
 	start := time.Now()
+	added := 0
 	for time.Since(start) < 60*time.Second {
+		if time.Since(start) >= time.Duration(added)*20*time.Second && added < 3 {
+			if _, err := p.AddPublishers(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			added++
+		}
 		// 4 to 20 lookups a second, changing slowly.
 		n := 3 + int(2*math.Sin(time.Since(start).Seconds()/6))
 		for range n {
@@ -261,14 +340,45 @@ func screenshot(ctx context.Context, t *testing.T, p *localpool.Pool, e publishe
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 820)); err != nil {
 		t.Fatal(err)
 	}
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+}
+
+// checkScreenshot fails t unless shot decodes as a PNG of at least
+// 640×480 with more than a few colours (a page, not a blank window).
+func checkScreenshot(t *testing.T, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
 	if err != nil {
-		t.Fatalf("screenshot: %v", err)
+		t.Fatalf("screenshot of %d bytes does not decode as PNG: %v", len(shot), err)
 	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
+	b := img.Bounds()
+	colours := map[color.RGBA]bool{}
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			colours[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)] = true
+		}
+	}
+	if b.Dx() < 640 || b.Dy() < 480 || len(colours) < 16 {
+		t.Fatalf("screenshot %v with %d colours: want at least 640×480 and 16 colours", b.Size(), len(colours))
+	}
+	t.Logf("screenshot: %v, %d colours, %d bytes", b.Size(), len(colours), len(shot))
+}
+
+// thousands formats n as the page does (toLocaleString("en-US")).
+func thousands(n uint64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("screenshot: %s, %d bytes", path, len(png))
+	return string(b)
 }
 
 // protocolName is the multicodec name of a transport code, as the page

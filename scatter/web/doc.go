@@ -43,12 +43,15 @@
 // lookup counters) at each request, and makes at most one round of
 // requests to the backends per max age ([DefaultMaxAge], one second):
 // GET /health ({"Status":"ok","State":"active"|"frozen","ID":…}) and GET
-// /stats ({"EntriesCount":n,"EntriesEstimate":n,"Providers":n}) of every
+// /stats ({"EntriesCount":n,"EntriesEstimate":n,"EntriesExact":b,"Providers":n}) of every
 // backend, and, with [WithAssigner], GET /indexers and GET /assignments
 // of the assigner's state API. Requests that arrive while a round runs
 // wait for it and share it; a round is bounded by [WithRoundTimeout]. A
 // backend that answers 404 or 405 for /health is in [StateUnknown], one
-// that does not answer in [StateDown]; [Indexer.Error] says why.
+// that does not answer in [StateDown]; [Indexer.Error] says why. A
+// backend's count is exact when its /stats says EntriesExact
+// ([Indexer.EntriesExact]; the sum's [Report.EntriesExact] when all are),
+// and the page shows any other as "about" it.
 //
 // Both handlers answer GET and HEAD, OPTIONS with 204 (a CORS preflight)
 // and other methods with 405; every answer carries

@@ -61,6 +61,9 @@ type Report struct {
 	// Entries is the sum of the indexers' entry counts (a multihash held
 	// by two indexers counts twice); nil when no indexer told its count.
 	Entries *uint64 `json:",omitempty"`
+	// EntriesExact reports whether every count in Entries is exact; when
+	// false the page shows Entries as "about".
+	EntriesExact bool
 	// Indexers are the backends, in the front end's order.
 	Indexers []Indexer
 	// Assigner is the assigner's state, when the status has one
@@ -84,6 +87,11 @@ type Indexer struct {
 	// did not tell.
 	Entries   *uint64 `json:",omitempty"`
 	Providers *uint64 `json:",omitempty"`
+	// EntriesExact reports whether Entries is an exact count: its GET
+	// /stats said EntriesExact (an indexkit node whose store counts). An
+	// estimate, or a count from a node that does not say, is shown as
+	// "about".
+	EntriesExact bool
 	// Error says why State or the counts are missing.
 	Error string `json:",omitempty"`
 }
@@ -292,6 +300,7 @@ func (s *Status) Report(ctx context.Context) (Report, error) {
 	rep := Report{Time: s.now().UTC(), Lookups: local.Lookups, Partial: local.Partial, Assigner: rd.assigner}
 	rep.Indexers = make([]Indexer, len(rd.indexers))
 	copy(rep.Indexers, rd.indexers)
+	exact := true
 	for i := range rep.Indexers {
 		if i < len(local.Breakers) {
 			rep.Indexers[i].Breaker = local.Breakers[i]
@@ -302,8 +311,10 @@ func (s *Status) Report(ctx context.Context) (Report, error) {
 				sum += *rep.Entries
 			}
 			rep.Entries = &sum
+			exact = exact && rep.Indexers[i].EntriesExact
 		}
 	}
+	rep.EntriesExact = rep.Entries != nil && exact
 	return rep, nil
 }
 
@@ -381,6 +392,7 @@ type healthBody struct {
 type statsBody struct {
 	EntriesCount    *uint64
 	EntriesEstimate *uint64
+	EntriesExact    bool
 	Providers       *uint64
 }
 
@@ -412,6 +424,7 @@ func (s *Status) indexer(ctx context.Context, base string) Indexer {
 	switch {
 	case serr == nil:
 		ix.Entries, ix.Providers = st.EntriesCount, st.Providers
+		ix.EntriesExact = st.EntriesCount != nil && st.EntriesExact
 		if ix.Entries == nil {
 			ix.Entries = st.EntriesEstimate
 		}

@@ -39,7 +39,7 @@ func newBackend(t *testing.T, health, stats string) *backend {
 }
 
 func TestStatusReport(t *testing.T) {
-	active := newBackend(t, `{"Status":"ok","State":"active","ID":"12D3KooWA"}`, `{"EntriesCount":120,"EntriesEstimate":100,"Providers":3}`)
+	active := newBackend(t, `{"Status":"ok","State":"active","ID":"12D3KooWA"}`, `{"EntriesCount":120,"EntriesEstimate":100,"EntriesExact":true,"Providers":3}`)
 	frozen := newBackend(t, `{"Status":"ok","State":"frozen"}`, `{"EntriesEstimate":7,"Providers":1}`)
 	old := newBackend(t, "", "") // a find API without /health and /stats
 	down := httptest.NewServer(http.NotFoundHandler())
@@ -81,18 +81,20 @@ func TestStatusReport(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Lookups != 42 || rep.Partial != 2 || rep.Entries == nil || *rep.Entries != 127 || rep.Time.IsZero() {
-		t.Errorf("report counters: lookups %d, partial %d, entries %v, time %v; want 42, 2, 127 (120+7), set", rep.Lookups, rep.Partial, ptr(rep.Entries), rep.Time)
+	if rep.Lookups != 42 || rep.Partial != 2 || rep.Entries == nil || *rep.Entries != 127 || rep.EntriesExact || rep.Time.IsZero() {
+		t.Errorf("report counters: lookups %d, partial %d, entries %v (exact %v), time %v; want 42, 2, 127 (120+7, not exact: 7 is an estimate), set",
+			rep.Lookups, rep.Partial, ptr(rep.Entries), rep.EntriesExact, rep.Time)
 	}
 	want := []struct {
 		state, id, breaker string
 		entries, providers string
+		exact              bool
 		errHas             string
 	}{
-		{"active", "12D3KooWA", "closed", "120", "3", ""},
-		{"frozen", "", "closed", "7", "1", ""},
-		{StateUnknown, "", "closed", "nil", "nil", "no GET /health; no GET /stats"},
-		{StateDown, "", "open", "nil", "nil", "connect"},
+		{"active", "12D3KooWA", "closed", "120", "3", true, ""},
+		{"frozen", "", "closed", "7", "1", false, ""},
+		{StateUnknown, "", "closed", "nil", "nil", false, "no GET /health; no GET /stats"},
+		{StateDown, "", "open", "nil", "nil", false, "connect"},
 	}
 	if len(rep.Indexers) != len(want) {
 		t.Fatalf("%d indexers, want %d: %+v", len(rep.Indexers), len(want), rep.Indexers)
@@ -100,7 +102,7 @@ func TestStatusReport(t *testing.T) {
 	for i, w := range want {
 		ix := rep.Indexers[i]
 		if ix.URL != backends[i] || ix.State != w.state || ix.ID != w.id || ix.Breaker != w.breaker ||
-			ptr(ix.Entries) != w.entries || ptr(ix.Providers) != w.providers || !strings.Contains(ix.Error, w.errHas) || (w.errHas == "") != (ix.Error == "") {
+			ptr(ix.Entries) != w.entries || ptr(ix.Providers) != w.providers || ix.EntriesExact != w.exact || !strings.Contains(ix.Error, w.errHas) || (w.errHas == "") != (ix.Error == "") {
 			t.Errorf("indexer %d = %+v (entries %s, providers %s); want %+v", i, ix, ptr(ix.Entries), ptr(ix.Providers), w)
 		}
 	}

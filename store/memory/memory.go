@@ -397,10 +397,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// CountEntries returns the number of multihashes in the index, counting
-// those whose values were all removed but not yet swept: exact after
-// [Store.Sweep]. It reads one counter per shard, so it is cheap to poll;
-// the find listener's GET /stats reports it as EntriesCount.
+// countLimit is the most keys [Store.CountEntries] checks one by one
+// once a record was removed.
+const countLimit = 1 << 17
+
+// CountEntries returns the number of multihashes that have at least one
+// live value: what [Store.All] yields. Until a record is removed it reads
+// one counter per shard, so it is cheap to poll; after, it checks each
+// multihash's IDs against the live records (entries removed but not yet
+// swept do not count), up to [countLimit] multihashes, and beyond that
+// returns an error wrapping [store.ErrNotCounted]. The find listener's GET
+// /stats reports it as EntriesCount.
 func (s *Store) CountEntries(ctx context.Context) (int64, error) {
 	if err := s.begin(ctx, "count entries"); err != nil {
 		return 0, err
@@ -413,5 +420,20 @@ func (s *Store) CountEntries(ctx context.Context) (int64, error) {
 		n += int64(len(sh.ids))
 		sh.mu.RUnlock()
 	}
-	return n, nil
+	if s.recs.deleted() == 0 {
+		return n, nil // nothing can dangle
+	}
+	if n > countLimit {
+		return 0, wrap("count entries", fmt.Errorf("%d multihashes, over %d: %w", n, countLimit, store.ErrNotCounted))
+	}
+	var live int64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		s.recs.mu.RLock()
+		live += sh.live(s.recs.byID)
+		s.recs.mu.RUnlock()
+		sh.mu.RUnlock()
+	}
+	return live, nil
 }

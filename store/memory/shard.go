@@ -134,6 +134,26 @@ func (sh *shard) keys() []string {
 	return keys
 }
 
+// live counts the multihashes with at least one ID in live.
+func (sh *shard) live(live map[uint64]*record) int64 {
+	var n int64
+	for k, id := range sh.ids {
+		if id != multiID {
+			if live[id] != nil {
+				n++
+			}
+			continue
+		}
+		for _, id := range *sh.multi[k] {
+			if live[id] != nil {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
 // dead returns the entries whose ID is not in live.
 func (sh *shard) dead(live map[uint64]*record) []deadEntry {
 	var dead []deadEntry

@@ -65,6 +65,7 @@ func OpenDatastore(dir string, budget int64, log *slog.Logger) (*dspebble.Datast
 	if budget > 0 {
 		SizeToBudget(o, budget)
 	}
+	o.FS = growLogs(nil)
 	ds, err := dspebble.NewDatastore(dir, dspebble.WithPebbleOpts(o), dspebble.WithPebbleWriteOptions(pebble.Sync),
 		dspebble.WithCacheSize(datastoreCache))
 	if err != nil {

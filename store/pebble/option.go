@@ -53,6 +53,7 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	if c.noWAL {
 		o.DisableWAL = true
 	}
+	o.FS = growLogs(o.FS)
 	if o.Merger == nil {
 		o.Merger = Merger
 	}
@@ -98,10 +99,11 @@ const MinMemTableSize = 16 << 10
 // WithMemTableSize sets the size in bytes of each memtable, over the
 // MemTableSize of [DefaultOptions] (64 MiB) or of [WithOptions]. It sizes
 // the disk too: Pebble preallocates every write-ahead log file to 110% of
-// the memtable size and keeps up to MemTableStopWritesThreshold+1 used
-// logs for recycling (5 with [DefaultOptions]), so a database holds from
-// 1.1 to 6.6 times the memtable size in allocated log space however little
-// it stores (about 145 MB, two logs, measured with the default). A node
+// the memtable size as it fills (this package grows the preallocation
+// with what the log holds, see the package's Tuning) and keeps up to
+// MemTableStopWritesThreshold+1 used logs for recycling (5 with
+// [DefaultOptions]), so a database that has filled memtables holds up to
+// 6.6 times the memtable size in log space. A node
 // with a small disk budget wants a small memtable; n must be at least
 // [MinMemTableSize] and below 4 GiB.
 func WithMemTableSize(n uint64) Option {

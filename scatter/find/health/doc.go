@@ -19,15 +19,19 @@
 // 200 application/json with the fields of go-libipni's find/model.Stats
 // and the number of provider records:
 //
-//	{"EntriesEstimate":123,"EntriesCount":120,"Providers":4}
+//	{"EntriesEstimate":123,"EntriesCount":120,"EntriesExact":true,"Providers":4}
 //
 // EntriesEstimate is the store's size divided by 40, as the reference
 // computes it: for Pebble and LevelDB an estimate from the bytes on disk
-// (compression and shared key prefixes make it rough). EntriesCount is a
-// count where the store has one cheaply ([EntryCounter]: store/memory
-// counts its map keys), and EntriesEstimate again where it has not (the
-// disk backends: counting would scan the whole index). Providers is exact
-// (one scan of the provider records). A front end answers the sums over
+// (compression and shared key prefixes make it rough, and it does not move
+// while writes sit in memtables). EntriesCount is an exact count where the
+// store can give one ([EntryCounter]: store/memory counts its map keys,
+// checking each against the live records once one was removed;
+// store/pebble and store/leveldb scan the index; both while it holds at
+// most 131,072 multihashes, or any number on a memory store that never
+// removed a record), with EntriesExact true, and EntriesEstimate again
+// where it cannot, with EntriesExact false: a page then labels it "about".
+// Providers is exact (one scan of the provider records). A front end answers the sums over
 // its backends' /stats ([Sum]), with Backends and BackendsAnswered. The
 // counts are reused for [StatsMaxAge], so polling /stats costs at most one
 // count (or one fan-out) a second.

@@ -33,5 +33,5 @@ func Example() {
 	}
 	// Output:
 	// 200 {"Status":"ok","State":"active"}
-	// 200 {"EntriesEstimate":0,"EntriesCount":0,"Providers":0}
+	// 200 {"EntriesEstimate":0,"EntriesCount":0,"EntriesExact":true,"Providers":0}
 }

@@ -46,8 +46,13 @@ type Stats struct {
 	// the reference computes it.
 	EntriesEstimate int64
 	// EntriesCount is the number of multihashes when the store can count
-	// them cheaply ([EntryCounter]), else EntriesEstimate again.
+	// them ([EntryCounter]), else EntriesEstimate again.
 	EntriesCount int64
+	// EntriesExact reports whether EntriesCount is an exact count (true)
+	// or EntriesEstimate again (false): a page shows the count as "about"
+	// when it is not exact. On a front end, true when every backend that
+	// answered counted exactly.
+	EntriesExact bool
 	// Providers is the number of provider records.
 	Providers int64
 	// Backends and BackendsAnswered are set on a front end only: how many
@@ -58,8 +63,11 @@ type Stats struct {
 }
 
 // EntryCounter is the optional capability of a store that counts its
-// multihashes cheaply (store/memory has it). A store without it gets
-// EntriesCount = EntriesEstimate.
+// multihashes: store/memory from its counters (checked against its live
+// records once one was removed), store/pebble and store/leveldb by a scan,
+// while the index is small. A store without it,
+// or whose CountEntries returns an error wrapping [store.ErrNotCounted],
+// gets EntriesCount = EntriesEstimate and EntriesExact false.
 type EntryCounter interface {
 	CountEntries(ctx context.Context) (int64, error)
 }
@@ -167,8 +175,9 @@ func (h *Handler) count(ctx context.Context) (Stats, error) {
 }
 
 // Count returns the Stats of s: EntriesEstimate from its Size, EntriesCount
-// from [EntryCounter] when s has it, and Providers by listing its provider
-// records (one engine scan of a few thousand small records).
+// from [EntryCounter] when s has it and counts (EntriesExact then true),
+// and Providers by listing its provider records (one engine scan of a few
+// thousand small records).
 func Count(ctx context.Context, s store.Store) (Stats, error) {
 	var st Stats
 	size, err := s.Size(ctx)
@@ -178,7 +187,11 @@ func Count(ctx context.Context, s store.Store) (Stats, error) {
 	st.EntriesEstimate = size / BytesPerEntry
 	st.EntriesCount = st.EntriesEstimate
 	if c, ok := s.(EntryCounter); ok {
-		if st.EntriesCount, err = c.CountEntries(ctx); err != nil {
+		n, err := c.CountEntries(ctx)
+		switch {
+		case err == nil:
+			st.EntriesCount, st.EntriesExact = n, true
+		case !errors.Is(err, store.ErrNotCounted):
 			return st, err
 		}
 	}

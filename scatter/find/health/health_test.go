@@ -85,11 +85,65 @@ func TestIndexer(t *testing.T) {
 			if st.Providers != 3 || st.EntriesEstimate != size/health.BytesPerEntry || st.Backends != nil {
 				t.Fatalf("/stats: %+v (size %d)", st, size)
 			}
-			if _, counts := s.(health.EntryCounter); counts && st.EntriesCount != 600 {
-				t.Fatalf("/stats of a store that counts: EntriesCount %d, want 600", st.EntriesCount)
-			} else if !counts && st.EntriesCount != st.EntriesEstimate {
+			if _, counts := s.(health.EntryCounter); counts && (st.EntriesCount != 600 || !st.EntriesExact) {
+				t.Fatalf("/stats of a store that counts: EntriesCount %d, exact %v, want 600, exact", st.EntriesCount, st.EntriesExact)
+			} else if !counts && (st.EntriesCount != st.EntriesEstimate || st.EntriesExact) {
 				t.Fatalf("/stats of a store that does not count: %+v, want EntriesCount = EntriesEstimate", st)
 			}
+		})
+	}
+}
+
+// Count is exact on every backend a node may run, with the options a node
+// opens Pebble with too (digest-prefix keys, sorted runs, no populations,
+// sized to a budget): 0 for an empty store (Pebble's estimate said 75),
+// each multihash once, what is put shows at once, before any flush (the
+// estimate stood still until a memtable reached the disk), and a removed
+// context's multihashes stop counting before any sweep.
+func TestCountExact(t *testing.T) {
+	ctx := context.Background()
+	open := func(opts ...pebble.Option) store.Store {
+		p, err := pebble.Open(t.TempDir(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		return p
+	}
+	for name, s := range map[string]store.Store{
+		"memory": memory.New(),
+		"pebble": open(pebble.WithCacheSize(8 << 20)),
+		"pebble-node": open(pebble.WithCacheSize(8<<20), pebble.WithDigestPrefixKeys(), pebble.WithSortedRuns(1<<20),
+			pebble.WithoutPopulations(), pebble.WithDiskBudget(64<<30)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			count := func(want int64) {
+				t.Helper()
+				st, err := health.Count(ctx, s)
+				if err != nil || st.EntriesCount != want || !st.EntriesExact {
+					t.Fatalf("Count = %+v, %v; want EntriesCount %d, exact", st, err, want)
+				}
+			}
+			count(0)
+			v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("c")}
+			mhs := storetest.Multihashes("exact", 5000)
+			for i := 0; i < len(mhs); i += 500 {
+				if err := s.Put(ctx, v, mhs[i:i+500]...); err != nil {
+					t.Fatal(err)
+				}
+				count(int64(i + 500))
+			}
+			w := store.Value{ProviderID: storetest.PeerID("q"), ContextID: []byte("c")}
+			if err := s.Put(ctx, w, mhs[:100]...); err != nil {
+				t.Fatal(err)
+			}
+			count(5000)
+			// Removed lazily (the index entries stay until a sweep):
+			// the multihashes left with no value do not count.
+			if err := s.RemoveProviderContext(ctx, v.ProviderID, v.ContextID); err != nil {
+				t.Fatal(err)
+			}
+			count(100)
 		})
 	}
 }
@@ -154,7 +208,7 @@ func TestSum(t *testing.T) {
 	}))
 	var st health.Stats
 	getJSON(t, front+"/stats", &st)
-	if st.Providers != 6 || st.EntriesCount != 1200 || *st.Backends != 3 || *st.BackendsAnswered != 2 {
+	if st.Providers != 6 || st.EntriesCount != 1200 || !st.EntriesExact || *st.Backends != 3 || *st.BackendsAnswered != 2 {
 		t.Fatalf("front end /stats: %+v", st)
 	}
 	getJSON(t, front+"/stats", &st)

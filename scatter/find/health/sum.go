@@ -18,12 +18,15 @@ import (
 // [StatsMaxAge], so a front end fans out at most once a second for /stats).
 // The sums are upper bounds: a multihash or provider held by two backends
 // (a frozen indexer and the one that took over its publisher) counts
-// twice. A backend that fails is left out, never an error.
+// twice. A backend that fails is left out, never an error. EntriesExact
+// is true when at least one backend answered and every one that did
+// counted exactly.
 func Sum(ctx context.Context, client *http.Client, urls []string, timeout time.Duration) Stats {
 	var (
 		mu       sync.Mutex
 		sum      Stats
 		answered int
+		inexact  bool
 		wg       sync.WaitGroup
 	)
 	for _, u := range urls {
@@ -36,12 +39,14 @@ func Sum(ctx context.Context, client *http.Client, urls []string, timeout time.D
 			sum.EntriesEstimate += st.EntriesEstimate
 			sum.EntriesCount += st.EntriesCount
 			sum.Providers += st.Providers
+			inexact = inexact || !st.EntriesExact
 			answered++
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	n := len(urls)
+	sum.EntriesExact = answered > 0 && !inexact
 	sum.Backends, sum.BackendsAnswered = &n, &answered
 	return sum
 }

@@ -83,6 +83,11 @@ type DB struct {
 	pops    *cache[uint64, *popIndex]
 	noPops  bool         // Config.NoPopulations
 	scans   atomic.Int64 // population scans, for tests
+
+	// countOver is the Size at which CountEntries last found more than
+	// CountLimit multihashes (0: it has not, or counted since).
+	countOver  atomic.Int64
+	countLimit int64 // CountLimit, but for tests
 }
 
 var (
@@ -110,10 +115,11 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		cfg.RecordCache = 0
 	}
 	db := &DB{
-		eng:      eng,
-		name:     name,
-		maxBatch: cfg.MaxBatch,
-		noPops:   cfg.NoPopulations,
+		eng:        eng,
+		name:       name,
+		maxBatch:   cfg.MaxBatch,
+		countLimit: CountLimit,
+		noPops:     cfg.NoPopulations,
 	}
 	db.newCaches(cfg.RecordCache)
 	if stored, ok := storedLayout(eng); ok && slices.Contains(cfg.Reopen, stored) {
