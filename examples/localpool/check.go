@@ -14,6 +14,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 )
@@ -296,7 +297,9 @@ func (p *Pool) find(ctx context.Context, base, mh string) (vals []value, partial
 	return vals, partial, nil
 }
 
-// Probe is one multihash asked of the front end and of every indexer.
+// Probe is one multihash asked of the front end and of the nodes that
+// hold the index: every indexer, or, in a sharded pool, the query nodes
+// that own its key.
 type Probe struct {
 	Multihash string
 	Publisher string // the provider of its first true value
@@ -305,35 +308,73 @@ type Probe struct {
 	Want, Got int
 	Complete  bool
 	Partial   bool
-	// HeldBy are the indexers whose own find API answered it.
+	// HeldBy are the nodes whose own find API answered it: indexers, or
+	// in a sharded pool query nodes (the ingest nodes hold no index).
 	HeldBy []string
 	Err    string `json:",omitempty"`
 }
 
-// Probe asks the front end and every running indexer for e's multihash.
+// probeTarget is a node a probe asks, by its role name and find URL.
+type probeTarget struct{ name, find string }
+
+// probeTargets are the nodes that hold the index for mh (base58): every
+// indexer, or in a sharded pool the read owners of its key on the layout
+// in force (an ingest node answers no lookup: asking it is an error in
+// its log).
+func (p *Pool) probeTargets(mh string) ([]probeTarget, error) {
+	if p.cfg.Sharded == nil {
+		var out []probeTarget
+		for _, ix := range p.URLs().Indexers {
+			out = append(out, probeTarget{ix.Name, ix.Find})
+		}
+		return out, nil
+	}
+	l, err := p.Layout()
+	if err != nil {
+		return nil, err
+	}
+	pl, err := keyspace.NewPlacement(l)
+	if err != nil {
+		return nil, err
+	}
+	key, err := multihash.FromB58String(mh)
+	if err != nil {
+		return nil, fmt.Errorf("multihash %s: %w", mh, err)
+	}
+	nodes := pl.Nodes()
+	var out []probeTarget
+	for _, o := range pl.AppendReadOwners(nil, key) {
+		out = append(out, probeTarget{nodes[o].Name, nodes[o].URL})
+	}
+	return out, nil
+}
+
+// Probe asks the front end and the nodes that hold the index for e's
+// multihash: every running indexer, or in a sharded pool the query nodes
+// that own its key.
 func (p *Pool) Probe(ctx context.Context, e publishernode.Entry) Probe {
 	pr := Probe{Multihash: e.Multihash, Want: len(e.Values)}
 	if len(e.Values) > 0 {
 		pr.Publisher = e.Values[0].ProviderID
 	}
-	urls := p.URLs()
-	held := make([]bool, len(urls.Indexers))
+	targets, terr := p.probeTargets(e.Multihash)
+	held := make([]bool, len(targets))
 	var wg sync.WaitGroup
-	for i, ix := range urls.Indexers {
+	for i, tg := range targets {
 		wg.Go(func() {
-			got, _, err := p.find(ctx, ix.Find, e.Multihash)
+			got, _, err := p.find(ctx, tg.find, e.Multihash)
 			held[i] = err == nil && len(got) > 0
 		})
 	}
-	got, partial, err := p.find(ctx, urls.Find, e.Multihash)
+	got, partial, err := p.find(ctx, p.URLs().Find, e.Multihash)
 	wg.Wait()
 	for i, h := range held {
 		if h {
-			pr.HeldBy = append(pr.HeldBy, urls.Indexers[i].Name)
+			pr.HeldBy = append(pr.HeldBy, targets[i].name)
 		}
 	}
 	pr.Partial = partial
-	if err != nil {
+	if err = errors.Join(err, terr); err != nil {
 		pr.Err = err.Error()
 		return pr
 	}

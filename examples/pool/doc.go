@@ -43,7 +43,10 @@
 // With --sharded the indexers are ingest nodes that write through durable
 // outboxes to query nodes (query-0, query-1, ...), each holding its
 // ranges of the keyspace with --shard-replication owners per key, and the
-// front end asks each key's owners. The view adds the query layer: the
+// front end asks each key's owners. The banner says so and lists the
+// query nodes' find URLs; the probes ask each key's owning query nodes
+// and name them (an ingest node holds no index). The view adds the query
+// layer: the
 // layout's epoch and phase, each query node's share of the keyspace (on
 // the ring in force and, during a change, the next one), its state (ready,
 // catching up, down), its multihashes and its last copy or drop, and each

@@ -40,6 +40,27 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunSharded runs the sharded demo briefly: the banner says it is
+// sharded and lists the query nodes' find URLs, and the probes name the
+// query nodes that hold each key.
+func TestRunSharded(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	var out, errOut bytes.Buffer
+	args := append([]string{"--duration", "5s", "--sharded", "--query-nodes", "3", "--join-after", "0"}, tinyPool(t.TempDir())...)
+	if err := run(context.Background(), nil, args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"sharded: the indexer is an ingest node (no index of their own); the index lives on 3 query nodes, 2 owners per multihash:",
+		"/multihash/<multihash>   # query-0's find API", "query-1's find API", "query-2's find API", "held by query-"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "held by none") {
+		t.Errorf("a probe found its key held by none:\n%s", out.String())
+	}
+}
+
 // The end check of a pool whose only indexer is down cannot complete: it
 // waits for its bound, says so, names the indexer down and a few failing
 // multihashes, and the program's exit status is exitIncomplete.
