@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -144,6 +145,11 @@ type Check struct {
 	// Failed counts queries that got no usable answer (a network error
 	// or a status other than 200 and 404).
 	Failed int
+	// TimedOut counts queries that got no answer in time: each try
+	// passed Config.LookupTimeout and was retried until the check's
+	// context ended, or that context ended first. They are not wrong
+	// answers: the front end was slow (a loaded machine, most often).
+	TimedOut int
 	// Examples describe up to five incomplete answers.
 	Examples []string
 }
@@ -151,12 +157,18 @@ type Check struct {
 // OK reports whether every multihash was answered in full, with nothing
 // extra or duplicated.
 func (c Check) OK() bool {
-	return c.Complete == c.Multihashes && c.Extra == 0 && c.Duplicates == 0 && c.Failed == 0
+	return c.Complete == c.Multihashes && c.Extra == 0 && c.Duplicates == 0 && c.Failed == 0 && c.TimedOut == 0
+}
+
+// Wrong reports whether some answer differed from the truth (values
+// missing, extra or duplicated) or was unusable: what a timeout is not.
+func (c Check) Wrong() bool {
+	return c.Missing+c.Extra+c.Duplicates+c.Failed > 0
 }
 
 func (c Check) String() string {
-	return fmt.Sprintf("%d/%d complete (%d removed, asked to be gone), %d values missing, %d extra, %d duplicated, %d partial, %d failed",
-		c.Complete, c.Multihashes, c.Removed, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed)
+	return fmt.Sprintf("%d/%d complete (%d removed, asked to be gone), %d values missing, %d extra, %d duplicated, %d partial, %d failed, %d timed out",
+		c.Complete, c.Multihashes, c.Removed, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed, c.TimedOut)
 }
 
 // checkConcurrency bounds the queries of a Check in flight.
@@ -202,7 +214,7 @@ func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got, partial, err := p.find(ctx, base, e.Multihash)
+			got, partial, err := p.findRetry(ctx, base, e.Multihash)
 			missing, extra, dup := compare(e.Values, got)
 			mu.Lock()
 			defer mu.Unlock()
@@ -211,6 +223,9 @@ func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode
 			}
 			var problem string
 			switch {
+			case errors.Is(err, errTimedOut):
+				c.TimedOut++
+				problem = err.Error()
 			case err != nil:
 				c.Failed++
 				problem = err.Error()
@@ -259,6 +274,44 @@ func compare(want []publishernode.Value, got []value) (missing, extra, dup int) 
 		}
 	}
 	return missing, extra, dup
+}
+
+// errTimedOut marks a lookup of a check that got no answer in time.
+var errTimedOut = errors.New("no answer in time")
+
+// lookupRetry is the pause before a timed-out lookup is asked again.
+const lookupRetry = 100 * time.Millisecond
+
+// findRetry is find with Config.LookupTimeout on each try, asking again
+// after a try that timed out, while ctx lasts. A lookup that never got an
+// answer returns an error wrapping errTimedOut, saying how many tries.
+func (p *Pool) findRetry(ctx context.Context, base, mh string) ([]value, bool, error) {
+	for try := 1; ; try++ {
+		lctx, cancel := context.WithTimeout(ctx, p.cfg.LookupTimeout)
+		vals, partial, err := p.find(lctx, base, mh)
+		cancel()
+		if err == nil || !isTimeout(err) {
+			return vals, partial, err
+		}
+		select {
+		case <-ctx.Done():
+			tries := "1 try"
+			if try > 1 {
+				tries = fmt.Sprintf("%d tries", try)
+			}
+			return nil, false, fmt.Errorf("GET %s/multihash/%s: %w after %s of %v (the check's bound ended): %w",
+				base, mh, errTimedOut, tries, p.cfg.LookupTimeout, err)
+		case <-time.After(lookupRetry):
+		}
+	}
+}
+
+// isTimeout reports whether err is a lookup that ran out of time (its
+// deadline, the client's timeout, or its context ended).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(errors.As(err, &ne) && ne.Timeout())
 }
 
 // find asks base's find API for mh (base58); a 404 is no values.
@@ -412,6 +465,9 @@ func (p *Pool) WaitComplete(ctx context.Context) (Check, error) {
 			what := "no check finished"
 			if checked {
 				what = fmt.Sprintf("last check: %v", last)
+				if last.TimedOut > 0 && !last.Wrong() {
+					what += fmt.Sprintf("; %d lookups got no answer in time and none was answered wrong: the front end answered slowly", last.TimedOut)
+				}
 			}
 			if terr != nil {
 				what += fmt.Sprintf("; the truth could not be read: %v", terr)

@@ -64,10 +64,14 @@
 // (--check-timeout sets it outright). It prints the bound and how it was
 // set, the number of multihashes and ads it waited for, and either
 // "complete after <time>" or "INCOMPLETE after <time>", then, when
-// incomplete, a "why:" line per cause it sees in a last snapshot
-// (indexers down or frozen, publishers held by no active indexer or
-// behind by so many ads, handoffs not done) and a few failing
-// multihashes with their answers. Then it stops every role. A second
+// incomplete, a "why:" line per cause. Lookups that got no answer in time
+// (10 s a try, retried until the bound) are counted apart from wrong
+// answers ("timed out"): when they are the only problem the cause named
+// is a slow front end, most likely an overloaded machine, not the pool.
+// When some answers were wrong, the causes are those a last snapshot
+// shows (indexers down or frozen, publishers held by no active indexer or
+// behind by so many ads, handoffs not done). A few failing multihashes
+// follow, with their answers. Then it stops every role. A second
 // Ctrl-C cuts the wait short (the pool counts as incomplete); a third
 // kills the process.
 //

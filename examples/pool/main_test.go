@@ -105,6 +105,51 @@ func TestSummaryIncomplete(t *testing.T) {
 	}
 }
 
+// The end check of a pool whose lookups all time out (a per-lookup
+// timeout no answer can meet, as on an overloaded machine) names the
+// timeouts as the cause, says no answer was wrong, and does not blame the
+// frozen indexer-0.
+func TestSummaryTimeouts(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := parseFlags([]string{"--check-timeout", "2s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
+		Entries: 5, Interval: 200 * time.Millisecond, FreezeBudget: 1, PollInterval: 200 * time.Millisecond,
+		LookupTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.WaitFor(ctx, "indexer-0 frozen", func(s *localpool.Snapshot) bool {
+		ix := s.Indexer(localpool.IndexerName(0))
+		return ix != nil && ix.Frozen
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = summary(p, &out, o, nil, time.Second, publishernode.Piece{}, false)
+	if !errors.Is(err, errIncomplete) {
+		t.Fatalf("summary: %v, want errIncomplete\n%s", err, out.String())
+	}
+	t.Logf("summary:\n%s", out.String())
+	for _, want := range []string{"INCOMPLETE after 2", "lookups got no answer in time (each try retried until the bound): the front end answered slowly",
+		"no answer came, and none was wrong"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "frozen") {
+		t.Errorf("the end check blames the frozen indexer for timeouts:\n%s", out.String())
+	}
+	if !strings.Contains(err.Error(), "lookups got no answer in time, none was answered wrong") {
+		t.Errorf("error %q does not name the timeouts", err)
+	}
+}
+
 // The built binary, stopped by SIGINT once the pool shows, checks it,
 // finds it complete and exits 0; with an end check bounded below what any
 // check takes, it exits exitIncomplete and says why.
