@@ -20,6 +20,13 @@ type Split struct {
 	// about its size), and 0 (no runs) when that leaves less than
 	// MinRunSize.
 	RunSize int64
+	// Outbox is the segment size of an ingest node's outbox (package
+	// scatter/keyspace/writer/outbox), a 32nd of the whole: a queue that
+	// keeps up leaves up to a 16th of a segment delivered on disk, and a
+	// sealed segment until it is delivered, per query node, and the
+	// outbox's default (64 MiB) would let that exceed a small budget
+	// many times over.
+	Outbox int64
 }
 
 // MinRunSize is the smallest sorted run [SplitBudget] keeps: below it a
@@ -32,7 +39,7 @@ const MinRunSize = 64 << 10
 func SplitBudget(budget, runSize int64) Split {
 	s := Split{RunSize: runSize}
 	if budget > 0 {
-		s.Index, s.State = budget, max(budget/4, 1)
+		s.Index, s.State, s.Outbox = budget, max(budget/4, 1), max(budget/32, 1)
 		s.RunSize = min(runSize, budget/16)
 	}
 	if s.RunSize < MinRunSize {

@@ -16,13 +16,13 @@ func TestSplitBudget(t *testing.T) {
 		{0, 0, freeze.Split{}},
 		{0, freeze.MinRunSize - 1, freeze.Split{}},
 		{0, freeze.MinRunSize, freeze.Split{RunSize: freeze.MinRunSize}},
-		{64 << 20, 32 << 20, freeze.Split{Index: 64 << 20, State: 16 << 20, RunSize: 4 << 20}},
-		{1 << 30, 32 << 20, freeze.Split{Index: 1 << 30, State: 256 << 20, RunSize: 32 << 20}},
+		{64 << 20, 32 << 20, freeze.Split{Index: 64 << 20, State: 16 << 20, RunSize: 4 << 20, Outbox: 2 << 20}},
+		{1 << 30, 32 << 20, freeze.Split{Index: 1 << 30, State: 256 << 20, RunSize: 32 << 20, Outbox: 32 << 20}},
 		// The runs' floor: a 16th of the budget at MinRunSize keeps them,
 		// a byte less drops them.
-		{16 * freeze.MinRunSize, 32 << 20, freeze.Split{Index: 16 * freeze.MinRunSize, State: 4 * freeze.MinRunSize, RunSize: freeze.MinRunSize}},
-		{16*freeze.MinRunSize - 16, 32 << 20, freeze.Split{Index: 16*freeze.MinRunSize - 16, State: 4*freeze.MinRunSize - 4}},
-		{3, 0, freeze.Split{Index: 3, State: 1}},
+		{16 * freeze.MinRunSize, 32 << 20, freeze.Split{Index: 16 * freeze.MinRunSize, State: 4 * freeze.MinRunSize, RunSize: freeze.MinRunSize, Outbox: freeze.MinRunSize / 2}},
+		{16*freeze.MinRunSize - 16, 32 << 20, freeze.Split{Index: 16*freeze.MinRunSize - 16, State: 4*freeze.MinRunSize - 4, Outbox: freeze.MinRunSize/2 - 1}},
+		{3, 0, freeze.Split{Index: 3, State: 1, Outbox: 1}},
 	} {
 		if got := freeze.SplitBudget(c.budget, c.runs); got != c.want {
 			t.Errorf("SplitBudget(%d, %d) = %+v, want %+v", c.budget, c.runs, got, c.want)

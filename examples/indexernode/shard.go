@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer"
+	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
 )
@@ -52,9 +54,19 @@ func (n *Node) openShard(cfg Config) error {
 	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.log); err != nil {
 		return lockHint(err)
 	}
+	// On a disk budget the outbox is sized to it: small segments, so
+	// that delivered batches leave the disk soon, and batches no larger
+	// than a segment.
+	batch, seg := sc.BatchBytes, int64(0)
+	if cfg.DiskBudget > 0 {
+		seg = min(freeze.SplitBudget(cfg.DiskBudget, 0).Outbox, outbox.DefaultSegmentSize)
+		if batch == 0 || int64(batch) > seg {
+			batch = int(seg)
+		}
+	}
 	sp.w, err = writer.Open(cfg.Dir, writer.Config{
 		Name: sc.Name, Records: sp.records, Token: sc.Token,
-		BatchBytes: sc.BatchBytes, Logger: n.log.With("part", "writer"),
+		BatchBytes: batch, SegmentSize: seg, Logger: n.log.With("part", "writer"),
 	}, l)
 	if err != nil {
 		return fmt.Errorf("Shard: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/publishernode"
 	"github.com/indexkit/indexkit/scatter/find"
+	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 )
@@ -143,6 +145,11 @@ type Check struct {
 	// Failed counts queries that got no usable answer (a network error
 	// or a status other than 200 and 404).
 	Failed int
+	// TimedOut counts queries that got no answer in time: each try
+	// passed Config.LookupTimeout and was retried until the check's
+	// context ended, or that context ended first. They are not wrong
+	// answers: the front end was slow (a loaded machine, most often).
+	TimedOut int
 	// Examples describe up to five incomplete answers.
 	Examples []string
 }
@@ -150,12 +157,18 @@ type Check struct {
 // OK reports whether every multihash was answered in full, with nothing
 // extra or duplicated.
 func (c Check) OK() bool {
-	return c.Complete == c.Multihashes && c.Extra == 0 && c.Duplicates == 0 && c.Failed == 0
+	return c.Complete == c.Multihashes && c.Extra == 0 && c.Duplicates == 0 && c.Failed == 0 && c.TimedOut == 0
+}
+
+// Wrong reports whether some answer differed from the truth (values
+// missing, extra or duplicated) or was unusable: what a timeout is not.
+func (c Check) Wrong() bool {
+	return c.Missing+c.Extra+c.Duplicates+c.Failed > 0
 }
 
 func (c Check) String() string {
-	return fmt.Sprintf("%d/%d complete (%d removed, asked to be gone), %d values missing, %d extra, %d duplicated, %d partial, %d failed",
-		c.Complete, c.Multihashes, c.Removed, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed)
+	return fmt.Sprintf("%d/%d complete (%d removed, asked to be gone), %d values missing, %d extra, %d duplicated, %d partial, %d failed, %d timed out",
+		c.Complete, c.Multihashes, c.Removed, c.Missing, c.Extra, c.Duplicates, c.Partial, c.Failed, c.TimedOut)
 }
 
 // checkConcurrency bounds the queries of a Check in flight.
@@ -201,7 +214,7 @@ func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got, partial, err := p.find(ctx, base, e.Multihash)
+			got, partial, err := p.findRetry(ctx, base, e.Multihash)
 			missing, extra, dup := compare(e.Values, got)
 			mu.Lock()
 			defer mu.Unlock()
@@ -210,6 +223,9 @@ func (p *Pool) checkAt(ctx context.Context, base string, entries []publishernode
 			}
 			var problem string
 			switch {
+			case errors.Is(err, errTimedOut):
+				c.TimedOut++
+				problem = err.Error()
 			case err != nil:
 				c.Failed++
 				problem = err.Error()
@@ -260,6 +276,44 @@ func compare(want []publishernode.Value, got []value) (missing, extra, dup int) 
 	return missing, extra, dup
 }
 
+// errTimedOut marks a lookup of a check that got no answer in time.
+var errTimedOut = errors.New("no answer in time")
+
+// lookupRetry is the pause before a timed-out lookup is asked again.
+const lookupRetry = 100 * time.Millisecond
+
+// findRetry is find with Config.LookupTimeout on each try, asking again
+// after a try that timed out, while ctx lasts. A lookup that never got an
+// answer returns an error wrapping errTimedOut, saying how many tries.
+func (p *Pool) findRetry(ctx context.Context, base, mh string) ([]value, bool, error) {
+	for try := 1; ; try++ {
+		lctx, cancel := context.WithTimeout(ctx, p.cfg.LookupTimeout)
+		vals, partial, err := p.find(lctx, base, mh)
+		cancel()
+		if err == nil || !isTimeout(err) {
+			return vals, partial, err
+		}
+		select {
+		case <-ctx.Done():
+			tries := "1 try"
+			if try > 1 {
+				tries = fmt.Sprintf("%d tries", try)
+			}
+			return nil, false, fmt.Errorf("GET %s/multihash/%s: %w after %s of %v (the check's bound ended): %w",
+				base, mh, errTimedOut, tries, p.cfg.LookupTimeout, err)
+		case <-time.After(lookupRetry):
+		}
+	}
+}
+
+// isTimeout reports whether err is a lookup that ran out of time (its
+// deadline, the client's timeout, or its context ended).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
 // find asks base's find API for mh (base58); a 404 is no values.
 func (p *Pool) find(ctx context.Context, base, mh string) (vals []value, partial bool, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/multihash/"+mh, nil)
@@ -296,7 +350,9 @@ func (p *Pool) find(ctx context.Context, base, mh string) (vals []value, partial
 	return vals, partial, nil
 }
 
-// Probe is one multihash asked of the front end and of every indexer.
+// Probe is one multihash asked of the front end and of the nodes that
+// hold the index: every indexer, or, in a sharded pool, the query nodes
+// that own its key.
 type Probe struct {
 	Multihash string
 	Publisher string // the provider of its first true value
@@ -305,35 +361,73 @@ type Probe struct {
 	Want, Got int
 	Complete  bool
 	Partial   bool
-	// HeldBy are the indexers whose own find API answered it.
+	// HeldBy are the nodes whose own find API answered it: indexers, or
+	// in a sharded pool query nodes (the ingest nodes hold no index).
 	HeldBy []string
 	Err    string `json:",omitempty"`
 }
 
-// Probe asks the front end and every running indexer for e's multihash.
+// probeTarget is a node a probe asks, by its role name and find URL.
+type probeTarget struct{ name, find string }
+
+// probeTargets are the nodes that hold the index for mh (base58): every
+// indexer, or in a sharded pool the read owners of its key on the layout
+// in force (an ingest node answers no lookup: asking it is an error in
+// its log).
+func (p *Pool) probeTargets(mh string) ([]probeTarget, error) {
+	if p.cfg.Sharded == nil {
+		var out []probeTarget
+		for _, ix := range p.URLs().Indexers {
+			out = append(out, probeTarget{ix.Name, ix.Find})
+		}
+		return out, nil
+	}
+	l, err := p.Layout()
+	if err != nil {
+		return nil, err
+	}
+	pl, err := keyspace.NewPlacement(l)
+	if err != nil {
+		return nil, err
+	}
+	key, err := multihash.FromB58String(mh)
+	if err != nil {
+		return nil, fmt.Errorf("multihash %s: %w", mh, err)
+	}
+	nodes := pl.Nodes()
+	var out []probeTarget
+	for _, o := range pl.AppendReadOwners(nil, key) {
+		out = append(out, probeTarget{nodes[o].Name, nodes[o].URL})
+	}
+	return out, nil
+}
+
+// Probe asks the front end and the nodes that hold the index for e's
+// multihash: every running indexer, or in a sharded pool the query nodes
+// that own its key.
 func (p *Pool) Probe(ctx context.Context, e publishernode.Entry) Probe {
 	pr := Probe{Multihash: e.Multihash, Want: len(e.Values)}
 	if len(e.Values) > 0 {
 		pr.Publisher = e.Values[0].ProviderID
 	}
-	urls := p.URLs()
-	held := make([]bool, len(urls.Indexers))
+	targets, terr := p.probeTargets(e.Multihash)
+	held := make([]bool, len(targets))
 	var wg sync.WaitGroup
-	for i, ix := range urls.Indexers {
+	for i, tg := range targets {
 		wg.Go(func() {
-			got, _, err := p.find(ctx, ix.Find, e.Multihash)
+			got, _, err := p.find(ctx, tg.find, e.Multihash)
 			held[i] = err == nil && len(got) > 0
 		})
 	}
-	got, partial, err := p.find(ctx, urls.Find, e.Multihash)
+	got, partial, err := p.find(ctx, p.URLs().Find, e.Multihash)
 	wg.Wait()
 	for i, h := range held {
 		if h {
-			pr.HeldBy = append(pr.HeldBy, urls.Indexers[i].Name)
+			pr.HeldBy = append(pr.HeldBy, targets[i].name)
 		}
 	}
 	pr.Partial = partial
-	if err != nil {
+	if err = errors.Join(err, terr); err != nil {
 		pr.Err = err.Error()
 		return pr
 	}
@@ -371,6 +465,9 @@ func (p *Pool) WaitComplete(ctx context.Context) (Check, error) {
 			what := "no check finished"
 			if checked {
 				what = fmt.Sprintf("last check: %v", last)
+				if last.TimedOut > 0 && !last.Wrong() {
+					what += fmt.Sprintf("; %d lookups got no answer in time and none was answered wrong: the front end answered slowly", last.TimedOut)
+				}
 			}
 			if terr != nil {
 				what += fmt.Sprintf("; the truth could not be read: %v", terr)

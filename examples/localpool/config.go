@@ -20,6 +20,7 @@ const (
 	DefaultEntries         = 100
 	DefaultSeed            = 1
 	DefaultPollInterval    = time.Second
+	DefaultLookupTimeout   = 10 * time.Second
 	DefaultDiskBudget      = 64 << 30 // every indexer but the one with FreezeBudget
 	DefaultMaliciousMaxAds = 10
 	// DefaultPieceContextEvery: every third new context of an honest
@@ -103,6 +104,12 @@ type Config struct {
 	// PollInterval is the assigner's status poll period (default 1s):
 	// how soon a frozen indexer is seen and handed off.
 	PollInterval time.Duration
+	// LookupTimeout is the deadline of each lookup of [Pool.Check] and
+	// [Pool.WaitComplete] (default DefaultLookupTimeout). A lookup that
+	// passes it is retried while the check's context lasts, and one that
+	// never got an answer is counted in Check.TimedOut, apart from the
+	// wrong answers: a slow front end (a loaded machine), not a wrong one.
+	LookupTimeout time.Duration
 	// Log receives the roles' log lines at LogLevel and above, each
 	// prefixed with role=<name>; nil discards them.
 	Log      io.Writer
@@ -144,6 +151,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DiskBudget == 0 {
 		c.DiskBudget = DefaultDiskBudget
 	}
+	if c.LookupTimeout == 0 {
+		c.LookupTimeout = DefaultLookupTimeout
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -157,8 +167,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Publishers < 0 || c.Indexers < 0 || c.Replication < 0 || c.Entries < 0 || c.InitialAds < 0 || c.MaxAds < 0 {
 		errs = append(errs, errors.New("Publishers, Indexers, Replication, Entries, InitialAds and MaxAds must not be negative"))
 	}
-	if c.Interval < 0 || c.PollInterval < 0 || c.FreezeBudget < 0 || c.DiskBudget < 0 {
-		errs = append(errs, errors.New("Interval, PollInterval, FreezeBudget and DiskBudget must not be negative"))
+	if c.Interval < 0 || c.PollInterval < 0 || c.FreezeBudget < 0 || c.DiskBudget < 0 || c.LookupTimeout < 0 {
+		errs = append(errs, errors.New("Interval, PollInterval, FreezeBudget, DiskBudget and LookupTimeout must not be negative"))
 	}
 	if c.Sharded != nil {
 		sc := *c.Sharded

@@ -345,3 +345,52 @@ func everyThird(es []publishernode.Entry) []publishernode.Entry {
 	}
 	return out
 }
+
+// TestShardedProbes probes a sharded pool as the demo does: each probe
+// asks the query nodes that own its key (the index lives there, not on
+// the ingest nodes), names them as holding it, and leaves no error in
+// the ingest nodes' logs.
+func TestShardedProbes(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const repl = 2
+	cfg := localpool.Config{
+		Dir: t.TempDir(), Publishers: 1, Indexers: 1,
+		Interval: 100 * time.Millisecond, Entries: 10, MaxAds: 10,
+		PollInterval: 200 * time.Millisecond,
+		Sharded:      &localpool.Sharded{QueryNodes: 3, Replication: repl, Store: "memory"},
+		Log:          testLog{t}, LogLevel: 4,
+	}
+	p := convStart(ctx, t, cfg)
+	convSettled(ctx, t, p, 10)
+	if _, err := convWaitComplete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	truth, err := p.Truth(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries := p.QueryNodes()
+	for _, e := range everyThird(truth.Entries) {
+		pr := p.Probe(ctx, e)
+		if pr.Err != "" || !pr.Complete {
+			t.Errorf("probe %s: %+v", e.Multihash, pr)
+		}
+		if len(pr.HeldBy) != repl {
+			t.Errorf("probe %s: held by %v, want its %d owners among the query nodes", e.Multihash, pr.HeldBy, repl)
+		}
+		for _, h := range pr.HeldBy {
+			if !slices.Contains(queries, h) {
+				t.Errorf("probe %s: held by %s, not a query node (%v)", e.Multihash, h, queries)
+			}
+		}
+	}
+	for _, name := range p.Indexers() {
+		for _, l := range p.LogLines(name) {
+			if strings.Contains(l, "index lives on the query nodes") {
+				t.Errorf("%s was asked for the index: %s", name, l)
+			}
+		}
+	}
+}

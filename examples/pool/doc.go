@@ -47,7 +47,10 @@
 // With --sharded the indexers are ingest nodes that write through durable
 // outboxes to query nodes (query-0, query-1, ...), each holding its
 // ranges of the keyspace with --shard-replication owners per key, and the
-// front end asks each key's owners. The view adds the query layer: the
+// front end asks each key's owners. The banner says so and lists the
+// query nodes' find URLs; the probes ask each key's owning query nodes
+// and name them (an ingest node holds no index). The view adds the query
+// layer: the
 // layout's epoch and phase, each query node's share of the keyspace (on
 // the ring in force and, during a change, the next one), its state (ready,
 // catching up, down), its multihashes and its last copy or drop, and each
@@ -65,10 +68,14 @@
 // (--check-timeout sets it outright). It prints the bound and how it was
 // set, the number of multihashes and ads it waited for, and either
 // "complete after <time>" or "INCOMPLETE after <time>", then, when
-// incomplete, a "why:" line per cause it sees in a last snapshot
-// (indexers down or frozen, publishers held by no active indexer or
-// behind by so many ads, handoffs not done) and a few failing
-// multihashes with their answers. Then it stops every role. A second
+// incomplete, a "why:" line per cause. Lookups that got no answer in time
+// (10 s a try, retried until the bound) are counted apart from wrong
+// answers ("timed out"): when they are the only problem the cause named
+// is a slow front end, most likely an overloaded machine, not the pool.
+// When some answers were wrong, the causes are those a last snapshot
+// shows (indexers down or frozen, publishers held by no active indexer or
+// behind by so many ads, handoffs not done). A few failing multihashes
+// follow, with their answers. Then it stops every role. A second
 // Ctrl-C cuts the wait short (the pool counts as incomplete); a third
 // kills the process.
 //

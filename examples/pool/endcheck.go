@@ -113,15 +113,25 @@ func summary(p *localpool.Pool, w io.Writer, o *options, abort <-chan struct{}, 
 	default:
 	}
 	fmt.Fprintf(w, "  every multihash of their truth through the front end: INCOMPLETE after %v (%s): %v\n", waited, why, err)
-	ctx, cancel = step()
-	reasons := behind(ctx, p)
-	cancel()
-	switch {
-	case len(reasons) > 0:
-	case c.Multihashes == 0:
-		reasons = []string{"no check of the answers finished within the bound"}
-	default:
-		reasons = []string{"no indexer reports a publisher behind, none is down and no handoff waits: the answers themselves differ from the truth"}
+	var reasons []string
+	if c.TimedOut > 0 {
+		reasons = append(reasons, timedOut(c))
+	}
+	if c.Multihashes == 0 || c.Wrong() || c.TimedOut == 0 {
+		// Some answers were wrong (or none came): what keeps the pool
+		// behind. Timeouts alone are the machine's slowness, not the
+		// pool's state, and a frozen indexer is no reason for them.
+		ctx, cancel = step()
+		more := behind(ctx, p)
+		cancel()
+		switch {
+		case len(more) > 0:
+		case c.Multihashes == 0:
+			more = []string{"no check of the answers finished within the bound"}
+		case c.Wrong():
+			more = []string{"no indexer reports a publisher behind, none is down and no handoff waits: the answers themselves differ from the truth"}
+		}
+		reasons = append(reasons, more...)
 	}
 	for _, r := range reasons {
 		fmt.Fprintln(w, "  why:", r)
@@ -135,7 +145,25 @@ func summary(p *localpool.Pool, w io.Writer, o *options, abort <-chan struct{}, 
 	if c.Multihashes == 0 {
 		return fmt.Errorf("%w: waited %v (%s) and no check finished", errIncomplete, waited, why)
 	}
+	if c.TimedOut > 0 && !c.Wrong() {
+		return fmt.Errorf("%w: waited %v (%s): %d lookups got no answer in time, none was answered wrong: %v", errIncomplete, waited, why, c.TimedOut, c)
+	}
 	return fmt.Errorf("%w: waited %v (%s): %v", errIncomplete, waited, why, c)
+}
+
+// timedOut says why lookups timed out: the front end answered slowly,
+// and how many of the answers that came were right.
+func timedOut(c localpool.Check) string {
+	r := fmt.Sprintf("%d of %d lookups got no answer in time (each try retried until the bound): the front end answered slowly, most likely an overloaded machine (see the load; a longer --check-max gives it time)",
+		c.TimedOut, c.Multihashes)
+	switch {
+	case c.Wrong():
+	case c.Complete > 0:
+		r += fmt.Sprintf("; the %d answers that came were all right", c.Complete)
+	default:
+		r += "; no answer came, and none was wrong"
+	}
+	return r
 }
 
 // behind returns, from a snapshot, what keeps the pool from answering in

@@ -185,6 +185,9 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 			log.Error("stopping the pool", "err", cerr)
 		}
 	}()
+	if o.sharded {
+		printShards(stdout, p, o)
+	}
 	cctx, cancel := context.WithTimeout(ctx, o.probeTimeout)
 	look := pickLookup(cctx, p, lookupHorizon(o))
 	cancel()
@@ -321,10 +324,34 @@ func printURLs(w io.Writer, u localpool.URLs, look lookup, bounded bool, tokenFi
 	fmt.Fprintln(w, "Ctrl-C stops the pool.")
 }
 
+// printShards says that the pool is sharded and where its index lives:
+// the query nodes' find APIs, each answering for the keys it owns.
+func printShards(w io.Writer, p *localpool.Pool, o *options) {
+	l, err := p.Layout()
+	if err != nil {
+		fmt.Fprintf(w, "sharded: no layout to show: %v\n", err)
+		return
+	}
+	join := ""
+	if o.joinAfter > 0 {
+		join = fmt.Sprintf("; one more joins after %v", o.joinAfter)
+	}
+	ingest := fmt.Sprintf("the %d indexers are ingest nodes", len(p.Indexers()))
+	if len(p.Indexers()) == 1 {
+		ingest = "the indexer is an ingest node"
+	}
+	fmt.Fprintf(w, "sharded: %s (no index of their own); the index lives on %d query nodes, %d owners per multihash%s:\n",
+		ingest, len(l.Nodes), l.Replication, join)
+	for _, n := range l.Nodes {
+		fmt.Fprintf(w, "  curl %s/multihash/<multihash>   # %s's find API: the multihashes it owns\n", n.URL, n.Name)
+	}
+}
+
 // probes picks two multihashes of each honest publisher's truth, the
 // first and the last in multihash order (so of any age: once a publisher
 // has been handed off, some are held by the frozen indexer, some by the
-// active one), and asks the front end and every indexer.
+// active one), and asks the front end and the nodes that hold the index
+// (every indexer, or in a sharded pool the query nodes owning the key).
 func probes(ctx context.Context, p *localpool.Pool) ([]localpool.Probe, error) {
 	t, err := p.Truth(ctx)
 	if err != nil {

@@ -44,6 +44,27 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunSharded runs the sharded demo briefly: the banner says it is
+// sharded and lists the query nodes' find URLs, and the probes name the
+// query nodes that hold each key.
+func TestRunSharded(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	var out, errOut bytes.Buffer
+	args := append([]string{"--duration", "5s", "--sharded", "--query-nodes", "3", "--join-after", "0"}, tinyPool(t.TempDir())...)
+	if err := run(context.Background(), nil, args, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"sharded: the indexer is an ingest node (no index of their own); the index lives on 3 query nodes, 2 owners per multihash:",
+		"/multihash/<multihash>   # query-0's find API", "query-1's find API", "query-2's find API", "held by query-"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "held by none") {
+		t.Errorf("a probe found its key held by none:\n%s", out.String())
+	}
+}
+
 // The end check of a pool whose only indexer is down cannot complete: it
 // waits for its bound, says so, names the indexer down and a few failing
 // multihashes, and the program's exit status is exitIncomplete.
@@ -85,6 +106,51 @@ func TestSummaryIncomplete(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := exitCode(err, &stderr); code != exitIncomplete || !strings.Contains(stderr.String(), "pool: the pool did not answer every multihash") {
 		t.Errorf("exit code %d, stderr %q; want %d and the error", code, stderr.String(), exitIncomplete)
+	}
+}
+
+// The end check of a pool whose lookups all time out (a per-lookup
+// timeout no answer can meet, as on an overloaded machine) names the
+// timeouts as the cause, says no answer was wrong, and does not blame the
+// frozen indexer-0.
+func TestSummaryTimeouts(t *testing.T) {
+	lane.Integration(t, "starts a whole pool")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := parseFlags([]string{"--check-timeout", "2s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := localpool.Start(ctx, localpool.Config{Dir: t.TempDir(), Publishers: 2, Indexers: 2, Store: "memory",
+		Entries: 5, Interval: 200 * time.Millisecond, FreezeBudget: 1, PollInterval: 200 * time.Millisecond,
+		LookupTimeout: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.WaitFor(ctx, "indexer-0 frozen", func(s *localpool.Snapshot) bool {
+		ix := s.Indexer(localpool.IndexerName(0))
+		return ix != nil && ix.Frozen
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = summary(p, &out, o, nil, time.Second, publishernode.Piece{}, false)
+	if !errors.Is(err, errIncomplete) {
+		t.Fatalf("summary: %v, want errIncomplete\n%s", err, out.String())
+	}
+	t.Logf("summary:\n%s", out.String())
+	for _, want := range []string{"INCOMPLETE after 2", "lookups got no answer in time (each try retried until the bound): the front end answered slowly",
+		"no answer came, and none was wrong"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "frozen") {
+		t.Errorf("the end check blames the frozen indexer for timeouts:\n%s", out.String())
+	}
+	if !strings.Contains(err.Error(), "lookups got no answer in time, none was answered wrong") {
+		t.Errorf("error %q does not name the timeouts", err)
 	}
 }
 

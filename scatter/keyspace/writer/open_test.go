@@ -286,3 +286,44 @@ func TestNoIndex(t *testing.T) {
 		t.Errorf("after SetLayout(epoch 8): body %q", rec.Body.String())
 	}
 }
+
+// Config.SegmentSize sizes the segments of the outbox Open opens: with
+// segments smaller than a batch, each batch starts a segment file of its
+// own (with the default size they share one). New, which takes an outbox
+// opened already, and a negative size are refused.
+func TestOpenSegmentSize(t *testing.T) {
+	segs := func(t *testing.T, size int64) int {
+		t.Helper()
+		dir := t.TempDir()
+		w, err := writer.Open(dir, writer.Config{Name: "w1", Records: memory.New(), SegmentSize: size}, oneNode(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for _, d := range []string{"a", "b", "c"} {
+			putOne(t, w, d)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, writer.OutboxDir, "q-*", "*.seg"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files)
+	}
+	if n := segs(t, 0); n != 1 {
+		t.Errorf("default segment size: %d segment files for three batches, want 1", n)
+	}
+	if n := segs(t, 64); n != 3 {
+		t.Errorf("SegmentSize 64: %d segment files for three batches, want 3", n)
+	}
+	ob, err := outbox.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ob.Close()
+	if _, err := writer.New(writer.Config{Name: "w1", Records: memory.New(), Outbox: ob, SegmentSize: 64}, oneNode(1)); !errors.Is(err, writer.ErrInvalidConfig) {
+		t.Errorf("New with SegmentSize: %v, want ErrInvalidConfig", err)
+	}
+	if _, err := writer.Open(t.TempDir(), writer.Config{Name: "w1", Records: memory.New(), SegmentSize: -1}, oneNode(1)); !errors.Is(err, writer.ErrInvalidConfig) {
+		t.Errorf("Open with SegmentSize -1: %v, want ErrInvalidConfig", err)
+	}
+}

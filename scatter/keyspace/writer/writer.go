@@ -48,6 +48,12 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between failed deliveries
 	// (0: 100 ms and 10 s); it doubles after each failure.
 	MinBackoff, MaxBackoff time.Duration
+	// SegmentSize is the segment size of the outbox [Open] opens (0:
+	// outbox.DefaultSegmentSize; see outbox.WithSegmentSize). A queue
+	// that keeps up leaves up to a 16th of a segment of delivered
+	// batches on disk, so a node on a small disk budget wants small
+	// segments. [New], which takes the caller's outbox, refuses it.
+	SegmentSize int64
 	// Logger receives the Writer's log (nil: discard).
 	Logger *slog.Logger
 }
@@ -88,8 +94,11 @@ type destState struct {
 // New returns a Writer routing by layout l over cfg.Outbox, which stays
 // the caller's. It starts nothing: [Writer.Run] delivers the outbox.
 func New(cfg Config, l keyspace.Layout) (*Writer, error) {
-	if cfg.Outbox == nil {
+	switch {
+	case cfg.Outbox == nil:
 		return nil, fmt.Errorf("%w: Outbox is nil", ErrInvalidConfig)
+	case cfg.SegmentSize != 0:
+		return nil, fmt.Errorf("%w: SegmentSize is set, and New takes an outbox opened already (give it outbox.WithSegmentSize)", ErrInvalidConfig)
 	}
 	return newWriter(cfg, l)
 }
@@ -116,7 +125,11 @@ func Open(dir string, cfg Config, l keyspace.Layout) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ob, err := outbox.Open(filepath.Join(dir, OutboxDir), outbox.WithLogger(w.log))
+	opts := []outbox.Option{outbox.WithLogger(w.log)}
+	if cfg.SegmentSize > 0 {
+		opts = append(opts, outbox.WithSegmentSize(cfg.SegmentSize))
+	}
+	ob, err := outbox.Open(filepath.Join(dir, OutboxDir), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("writer: %w", err)
 	}
@@ -132,8 +145,8 @@ func newWriter(cfg Config, l keyspace.Layout) (*Writer, error) {
 		return nil, fmt.Errorf("%w: Name is empty", ErrInvalidConfig)
 	case cfg.Records == nil:
 		return nil, fmt.Errorf("%w: Records is nil", ErrInvalidConfig)
-	case cfg.BatchBytes < 0 || cfg.Heartbeat < 0 || cfg.MinBackoff < 0 || cfg.MaxBackoff < 0:
-		return nil, fmt.Errorf("%w: negative BatchBytes, Heartbeat or backoff", ErrInvalidConfig)
+	case cfg.BatchBytes < 0 || cfg.Heartbeat < 0 || cfg.MinBackoff < 0 || cfg.MaxBackoff < 0 || cfg.SegmentSize < 0:
+		return nil, fmt.Errorf("%w: negative BatchBytes, Heartbeat, backoff or SegmentSize", ErrInvalidConfig)
 	}
 	if cfg.BatchBytes == 0 {
 		cfg.BatchBytes = 1 << 20
