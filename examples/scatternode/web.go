@@ -45,7 +45,7 @@ func (s *Scatter) handler() http.Handler {
 // epoch of the layout it reads by (0 without one), which a
 // keyspace.Coordinator waits for before it publishes the next epoch.
 func (s *Scatter) shardStatus(w http.ResponseWriter, r *http.Request) {
-	st := keyspace.Status{Role: "frontend", Epoch: s.Config().epoch()}
+	st := keyspace.Status{Role: keyspace.RoleFront, Epoch: s.Config().epoch()}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(st)

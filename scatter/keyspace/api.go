@@ -1,5 +1,7 @@
 package keyspace
 
+import "context"
+
 // The HTTP API between the layers, under [PathPrefix]. Query nodes serve
 // the write side (batches, copies, drops) beside the find API; ingest
 // nodes and front ends serve only the status. Every request but the
@@ -52,10 +54,30 @@ type BatchAnswer struct {
 	Error string `json:",omitempty"`
 }
 
+// The roles a [Status] names.
+const (
+	RoleQuery  = "query"
+	RoleIngest = "ingest"
+	RoleFront  = "frontend"
+)
+
+// StatusSource gives a [Coordinator] the statuses of the processes
+// without asking each one: the liveness keys of the etcd layout store,
+// say, where each process keeps its last status under a lease, so a
+// process that dies drops out once its lease expires.
+type StatusSource interface {
+	// Statuses returns the last status of each live process. Front ends
+	// are told apart by Name.
+	Statuses(ctx context.Context) ([]Status, error)
+	// Changed returns a channel closed at the next change of what
+	// Statuses returns, or of the layout in force (nil: never).
+	Changed() <-chan struct{}
+}
+
 // Status is what each process of the two layers reports at [PathStatus];
 // a [Coordinator] reads it to know who has taken an epoch.
 type Status struct {
-	// Role is "query", "ingest" or "frontend".
+	// Role is [RoleQuery], [RoleIngest] or [RoleFront].
 	Role string
 	// Name is the process's name in the layout (query and ingest nodes).
 	Name string `json:",omitempty"`

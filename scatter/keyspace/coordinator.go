@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,10 +18,17 @@ import (
 
 // CoordinatorConfig configures a [Coordinator].
 type CoordinatorConfig struct {
-	// LayoutPath is the layout file: the one source of the epoch. The
-	// coordinator reads the layout in force from it and writes each next
-	// epoch to it.
+	// Store is the source of the epoch: the coordinator reads the layout
+	// in force from it and publishes each next epoch into it, over the
+	// revision it read. Nil: a [FileStore] at LayoutPath.
+	Store LayoutStore
+	// LayoutPath is the layout file, when Store is nil.
 	LayoutPath string
+	// Reports, when set, gives the processes' statuses (the etcd store's
+	// liveness keys, say); Ingest and Fronts are then not used. Nil: the
+	// coordinator asks each process at [PathStatus]: the query nodes at
+	// their layout URLs, the writers and front ends at the URLs below.
+	Reports StatusSource
 	// Ingest maps each writer's name to the base URL where it serves
 	// [PathStatus].
 	Ingest map[string]string
@@ -34,7 +42,8 @@ type CoordinatorConfig struct {
 	// the processes load it (sending them SIGHUP, say). Without it they
 	// must notice the file by themselves.
 	Reload func(ctx context.Context, l Layout) error
-	// Poll is the interval between observations (0: 200 ms).
+	// Poll is the interval between observations (0: 200 ms); with
+	// Reports, a change it signals starts the next one at once.
 	Poll time.Duration
 	// Logger receives one line per action and, every ten seconds, what
 	// a wait is for (nil: discard).
@@ -56,8 +65,11 @@ type Coordinator struct {
 
 // NewCoordinator checks cfg and returns a Coordinator. It starts nothing.
 func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
-	if cfg.LayoutPath == "" {
-		return nil, fmt.Errorf("%w: coordinator without a layout file", ErrInvalidLayout)
+	if cfg.Store == nil {
+		if cfg.LayoutPath == "" {
+			return nil, fmt.Errorf("%w: coordinator without a layout store or file", ErrInvalidLayout)
+		}
+		cfg.Store = &FileStore{Path: cfg.LayoutPath}
 	}
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 10 * time.Second}
@@ -90,7 +102,12 @@ func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 			c.log.Info("change done", "goal", goal.String(), "epoch", obs.Layout.Epoch)
 			return nil
 		case ActPublish:
-			if err := Save(c.cfg.LayoutPath, a.Layout); err != nil {
+			if _, err := c.cfg.Store.Publish(ctx, obs.Revision, a.Layout); err != nil {
+				if errors.Is(err, ErrConflict) {
+					// Another coordinator published: observe again.
+					c.log.Warn("publish lost a race; observing again", "epoch", a.Layout.Epoch, "err", err)
+					continue
+				}
 				return err
 			}
 			c.log.Info("published", "epoch", a.Layout.Epoch, "phase", a.Layout.Phase, "why", a.Why)
@@ -117,23 +134,48 @@ func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 				lastWhy, lastLog = a.Why, time.Now()
 			}
 		}
+		var changed <-chan struct{}
+		if c.cfg.Reports != nil {
+			changed = c.cfg.Reports.Changed()
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-changed:
 		case <-time.After(c.cfg.Poll):
 		}
 	}
 }
 
-// Observe reads the layout file and asks every process for its status,
-// concurrently. A process that does not answer is missing from the
+// Observe reads the layout in force and the status of every process: from
+// Reports when set, else by asking each process, concurrently. A process
+// that does not answer (or whose report expired) is missing from the
 // observation.
 func (c *Coordinator) Observe(ctx context.Context) (Observation, error) {
-	l, err := Load(c.cfg.LayoutPath)
+	l, rev, err := c.cfg.Store.Load(ctx)
 	if err != nil {
 		return Observation{}, err
 	}
-	obs := Observation{Layout: l, Query: map[string]Status{}, Ingest: map[string]Status{}, Front: map[string]Status{}, Fronts: len(c.cfg.Fronts)}
+	obs := Observation{Layout: l, Revision: rev, Query: map[string]Status{}, Ingest: map[string]Status{}, Front: map[string]Status{}, Fronts: len(c.cfg.Fronts)}
+	if c.cfg.Reports != nil {
+		sts, err := c.cfg.Reports.Statuses(ctx)
+		if err != nil {
+			return Observation{}, err
+		}
+		obs.Fronts = 0
+		for _, st := range sts {
+			switch st.Role {
+			case RoleQuery:
+				obs.Query[st.Name] = st
+			case RoleIngest:
+				obs.Ingest[st.Name] = st
+			case RoleFront:
+				obs.Front[st.Name] = st
+				obs.Fronts++
+			}
+		}
+		return obs, nil
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	ask := func(m map[string]Status, key, base string) {

@@ -1,15 +1,20 @@
 package keyspace_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // The model test runs membership changes, crashes and writes against a
@@ -63,6 +68,31 @@ type world struct {
 	// bug switches, for the deliberate-bug checks
 	skipBarrier bool
 	settling    bool
+	// store, when set, is the layout store every publish and load goes
+	// through (the file or etcd), instead of the world's own record alone:
+	// processes read the epoch from it and a rival coordinator, holding
+	// an older revision, tries to publish over each epoch and must lose.
+	store    keyspace.LayoutStore
+	rev      keyspace.Revision
+	oldRev   keyspace.Revision // a revision already replaced
+	rivals   int               // rival publishes refused
+	rivalWon bool              // the deliberate bug: a rival's publish succeeded
+}
+
+// loaded is the layout in force as a process reads it: from the store
+// when the world has one, which must agree with the world's record.
+func (w *world) loaded() keyspace.Layout {
+	if w.store == nil {
+		return w.file
+	}
+	l, rev, err := w.store.Load(context.Background())
+	if err != nil {
+		w.t.Fatalf("step %d: load the layout: %v", w.step, err)
+	}
+	if rev != w.rev || l.Epoch != w.file.Epoch {
+		w.t.Fatalf("step %d: the store holds epoch %d at revision %d; the coordinator published epoch %d at %d", w.step, l.Epoch, rev, w.file.Epoch, w.rev)
+	}
+	return l
 }
 
 func (w *world) place(e uint64) *keyspace.Placement {
@@ -79,6 +109,26 @@ func (w *world) publish(l keyspace.Layout) {
 		w.t.Fatalf("step %d: publish %+v: %v", w.step, l, err)
 	}
 	w.places[l.Epoch] = p
+	if w.store != nil {
+		ctx := context.Background()
+		if w.oldRev != 0 {
+			// A rival coordinator that read an older epoch publishes.
+			rival := l.Clone()
+			rival.Writers = append(rival.Writers, "rival")
+			if _, err := w.store.Publish(ctx, w.oldRev, rival); err == nil {
+				w.rivalWon = true
+				w.t.Fatalf("step %d: a publish over revision %d, replaced since, succeeded", w.step, w.oldRev)
+			} else if !errors.Is(err, keyspace.ErrConflict) {
+				w.t.Fatalf("step %d: a rival publish failed without ErrConflict: %v", w.step, err)
+			}
+			w.rivals++
+		}
+		rev, err := w.store.Publish(ctx, w.rev, l)
+		if err != nil {
+			w.t.Fatalf("step %d: publish epoch %d over revision %d: %v", w.step, l.Epoch, w.rev, err)
+		}
+		w.oldRev, w.rev = w.rev, rev
+	}
 	w.file = l
 	for _, n := range l.Nodes {
 		if w.nodes[n.Name] == nil {
@@ -88,7 +138,13 @@ func (w *world) publish(l keyspace.Layout) {
 }
 
 func newWorld(t fataler, seed uint64, nodes int) *world {
-	w := &world{
+	return newWorldOn(t, seed, nodes, nil)
+}
+
+// newWorldOn is newWorld whose layout lives in st (nil: the world's
+// record only); st must hold no layout yet.
+func newWorldOn(t fataler, seed uint64, nodes int, st keyspace.LayoutStore) *world {
+	w := &world{store: st,
 		t: t, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		places: map[uint64]*keyspace.Placement{}, nodes: map[string]*qnode{},
 		writers: []string{"w1", "w2"}, wEpoch: map[string]uint64{},
@@ -294,7 +350,7 @@ func (w *world) copyStep() {
 }
 
 func (w *world) reload() {
-	e := w.file.Epoch
+	e := w.loaded().Epoch
 	switch i := w.rng.IntN(3); i {
 	case 0:
 		for _, wr := range w.writers {
@@ -346,7 +402,7 @@ func (w *world) crashOrRestart() {
 		return
 	}
 	n.alive = true
-	n.epoch = w.file.Epoch // a restart loads the file
+	n.epoch = w.loaded().Epoch // a restart loads the layout
 }
 
 // sample picks the keys a check looks at: all of them while settling,
@@ -487,31 +543,51 @@ func (w *world) quiet() bool {
 func TestModelOwnership(t *testing.T) {
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			w := newWorld(t, seed, 4)
-			w.run(8000)
-			w.settle()
-			// After a change completes and the old owners drop, every key
-			// lives on exactly its owners.
-			p := w.place(w.file.Epoch)
-			nodes := p.Nodes()
-			for k := range w.keys {
-				owners := p.AppendReadOwners(nil, w.keys[k])
-				for name, n := range w.nodes {
-					own := slices.ContainsFunc(owners, func(o int) bool { return nodes[o].Name == name })
-					if own && !n.holds[k] {
-						t.Fatalf("key %d: owner %s lacks it after settling", k, name)
-					}
-					if !own && n.holds[k] && p.Node(name) >= 0 {
-						t.Fatalf("key %d: %s holds it without owning it after the drop", k, name)
-					}
-				}
-			}
-			t.Logf("%d keys, %d epochs published, %d keys copied, %d partial lookups, final ring %v",
-				len(w.keys), w.changes, w.copies, w.partials, w.file.Current)
-			if w.changes == 0 || w.copies == 0 {
-				t.Fatalf("the run made no membership change (%d) or copy (%d): it tests nothing", w.changes, w.copies)
+			modelRun(t, newWorld(t, seed, 4), 8000)
+		})
+	}
+}
+
+// TestModelOnFileStore runs the model with its layout in a FileStore:
+// every publish a compare-and-swap on the file, every load a read of it,
+// and a rival coordinator that must lose each race.
+func TestModelOnFileStore(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			st := &keyspace.FileStore{Path: filepath.Join(t.TempDir(), "layout.json")}
+			w := newWorldOn(t, seed, 4, st)
+			modelRun(t, w, 4000)
+			if w.rivals == 0 {
+				t.Fatal("no rival publish was tried: the run tests no compare-and-swap")
 			}
 		})
+	}
+}
+
+func modelRun(t *testing.T, w *world, steps int) {
+	t.Helper()
+	w.run(steps)
+	w.settle()
+	// After a change completes and the old owners drop, every key
+	// lives on exactly its owners.
+	p := w.place(w.file.Epoch)
+	nodes := p.Nodes()
+	for k := range w.keys {
+		owners := p.AppendReadOwners(nil, w.keys[k])
+		for name, n := range w.nodes {
+			own := slices.ContainsFunc(owners, func(o int) bool { return nodes[o].Name == name })
+			if own && !n.holds[k] {
+				t.Fatalf("key %d: owner %s lacks it after settling", k, name)
+			}
+			if !own && n.holds[k] && p.Node(name) >= 0 {
+				t.Fatalf("key %d: %s holds it without owning it after the drop", k, name)
+			}
+		}
+	}
+	t.Logf("%d keys, %d epochs published, %d keys copied, %d partial lookups, %d rival publishes refused, final ring %v",
+		len(w.keys), w.changes, w.copies, w.partials, w.rivals, w.file.Current)
+	if w.changes == 0 || w.copies == 0 {
+		t.Fatalf("the run made no membership change (%d) or copy (%d): it tests nothing", w.changes, w.copies)
 	}
 }
 
@@ -557,4 +633,23 @@ func caught(seed uint64) (found bool) {
 	w.run(8000)
 	w.settle()
 	return false
+}
+
+// TestModelOnEtcd runs the model with its layout on a real etcd: every
+// publish a transaction on the layout key's revision, every load a read,
+// and a rival coordinator that must lose each race.
+func TestModelOnEtcd(t *testing.T) {
+	c := etcdtest.Start(t)
+	cli := etcdtest.Client(t, c.Endpoints()...)
+	for seed := range uint64(2) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			st := etcdlayout.New(cli, etcdtest.Prefix(t, cli, "model"))
+			defer st.Close()
+			w := newWorldOn(t, seed, 4, st)
+			modelRun(t, w, 8000)
+			if w.rivals == 0 {
+				t.Fatal("no rival publish was tried: the run tests no compare-and-swap")
+			}
+		})
+	}
 }

@@ -29,6 +29,9 @@ func (g Goal) String() string {
 // its map did not answer.
 type Observation struct {
 	Layout Layout
+	// Revision is the layout's revision in its [LayoutStore]: a publish
+	// the observation leads to replaces that one only.
+	Revision Revision
 	// Query are the query nodes' statuses by name, Ingest the writers'
 	// by name, Front the front ends' by any key.
 	Query  map[string]Status

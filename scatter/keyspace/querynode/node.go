@@ -330,7 +330,7 @@ func (n *Node) waiting() []string {
 func (n *Node) Status() keyspace.Status {
 	n.mu.Lock()
 	st := keyspace.Status{
-		Role:    "query",
+		Role:    keyspace.RoleQuery,
 		Name:    n.cfg.Name,
 		Epoch:   n.layout.Epoch,
 		Ready:   n.readyLocked(),

@@ -239,7 +239,7 @@ func (w *Writer) succeeded(dest string) {
 // node.
 func (w *Writer) Status() keyspace.Status {
 	l := w.Layout()
-	st := keyspace.Status{Role: "ingest", Name: w.cfg.Name, Epoch: l.Epoch, Owners: map[string]keyspace.OutboxStatus{}}
+	st := keyspace.Status{Role: keyspace.RoleIngest, Name: w.cfg.Name, Epoch: l.Epoch, Owners: map[string]keyspace.OutboxStatus{}}
 	w.dmu.Lock()
 	defer w.dmu.Unlock()
 	for _, n := range l.Nodes {

@@ -1,0 +1,223 @@
+package etcdlayout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/indexkit/indexkit/scatter/keyspace"
+)
+
+// PresenceConfig configures [Store.Join].
+type PresenceConfig struct {
+	// Role and Name place the process's key at live/<Role>/<Name>: Role
+	// one of keyspace.RoleQuery, RoleIngest or RoleFront, Name the
+	// process's name in the layout (any unique name for a front end).
+	// Required.
+	Role, Name string
+	// Status returns the process's status; Join writes it, and again
+	// whenever it changes. Required.
+	Status func() keyspace.Status
+	// TTL is the lease's time to live (0: [DefaultTTL]; whole seconds).
+	// A process that dies drops out of the coordinator's view TTL after
+	// its last renewal.
+	TTL time.Duration
+	// Interval is how often Status is read to see whether it changed
+	// (0: 100 ms); the lease is renewed every TTL/3.
+	Interval time.Duration
+	// Logger receives a line when the lease is lost and regained (nil:
+	// discard).
+	Logger *slog.Logger
+}
+
+// DefaultTTL is a presence's lease TTL unless set.
+const DefaultTTL = 5 * time.Second
+
+// Presence keeps a process's status under a lease key for as long as the
+// process runs: the coordinator sees who is alive, and at which epoch,
+// from these keys alone. Create it with [Store.Join].
+//
+// A presence knows how long its key is sure to exist: until TTL after the
+// moment it sent its last renewal that etcd confirmed (etcd expires a
+// lease no sooner than TTL after it received the renewal). Past that
+// moment the process may have dropped out of the coordinator's view, and
+// a coordinator that no longer waits for it may publish two epochs ahead:
+// [Presence.Fenced] then reports true, and a process that must never act
+// more than one epoch apart (a front end) stops answering as complete
+// until it is back at the current epoch.
+type Presence struct {
+	s   *Store
+	cfg PresenceConfig
+	key string
+	log *slog.Logger
+
+	mu         sync.Mutex
+	validUntil time.Time
+	lease      clientv3.LeaseID
+	last       []byte
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Join writes the process's status under a lease and keeps it there,
+// renewed and up to date, until Close or ctx ends. It returns once the
+// first status is written.
+func (s *Store) Join(ctx context.Context, cfg PresenceConfig) (*Presence, error) {
+	switch {
+	case cfg.Role == "" || cfg.Name == "":
+		return nil, errors.New("etcdlayout: PresenceConfig needs Role and Name")
+	case cfg.Status == nil:
+		return nil, errors.New("etcdlayout: PresenceConfig.Status is required")
+	case cfg.TTL < 0 || cfg.TTL%time.Second != 0:
+		return nil, fmt.Errorf("etcdlayout: PresenceConfig.TTL %v must be whole seconds (etcd lease TTLs are)", cfg.TTL)
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 100 * time.Millisecond
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Presence{s: s, cfg: cfg, key: s.prefix + KeyLive + cfg.Role + "/" + cfg.Name, log: log, done: make(chan struct{})}
+	if err := p.grant(ctx); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go p.run(rctx)
+	return p, nil
+}
+
+// grant takes a new lease and writes the status under it.
+func (p *Presence) grant(ctx context.Context) error {
+	sent := time.Now()
+	g, err := p.s.cli.Grant(ctx, int64(p.cfg.TTL/time.Second))
+	if err != nil {
+		return fmt.Errorf("etcdlayout: grant the lease of %s: %w", p.key, err)
+	}
+	b := p.encode()
+	if _, err := p.s.cli.Put(ctx, p.key, string(b), clientv3.WithLease(g.ID)); err != nil {
+		return fmt.Errorf("etcdlayout: write %s: %w", p.key, err)
+	}
+	p.mu.Lock()
+	p.lease, p.last, p.validUntil = g.ID, b, sent.Add(time.Duration(g.TTL)*time.Second)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Presence) encode() []byte {
+	st := p.cfg.Status()
+	st.Role, st.Name = p.cfg.Role, p.cfg.Name
+	b, _ := json.Marshal(st)
+	return b
+}
+
+func (p *Presence) run(ctx context.Context) {
+	defer close(p.done)
+	tick := time.NewTicker(p.cfg.Interval)
+	defer tick.Stop()
+	renewEvery := p.cfg.TTL / 3
+	lastRenew := time.Now()
+	lost := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		id := p.lease
+		p.mu.Unlock()
+		if lost {
+			if err := p.grant(ctx); err != nil {
+				continue
+			}
+			p.log.Info("presence regained", "key", p.key)
+			lost, lastRenew = false, time.Now()
+			continue
+		}
+		if time.Since(lastRenew) >= renewEvery {
+			sent := time.Now()
+			rctx, cancel := context.WithTimeout(ctx, renewEvery)
+			r, err := p.s.cli.KeepAliveOnce(rctx, id)
+			cancel()
+			switch {
+			case err == nil && r.TTL > 0:
+				lastRenew = sent
+				p.mu.Lock()
+				p.validUntil = sent.Add(time.Duration(r.TTL) * time.Second)
+				p.mu.Unlock()
+			case err == nil || isLeaseGone(err): // answered: the lease is gone
+				p.log.Warn("presence lost its lease; taking a new one", "key", p.key)
+				lost = true
+				continue
+			default:
+				if time.Now().After(p.until()) {
+					lost = true // the key may be gone: start over with a new lease
+				}
+				continue
+			}
+		}
+		b := p.encode()
+		p.mu.Lock()
+		same := bytes.Equal(b, p.last)
+		p.mu.Unlock()
+		if same {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, renewEvery)
+		_, err := p.s.cli.Put(pctx, p.key, string(b), clientv3.WithLease(id))
+		cancel()
+		if err == nil {
+			p.mu.Lock()
+			p.last = b
+			p.mu.Unlock()
+		} else if isLeaseGone(err) {
+			lost = true
+		}
+	}
+}
+
+func isLeaseGone(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }
+
+func (p *Presence) until() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.validUntil
+}
+
+// Fenced reports whether the process's key may have expired: no renewal
+// etcd confirmed within the last TTL. See [Presence].
+func (p *Presence) Fenced() bool { return time.Now().After(p.until()) }
+
+// Close stops the renewals and revokes the lease, so the key goes at
+// once rather than TTL later. It is idempotent.
+func (p *Presence) Close() error {
+	if p.cancel == nil {
+		return nil
+	}
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	id := p.lease
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := p.s.cli.Revoke(ctx, id)
+	if err != nil && !isLeaseGone(err) {
+		return fmt.Errorf("etcdlayout: revoke the lease of %s: %w", p.key, err)
+	}
+	return nil
+}

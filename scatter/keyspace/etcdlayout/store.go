@@ -1,0 +1,243 @@
+package etcdlayout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/indexkit/indexkit/scatter/keyspace"
+)
+
+// Keys under a store's prefix.
+const (
+	// KeyLayout holds the layout in force, as JSON.
+	KeyLayout = "layout"
+	// KeyLive is the directory of the processes' statuses: one key
+	// live/<role>/<name> per process, bound to its lease.
+	KeyLive = "live/"
+	// KeyElection is the election prefix of the coordinators.
+	KeyElection = "coordinator"
+)
+
+// ErrNoLayout is returned by Load when no layout was ever published.
+var ErrNoLayout = errors.New("etcdlayout: no layout published")
+
+// Store is a [keyspace.LayoutStore] and a [keyspace.StatusSource] on
+// etcd. Create it with [New]; Close it when done (the client stays the
+// caller's).
+type Store struct {
+	cli    *clientv3.Client
+	prefix string
+
+	ctx    context.Context // ends at Close: the watch behind Changed
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	changed  chan struct{} // closed at the next change under prefix
+	watching bool
+}
+
+var (
+	_ keyspace.LayoutStore  = (*Store)(nil)
+	_ keyspace.StatusSource = (*Store)(nil)
+)
+
+// New returns a store that keeps its keys under prefix on cli. The prefix
+// names the layer: several layers may share a cluster under different
+// prefixes.
+func New(cli *clientv3.Client, prefix string) *Store {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Store{cli: cli, prefix: prefix, ctx: ctx, cancel: cancel, changed: make(chan struct{})}
+}
+
+// Close stops the store's background watch. It does not close the client.
+func (s *Store) Close() error {
+	s.cancel()
+	return nil
+}
+
+// Client returns the store's etcd client.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix returns the store's key prefix.
+func (s *Store) Prefix() string { return s.prefix }
+
+func (s *Store) layoutKey() string { return s.prefix + KeyLayout }
+
+func decode(kv []byte, rev int64) (keyspace.Layout, error) {
+	var l keyspace.Layout
+	if err := json.Unmarshal(kv, &l); err != nil {
+		return keyspace.Layout{}, fmt.Errorf("%w: etcd revision %d: %w", keyspace.ErrInvalidLayout, rev, err)
+	}
+	if err := l.Validate(); err != nil {
+		return keyspace.Layout{}, fmt.Errorf("etcd revision %d: %w", rev, err)
+	}
+	return l, nil
+}
+
+// Load returns the layout in force and its revision (the key's
+// ModRevision). It wraps [ErrNoLayout] when none was published.
+func (s *Store) Load(ctx context.Context) (keyspace.Layout, keyspace.Revision, error) {
+	resp, err := s.cli.Get(ctx, s.layoutKey())
+	if err != nil {
+		return keyspace.Layout{}, 0, fmt.Errorf("etcdlayout: load %s: %w", s.layoutKey(), err)
+	}
+	if len(resp.Kvs) == 0 {
+		return keyspace.Layout{}, 0, fmt.Errorf("%w under %q", ErrNoLayout, s.prefix)
+	}
+	kv := resp.Kvs[0]
+	l, err := decode(kv.Value, kv.ModRevision)
+	return l, keyspace.Revision(kv.ModRevision), err
+}
+
+// Publish makes next the layout in force in one transaction that
+// compares the layout key's ModRevision with prev (0: no layout yet).
+func (s *Store) Publish(ctx context.Context, prev keyspace.Revision, next keyspace.Layout) (keyspace.Revision, error) {
+	return s.publish(ctx, prev, next, nil)
+}
+
+// publish is Publish with extra compares (a coordinator's leadership).
+func (s *Store) publish(ctx context.Context, prev keyspace.Revision, next keyspace.Layout, extra []clientv3.Cmp) (keyspace.Revision, error) {
+	if err := next.Validate(); err != nil {
+		return 0, err
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return 0, fmt.Errorf("etcdlayout: encode layout: %w", err)
+	}
+	key := s.layoutKey()
+	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", int64(prev))}, extra...)
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(b))).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("etcdlayout: publish epoch %d: %w", next.Epoch, err)
+	}
+	if !resp.Succeeded {
+		cur, at := "none", int64(0)
+		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
+			at = r.Kvs[0].ModRevision
+			cur = fmt.Sprintf("revision %d", at)
+		}
+		if at == int64(prev) {
+			// The layout is as expected: an extra compare failed.
+			return 0, fmt.Errorf("%w: publish epoch %d under %q", ErrNotLeader, next.Epoch, s.prefix)
+		}
+		return 0, fmt.Errorf("%w: publish epoch %d over revision %d, the layout is at %s", keyspace.ErrConflict, next.Epoch, prev, cur)
+	}
+	return keyspace.Revision(resp.Header.Revision), nil
+}
+
+// Watch calls apply with the layout in force and with each one published
+// later, until ctx ends. It follows the key with an etcd watch that
+// requires a leader, so a client cut off from the quorum does not wait on
+// a silent member: the watch is cancelled, and Watch loads the layout again
+// and resumes (through another endpoint, when the client has several).
+func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, onError func(error)) error {
+	report := func(err error) {
+		if err != nil && onError != nil && ctx.Err() == nil {
+			onError(err)
+		}
+	}
+	var lastRev int64
+	for ctx.Err() == nil {
+		l, rev, err := s.Load(ctx)
+		if err != nil {
+			report(err)
+			if !sleep(ctx, retryDelay) {
+				return nil
+			}
+			continue
+		}
+		if int64(rev) != lastRev {
+			report(apply(l))
+			lastRev = int64(rev)
+		}
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		wch := s.cli.Watch(wctx, s.layoutKey(), clientv3.WithRev(int64(rev)+1))
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
+				report(fmt.Errorf("etcdlayout: watch %s: %w", s.layoutKey(), err))
+				break
+			}
+			for _, ev := range wr.Events {
+				if ev.Type != clientv3.EventTypePut {
+					report(fmt.Errorf("%w: the layout key %s was deleted", keyspace.ErrInvalidLayout, s.layoutKey()))
+					continue
+				}
+				l, err := decode(ev.Kv.Value, ev.Kv.ModRevision)
+				lastRev = ev.Kv.ModRevision
+				if err != nil {
+					report(err)
+					continue
+				}
+				report(apply(l))
+			}
+		}
+		cancel()
+		if !sleep(ctx, retryDelay) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// Statuses returns the status each live process keeps under live/.
+func (s *Store) Statuses(ctx context.Context) ([]keyspace.Status, error) {
+	resp, err := s.cli.Get(ctx, s.prefix+KeyLive, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("etcdlayout: read statuses: %w", err)
+	}
+	out := make([]keyspace.Status, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var st keyspace.Status
+		if err := json.Unmarshal(kv.Value, &st); err != nil {
+			continue // a process that wrote garbage is not alive to us
+		}
+		if st.Name == "" {
+			st.Name = strings.TrimPrefix(string(kv.Key), s.prefix+KeyLive)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Changed returns a channel closed at the next change of any key under
+// the prefix (the layout, a status, a process that joins or whose lease
+// expires). The first call starts a watch that runs until Close.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.watching {
+		s.watching = true
+		go s.watchAll()
+	}
+	return s.changed
+}
+
+func (s *Store) watchAll() {
+	for s.ctx.Err() == nil {
+		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
+		for wr := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix()) {
+			if wr.Err() != nil {
+				break
+			}
+			s.signal()
+		}
+		cancel()
+		s.signal() // the watch broke: whatever it would have told, look again
+		if !sleep(s.ctx, retryDelay) {
+			return
+		}
+	}
+}
+
+func (s *Store) signal() {
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
