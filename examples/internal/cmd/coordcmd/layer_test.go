@@ -51,6 +51,12 @@ type qnode struct {
 }
 
 func newLayer(t *testing.T, st *etcdlayout.Store, nodes int) *layer {
+	return newLayerVia(t, st, nodes, nil)
+}
+
+// newLayerVia is newLayer whose query nodes named in via follow the
+// layout through the store given there (a client of their own).
+func newLayerVia(t *testing.T, st *etcdlayout.Store, nodes int, via map[string]*etcdlayout.Store) *layer {
 	ctx, stop := context.WithCancel(context.Background())
 	y := &layer{t: t, st: st, ctx: ctx, stop: stop, nodes: map[string]*qnode{}}
 	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
@@ -70,7 +76,11 @@ func newLayer(t *testing.T, st *etcdlayout.Store, nodes int) *layer {
 		t.Fatal(err)
 	}
 	for _, n := range l.Nodes {
-		y.startQ(n.Name, n.URL, l)
+		s := st
+		if v := via[n.Name]; v != nil {
+			s = v
+		}
+		y.startQOn(n.Name, n.URL, l, s)
 	}
 	ob, err := outbox.Open(t.TempDir())
 	if err != nil {
@@ -106,6 +116,12 @@ func freeAddr(t *testing.T) string {
 
 // startQ starts a query node named name at url, following the layout.
 func (y *layer) startQ(name, url string, l keyspace.Layout) *qnode {
+	return y.startQOn(name, url, l, y.st)
+}
+
+// startQOn is startQ with the node following the layout through st (a
+// client of its own, behind a proxy, say).
+func (y *layer) startQOn(name, url string, l keyspace.Layout, st *etcdlayout.Store) *qnode {
 	t := y.t
 	q := &qnode{name: name, url: url, st: memory.New()}
 	n, err := querynode.New(querynode.Config{Name: name, Dir: t.TempDir(), Store: q.st, Token: token, CommitInterval: 30 * time.Millisecond}, l)
@@ -121,7 +137,7 @@ func (y *layer) startQ(name, url string, l keyspace.Layout) *qnode {
 	y.wg.Go(func() { srv.Serve(ln) })
 	y.wg.Go(func() { <-y.ctx.Done(); srv.Close() })
 	y.wg.Go(func() { n.Run(y.ctx) })
-	y.follow(keyspace.RoleQuery, name, n.SetLayout, n.Status)
+	y.followOn(st, keyspace.RoleQuery, name, n.SetLayout, n.Status)
 	y.mu.Lock()
 	y.nodes[name] = q
 	y.mu.Unlock()
@@ -131,12 +147,30 @@ func (y *layer) startQ(name, url string, l keyspace.Layout) *qnode {
 // follow has a process take each layout from etcd and keep its status
 // there, until the layer stops.
 func (y *layer) follow(role, name string, apply func(keyspace.Layout) error, status func() keyspace.Status) {
-	p, err := y.st.Join(y.ctx, etcdlayout.PresenceConfig{Role: role, Name: name, Status: status, TTL: time.Second, Interval: 20 * time.Millisecond})
+	y.followOn(y.st, role, name, apply, status)
+}
+
+func (y *layer) followOn(st *etcdlayout.Store, role, name string, apply func(keyspace.Layout) error, status func() keyspace.Status) {
+	p, err := st.Join(y.ctx, etcdlayout.PresenceConfig{Role: role, Name: name, Status: status, TTL: time.Second, Interval: 20 * time.Millisecond})
 	if err != nil {
 		y.t.Fatal(err)
 	}
 	y.wg.Go(func() { <-y.ctx.Done(); p.Close() })
-	y.wg.Go(func() { y.st.Watch(y.ctx, apply, nil) })
+	y.wg.Go(func() { st.Watch(y.ctx, apply, nil) })
+}
+
+// spread returns the lowest and highest epoch any process of the layer
+// acts on, read from the processes themselves.
+func (y *layer) spread() (lo, hi uint64) {
+	lo = y.w.Layout().Epoch
+	hi = lo
+	y.mu.Lock()
+	defer y.mu.Unlock()
+	for _, q := range y.nodes {
+		e := q.node.Layout().Epoch
+		lo, hi = min(lo, e), max(hi, e)
+	}
+	return lo, hi
 }
 
 // put writes n new multihashes through the writer and returns them.
