@@ -93,6 +93,12 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 	lastWhy, lastLog := "", time.Time{}
 	for {
+		// Ask for the next change before observing, so that one that
+		// comes meanwhile wakes the wait below.
+		var changed <-chan struct{}
+		if c.cfg.Reports != nil {
+			changed = c.cfg.Reports.Changed()
+		}
 		obs, err := c.Observe(ctx)
 		if err != nil {
 			return err
@@ -137,10 +143,6 @@ func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 				c.log.Info("waiting", "why", a.Why)
 				lastWhy, lastLog = a.Why, time.Now()
 			}
-		}
-		var changed <-chan struct{}
-		if c.cfg.Reports != nil {
-			changed = c.cfg.Reports.Changed()
 		}
 		select {
 		case <-ctx.Done():
