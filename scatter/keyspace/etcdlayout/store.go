@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -240,4 +241,24 @@ func (s *Store) signal() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// Await returns once ok holds for the statuses of the live processes, or
+// with ctx's error. It reads them again at each change under the prefix
+// (and every second regardless): "every process of the layout reports
+// epoch n" is a wait on etcd, not a poll of the processes.
+func (s *Store) Await(ctx context.Context, ok func([]keyspace.Status) bool) error {
+	for {
+		changed := s.Changed()
+		sts, err := s.Statuses(ctx)
+		if err == nil && ok(sts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+	}
 }
