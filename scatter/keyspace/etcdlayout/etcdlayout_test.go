@@ -71,16 +71,16 @@ func TestPresence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := s.Changed()
 	sts, err := s.Statuses(ctx)
 	if err != nil || len(sts) != 1 || sts[0].Role != keyspace.RoleQuery || sts[0].Name != "q1" || sts[0].Epoch != 3 {
 		t.Fatalf("Statuses = %+v, %v; want q1 at epoch 3", sts, err)
 	}
 	epoch.Store(4)
-	waitFor(t, changed, func() bool {
-		sts, _ := s.Statuses(ctx)
-		return len(sts) == 1 && sts[0].Epoch == 4
-	}, "the status to show epoch 4")
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Await(actx, func(sts []keyspace.Status) bool { return len(sts) == 1 && sts[0].Epoch == 4 }); err != nil {
+		t.Fatalf("waiting for the status to show epoch 4: %v", err)
+	}
 	if p.Fenced() {
 		t.Fatal("a presence renewing its lease says it is fenced")
 	}
@@ -187,17 +187,4 @@ func TestLeadershipFencesPublish(t *testing.T) {
 		t.Fatalf("the new leader's publish: %v", err)
 	}
 	l2.Resign(ctx)
-}
-
-func waitFor(t *testing.T, changed <-chan struct{}, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for !ok() {
-		select {
-		case <-changed:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("waited 5 s for %s", what)
-		}
-	}
 }
