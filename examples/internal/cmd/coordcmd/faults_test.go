@@ -70,8 +70,7 @@ func TestEtcdLeaderKilledMidJoin(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.WithMembers(3))
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	prefix := etcdtest.Prefix(t, cli, "leaderkill")
-	st := etcdlayout.New(cli, prefix)
-	defer st.Close()
+	st := storeAt(t, prefix, c.Endpoints()...)
 	y := newLayer(t, st, 3)
 	keys := y.put(0, 2000)
 	y.drained()
@@ -122,17 +121,14 @@ func TestQueryNodePartitionedFromEtcd(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	prefix := etcdtest.Prefix(t, cli, "partition")
-	st := etcdlayout.New(cli, prefix)
-	defer st.Close()
+	st := storeAt(t, prefix, c.Endpoints()...)
 	// q1 reaches etcd only through a proxy the test pauses.
 	px, err := netproxy.Listen(strings.TrimPrefix(c.Endpoints()[0], "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer px.Close()
-	pcli := etcdtest.Client(t, "http://"+px.Addr())
-	pst := etcdlayout.New(pcli, prefix)
-	defer pst.Close()
+	pst := storeAt(t, prefix, "http://"+px.Addr())
 
 	y := newLayerVia(t, st, 3, map[string]*etcdlayout.Store{"q1": pst})
 	keys := y.put(0, 2000)

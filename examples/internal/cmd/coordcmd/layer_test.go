@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	"github.com/indexkit/indexkit/scatter/keyspace/querynode"
@@ -103,6 +104,18 @@ func newLayerVia(t *testing.T, st *etcdlayout.Store, nodes int, via map[string]*
 		}
 	})
 	return y
+}
+
+// storeAt is a layout store of prefix on eps, closed at the end of the
+// test.
+func storeAt(t *testing.T, prefix string, eps ...string) *etcdlayout.Store {
+	j, err := etcdjson.New(eps, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := etcdlayout.New(j, prefix)
+	t.Cleanup(func() { s.Close(); j.Close() })
+	return s
 }
 
 func freeAddr(t *testing.T) string {

@@ -31,8 +31,7 @@ func TestTakeoverInEachPhase(t *testing.T) {
 	for _, phase := range []string{"copy", "moved", "drop"} {
 		t.Run(phase, func(t *testing.T) {
 			prefix := etcdtest.Prefix(t, cli, "takeover")
-			st := etcdlayout.New(cli, prefix)
-			defer st.Close()
+			st := storeAt(t, prefix, c.Endpoints()...)
 			y := newLayer(t, st, 3)
 			keys := y.put(0, 2000)
 			y.drained()
