@@ -2,6 +2,8 @@ package etcdserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,8 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"crypto/rand"
-	"encoding/hex"
 	"syscall"
 	"time"
 
