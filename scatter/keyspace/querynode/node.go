@@ -77,22 +77,26 @@ type Node struct {
 	// guard, so that no batch straddles a change of guard.
 	applyMu sync.RWMutex
 
-	mu       sync.Mutex
-	layout   keyspace.Layout
-	place    *keyspace.Placement
-	self     int // index of cfg.Name in layout.Nodes, or -1
-	guard    *guard
-	writers  map[string]*writer
-	ready    bool
-	copyTask *task
-	dropTask *task
-	wake     chan struct{} // a task was started (cap 1)
-	running  bool
-	closed   bool
-	done     chan struct{} // closed by Close
-	closing  context.Context
-	shut     context.CancelFunc // cancels closing: requests in flight stop
-	inflight sync.WaitGroup
+	mu      sync.Mutex
+	layout  keyspace.Layout
+	place   *keyspace.Placement
+	self    int // index of cfg.Name in layout.Nodes, or -1
+	guard   *guard
+	writers map[string]*writer
+	ready   bool
+	// member is the last layout adopted, as memberFile holds it
+	// (memberKnown: there is one); written by adopt only.
+	member      membership
+	memberKnown bool
+	copyTask    *task
+	dropTask    *task
+	wake        chan struct{} // a task was started (cap 1)
+	running     bool
+	closed      bool
+	done        chan struct{} // closed by Close
+	closing     context.Context
+	shut        context.CancelFunc // cancels closing: requests in flight stop
+	inflight    sync.WaitGroup
 
 	commitMu  sync.Mutex    // one commit at a time
 	pending   atomic.Int64  // bytes of batches applied since the last commit
@@ -153,6 +157,10 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	member, memberKnown, err := loadMembership(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:       cfg,
 		log:       cfg.Logger.With("node", cfg.Name),
@@ -160,6 +168,7 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		commitNow: make(chan struct{}, 1),
+		member:    member, memberKnown: memberKnown,
 	}
 	n.closing, n.shut = context.WithCancel(context.Background())
 	if cfg.Token != "" {
@@ -207,8 +216,26 @@ func gainsKeys(l *keyspace.Layout, name string) bool {
 	return false
 }
 
-// adopt installs l; the caller holds applyMu exclusively (or is New).
+// adopt installs l; the caller holds applyMu exclusively (or is New). A
+// layout that brings the node back after it left empties its store
+// first (see rejoins and cleanSlate).
 func (n *Node) adopt(l keyspace.Layout, place *keyspace.Placement) error {
+	m := membership{Epoch: l.Epoch, Named: place.Node(n.cfg.Name) >= 0}
+	if rejoins(n.member, n.memberKnown, &l, n.cfg.Name) {
+		n.log.Warn("named by the layout again after it left: emptying the store, which no writer wrote to since",
+			"epoch", l.Epoch, "last_epoch", n.member.Epoch, "was_named", n.member.Named)
+		keys, err := n.cleanSlate(n.closing)
+		if err != nil {
+			return err
+		}
+		n.log.Info("store emptied for the rejoin", "epoch", l.Epoch, "keys", keys)
+	}
+	if m != n.member || !n.memberKnown {
+		if err := saveMembership(n.cfg.Dir, m); err != nil {
+			return err
+		}
+		n.member, n.memberKnown = m, true
+	}
 	var g *guard
 	if gainsKeys(&l, n.cfg.Name) {
 		n.mu.Lock()

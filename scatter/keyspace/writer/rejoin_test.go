@@ -183,3 +183,8 @@ func (c *cluster) restartWriter(t *testing.T) {
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); w.Run(ctx) }()
 }
+
+// TestRejoinOldStore: q2 rejoins on its old store and Dir, holding what
+// it held when it left, while removals went on without it. It empties
+// both when it is named again, so nothing stale survives the join.
+func TestRejoinOldStore(t *testing.T) { testRejoin(t, rejoinWay{oldStore: true}) }
