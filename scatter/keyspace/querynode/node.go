@@ -319,7 +319,9 @@ func (n *Node) Layout() keyspace.Layout {
 // writer of its layout has told it that nothing older waits for it (a
 // drained message at the position the node has applied). Once ready, a
 // node stays ready: a writer added to a later layout has nothing of the
-// node's past to deliver.
+// node's past to deliver. A node named again after it left empties its
+// store and waits to hear from every writer again (see the package
+// documentation).
 func (n *Node) Ready() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
