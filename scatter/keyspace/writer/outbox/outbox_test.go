@@ -721,3 +721,39 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A queue directory being created or removed when the process was killed
+// (under its temporary name) is deleted at Open: a queue is there whole,
+// with its stream, or not at all.
+func TestQueueLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	o := open(t, dir)
+	mustAppend(t, o, "kept", 1, nil)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"q-" + hex.EncodeToString([]byte("new")) + ".tmp", "q-" + hex.EncodeToString([]byte("old")) + ".removed.tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "stream"), []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = open(t, dir)
+	if got := o.Dests(); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("Dests = %q", got)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("leftover %s not deleted at Open", e.Name())
+		}
+	}
+	if seq := mustAppend(t, o, "new", 1, nil); seq != 1 || o.Status("new").Stream == 0 {
+		t.Fatalf("Append to a dest whose creation was cut short: seq %d, %+v", seq, o.Status("new"))
+	}
+}
