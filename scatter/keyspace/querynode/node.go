@@ -76,27 +76,28 @@ type Node struct {
 	// exclusively by SetLayout while it swaps the layout and the copy
 	// guard, so that no batch straddles a change of guard.
 	applyMu sync.RWMutex
-
-	mu      sync.Mutex
-	layout  keyspace.Layout
-	place   *keyspace.Placement
-	self    int // index of cfg.Name in layout.Nodes, or -1
-	guard   *guard
-	writers map[string]*writer
-	ready   bool
 	// member is the last layout adopted, as memberFile holds it
-	// (memberKnown: there is one); written by adopt only.
+	// (memberKnown: there is one); only adopt reads and writes them, with
+	// applyMu held exclusively (or in New).
 	member      membership
 	memberKnown bool
-	copyTask    *task
-	dropTask    *task
-	wake        chan struct{} // a task was started (cap 1)
-	running     bool
-	closed      bool
-	done        chan struct{} // closed by Close
-	closing     context.Context
-	shut        context.CancelFunc // cancels closing: requests in flight stop
-	inflight    sync.WaitGroup
+
+	mu       sync.Mutex
+	layout   keyspace.Layout
+	place    *keyspace.Placement
+	self     int // index of cfg.Name in layout.Nodes, or -1
+	guard    *guard
+	writers  map[string]*writer
+	ready    bool
+	copyTask *task
+	dropTask *task
+	wake     chan struct{} // a task was started (cap 1)
+	running  bool
+	closed   bool
+	done     chan struct{} // closed by Close
+	closing  context.Context
+	shut     context.CancelFunc // cancels closing: requests in flight stop
+	inflight sync.WaitGroup
 
 	commitMu  sync.Mutex    // one commit at a time
 	pending   atomic.Int64  // bytes of batches applied since the last commit
