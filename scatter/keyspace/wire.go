@@ -84,10 +84,13 @@ func (op *Op) Apply(ctx context.Context, st store.Store) error {
 type Batch struct {
 	// Writer names the ingest node (one of [Layout].Writers).
 	Writer string
-	// Stream identifies the writer's outbox: a random number drawn when
-	// the outbox is created. A receiver numbers batches per (Writer,
-	// Stream), so a writer whose outbox was lost and recreated starts
-	// again at Seq 1 instead of being taken for a replay.
+	// Stream identifies the writer's queue for this receiver: a random
+	// number drawn when the queue is created. A receiver numbers batches
+	// per (Writer, Stream), so a writer whose outbox was lost and
+	// recreated, or whose queue was removed when the receiver left the
+	// layout and created again when it came back, starts again at Seq 1
+	// instead of being taken for a replay. 0 (a heartbeat only) says the
+	// writer holds no queue for the receiver: nothing waits for it.
 	Stream uint64
 	// Epoch is the layout epoch the writes were routed under.
 	Epoch uint64

@@ -294,3 +294,35 @@ func TestPositionFileIsAtomic(t *testing.T) {
 }
 
 var _ = multihash.SHA2_256
+
+// A heartbeat without a stream says the writer holds no queue for the
+// node (it never had anything for it, or removed the queue when the node
+// left): nothing waits, so it counts for readiness, and it leaves the
+// position alone. A batch with ops and no stream is refused.
+func TestNoQueueHeartbeat(t *testing.T) {
+	c := cluster(t, "memory", "q1")
+	n := c["q1"]
+	l := stable(c, []string{"w1"}, "q1")
+	startNode(t, n, l)
+	mustPost(t, n.srv.URL, batch(1, putOp(t, 1, 1, "a", 1)))
+	n.close(t)
+
+	startNode(t, n, l)
+	if n.Ready() {
+		t.Fatal("ready before w1 spoke")
+	}
+	if code, ans := postBatch(t, n.srv.URL, keyspace.Batch{Writer: "w1", Stream: 0, Epoch: 1, Seq: 0, Drained: true}); code != http.StatusOK || ans.Applied != 0 {
+		t.Fatalf("heartbeat without a queue: %d %+v", code, ans)
+	}
+	if !n.Ready() {
+		t.Fatalf("not ready after a heartbeat without a queue: %+v", n.Status())
+	}
+	if p := n.Status().Writers["w1"]; p.Stream != 1 || p.Applied != 1 {
+		t.Fatalf("position after a heartbeat without a queue: %+v, want stream 1 applied 1", p)
+	}
+	b := batch(2, putOp(t, 1, 1, "a", 2))
+	b.Stream = 0
+	if code, ans := postBatch(t, n.srv.URL, b); code != http.StatusBadRequest || !strings.Contains(ans.Error, "no stream") {
+		t.Fatalf("batch with ops and no stream: %d %+v, want 400", code, ans)
+	}
+}

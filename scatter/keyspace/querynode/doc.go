@@ -21,7 +21,11 @@
 //     last commit, the writers sending the rest again. A batch further ahead, or
 //     a heartbeat (a batch without ops) ahead of Applied, is a gap: 409
 //     naming Applied. A new stream of a known writer restarts its
-//     numbering. A batch routed under an epoch newer than the node's
+//     numbering (the writer's outbox was recreated, or its queue for the
+//     node was removed when the node left and created again when it came
+//     back). A heartbeat with stream 0 says the writer holds no queue for
+//     the node: it counts for readiness and leaves the position alone. A
+//     batch routed under an epoch newer than the node's
 //     layout is refused with 503 until the node adopts that layout, so
 //     that every write of a change passes through its copy guard. An
 //     UpdateMetadata of a context the node holds nothing of is a no-op
@@ -30,7 +34,21 @@
 //     node answers finds only once each writer of its layout has sent a
 //     message with Drained set at the Seq the node has applied: nothing
 //     older waits for it in that writer's outbox. Once ready it stays
-//     ready.
+//     ready, until it comes back into the layout after it left (below).
+//   - Leaving and rejoining. The node records in Dir the last layout it
+//     adopted and whether it named the node. A node out of the layout
+//     keeps its store, which nobody reads or writes any more. When a
+//     layout names it again (a rejoin under the same name), or is a join
+//     of it that began after the last layout it saw itself in (it was
+//     removed while stopped, and restarted into its rejoin), what the
+//     store holds is stale: removals and metadata changes made while it
+//     was out never reached it, and a join only copies puts. So before it
+//     takes a batch of that layout the node empties its store (every key
+//     and provider record; as long as a scan of the store), forgets its
+//     writer positions and becomes not ready; the join's copy and the
+//     writers' new streams (see package writer) then fill it. A node
+//     restarted in the middle of its own join keeps what it has. A Dir
+//     from before the record existed is taken as a member's.
 //   - Copies ([keyspace.PathCopy]). In a PhaseCopy layout in which the node
 //     gains keys, it pulls [keyspace.PathExport] from every other node of the
 //     Current ring; each exports the keys the node gains and of which it

@@ -120,8 +120,23 @@ func (n *Node) applyBatch(ctx context.Context, b *keyspace.Batch, size int) (int
 		return http.StatusServiceUnavailable, keyspace.BatchAnswer{Applied: ws.pos.Applied, Durable: ws.durable.Load(),
 			Error: fmt.Sprintf("querynode: batch of epoch %d, node at epoch %d: retry once the node has loaded the newer layout", b.Epoch, epoch)}
 	}
+	if b.Stream == 0 {
+		// The writer holds no queue for this node: nothing waits for it
+		// there, whatever stream the node last had from it.
+		if len(b.Ops) > 0 {
+			return http.StatusBadRequest, keyspace.BatchAnswer{Error: fmt.Sprintf("querynode: batch %d of writer %q has ops and no stream", b.Seq, b.Writer)}
+		}
+		if b.Drained {
+			n.mu.Lock()
+			ws.heard = true
+			n.mu.Unlock()
+		}
+		return http.StatusOK, keyspace.BatchAnswer{}
+	}
 	if b.Stream != ws.pos.Stream {
-		// The writer's outbox was recreated: number its batches afresh.
+		// The writer's queue for this node is new (its outbox was
+		// recreated, or the node left the layout and came back): number
+		// its batches afresh.
 		n.log.Info("writer stream reset", "writer", b.Writer, "stream", b.Stream, "old_stream", ws.pos.Stream, "old_applied", ws.pos.Applied)
 		pos := keyspace.WriterPosition{Stream: b.Stream}
 		ws.smu.Lock()

@@ -76,6 +76,11 @@ type Node struct {
 	// exclusively by SetLayout while it swaps the layout and the copy
 	// guard, so that no batch straddles a change of guard.
 	applyMu sync.RWMutex
+	// member is the last layout adopted, as memberFile holds it
+	// (memberKnown: there is one); only adopt reads and writes them, with
+	// applyMu held exclusively (or in New).
+	member      membership
+	memberKnown bool
 
 	mu       sync.Mutex
 	layout   keyspace.Layout
@@ -153,6 +158,10 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	member, memberKnown, err := loadMembership(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:       cfg,
 		log:       cfg.Logger.With("node", cfg.Name),
@@ -160,6 +169,7 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 		commitNow: make(chan struct{}, 1),
+		member:    member, memberKnown: memberKnown,
 	}
 	n.closing, n.shut = context.WithCancel(context.Background())
 	if cfg.Token != "" {
@@ -207,8 +217,26 @@ func gainsKeys(l *keyspace.Layout, name string) bool {
 	return false
 }
 
-// adopt installs l; the caller holds applyMu exclusively (or is New).
+// adopt installs l; the caller holds applyMu exclusively (or is New). A
+// layout that brings the node back after it left empties its store
+// first (see rejoins and cleanSlate).
 func (n *Node) adopt(l keyspace.Layout, place *keyspace.Placement) error {
+	m := membership{Epoch: l.Epoch, Named: place.Node(n.cfg.Name) >= 0}
+	if rejoins(n.member, n.memberKnown, &l, n.cfg.Name) {
+		n.log.Warn("named by the layout again after it left: emptying the store, which no writer wrote to since",
+			"epoch", l.Epoch, "last_epoch", n.member.Epoch, "was_named", n.member.Named)
+		keys, err := n.cleanSlate(n.closing)
+		if err != nil {
+			return err
+		}
+		n.log.Info("store emptied for the rejoin", "epoch", l.Epoch, "keys", keys)
+	}
+	if m != n.member || !n.memberKnown {
+		if err := saveMembership(n.cfg.Dir, m); err != nil {
+			return err
+		}
+		n.member, n.memberKnown = m, true
+	}
 	var g *guard
 	if gainsKeys(&l, n.cfg.Name) {
 		n.mu.Lock()
@@ -292,7 +320,9 @@ func (n *Node) Layout() keyspace.Layout {
 // writer of its layout has told it that nothing older waits for it (a
 // drained message at the position the node has applied). Once ready, a
 // node stays ready: a writer added to a later layout has nothing of the
-// node's past to deliver.
+// node's past to deliver. A node named again after it left empties its
+// store and waits to hear from every writer again (see the package
+// documentation).
 func (n *Node) Ready() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()

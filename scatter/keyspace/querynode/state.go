@@ -15,8 +15,9 @@ import (
 //
 //	writers/<hex of the writer's name>  a writerFile (JSON), one per writer
 //	guard-<epoch>.log                   the copy guard of that epoch
+//	member                              the last layout adopted: its epoch, whether it named the node (rejoin.go)
 //
-// Position files are replaced atomically (a temporary file synced and
+// Position and member files are replaced atomically (a temporary file synced and
 // renamed, then the directory synced); the guard is an append-only log
 // synced before each batch that wrote to it is acknowledged.
 

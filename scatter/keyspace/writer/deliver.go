@@ -75,14 +75,23 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 	ob := w.cfg.Outbox
 	backoff := w.cfg.MinBackoff
 	lastBeat := time.Time{}
-	// sent is the last batch the node has applied, as far as this loop
-	// knows: batches after it are sent; those up to it stay in the
-	// outbox until the node says they are durable.
-	var sent uint64
+	// sent is the last batch of stream the node has applied, as far as
+	// this loop knows: batches after it are sent; those up to it stay in
+	// the outbox until the node says they are durable. stream is the
+	// stream of dest's queue: 0 while it has none; a new one when the
+	// queue was removed (dest left the layout) and created again (it
+	// came back), whose Seqs start at 1.
+	var sent, stream uint64
 	for ctx.Err() == nil {
 		st := ob.Status(dest)
+		if st.Stream != stream {
+			stream, sent = st.Stream, 0
+		}
 		sent = max(sent, st.Acked)
 		recs, err := ob.Peek(dest, sent, 1, w.cfg.BatchBytes*2)
+		if err == nil && len(recs) > 0 && recs[0].Stream != stream {
+			continue // the queue was replaced since Status: look again
+		}
 		if err == nil && len(recs) == 0 {
 			// Nothing to send. A heartbeat now and then, so that the node
 			// knows it is not behind; and more often while batches it
@@ -93,7 +102,9 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 			}
 			if time.Since(lastBeat) >= every {
 				var ans keyspace.BatchAnswer
-				ans, err = w.send(ctx, dest, keyspace.Batch{Epoch: w.Layout().Epoch, Seq: st.Head, Drained: true}, nil, st.Head)
+				// Without a queue (stream 0), it says nothing ever waited
+				// for the node in this outbox.
+				ans, err = w.send(ctx, dest, keyspace.Batch{Stream: stream, Epoch: w.Layout().Epoch, Seq: st.Head, Drained: true}, nil, st.Head)
 				if err == nil {
 					lastBeat = time.Now()
 				} else if ans.Applied < sent && ans.Applied >= st.Acked {
@@ -113,7 +124,7 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 		if err == nil {
 			r := recs[0]
 			var ans keyspace.BatchAnswer
-			ans, err = w.send(ctx, dest, keyspace.Batch{Epoch: r.Epoch, Seq: r.Seq, Drained: r.Seq == st.Head}, r.Payload, r.Seq)
+			ans, err = w.send(ctx, dest, keyspace.Batch{Stream: r.Stream, Epoch: r.Epoch, Seq: r.Seq, Drained: r.Seq == st.Head}, r.Payload, r.Seq)
 			if err == nil {
 				sent = max(sent, ans.Applied)
 				lastBeat = time.Now()
@@ -147,8 +158,9 @@ func (w *Writer) deliverLoop(ctx context.Context, dest string) {
 // groups whether the batches it applied are durable.
 const durablePoll = 100 * time.Millisecond
 
-// send posts one batch (payload: its ops section, nil for a heartbeat)
-// and acknowledges it in the outbox when the node has applied it.
+// send posts one batch (payload: its ops section, nil for a heartbeat) of
+// b.Stream and acknowledges it in the outbox, in that stream, when the
+// node has made it durable.
 func (w *Writer) send(ctx context.Context, dest string, b keyspace.Batch, payload []byte, seq uint64) (ans keyspace.BatchAnswer, err error) {
 	// An answer that says nothing keeps the loop's position.
 	ans.Applied = ^uint64(0)
@@ -156,7 +168,7 @@ func (w *Writer) send(ctx context.Context, dest string, b keyspace.Batch, payloa
 	if u == "" {
 		return ans, fmt.Errorf("writer: %s is not in the layout", dest)
 	}
-	b.Writer, b.Stream = w.cfg.Name, w.cfg.Outbox.Stream()
+	b.Writer = w.cfg.Name
 	body, err := b.AppendHeader(make([]byte, 0, 64+len(payload)))
 	if err != nil {
 		return ans, err
@@ -184,6 +196,11 @@ func (w *Writer) send(ctx context.Context, dest string, b keyspace.Batch, payloa
 	jerr := json.Unmarshal(raw, &got)
 	st := w.cfg.Outbox.Status(dest)
 	switch {
+	case st.Stream != b.Stream:
+		// dest's queue was removed (and perhaps created again) while
+		// the batch was in flight: the answer is about a stream this
+		// outbox no longer holds. The loop starts over with the new one.
+		return got, nil
 	case resp.StatusCode == http.StatusOK && jerr == nil:
 	case resp.StatusCode == http.StatusConflict && jerr == nil:
 		if got.Applied < st.Acked {
@@ -202,7 +219,7 @@ func (w *Writer) send(ctx context.Context, dest string, b keyspace.Batch, payloa
 		return ans, fmt.Errorf("writer: batch %d to %s: %s: %s", seq, dest, resp.Status, msg)
 	}
 	if d := min(got.Durable, st.Head); d > st.Acked {
-		if err := w.cfg.Outbox.Ack(dest, d); err != nil {
+		if err := w.cfg.Outbox.AckStream(dest, b.Stream, d); err != nil {
 			return ans, fmt.Errorf("writer: ack %s: %w", dest, err)
 		}
 	}

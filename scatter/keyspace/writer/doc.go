@@ -41,10 +41,25 @@
 // node reports); on an error it retries with exponential
 // backoff and full jitter (Config.MinBackoff to MaxBackoff) until the node
 // takes it. A node applies each writer's batches once and in order (by the
-// outbox's stream and sequence numbers), so a batch sent twice, after an
-// answer was lost, changes nothing. When nothing waits for a node, the
-// loop sends it a heartbeat every Config.Heartbeat saying so; a query
-// node that restarts answers finds only after every writer has said it.
+// stream and sequence numbers of the node's queue in the outbox), so a
+// batch sent twice, after an answer was lost, changes nothing. When
+// nothing waits for a node, the loop sends it a heartbeat every
+// Config.Heartbeat saying so (with stream 0 when the outbox holds no
+// queue for it); a query node that restarts answers finds only after
+// every writer has said it.
+//
+// # Leaving and rejoining
+//
+// [Writer.SetLayout] removes the queue of each query node the new layout
+// no longer names: what waited for it is dropped, since its ranges have
+// moved to other owners. If a node of that name comes back, in a later
+// layout, its queue is created again with a new stream whose Seqs start
+// at 1 (see package outbox): the node takes it as a stream it has not
+// seen, whether it comes back with a fresh store or on its old one (which
+// the query node empties when it is named again: see package querynode),
+// and no batch is lost or applied twice. The delivery loop follows the
+// stream of the queue: it acknowledges a batch only in the stream it was
+// sent in, and starts over at Seq 1 when the stream changes.
 //
 // # Reads
 //

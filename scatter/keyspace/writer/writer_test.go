@@ -83,6 +83,7 @@ type cluster struct {
 	q      []*qnode
 	w      *writer.Writer
 	ob     *outbox.Outbox
+	obDir  string
 	stopW  context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -105,7 +106,8 @@ func newCluster(t *testing.T, n int) *cluster {
 	for _, q := range c.q {
 		startQ(t, q, c.layout)
 	}
-	ob, err := outbox.Open(t.TempDir())
+	c.obDir = t.TempDir()
+	ob, err := outbox.Open(c.obDir)
 	if err != nil {
 		t.Fatal(err)
 	}

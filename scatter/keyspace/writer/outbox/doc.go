@@ -8,29 +8,52 @@
 //
 // # Model
 //
-// A queue is an ordered log of records ([Record]). [Outbox.Append] gives each
-// record the next Seq of its destination: 1, 2, 3, … never reused, not
-// after acknowledgements, not after [Outbox.Remove], not across
-// restarts. With the outbox's [Outbox.Stream] id, a Seq names a record
-// for the receivers, which apply each stream's records once, in Seq
-// order, and drop one they have already applied. The delivery loop waits
-// for records ([Outbox.Wait]), takes a bounded batch of those after the
-// last acknowledged one ([Outbox.Peek]), sends it, and acknowledges
-// through the last one the receiver took ([Outbox.Ack]). [Outbox.Status] is what
-// keyspace.OutboxStatus reports; [Outbox.Dests] lists the queues, so that a
-// restarted node resumes delivery to every destination, including those
-// no longer in its layout, until it removes them.
+// A queue is an ordered log of records ([Record]) with a stream id of its
+// own: a random non-zero number drawn when the queue is created and kept
+// in its directory. [Outbox.Append] gives each record the next Seq of its
+// queue: 1, 2, 3, … never reused within the stream, not after
+// acknowledgements, not across restarts. The stream and the Seq name a
+// record for the receivers, which apply each stream's records once, in
+// Seq order, and drop one they have already applied. The delivery loop
+// waits for records ([Outbox.Wait]), takes a bounded batch of those after
+// the last acknowledged one ([Outbox.Peek], each record stamped with its
+// stream), sends it, and acknowledges through the last one the receiver
+// took in that stream ([Outbox.AckStream]). [Outbox.Status] is what
+// keyspace.OutboxStatus reports, with the queue's stream; [Outbox.Dests]
+// lists the queues, so that a restarted node resumes delivery to every
+// destination, including those no longer in its layout, until it removes
+// them.
+//
+// [Outbox.Remove] deletes a queue, stream and all (a query node left the
+// layout). An Append to that destination later (it came back under the
+// same name) creates a new queue, with a new stream whose Seqs start at 1
+// again: a receiver with a fresh store takes it from its start, one that
+// knew the old stream sees a new one, and no Seq is reused within a
+// stream. An acknowledgement in flight for the removed stream does
+// nothing to the new one (AckStream compares the stream).
+//
+// Queues made by an outbox of before queues had streams of their own
+// have no stream file: they go on in the outbox's stream ([Outbox.Stream]),
+// and one that such an outbox removed (which kept its last Seq) is
+// deleted at Open, so that an Append to it starts a new stream.
 //
 // # Files
 //
 // In the outbox directory:
 //
-//	stream                 the stream id (8 bytes and a CRC), written once
+//	stream                 the outbox's stream id (8 bytes and a CRC), written once
 //	lock                   flock'ed while the outbox is open
 //	q-<hex of the name>/   one directory per destination
+//	    stream             the queue's stream id, as above, written once
 //	    <first seq>.seg    segment files, named by their first Seq (20 digits)
 //	    ack                the last acknowledged Seq written, in two slots
-//	    removed            present when the queue was removed
+//	*.tmp                  a queue directory being created or removed, a
+//	                       file being replaced: Open deletes them
+//
+// A queue directory is built under a temporary name, its stream file
+// synced, and renamed into place, so no queue is ever seen without its
+// stream; Remove renames it out of the way and syncs the outbox
+// directory before it deletes it.
 //
 // A segment is a 20-byte header (magic, first Seq, CRC) followed by
 // records, each a 28-byte header (a crc32c of the header, the payload
@@ -82,10 +105,6 @@
 // leaves the previous value. When every segment is gone, the ack file
 // holds the last Seq, so Seqs go on from it.
 //
-// Remove drops every record of a queue, as if acknowledged, deletes its
-// segments, and marks the queue removed: Dests no longer lists it. An
-// Append to it afterwards revives it, with the Seqs following on.
-//
 // # Concurrency
 //
 // An Outbox is safe for concurrent use. Appends to one destination are
@@ -102,7 +121,8 @@
 // [Open] checks its options ([ErrInvalidOption]), takes the directory's
 // lock ([ErrLocked] if another Outbox holds it) and reads every queue; [Outbox.Close] syncs, closes the files and
 // releases the lock, and is idempotent; every method afterwards returns
-// [ErrClosed]. Destination names are 1 to [MaxDestLen] bytes, any bytes
+// [ErrClosed]. An Append that races a Remove of its destination goes to
+// the next queue. Destination names are 1 to [MaxDestLen] bytes, any bytes
 // ([ErrInvalidDest]); payloads at most [MaxPayload] bytes
 // ([ErrTooLarge]); an Ack past the head wraps [ErrAckAhead]. I/O errors
 // are wrapped with the operation and file.

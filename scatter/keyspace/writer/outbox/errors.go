@@ -30,4 +30,7 @@ var (
 	// ErrLocked is wrapped by the error of an Open of a directory that
 	// another open Outbox (in this process or another) holds.
 	ErrLocked = errors.New("outbox: directory in use")
+	// errGone is returned by a removed queue's append: the Outbox tries
+	// again with dest's next queue.
+	errGone = errors.New("outbox: queue removed")
 )

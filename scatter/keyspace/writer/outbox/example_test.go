@@ -41,15 +41,20 @@ func Example() {
 	for _, r := range recs {
 		fmt.Printf("send seq %d epoch %d: %s\n", r.Seq, r.Epoch, r.Payload)
 	}
-	if err := o.Ack("query-1", recs[len(recs)-1].Seq); err != nil { // the receiver said 200
+	// The receiver said 200: acknowledge in the stream the records were
+	// sent under (a queue removed and created again meanwhile is a new
+	// stream, which this does not touch).
+	last := recs[len(recs)-1]
+	if err := o.AckStream("query-1", last.Stream, last.Seq); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%+v\n", o.Status("query-1"))
+	st := o.Status("query-1")
+	fmt.Printf("pending %d (%d bytes), head %d, acked %d, oldest epoch %d\n", st.Pending, st.Bytes, st.Head, st.Acked, st.OldestEpoch)
 	// Output:
 	// appended 1
 	// appended 2
 	// appended 3
 	// send seq 1 epoch 7: put k1
 	// send seq 2 epoch 7: put k2
-	// {Pending:1 Bytes:37 Head:3 Acked:2 OldestEpoch:7}
+	// pending 1 (37 bytes), head 3, acked 2, oldest epoch 7
 }

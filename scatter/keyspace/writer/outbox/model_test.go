@@ -17,7 +17,7 @@ type modelQueue struct {
 	recs    []outbox.Record // recs[i].Seq == i+1
 	acked   uint64
 	durable uint64 // an ack at least this far is written
-	removed bool
+	stream  uint64 // 0 until first seen
 }
 
 // Random operations on a few queues with tiny segments — Append, Ack,
@@ -41,6 +41,7 @@ func modelRun(t *testing.T, seed uint64) {
 	defer func() { o.Close() }()
 	dests := []string{"x", "y", "z"}
 	model := map[string]*modelQueue{}
+	streamOf := map[string]uint64{} // the last stream of each dest
 	reopen := func(crash bool) {
 		if crash {
 			o.Crash()
@@ -76,7 +77,6 @@ func modelRun(t *testing.T, seed uint64) {
 				t.Fatalf("step %d: Append(%s) = %d, %v; want %d", step, d, got, err, seq)
 			}
 			m.recs = append(m.recs, rec)
-			m.removed = false
 		case r < 65:
 			op = "ack"
 			head := uint64(0)
@@ -118,7 +118,7 @@ func modelRun(t *testing.T, seed uint64) {
 				total += len(r.Payload)
 			}
 			if !slices.EqualFunc(got, want, func(a, b outbox.Record) bool {
-				return a.Seq == b.Seq && a.Epoch == b.Epoch && bytes.Equal(a.Payload, b.Payload)
+				return a.Seq == b.Seq && a.Epoch == b.Epoch && bytes.Equal(a.Payload, b.Payload) && a.Stream == m.stream
 			}) {
 				t.Fatalf("step %d: Peek(%s, %d, %d, %d) = %v, want %v", step, d, after, n, size, seqs(got), seqs(want))
 			}
@@ -135,11 +135,9 @@ func modelRun(t *testing.T, seed uint64) {
 			if err := o.Remove(d); err != nil {
 				t.Fatalf("step %d: Remove(%s): %v", step, d, err)
 			}
-			if m != nil {
-				m.acked = uint64(len(m.recs))
-				m.durable = m.acked
-				m.removed = true
-			}
+			// Gone, stream and all: the next Append starts a new
+			// stream from Seq 1.
+			delete(model, d)
 		case r < 97:
 			op = "reopen"
 			reopen(false)
@@ -157,10 +155,15 @@ func modelRun(t *testing.T, seed uint64) {
 				}
 				continue
 			}
-			if !m.removed {
-				wantDests = append(wantDests, d)
+			wantDests = append(wantDests, d)
+			st := o.Status(d)
+			if m.stream == 0 {
+				if st.Stream == 0 || st.Stream == streamOf[d] {
+					t.Fatalf("step %d (%s): %s has stream %x, want a new one (the last was %x)", step, op, d, st.Stream, streamOf[d])
+				}
+				m.stream, streamOf[d] = st.Stream, st.Stream
 			}
-			want := outbox.Status{Head: uint64(len(m.recs)), Acked: m.acked}
+			want := outbox.Status{Stream: m.stream, Head: uint64(len(m.recs)), Acked: m.acked}
 			for _, r := range m.recs[m.acked:] {
 				want.Pending++
 				want.Bytes += int64(28 + len(r.Payload))
@@ -168,7 +171,7 @@ func modelRun(t *testing.T, seed uint64) {
 			if want.Pending > 0 {
 				want.OldestEpoch = m.recs[m.acked].Epoch
 			}
-			if st := o.Status(d); st != want {
+			if st != want {
 				t.Fatalf("step %d (%s): Status(%s) = %+v, want %+v", step, op, d, st, want)
 			}
 		}

@@ -40,6 +40,9 @@ const (
 
 // Record is one appended record, as [Outbox.Peek] returns it.
 type Record struct {
+	// Stream is the stream of the queue the record is in: with Seq, it
+	// names the record for the receiver.
+	Stream  uint64
 	Seq     uint64
 	Epoch   uint64
 	Payload []byte
@@ -47,6 +50,9 @@ type Record struct {
 
 // Status is a snapshot of one destination's queue.
 type Status struct {
+	// Stream is the queue's stream id ([Outbox.Peek] stamps it on each
+	// record); 0 when dest has no queue.
+	Stream  uint64
 	Pending int   // records appended and not acknowledged
 	Bytes   int64 // their size on disk, record headers included
 	Head    uint64
@@ -150,10 +156,23 @@ func (o *Outbox) load() error {
 	}
 	hasQueues := false
 	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, queuePrefix) && e.IsDir() && !strings.HasSuffix(name, tmpSuffix) {
+			hasQueues = true
+		}
+	}
+	// The outbox's stream id first: the queues made before queues had
+	// streams of their own number their records in it.
+	if err := o.loadStream(hasQueues); err != nil {
+		return err
+	}
+	dirty := false
+	for _, e := range entries {
 		name := e.Name()
 		switch {
 		case strings.HasSuffix(name, tmpSuffix):
-			if err := os.Remove(filepath.Join(o.dir, name)); err != nil {
+			// A queue being created or removed when the process stopped,
+			// or a file being replaced.
+			if err := os.RemoveAll(filepath.Join(o.dir, name)); err != nil {
 				return fmt.Errorf("outbox: open: %w", err)
 			}
 			o.cfg.log.Info("outbox: removed leftover", "file", filepath.Join(o.dir, name))
@@ -166,40 +185,81 @@ func (o *Outbox) load() error {
 			if err != nil {
 				return err
 			}
+			if q.gone {
+				// Removed by an outbox of before queues had streams of
+				// their own, which kept its last Seq: now a removed queue
+				// leaves nothing, and an Append starts a new stream.
+				if err := os.RemoveAll(q.dir); err != nil {
+					return fmt.Errorf("outbox: open: delete removed queue %q: %w", q.name, err)
+				}
+				o.cfg.log.Info("outbox: deleted a removed queue", "dir", q.dir)
+				dirty = true
+				continue
+			}
 			o.queues[string(b)] = q
-			hasQueues = true
 		}
 	}
-	return o.loadStream(hasQueues)
+	if dirty {
+		if err := syncDir(o.dir); err != nil {
+			return fmt.Errorf("outbox: open: %w", err)
+		}
+	}
+	return nil
 }
 
 // loadStream reads the stream id, or draws and writes one in a new
 // outbox.
 func (o *Outbox) loadStream(hasQueues bool) error {
 	path := filepath.Join(o.dir, streamFile)
-	b, err := os.ReadFile(path)
+	id, err := readStream(path)
 	switch {
 	case err == nil:
-		if len(b) != 12 || binary.BigEndian.Uint32(b[8:]) != crc(b[:8]) || binary.BigEndian.Uint64(b) == 0 {
-			return fmt.Errorf("%w: %s: bad stream id", ErrCorrupt, path)
-		}
-		o.stream = binary.BigEndian.Uint64(b)
+		o.stream = id
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("outbox: open: %w", err)
+		return err
 	case hasQueues:
 		// Queues without their stream id: a new id would make receivers
 		// take old seqs for new ones.
 		return fmt.Errorf("%w: %s missing beside queues", ErrCorrupt, path)
 	}
-	for o.stream == 0 {
+	if o.stream, err = newStream(); err != nil {
+		return err
+	}
+	return writeStream(path, o.stream)
+}
+
+// readStream reads a stream id file; an error wrapping fs.ErrNotExist
+// when there is none.
+func readStream(path string) (uint64, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, err
+	case err != nil:
+		return 0, fmt.Errorf("outbox: open: %w", err)
+	case len(b) != 12 || binary.BigEndian.Uint32(b[8:]) != crc(b[:8]) || binary.BigEndian.Uint64(b) == 0:
+		return 0, fmt.Errorf("%w: %s: bad stream id", ErrCorrupt, path)
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// newStream draws a stream id: random, not 0.
+func newStream() (uint64, error) {
+	for {
 		var r [8]byte
 		if _, err := rand.Read(r[:]); err != nil {
-			return fmt.Errorf("outbox: stream id: %w", err)
+			return 0, fmt.Errorf("outbox: stream id: %w", err)
 		}
-		o.stream = binary.BigEndian.Uint64(r[:])
+		if id := binary.BigEndian.Uint64(r[:]); id != 0 {
+			return id, nil
+		}
 	}
-	b = binary.BigEndian.AppendUint64(nil, o.stream)
+}
+
+// writeStream writes a stream id file durably.
+func writeStream(path string, id uint64) error {
+	b := binary.BigEndian.AppendUint64(nil, id)
 	b = binary.BigEndian.AppendUint32(b, crc(b))
 	if err := writeFileSync(path, b); err != nil {
 		return fmt.Errorf("outbox: write stream id: %w", err)
@@ -247,8 +307,9 @@ func syncDir(dir string) error {
 }
 
 // Stream returns the outbox's stream id: a random non-zero number drawn
-// when the directory was first opened and kept in it, which receivers
-// pair with each Seq.
+// when the directory was first opened and kept in it. The queues made
+// before each queue had a stream of its own number their records in it;
+// every other queue has its own ([Status].Stream, [Record].Stream).
 func (o *Outbox) Stream() uint64 { return o.stream }
 
 func checkDest(dest string) error {
@@ -282,10 +343,11 @@ func (o *Outbox) queue(dest string, create bool) (*queue, error) {
 		return q, nil
 	}
 	dir := filepath.Join(o.dir, queuePrefix+hex.EncodeToString([]byte(dest)))
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	stream, err := createQueueDir(dir)
+	if err != nil {
 		return nil, fmt.Errorf("outbox: create queue %q: %w", dest, err)
 	}
-	q = newQueue(o, dest, dir)
+	q = newQueue(o, dest, dir, stream)
 	o.queues[dest] = q
 	o.rootDirty = true
 	close(o.newQueue)
@@ -293,21 +355,55 @@ func (o *Outbox) queue(dest string, create bool) (*queue, error) {
 	return q, nil
 }
 
-// Append adds a record for dest and returns its Seq: dest's Seqs start
-// at 1 and increase by one with each Append, and are never reused, not
-// after acknowledgements, Remove or restarts. The record is written to
-// the operating system before Append returns (a kill of the process does
-// not lose it, a power loss may) and is durable once [Outbox.Sync]
-// returns. payload is not retained.
+// createQueueDir creates a queue directory holding a new stream id, all
+// at once: it is built under a temporary name (which Open deletes) and
+// renamed, so that no queue directory is ever seen without its stream.
+func createQueueDir(dir string) (uint64, error) {
+	stream, err := newStream()
+	if err != nil {
+		return 0, err
+	}
+	tmp := dir + tmpSuffix
+	if err := os.RemoveAll(tmp); err != nil {
+		return 0, err
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return 0, err
+	}
+	if err := writeStream(filepath.Join(tmp, streamFile), stream); err != nil {
+		os.RemoveAll(tmp)
+		return 0, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return 0, err
+	}
+	return stream, nil
+}
+
+// Append adds a record for dest and returns its Seq. A queue's Seqs start
+// at 1 and increase by one with each Append, and are never reused within
+// its stream, not after acknowledgements nor restarts. The first Append
+// to a dest without a queue (never appended to, or removed since) creates
+// one, with a new stream id, so Seqs start at 1 again under that stream.
+// The record is written to the operating system before Append returns (a
+// kill of the process does not lose it, a power loss may) and is durable
+// once [Outbox.Sync] returns. payload is not retained.
 func (o *Outbox) Append(dest string, epoch uint64, payload []byte) (uint64, error) {
 	if len(payload) > MaxPayload {
 		return 0, fmt.Errorf("%w: %d bytes (at most %d)", ErrTooLarge, len(payload), MaxPayload)
 	}
-	q, err := o.queue(dest, true)
-	if err != nil {
-		return 0, err
+	for {
+		q, err := o.queue(dest, true)
+		if err != nil {
+			return 0, err
+		}
+		seq, err := q.append(epoch, payload)
+		if errors.Is(err, errGone) {
+			continue // removed meanwhile: the next queue takes it
+		}
+		return seq, err
 	}
-	return q.append(epoch, payload)
 }
 
 // Sync makes every record appended and every acknowledgement made before
@@ -363,7 +459,9 @@ func (o *Outbox) Peek(dest string, after uint64, maxRecords int, maxBytes int) (
 	return q.peek(after, maxRecords, maxBytes)
 }
 
-// Ack records that dest's records up to through are delivered. It is
+// Ack records that dest's records up to through are delivered, in
+// whichever queue dest has when it is called; a delivery loop, which can
+// race a [Outbox.Remove], uses [Outbox.AckStream]. It is
 // kept in memory and written at the next [Outbox.Sync] or Close, or at
 // once when it frees a segment file, which it then deletes; after a
 // restart, records acknowledged since the last write may come back (and
@@ -383,6 +481,18 @@ func (o *Outbox) Ack(dest string, through uint64) error {
 	return q.ack(through)
 }
 
+// AckStream is [Outbox.Ack] for the queue of stream: when dest's queue is
+// no longer that stream's (it was removed, perhaps created again, since
+// the records were peeked), it does nothing, so an acknowledgement meant
+// for a stream never lands on the next one.
+func (o *Outbox) AckStream(dest string, stream, through uint64) error {
+	q, err := o.queue(dest, false)
+	if err != nil || q == nil || q.stream != stream {
+		return err
+	}
+	return q.ack(through)
+}
+
 // Wait blocks until dest's head passes after (a record with Seq > after
 // exists), ctx ends (its error) or the outbox closes ([ErrClosed]).
 func (o *Outbox) Wait(ctx context.Context, dest string, after uint64) error {
@@ -395,10 +505,12 @@ func (o *Outbox) Wait(ctx context.Context, dest string, after uint64) error {
 		}
 		if q != nil {
 			q.mu.Lock()
-			head, qclosed := q.head, q.closed
+			head, qclosed, gone := q.head, q.closed, q.gone
 			ch = q.notify
 			q.mu.Unlock()
 			switch {
+			case gone:
+				continue // removed: the map no longer has it
 			case qclosed:
 				return ErrClosed
 			case head > after:
@@ -424,7 +536,11 @@ func (o *Outbox) Status(dest string) Status {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.gone {
+		return Status{}
+	}
 	return Status{
+		Stream:      q.stream,
 		Pending:     int(q.head - q.acked),
 		Bytes:       q.endL - q.ackL,
 		Head:        q.head,
@@ -434,8 +550,7 @@ func (o *Outbox) Status(dest string) Status {
 }
 
 // Dests returns, sorted, every destination with a queue, whether it
-// holds records or not, except those removed (and not appended to
-// since).
+// holds records or not.
 func (o *Outbox) Dests() []string {
 	o.mu.RLock()
 	qs := o.queueList()
@@ -443,7 +558,7 @@ func (o *Outbox) Dests() []string {
 	var ds []string
 	for _, q := range qs {
 		q.mu.Lock()
-		if !q.removed && !q.closed {
+		if !q.gone && !q.closed {
 			ds = append(ds, q.name)
 		}
 		q.mu.Unlock()
@@ -452,10 +567,12 @@ func (o *Outbox) Dests() []string {
 	return ds
 }
 
-// Remove deletes dest's queue: every record in it is dropped (as if
-// acknowledged) and its segment files deleted. What remains on disk is
-// the last Seq, so that a later Append to dest goes on from it rather
-// than reuse Seqs. Removing an unknown dest does nothing.
+// Remove deletes dest's queue: every record in it is dropped and its
+// directory deleted, stream id and all; when it returns, the deletion is
+// durable. A later Append to dest creates a new queue with a new stream,
+// whose Seqs start at 1: no Seq is reused within a stream, and a receiver
+// that knew the old stream sees a new one. Removing an unknown dest does
+// nothing.
 func (o *Outbox) Remove(dest string) error {
 	q, err := o.queue(dest, false)
 	if q == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -110,7 +111,10 @@ func TestAppendPeekAck(t *testing.T) {
 	if err := o.Ack(dest, 5); err != nil {
 		t.Fatal(err)
 	}
-	want := outbox.Status{Pending: 5, Bytes: 5 * (28 + 50), Head: 10, Acked: 5, OldestEpoch: 106}
+	want := outbox.Status{Stream: o.Status(dest).Stream, Pending: 5, Bytes: 5 * (28 + 50), Head: 10, Acked: 5, OldestEpoch: 106}
+	if want.Stream == 0 || want.Stream == o.Stream() {
+		t.Fatalf("a new queue's stream is %x (the outbox's %x): want one of its own", want.Stream, o.Stream())
+	}
 	if st := o.Status(dest); st != want {
 		t.Fatalf("Status after Ack(5) = %+v, want %+v", st, want)
 	}
@@ -127,7 +131,7 @@ func TestAppendPeekAck(t *testing.T) {
 	if err := o.Ack(dest, 10); err != nil {
 		t.Fatal(err)
 	}
-	if st := o.Status(dest); st != (outbox.Status{Head: 10, Acked: 10}) {
+	if st := o.Status(dest); st != (outbox.Status{Stream: want.Stream, Head: 10, Acked: 10}) {
 		t.Fatalf("Status when all acked = %+v", st)
 	}
 	if recs := mustPeek(t, o, dest, 0, 10, 1<<20); len(recs) != 0 {
@@ -175,13 +179,13 @@ func TestReopen(t *testing.T) {
 	if err := o.Ack("c", 1); err != nil {
 		t.Fatal(err)
 	}
+	streamA, streamC := o.Status("a").Stream, o.Status("c").Stream
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-
 	o = open(t, dir)
 	if o.Stream() != stream {
 		t.Fatalf("Stream after reopen = %x, want %x", o.Stream(), stream)
@@ -189,10 +193,10 @@ func TestReopen(t *testing.T) {
 	if got := o.Dests(); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("Dests after reopen = %q", got)
 	}
-	if st := o.Status("a"); st != (outbox.Status{Pending: 2, Bytes: 2 * (28 + 10), Head: 6, Acked: 4, OldestEpoch: 1}) {
+	if st := o.Status("a"); st != (outbox.Status{Stream: streamA, Pending: 2, Bytes: 2 * (28 + 10), Head: 6, Acked: 4, OldestEpoch: 1}) {
 		t.Fatalf("Status(a) after reopen = %+v", st)
 	}
-	if st := o.Status("c"); st != (outbox.Status{Head: 1, Acked: 1}) {
+	if st := o.Status("c"); st != (outbox.Status{Stream: streamC, Head: 1, Acked: 1}) {
 		t.Fatalf("Status(c) after reopen = %+v", st)
 	}
 	recs := mustPeek(t, o, "a", 0, 10, 1<<20)
@@ -244,7 +248,7 @@ func TestSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	o = open(t, dir, outbox.WithSegmentSize(1024))
-	if st := o.Status("d"); st != (outbox.Status{Head: 30, Acked: 30}) {
+	if st := o.Status("d"); st != (outbox.Status{Stream: st.Stream, Head: 30, Acked: 30}) || st.Stream == 0 {
 		t.Fatalf("Status after reopen = %+v", st)
 	}
 	if seq := mustAppend(t, o, "d", 31, payload("d", 31, 300)); seq != 31 {
@@ -305,20 +309,27 @@ func TestRemove(t *testing.T) {
 		mustAppend(t, o, "gone", 1, payload("gone", i, 100))
 		mustAppend(t, o, "kept", 1, payload("kept", i, 100))
 	}
+	first := o.Status("gone").Stream
+	if first == 0 || first == o.Status("kept").Stream {
+		t.Fatalf("streams: gone %x, kept %x; want each its own", first, o.Status("kept").Stream)
+	}
 	if err := o.Remove("gone"); err != nil {
 		t.Fatal(err)
 	}
 	if err := o.Remove("never"); err != nil {
 		t.Fatalf("Remove of an unknown dest: %v", err)
 	}
-	if files := segFiles(t, dir, "gone"); len(files) != 0 {
-		t.Fatalf("segments after Remove: %v", files)
+	if _, err := os.Stat(filepath.Join(dir, "q-"+hex.EncodeToString([]byte("gone")))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the queue directory after Remove: %v", err)
 	}
 	if got := o.Dests(); !slices.Equal(got, []string{"kept"}) {
 		t.Fatalf("Dests after Remove = %q", got)
 	}
 	if recs := mustPeek(t, o, "gone", 0, 10, 1<<20); len(recs) != 0 {
 		t.Fatalf("Peek after Remove = %v", seqs(recs))
+	}
+	if st := o.Status("gone"); st != (outbox.Status{}) {
+		t.Fatalf("Status after Remove = %+v", st)
 	}
 	if err := o.Close(); err != nil {
 		t.Fatal(err)
@@ -327,9 +338,14 @@ func TestRemove(t *testing.T) {
 	if got := o.Dests(); !slices.Equal(got, []string{"kept"}) {
 		t.Fatalf("Dests after Remove and reopen = %q", got)
 	}
-	// Seqs are never reused, not even for a destination removed and back.
-	if seq := mustAppend(t, o, "gone", 1, nil); seq != 6 {
-		t.Fatalf("Append after Remove: seq %d, want 6", seq)
+	// A destination removed and back is a new stream from Seq 1: no Seq
+	// is reused within a stream.
+	if seq := mustAppend(t, o, "gone", 1, nil); seq != 1 {
+		t.Fatalf("Append after Remove: seq %d, want 1", seq)
+	}
+	second := o.Status("gone").Stream
+	if second == 0 || second == first {
+		t.Fatalf("stream after Remove and Append = %x; want a new one (was %x)", second, first)
 	}
 	if got := o.Dests(); !slices.Equal(got, []string{"gone", "kept"}) {
 		t.Fatalf("Dests after an Append to a removed dest = %q", got)
@@ -341,8 +357,72 @@ func TestRemove(t *testing.T) {
 	if got := o.Dests(); !slices.Equal(got, []string{"gone", "kept"}) {
 		t.Fatalf("Dests after reopen = %q", got)
 	}
-	if got := seqs(mustPeek(t, o, "gone", 0, 10, 1<<20)); !slices.Equal(got, []uint64{6}) {
-		t.Fatalf("Peek(gone) = %v", got)
+	recs := mustPeek(t, o, "gone", 0, 10, 1<<20)
+	if got := seqs(recs); !slices.Equal(got, []uint64{1}) || recs[0].Stream != second {
+		t.Fatalf("Peek(gone) = %v of stream %x, want [1] of %x", got, recs[0].Stream, second)
+	}
+	// An acknowledgement meant for the removed stream does nothing to
+	// the new one.
+	if err := o.AckStream("gone", first, 1); err != nil || o.Status("gone").Acked != 0 {
+		t.Fatalf("AckStream of the old stream: %v, status %+v", err, o.Status("gone"))
+	}
+	if err := o.AckStream("gone", second, 1); err != nil || o.Status("gone").Acked != 1 {
+		t.Fatalf("AckStream of the stream: %v, status %+v", err, o.Status("gone"))
+	}
+}
+
+// An outbox of before queues had streams of their own: its queues go on
+// in the outbox's stream, and a queue it removed (which kept its last
+// Seq) is deleted at Open, so that an Append starts a new stream.
+func TestLegacyQueues(t *testing.T) {
+	dir := t.TempDir()
+	o := open(t, dir)
+	for i := uint64(1); i <= 3; i++ {
+		mustAppend(t, o, "old", 1, payload("old", i, 10))
+		mustAppend(t, o, "left", 1, payload("left", i, 10))
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What the earlier outbox left: no stream file in the queues, and
+	// "left" removed (every record acknowledged, segments deleted, the
+	// marker beside the ack).
+	for _, d := range []string{"old", "left"} {
+		if err := os.Remove(filepath.Join(dir, "q-"+hex.EncodeToString([]byte(d)), "stream")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = open(t, dir)
+	if err := o.Ack("left", 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ldir := filepath.Join(dir, "q-"+hex.EncodeToString([]byte("left")))
+	for _, f := range segFiles(t, dir, "left") {
+		if err := os.Remove(filepath.Join(ldir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ldir, "removed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = open(t, dir)
+	if st := o.Status("old"); st.Stream != o.Stream() || st.Head != 3 {
+		t.Fatalf("a queue of before: %+v, want the outbox's stream %x and head 3", st, o.Stream())
+	}
+	if _, err := os.Stat(ldir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a queue of before, removed: still there after Open (%v)", err)
+	}
+	if got := o.Dests(); !slices.Equal(got, []string{"old"}) {
+		t.Fatalf("Dests = %q", got)
+	}
+	if seq := mustAppend(t, o, "left", 1, nil); seq != 1 {
+		t.Fatalf("Append to a queue of before, removed: seq %d, want 1", seq)
+	}
+	if st := o.Status("left"); st.Stream == o.Stream() || st.Stream == 0 {
+		t.Fatalf("a queue of before, removed and appended to: stream %x, want a new one (outbox %x)", st.Stream, o.Stream())
 	}
 }
 
@@ -639,5 +719,41 @@ func TestConcurrent(t *testing.T) {
 		if st := o.Status(dest); st.Pending != 0 || st.Head != uint64(total) {
 			t.Fatalf("%s: %+v", dest, st)
 		}
+	}
+}
+
+// A queue directory being created or removed when the process was killed
+// (under its temporary name) is deleted at Open: a queue is there whole,
+// with its stream, or not at all.
+func TestQueueLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	o := open(t, dir)
+	mustAppend(t, o, "kept", 1, nil)
+	if err := o.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"q-" + hex.EncodeToString([]byte("new")) + ".tmp", "q-" + hex.EncodeToString([]byte("old")) + ".removed.tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name, "stream"), []byte("half"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o = open(t, dir)
+	if got := o.Dests(); !slices.Equal(got, []string{"kept"}) {
+		t.Fatalf("Dests = %q", got)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("leftover %s not deleted at Open", e.Name())
+		}
+	}
+	if seq := mustAppend(t, o, "new", 1, nil); seq != 1 || o.Status("new").Stream == 0 {
+		t.Fatalf("Append to a dest whose creation was cut short: seq %d, %+v", seq, o.Status("new"))
 	}
 }

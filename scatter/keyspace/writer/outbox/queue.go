@@ -40,9 +40,10 @@ func segName(first uint64) string { return fmt.Sprintf("%020d%s", first, segSuff
 // a sync that has released mu to fsync a file can count on it staying
 // open.
 type queue struct {
-	o    *Outbox
-	name string
-	dir  string
+	o      *Outbox
+	name   string
+	dir    string
+	stream uint64 // the queue's stream id: its own, or the outbox's (a queue of before)
 
 	// syncMu serializes syncs, ack writes, segment deletions and the
 	// closing of files.
@@ -52,7 +53,7 @@ type queue struct {
 
 	mu       sync.Mutex
 	closed   bool
-	removed  bool
+	gone     bool // removed: out of the outbox's map, its directory deleted
 	segs     []*segment
 	w        *os.File   // the last segment's file, open while segs is not empty
 	wDirty   bool       // w was written since its last fsync
@@ -72,13 +73,23 @@ type queue struct {
 	buf      []byte
 }
 
-func newQueue(o *Outbox, name, dir string) *queue {
-	return &queue{o: o, name: name, dir: dir, ackSlot: -1, notify: make(chan struct{})}
+func newQueue(o *Outbox, name, dir string, stream uint64) *queue {
+	return &queue{o: o, name: name, dir: dir, stream: stream, ackSlot: -1, notify: make(chan struct{})}
 }
 
-// loadQueue reads a queue directory at Open.
+// loadQueue reads a queue directory at Open. A queue without a stream
+// file of its own was made before queues had one: its records are
+// numbered in the outbox's stream. One that such an outbox removed (its
+// marker file, no segments) comes back with gone set, for Open to delete.
 func (o *Outbox) loadQueue(name, dir string) (_ *queue, err error) {
-	q := newQueue(o, name, dir)
+	stream, err := readStream(filepath.Join(dir, streamFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		stream = o.stream
+	case err != nil:
+		return nil, err
+	}
+	q := newQueue(o, name, dir, stream)
 	defer func() {
 		if err != nil {
 			q.closeFiles()
@@ -160,7 +171,8 @@ func (o *Outbox) loadQueue(name, dir string) (_ *queue, err error) {
 	}
 	if marker {
 		if len(q.segs) == 0 {
-			q.removed = true
+			q.closeFiles()
+			q.gone = true
 		} else if err := os.Remove(filepath.Join(dir, removedFile)); err != nil {
 			return nil, fmt.Errorf("outbox: open queue %q: %w", name, err)
 		}
@@ -211,15 +223,11 @@ func (q *queue) loadSegment(path string, first uint64, last bool) (*segment, err
 func (q *queue) append(epoch uint64, payload []byte) (uint64, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed {
+	switch {
+	case q.gone:
+		return 0, errGone
+	case q.closed:
 		return 0, ErrClosed
-	}
-	if q.removed {
-		if err := os.Remove(filepath.Join(q.dir, removedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, fmt.Errorf("outbox: append to %q: %w", q.name, err)
-		}
-		q.removed = false
-		q.dirDirty = true
 	}
 	n := int64(recHeaderSize + len(payload))
 	if len(q.segs) == 0 || (q.segs[len(q.segs)-1].count > 0 && q.segs[len(q.segs)-1].size+n > q.o.cfg.segSize) {
@@ -382,7 +390,10 @@ func (q *queue) setAckPos() error {
 func (q *queue) peek(after uint64, maxRecords, maxBytes int) ([]Record, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.closed {
+	switch {
+	case q.gone:
+		return nil, nil
+	case q.closed:
 		return nil, ErrClosed
 	}
 	after = max(after, q.acked)
@@ -421,7 +432,7 @@ func (q *queue) peek(after uint64, maxRecords, maxBytes int) ([]Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Record{Seq: seq, Epoch: h.epoch, Payload: p})
+		out = append(out, Record{Stream: q.stream, Seq: seq, Epoch: h.epoch, Payload: p})
 		size += len(p)
 		seq++
 		off = rr.off
@@ -438,7 +449,7 @@ func (q *queue) ack(through uint64) error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
-	if through <= q.acked {
+	if q.gone || through <= q.acked {
 		q.mu.Unlock()
 		return nil
 	}
@@ -507,10 +518,13 @@ func (q *queue) dropAcked(force bool) error {
 // deletes the segments it frees. q.syncMu is held.
 func (q *queue) writeAck(force bool) error {
 	q.mu.Lock()
-	a, closed := q.acked, q.closed
+	a, closed, gone := q.acked, q.closed, q.gone
 	q.mu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		return ErrClosed
+	case gone:
+		return nil
 	}
 	if a > q.persist {
 		if q.ackf == nil {
@@ -572,7 +586,7 @@ func (q *queue) sync() error {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
 	q.mu.Lock()
-	if q.closed {
+	if q.closed || q.gone {
 		q.mu.Unlock()
 		return nil
 	}
@@ -602,41 +616,46 @@ func (q *queue) sync() error {
 	return errors.Join(errs...)
 }
 
+// remove deletes the queue: its directory is renamed out of the way
+// (atomically, then the outbox directory is synced) and deleted, and the
+// queue leaves the outbox's map, all while the queue is held, so that an
+// Append waiting for it finds it gone and creates the next queue.
 func (q *queue) remove() error {
 	q.syncMu.Lock()
 	defer q.syncMu.Unlock()
 	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return ErrClosed
-	}
-	if q.removed {
-		q.mu.Unlock()
-		return nil
-	}
-	q.acked = q.head
-	q.ackL, q.oldest = q.endL, 0
-	q.mu.Unlock()
-	// The ack file keeps the head, the marker says the queue is gone.
-	if err := q.writeAck(true); err != nil {
-		return err
-	}
-	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.head != q.acked || q.closed {
-		// An Append came in after: the queue lives on with it.
+	switch {
+	case q.closed:
+		return ErrClosed
+	case q.gone:
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(q.dir, removedFile), os.O_WRONLY|os.O_CREATE, 0o644)
-	if err == nil {
-		err = f.Close()
-	}
-	if err == nil {
-		err = syncDir(q.dir)
-	}
-	if err != nil {
+	trash := q.dir + ".removed" + tmpSuffix
+	if err := os.RemoveAll(trash); err != nil {
 		return fmt.Errorf("outbox: remove %q: %w", q.name, err)
 	}
-	q.removed = true
+	if err := os.Rename(q.dir, trash); err != nil {
+		return fmt.Errorf("outbox: remove %q: %w", q.name, err)
+	}
+	if err := syncDir(q.o.dir); err != nil {
+		// Renamed, perhaps not durably: a restart may find the queue
+		// again, and the writer removes it again.
+		q.o.cfg.log.Warn("outbox: sync after a removal", "dir", q.o.dir, "err", err)
+	}
+	q.closeFiles()
+	q.gone = true
+	q.acked, q.ackL, q.oldest = q.head, q.endL, 0
+	close(q.notify)
+	q.notify = make(chan struct{})
+	q.o.mu.Lock()
+	if q.o.queues[q.name] == q {
+		delete(q.o.queues, q.name)
+	}
+	q.o.mu.Unlock()
+	if err := os.RemoveAll(trash); err != nil {
+		// Gone from the outbox already; Open deletes the rest.
+		q.o.cfg.log.Warn("outbox: delete a removed queue", "dir", trash, "err", err)
+	}
 	return nil
 }
