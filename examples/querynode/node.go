@@ -283,7 +283,7 @@ func (n *Node) Run(ctx context.Context) error {
 	l := n.node.Layout()
 	n.log.Info("starting", "name", n.cfg.Name, "dir", n.cfg.Dir, "store", n.cfg.Store, "layout", n.cfg.Layout, "epoch", l.Epoch, "phase", l.Phase)
 	pres, err := n.src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleQuery, Name: n.cfg.Name,
-		Status: n.node.Status, TTL: n.cfg.PresenceTTL, })
+		Status: n.node.Status, TTL: n.cfg.PresenceTTL})
 	if err != nil {
 		n.ln.Close()
 		return fmt.Errorf("querynode: %w", err)

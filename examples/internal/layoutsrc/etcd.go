@@ -508,4 +508,3 @@ func (p *Presence) Close() error {
 	}
 	return nil
 }
-
