@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -408,7 +409,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	defer node.Close()
 	var follow func(keyspace.Layout) error
 	if onEtcd {
+		var followMu sync.Mutex // the watch and the fence both apply layouts
 		follow = func(l keyspace.Layout) error {
+			followMu.Lock()
+			defer followMu.Unlock()
 			if cur := node.Config().Layout; cur != nil && l.Epoch < cur.Epoch {
 				return nil // a watch catching up after the fence applied a newer one
 			}
