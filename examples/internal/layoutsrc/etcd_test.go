@@ -173,46 +173,60 @@ func TestFenceLiftsAtTheLayoutInForce(t *testing.T) {
 	}
 }
 
-// The indexer as a real process with an etcd -layout: its status key
-// (Role ingest, its -shard-name) shows each epoch published, and when it
-// is SIGKILLed the key is gone within its TTL.
-func TestIngestProcess(t *testing.T) {
+// The indexer and the query node as real processes with an etcd
+// -layout: each one's status key (its role, its name) shows each epoch
+// published, and when it is SIGKILLed the key is gone within its TTL.
+func TestProcesses(t *testing.T) {
 	const ttl = time.Second
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
-	prefix := etcdtest.Prefix(t, cli, "ingest")
-	st := etcdlayout.New(cli, prefix)
-	defer st.Close()
-	ctx := t.Context()
-	l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
-		Nodes:   []keyspace.Node{{Name: "query-0", URL: "http://127.0.0.1:1"}}, // nothing serves it: batches wait
-		Current: []string{"query-0"}, Writers: []string{"ingest-0"}}
-	rev, err := st.Publish(ctx, 0, l)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		role, name, pkg string
+		args            func(dir, url string) []string
+	}{
+		{keyspace.RoleIngest, "ingest-0", "examples/indexer", func(dir, url string) []string {
+			return []string{"-dir", dir, "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+				"-metrics", "", "-p2p", "none", "-log-level", "debug",
+				"-layout", url, "-shard-name", "ingest-0", "-shard-presence-ttl", ttl.String()}
+		}},
+		{keyspace.RoleQuery, "query-0", "examples/query", func(dir, url string) []string {
+			return []string{"-dir", dir, "-listen", "127.0.0.1:0", "-store", "memory", "-log-level", "debug",
+				"-layout", url, "-name", "query-0", "-presence-ttl", ttl.String()}
+		}},
+	} {
+		t.Run(tc.role, func(t *testing.T) {
+			prefix := etcdtest.Prefix(t, cli, tc.role)
+			st := etcdlayout.New(cli, prefix)
+			defer st.Close()
+			ctx := t.Context()
+			l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
+				Nodes:   []keyspace.Node{{Name: "query-0", URL: "http://127.0.0.1:1"}}, // nothing serves it: batches wait
+				Current: []string{"query-0"}, Writers: []string{"ingest-0"}}
+			rev, err := st.Publish(ctx, 0, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin := proctest.Build(t, "github.com/indexkit/indexkit/"+tc.pkg)
+			p := proctest.Start(t, bin, tc.args(filepath.Join(t.TempDir(), tc.name), etcdURL(c.Endpoints()[0], prefix))...)
+			p.WaitMsg("starting")
+			at := func(epoch uint64) func([]keyspace.Status) bool {
+				return func(sts []keyspace.Status) bool {
+					return len(sts) == 1 && sts[0].Role == tc.role && sts[0].Name == tc.name && sts[0].Epoch == epoch
+				}
+			}
+			waitStatus(t, st, tc.name+" at epoch 1", at(1))
+			l.Epoch = 2
+			if _, err := st.Publish(ctx, rev, l); err != nil {
+				t.Fatal(err)
+			}
+			took := waitStatus(t, st, tc.name+" at epoch 2", at(2))
+			t.Logf("publish of epoch 2 to the %s process's key showing it: %v", tc.role, took.Round(time.Millisecond))
+			p.Signal(syscall.SIGKILL)
+			gone := waitStatus(t, st, "the key of the killed process to expire", func(sts []keyspace.Status) bool { return len(sts) == 0 })
+			if gone > ttl+time.Second {
+				t.Errorf("the key expired %v after SIGKILL; TTL %v", gone, ttl)
+			}
+			t.Logf("key gone %v after SIGKILL (TTL %v)", gone.Round(time.Millisecond), ttl)
+		})
 	}
-	bin := proctest.Build(t, "github.com/indexkit/indexkit/examples/indexer")
-	p := proctest.Start(t, bin, "-dir", filepath.Join(t.TempDir(), "ingest-0"), "-find", "127.0.0.1:0", "-ingest", "127.0.0.1:0",
-		"-admin", "127.0.0.1:0", "-metrics", "", "-p2p", "none", "-log-level", "debug",
-		"-layout", etcdURL(c.Endpoints()[0], prefix), "-shard-name", "ingest-0", "-shard-presence-ttl", ttl.String())
-	p.WaitMsg("starting")
-	at := func(epoch uint64) func([]keyspace.Status) bool {
-		return func(sts []keyspace.Status) bool {
-			return len(sts) == 1 && sts[0].Role == keyspace.RoleIngest && sts[0].Name == "ingest-0" && sts[0].Epoch == epoch
-		}
-	}
-	waitStatus(t, st, "ingest-0 at epoch 1", at(1))
-	l.Epoch = 2
-	if _, err := st.Publish(ctx, rev, l); err != nil {
-		t.Fatal(err)
-	}
-	took := waitStatus(t, st, "ingest-0 at epoch 2", at(2))
-	t.Logf("publish of epoch 2 to the ingest process's key showing it: %v", took.Round(time.Millisecond))
-	p.Signal(syscall.SIGKILL)
-	killed := time.Now()
-	gone := waitStatus(t, st, "the key of the killed process to expire", func(sts []keyspace.Status) bool { return len(sts) == 0 })
-	if gone > ttl+time.Second {
-		t.Errorf("the key expired %v after SIGKILL; TTL %v", gone, ttl)
-	}
-	t.Logf("key gone %v after SIGKILL (TTL %v)", time.Since(killed).Round(time.Millisecond), ttl)
 }
