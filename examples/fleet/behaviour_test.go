@@ -151,8 +151,14 @@ func TestWarmingThenCommitChange(t *testing.T) {
 		res := ask("second-commit-line")
 		return res.Commit == c2 && len(res.Matches) == 1, fmt.Sprintf("commit %s, %d matches", res.Commit, len(res.Matches))
 	})
-	row2, _ := n.store.Get(ctx, r.ID)
-	if row2.Owner != "node-a" || row2.Fence != row1.Fence || !row2.Ready || !row2.LastIndexed.After(row1.LastIndexed) {
+	// The node serves the new index first and then records it in its
+	// row: wait for the row, bounded.
+	var row2 lease.Row
+	waitFor(t, 10*time.Second, "the row to record the reindex", func() (bool, string) {
+		row2, _ = n.store.Get(ctx, r.ID)
+		return row2.LastIndexed.After(row1.LastIndexed), fmt.Sprintf("%+v", row2)
+	})
+	if row2.Owner != "node-a" || row2.Fence != row1.Fence || !row2.Ready {
 		t.Errorf("after the reindex: row %+v; want the same grant (fence %d), ready, indexed after %v", row2, row1.Fence, row1.LastIndexed)
 	}
 	t.Logf("answers after the first index named commits %v", compact(served))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"io"
 	"maps"
 	"net/http"
@@ -172,7 +173,7 @@ func TestEtcdFlags(t *testing.T) {
 func TestSimEtcd(t *testing.T) {
 	t.Parallel()
 	needGit(t)
-	if _, err := etcdBinary(); err != nil {
+	if _, err := etcdserver.Binary(); err != nil {
 		etcdtest.Unavailable(t, "%v", err) // fails under CI, skips otherwise
 	}
 	bin := proctest.Build(t, "./examples/fleet")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"io"
 	"net/http"
 	"os"
@@ -96,9 +97,9 @@ type fleet struct {
 	out    io.Writer // the report
 	bin    string
 	work   string
-	redis  *redisServer // started by the fleet, or nil
-	etcd   *etcdServer  // started by the fleet, or nil
-	sf     storeFlags   // the store the nodes use
+	redis  *redisServer       // started by the fleet, or nil
+	etcd   *etcdserver.Server // started by the fleet, or nil
+	sf     storeFlags         // the store the nodes use
 	prefix string
 	b      *backend
 	store  fleetStore
@@ -136,11 +137,11 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 		f.sf.Redis = f.redis.Addr
 		fmt.Fprintf(out, "redis-server started on %s (pid %d)\n", f.sf.Redis, f.redis.cmd.Process.Pid)
 	case f.sf.Store == storeEtcd && f.sf.Etcd == "":
-		if f.etcd, err = startEtcd(ctx, f.work, ff.EtcdMembers); err != nil {
+		if f.etcd, err = etcdserver.Start(ctx, f.work, ff.EtcdMembers); err != nil {
 			return nil, fmt.Errorf("%w (or give -etcd ENDPOINTS)", err)
 		}
 		f.sf.Etcd = f.etcd.Endpoints()
-		fmt.Fprintf(out, "etcd started: %d member(s) on %s (pids %v)\n", len(f.etcd.members), f.sf.Etcd, f.etcd.PIDs())
+		fmt.Fprintf(out, "etcd started: %d member(s) on %s (pids %v)\n", len(f.etcd.PIDs()), f.sf.Etcd, f.etcd.PIDs())
 	}
 	f.prefix = randomPrefix(ff.Prefix)
 	if f.b, err = dial(ctx, f.sf, 0); err != nil {

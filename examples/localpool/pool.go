@@ -70,6 +70,7 @@ type Pool struct {
 
 	queries    []string // query node roles (Config.Sharded), in order of creation
 	shardToken string   // the query nodes' token (ShardTokenFile)
+	ctl        *control // where the layout lives (Config.Sharded)
 }
 
 // Start starts a pool as cfg says, in this order: the indexers, the
@@ -116,7 +117,8 @@ func Start(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	p.addRole(RolePiece, KindPiece, 0, "api")
 	if cfg.Sharded != nil {
-		if err := p.initSharded(); err != nil {
+		if err := p.initSharded(ctx); err != nil {
+			p.ctl.stop()
 			return nil, err
 		}
 	}
@@ -273,6 +275,7 @@ func (p *Pool) closeLocked() error {
 		}
 	}
 	p.hc.CloseIdleConnections()
+	p.ctl.stop()
 	p.cfg.Logger.Info("pool stopped")
 	return errors.Join(errs...)
 }

@@ -33,7 +33,7 @@ func TestRoleCommandCarriesNoToken(t *testing.T) {
 		p.addRole(MaliciousName(0), KindPublisher, 0, "publisher-0")
 		p.addRole(RolePiece, KindPiece, 0, "api")
 		if sharded != nil {
-			if err := p.initSharded(); err != nil {
+			if err := p.initSharded(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -40,6 +40,13 @@ type Sharded struct {
 	// BatchBytes is the size of the batches an ingest node sends to a
 	// query node (0: the writer package's default, 1 MiB).
 	BatchBytes int
+	// Etcd is where the layout lives: "" the layout file (LayoutFile,
+	// re-read by the roles on SIGHUP); [EtcdStart] an etcd member the
+	// pool starts; else the HOST:PORT[,HOST:PORT...] of an etcd cluster.
+	// On etcd every role watches the layout and keeps its status under a
+	// lease, and the pool's coordinator is elected (package
+	// scatter/keyspace/etcdlayout), under a prefix of the pool's own.
+	Etcd string `json:",omitempty"`
 }
 
 // Files of a sharded pool in Config.Dir.
@@ -101,9 +108,10 @@ func (p *Pool) addQueryRole(i int) (*role, error) {
 	return r, nil
 }
 
-// initSharded adds the query roles (first in the start order) and writes
-// the layout file and the token; Start calls it before starting anything.
-func (p *Pool) initSharded() error {
+// initSharded adds the query roles (first in the start order), sets up
+// where the layout lives and publishes the first one, and writes the
+// token; Start calls it before starting anything.
+func (p *Pool) initSharded(ctx context.Context) error {
 	sc := p.cfg.Sharded
 	tok, err := newToken(filepath.Join(p.cfg.Dir, ShardTokenFile))
 	if err != nil {
@@ -123,7 +131,10 @@ func (p *Pool) initSharded() error {
 	for i := range p.cfg.Indexers {
 		l.Writers = append(l.Writers, IndexerName(i))
 	}
-	return keyspace.Save(p.layoutPath(), l)
+	if p.ctl, err = p.openControl(ctx); err != nil {
+		return err
+	}
+	return p.ctl.publishFirst(l)
 }
 
 // Config returns s with the defaults filled in.
@@ -135,12 +146,15 @@ func (s *Sharded) Config() Sharded {
 
 func (p *Pool) layoutPath() string { return filepath.Join(p.cfg.Dir, LayoutFile) }
 
-// Layout returns the layout in force (the file's).
+// Layout returns the layout in force (the file's, or etcd's).
 func (p *Pool) Layout() (keyspace.Layout, error) {
-	if p.cfg.Sharded == nil {
+	if p.cfg.Sharded == nil || p.ctl == nil {
 		return keyspace.Layout{}, fmt.Errorf("layout: %w: the pool is not sharded", ErrConfig)
 	}
-	return keyspace.Load(p.layoutPath())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, _, err := p.ctl.store.Load(ctx)
+	return l, err
 }
 
 // QueryNodes returns the names of the query node roles, in order of
@@ -155,8 +169,12 @@ func (p *Pool) QueryNodes() []string {
 func (p *Pool) ShardToken() string { return p.shardToken }
 
 // reloadLayout has every running sharded role load the layout file: a
-// SIGHUP to each process, or a direct call in goroutine mode.
+// SIGHUP to each process, or a direct call in goroutine mode. On etcd the
+// roles watch the layout themselves.
 func (p *Pool) reloadLayout(ctx context.Context, _ keyspace.Layout) error {
+	if p.OnEtcd() {
+		return nil
+	}
 	p.mu.Lock()
 	var runs []*run
 	for _, name := range p.order {
@@ -187,8 +205,9 @@ func (p *Pool) reloadLayout(ctx context.Context, _ keyspace.Layout) error {
 	return errors.Join(errs...)
 }
 
-// coordinator is a keyspace.Coordinator over the pool's roles.
-func (p *Pool) coordinator(onAction func(keyspace.Action)) (*keyspace.Coordinator, error) {
+// coordinator is a keyspace.Coordinator over the pool's roles, elected on
+// etcd.
+func (p *Pool) coordinator(onAction func(keyspace.Action)) (driver, error) {
 	p.mu.Lock()
 	ingest := map[string]string{}
 	for _, name := range p.indexers {
@@ -196,11 +215,15 @@ func (p *Pool) coordinator(onAction func(keyspace.Action)) (*keyspace.Coordinato
 	}
 	fronts := []string{p.roles[RoleScatter].url("find")}
 	p.mu.Unlock()
-	return keyspace.NewCoordinator(keyspace.CoordinatorConfig{
-		LayoutPath: p.layoutPath(), Ingest: ingest, Fronts: fronts, Token: p.shardToken,
+	cc := keyspace.CoordinatorConfig{
+		Store: p.ctl.store, Ingest: ingest, Fronts: fronts, Token: p.shardToken,
 		Reload: p.reloadLayout, Poll: 100 * time.Millisecond,
 		Logger: p.cfg.Logger.With("part", "coordinator"), OnAction: onAction,
-	})
+	}
+	if p.OnEtcd() {
+		return p.etcdDriverFor(cc), nil
+	}
+	return keyspace.NewCoordinator(cc)
 }
 
 // AddQueryNode starts a new query node (role "query-<n>") and adds it to
@@ -411,7 +434,7 @@ func (s *layoutScatter) ReloadLayout() error {
 // addWriter publishes the next epoch of a stable layout with name among
 // its writers, and has every sharded role load it.
 func (p *Pool) addWriter(ctx context.Context, name string) error {
-	l, err := p.Layout()
+	l, rev, err := p.ctl.store.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -423,7 +446,7 @@ func (p *Pool) addWriter(ctx context.Context, name string) error {
 	}
 	l.Epoch++
 	l.Writers = append(l.Writers, name)
-	if err := keyspace.Save(p.layoutPath(), l); err != nil {
+	if _, err := p.ctl.store.Publish(ctx, rev, l); err != nil {
 		return err
 	}
 	return p.reloadLayout(ctx, l)

@@ -22,7 +22,6 @@ import (
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/piece"
-	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
 // roleSpec is one start of a role: the typed Config of its package, the
@@ -140,7 +139,7 @@ func (p *Pool) indexerConfig(r *role) indexernode.Config {
 	cfg.HandoffFromFile = filepath.Join(c.Dir, HandoffFromFile)
 	cfg.AnnounceRateExempt = loopback // every role of this pool announces from loopback
 	if sc := c.Sharded; sc != nil {
-		cfg.Shard = &indexernode.ShardConfig{Layout: p.layoutPath(), Name: r.name, Token: p.shardToken, BatchBytes: sc.BatchBytes}
+		cfg.Shard = &indexernode.ShardConfig{Layout: p.ctl.spec, Name: r.name, Token: p.shardToken, BatchBytes: sc.BatchBytes}
 	}
 	return cfg
 }
@@ -178,7 +177,9 @@ func (p *Pool) scatterConfig() (scatternode.Config, error) {
 	cfg.AssignerURL = p.roles[RoleAssigner].url("state") // the page shows its publishers and handoffs
 	cfg.Timeout = 3 * time.Second
 	if p.cfg.Sharded != nil {
-		l, err := keyspace.Load(p.layoutPath())
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		l, _, err := p.ctl.store.Load(ctx)
+		cancel()
 		if err != nil {
 			return cfg, err
 		}
@@ -229,7 +230,7 @@ func (p *Pool) pieceConfig() piecenode.Config {
 // queryConfig is query node r's; p.mu is held.
 func (p *Pool) queryConfig(r *role) querynode.Config {
 	cfg := querynode.DefaultConfig()
-	cfg.Dir, cfg.Name, cfg.Layout, cfg.Store = r.dir, r.name, p.layoutPath(), p.cfg.Sharded.Config().Store
+	cfg.Dir, cfg.Name, cfg.Layout, cfg.Store = r.dir, r.name, p.ctl.spec, p.cfg.Sharded.Config().Store
 	cfg.Token, cfg.CommitInterval = p.shardToken, queryCommit
 	return cfg
 }

@@ -38,9 +38,10 @@ type CoordinatorConfig struct {
 	Token string
 	// Client makes the requests (nil: one with a 10 s timeout).
 	Client *http.Client
-	// Reload, when set, is called after each new epoch is saved, to make
-	// the processes load it (sending them SIGHUP, say). Without it they
-	// must notice the file by themselves.
+	// Reload, when set, is called after each new epoch is published, to
+	// make the processes load it (sending them SIGHUP, say). Without it
+	// they must notice it by themselves (polling the file, or watching
+	// etcd).
 	Reload func(ctx context.Context, l Layout) error
 	// Poll is the interval between observations (0: 200 ms); with
 	// Reports, a change it signals starts the next one at once.
@@ -54,10 +55,13 @@ type CoordinatorConfig struct {
 
 // Coordinator drives membership changes of the query layer: it observes
 // every process's status, decides with [NextAction] and acts: it publishes
-// the next epoch to the layout file, asks nodes to copy or drop ranges,
-// and waits. It holds no state of its own beyond the file, so a
-// coordinator that stops mid-change and starts again picks the change up
-// where the file and the processes stand.
+// the next epoch to the layout store (a compare-and-swap over the revision
+// it observed: a publish that loses a race to another coordinator is
+// dropped and the coordinator observes again), asks nodes to copy or drop
+// ranges, and waits. It holds no state of its own beyond the layout, so a
+// coordinator that stops mid-change and starts again, or another one
+// that takes over, picks the change up where the layout and the processes
+// stand.
 type Coordinator struct {
 	cfg CoordinatorConfig
 	log *slog.Logger
@@ -89,6 +93,12 @@ func NewCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 	lastWhy, lastLog := "", time.Time{}
 	for {
+		// Ask for the next change before observing, so that one that
+		// comes meanwhile wakes the wait below.
+		var changed <-chan struct{}
+		if c.cfg.Reports != nil {
+			changed = c.cfg.Reports.Changed()
+		}
 		obs, err := c.Observe(ctx)
 		if err != nil {
 			return err
@@ -133,10 +143,6 @@ func (c *Coordinator) Drive(ctx context.Context, goal Goal) error {
 				c.log.Info("waiting", "why", a.Why)
 				lastWhy, lastLog = a.Why, time.Now()
 			}
-		}
-		var changed <-chan struct{}
-		if c.cfg.Reports != nil {
-			changed = c.cfg.Reports.Changed()
 		}
 		select {
 		case <-ctx.Done():

@@ -46,21 +46,26 @@
 // owners on both rings during a change) and where a read goes (Current,
 // then Next once the copies are complete).
 //
-// The one source of the epoch is a layout file ([Load], [Save]), which
-// every process re-reads on SIGHUP, or as it changes: [WatchFile] hands a
-// component each layout the file holds, read when asked (the program's
-// SIGHUP) or every interval. Not the assigner's state API: the
-// assigner keeps no state across restarts by design and knows nothing of
-// query nodes, while a layout must survive every restart; a file is
-// written atomically, can be inspected and versioned, and is how the
-// front end already takes its configuration. A [Coordinator] writes each
-// epoch and advances only when every process reports (at [PathStatus])
-// that it acts on the current one, so no two processes are ever more
-// than one epoch apart; the phases are built so that any two adjacent
-// epochs agree (a reader of either reads only nodes every writer of
-// either writes to). What the coordinator does next is decided by
-// [NextAction], a pure function of what it observes and the goal, which
-// the model test drives through simulated crashes and lagging processes.
+// The one source of the epoch is a [LayoutStore]: a layout file on one
+// host ([FileStore], over [Load] and [Save]; processes re-read it on
+// SIGHUP or by polling, [WatchFile]) or etcd past one machine (package
+// scatter/keyspace/etcdlayout: one key, watches instead of SIGHUP, each
+// process's status under its own lease, an elected coordinator). Not the
+// assigner's state API: the assigner keeps no state across restarts by
+// design and knows nothing of query nodes, while a layout must survive
+// every restart. A [Coordinator] publishes each epoch as a
+// compare-and-swap on the revision it read ([LayoutStore.Publish]), so
+// of two coordinators only one moves an epoch on, and it advances only
+// when every process reports (at [PathStatus], or through a
+// [StatusSource] such as etcd's liveness keys) that it acts on the
+// current one, so no two processes are ever more than one epoch apart;
+// the phases are built so that any two adjacent epochs agree (a reader
+// of either reads only nodes every writer of either writes to). What the
+// coordinator does next is decided by [NextAction], a pure function of
+// what it observes and the goal, which the model test drives through
+// simulated crashes, lagging processes and rival coordinators, over
+// both stores. Since the layout records the phase, a coordinator that
+// takes over mid-change (etcdlayout's election) resumes where it stands.
 //
 // Adding a node: Stable(A) → Copy(A→B): writes go to both rings' owners,
 // and once every writer has delivered what it routed under the older
@@ -75,10 +80,11 @@
 //
 // # Why the surface is this large
 //
-// keyspace exports more names than most packages (over 60, counting
+// keyspace exports more names than most packages (over 70, counting
 // methods) because it is the contract between the two sides of the
 // keyspace layer, and both import it: the layout ([Layout], [Node],
-// [Load], [Save], [Placement]); the write wire form ([Batch], [Op],
+// [Load], [Save], [Placement]) and where it is kept ([LayoutStore],
+// [FileStore], [Revision], [StatusSource]); the write wire form ([Batch], [Op],
 // [OpKind], [AppendOps], [DecodeBatch], [BatchAnswer] and the paths); and
 // the coordinator with the reports it reads from writers and query nodes
 // ([Coordinator], [CoordinatorConfig], [Goal], [Observation], [Action],

@@ -12,6 +12,7 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
@@ -643,7 +644,12 @@ func TestModelOnEtcd(t *testing.T) {
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			st := etcdlayout.New(cli, etcdtest.Prefix(t, cli, "model"))
+			j, err := etcdjson.New(c.Endpoints(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			st := etcdlayout.New(j, etcdtest.Prefix(t, cli, "model"))
 			defer st.Close()
 			w := newWorldOn(t, seed, 4, st)
 			modelRun(t, w, 8000)

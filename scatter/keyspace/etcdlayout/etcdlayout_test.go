@@ -9,24 +9,35 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	"github.com/indexkit/indexkit/scatter/keyspace/layouttest"
 )
 
-// newStore returns a store under a fresh prefix of c, closed at the end
-// of the test.
-func newStore(t *testing.T, cli *clientv3.Client) *etcdlayout.Store {
-	s := etcdlayout.New(cli, etcdtest.Prefix(t, cli, "layout"))
-	t.Cleanup(func() { s.Close() })
+// newStore returns a store under a fresh prefix (whose keys cli deletes
+// at the end of the test), talking to the cluster's endpoints, closed at
+// the end of the test.
+func newStore(t *testing.T, cli *clientv3.Client, eps ...string) *etcdlayout.Store {
+	return storeAt(t, etcdtest.Prefix(t, cli, "layout"), eps...)
+}
+
+// storeAt is a store of prefix on eps, closed at the end of the test.
+func storeAt(t *testing.T, prefix string, eps ...string) *etcdlayout.Store {
+	j, err := etcdjson.New(eps, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := etcdlayout.New(j, prefix)
+	t.Cleanup(func() { s.Close(); j.Close() })
 	return s
 }
 
 func TestConformance(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
-	layouttest.Run(t, func(t *testing.T) keyspace.LayoutStore { return newStore(t, cli) })
+	layouttest.Run(t, func(t *testing.T) keyspace.LayoutStore { return newStore(t, cli, c.Endpoints()...) })
 }
 
 func TestParseURL(t *testing.T) {
@@ -62,7 +73,7 @@ func TestParseURL(t *testing.T) {
 func TestPresence(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
-	s := newStore(t, cli)
+	s := newStore(t, cli, c.Endpoints()...)
 	ctx := context.Background()
 	var epoch atomic.Uint64
 	epoch.Store(3)
@@ -71,16 +82,16 @@ func TestPresence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := s.Changed()
 	sts, err := s.Statuses(ctx)
 	if err != nil || len(sts) != 1 || sts[0].Role != keyspace.RoleQuery || sts[0].Name != "q1" || sts[0].Epoch != 3 {
 		t.Fatalf("Statuses = %+v, %v; want q1 at epoch 3", sts, err)
 	}
 	epoch.Store(4)
-	waitFor(t, changed, func() bool {
-		sts, _ := s.Statuses(ctx)
-		return len(sts) == 1 && sts[0].Epoch == 4
-	}, "the status to show epoch 4")
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Await(actx, func(sts []keyspace.Status) bool { return len(sts) == 1 && sts[0].Epoch == 4 }); err != nil {
+		t.Fatalf("waiting for the status to show epoch 4: %v", err)
+	}
 	if p.Fenced() {
 		t.Fatal("a presence renewing its lease says it is fenced")
 	}
@@ -99,7 +110,7 @@ func TestPresenceFencedWhenCutOff(t *testing.T) {
 	c := etcdtest.Start(t, etcdtest.WithProxies())
 	m := c.Members[0]
 	cli := etcdtest.Client(t, c.Endpoints()...)
-	s := newStore(t, cli)
+	s := newStore(t, cli, c.Endpoints()...)
 	ctx := context.Background()
 	p, err := s.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleFront, Name: "f1", Status: func() keyspace.Status { return keyspace.Status{Epoch: 1} }, TTL: time.Second, Interval: 20 * time.Millisecond})
 	if err != nil {
@@ -136,11 +147,9 @@ func TestPresenceFencedWhenCutOff(t *testing.T) {
 // term that ended cannot publish, and the next campaigner takes over.
 func TestLeadershipFencesPublish(t *testing.T) {
 	c := etcdtest.Start(t)
-	cli1 := etcdtest.Client(t, c.Endpoints()...)
-	cli2 := etcdtest.Client(t, c.Endpoints()...)
-	s1 := newStore(t, cli1)
-	s2 := etcdlayout.New(cli2, s1.Prefix())
-	defer s2.Close()
+	cli := etcdtest.Client(t, c.Endpoints()...)
+	s1 := newStore(t, cli, c.Endpoints()...)
+	s2 := storeAt(t, s1.Prefix(), c.Endpoints()...)
 	ctx := context.Background()
 	rev, err := s1.Publish(ctx, 0, layouttest.Layout(3))
 	if err != nil {
@@ -187,17 +196,4 @@ func TestLeadershipFencesPublish(t *testing.T) {
 		t.Fatalf("the new leader's publish: %v", err)
 	}
 	l2.Resign(ctx)
-}
-
-func waitFor(t *testing.T, changed <-chan struct{}, ok func() bool, what string) {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for !ok() {
-		select {
-		case <-changed:
-		case <-time.After(50 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("waited 5 s for %s", what)
-		}
-	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
-
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
@@ -16,18 +16,31 @@ import (
 // [Leadership] that was lost: another coordinator may be in charge.
 var ErrNotLeader = errors.New("etcdlayout: no longer the elected coordinator")
 
-// Leadership is a coordinator's term, won in etcd's election under the
-// store's prefix ([Store.Campaign]). Its [Leadership.Store] publishes only
-// while the term lasts: each publish compares, in the same transaction,
-// that the term's election key still exists, so a coordinator that was
-// paused and deposed cannot publish over its successor.
+// Leadership is a coordinator's term, won in the election under the
+// store's prefix ([Store.Campaign]). The election is etcd's usual one:
+// each campaigner writes a key of its own under <prefix>coordinator/,
+// bound to a lease it keeps alive, and the one whose key was created
+// first leads; the others each wait for the key just before theirs to
+// go. A term ends when its lease does (the coordinator died, or could not
+// renew it for TTL) or at Resign.
+//
+// Its [Leadership.Store] publishes only while the term lasts: each
+// publish compares, in the same transaction, that the term's key still
+// exists as created, so a coordinator that was paused and deposed cannot
+// publish over its successor.
 type Leadership struct {
-	s        *Store
-	session  *concurrency.Session
-	election *concurrency.Election
-	key      string // the term's election key, kept: Resign clears the election's
-	rev      int64  // its create revision
+	s     *Store
+	id    string
+	lease int64
+	key   string // the term's election key
+	rev   int64  // its create revision
+
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the term ends
+	once   sync.Once
 }
+
+func (s *Store) electionPrefix() string { return s.prefix + KeyElection + "/" }
 
 // Campaign waits until the caller, named id, is the elected coordinator
 // of the store's layer, or ctx ends. ttl (whole seconds; 0: DefaultTTL) is
@@ -40,41 +53,130 @@ func (s *Store) Campaign(ctx context.Context, id string, ttl time.Duration) (*Le
 	if ttl < time.Second || ttl%time.Second != 0 {
 		return nil, fmt.Errorf("etcdlayout: campaign TTL %v must be whole seconds", ttl)
 	}
-	sess, err := concurrency.NewSession(s.cli, concurrency.WithTTL(int(ttl/time.Second)), concurrency.WithContext(s.ctx))
+	lease, granted, err := s.cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("etcdlayout: campaign: session: %w", err)
+		return nil, fmt.Errorf("etcdlayout: campaign: grant: %w", err)
 	}
-	e := concurrency.NewElection(sess, s.prefix+KeyElection)
-	if err := e.Campaign(ctx, id); err != nil {
-		sess.Close()
+	kctx, cancel := context.WithCancel(s.ctx)
+	l := &Leadership{s: s, id: id, lease: lease, key: s.electionPrefix() + strconv.FormatInt(lease, 16), cancel: cancel, done: make(chan struct{})}
+	go l.keepAlive(kctx, time.Duration(granted)*time.Second)
+	fail := func(err error) (*Leadership, error) {
+		l.Resign(context.Background())
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("etcdlayout: campaign as %s: %w", id, err)
 	}
-	return &Leadership{s: s, session: sess, election: e, key: e.Key(), rev: e.Rev()}, nil
+	res, err := s.cli.Txn(ctx, []etcdjson.Cmp{{Key: l.key, Create: true, Rev: 0}},
+		[]etcdjson.Op{{Key: l.key, Value: id, Lease: lease, Put: true}}, []etcdjson.Op{{Key: l.key}})
+	if err != nil {
+		return fail(err)
+	}
+	l.rev = res.Revision
+	if !res.Succeeded && len(res.Gets) > 0 && len(res.Gets[0]) > 0 {
+		l.rev = res.Gets[0][0].CreateRevision
+	}
+	for {
+		kvs, rev, err := s.cli.GetPrefix(ctx, s.electionPrefix(), true, 0)
+		if err != nil {
+			return fail(err)
+		}
+		mine := -1
+		for i, kv := range kvs {
+			if string(kv.Key) == l.key {
+				mine = i
+				break
+			}
+		}
+		switch {
+		case mine < 0:
+			return fail(errors.New("the campaign key is gone (its lease expired)"))
+		case mine == 0:
+			return l, nil
+		}
+		// Wait for the key before ours to go, looking again at least
+		// every second in case the watch misses it.
+		pred := string(kvs[mine-1].Key)
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		errGone := errors.New("gone")
+		werr := s.cli.Watch(wctx, pred, false, rev+1, func(evs []etcdjson.Event) error {
+			for _, ev := range evs {
+				if ev.Delete {
+					return errGone
+				}
+			}
+			return nil
+		})
+		wcancel()
+		select {
+		case <-l.done:
+			return fail(errors.New("the campaign's lease was lost"))
+		default:
+		}
+		if ctx.Err() != nil {
+			return fail(ctx.Err())
+		}
+		_ = werr
+	}
 }
+
+// keepAlive renews the term's lease every ttl/3 and ends the term when
+// etcd says the lease is gone, or no renewal was confirmed for ttl.
+func (l *Leadership) keepAlive(ctx context.Context, ttl time.Duration) {
+	defer l.end()
+	valid := time.Now().Add(ttl)
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, ttl/3)
+		got, err := l.s.cli.KeepAliveOnce(rctx, l.lease)
+		cancel()
+		switch {
+		case err == nil:
+			valid = sent.Add(time.Duration(got) * time.Second)
+		case errors.Is(err, etcdjson.ErrLeaseNotFound):
+			return
+		}
+		if time.Now().After(valid) {
+			return
+		}
+	}
+}
+
+func (l *Leadership) end() { l.once.Do(func() { close(l.done) }) }
 
 // Leader returns the id of the elected coordinator, or "" when there is
 // none.
 func (s *Store) Leader(ctx context.Context) (string, error) {
-	resp, err := s.cli.Get(ctx, s.prefix+KeyElection+"/", clientv3.WithFirstCreate()...)
+	kvs, _, err := s.cli.GetPrefix(ctx, s.electionPrefix(), true, 1)
 	if err != nil {
 		return "", fmt.Errorf("etcdlayout: read the leader: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
+	if len(kvs) == 0 {
 		return "", nil
 	}
-	return string(resp.Kvs[0].Value), nil
+	return string(kvs[0].Value), nil
 }
 
-// Done is closed when the term ends: the session's lease expired or was
-// revoked (Resign), or the store was closed.
-func (l *Leadership) Done() <-chan struct{} { return l.session.Done() }
+// Done is closed when the term ends: its lease expired, was revoked
+// (Resign), or could not be renewed for its TTL, or the store was closed.
+func (l *Leadership) Done() <-chan struct{} { return l.done }
 
-// Resign ends the term at once, so that another campaigner takes over
-// without waiting for the TTL.
+// Resign ends the term at once (it revokes the lease, which deletes the
+// term's key), so that another campaigner takes over without waiting for
+// the TTL. It is idempotent.
 func (l *Leadership) Resign(ctx context.Context) error {
-	err := l.election.Resign(ctx)
-	if cerr := l.session.Close(); err == nil {
-		err = cerr
+	l.cancel()
+	l.end()
+	err := l.s.cli.Revoke(ctx, l.lease)
+	if errors.Is(err, etcdjson.ErrLeaseNotFound) {
+		err = nil
 	}
 	return err
 }
@@ -93,6 +195,5 @@ type FencedStore struct {
 // Publish is [Store.Publish] with the term's compare; it wraps
 // [ErrNotLeader] when the term is over.
 func (f *FencedStore) Publish(ctx context.Context, prev keyspace.Revision, next keyspace.Layout) (keyspace.Revision, error) {
-	cmp := clientv3.Compare(clientv3.CreateRevision(f.l.key), "=", f.l.rev)
-	return f.Store.publish(ctx, prev, next, []clientv3.Cmp{cmp})
+	return f.Store.publish(ctx, prev, next, []etcdjson.Cmp{{Key: f.l.key, Create: true, Rev: f.l.rev}})
 }

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
@@ -66,7 +64,7 @@ func Dial(spec string) (*Store, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := etcdjson.New(eps, 5*time.Second)
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcdlayout: connect to %s: %w", strings.Join(eps, ","), err)
 	}

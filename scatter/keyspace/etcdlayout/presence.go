@@ -10,9 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
@@ -61,7 +59,7 @@ type Presence struct {
 
 	mu         sync.Mutex
 	validUntil time.Time
-	lease      clientv3.LeaseID
+	lease      int64
 	last       []byte
 
 	cancel context.CancelFunc
@@ -103,16 +101,16 @@ func (s *Store) Join(ctx context.Context, cfg PresenceConfig) (*Presence, error)
 // grant takes a new lease and writes the status under it.
 func (p *Presence) grant(ctx context.Context) error {
 	sent := time.Now()
-	g, err := p.s.cli.Grant(ctx, int64(p.cfg.TTL/time.Second))
+	id, ttl, err := p.s.cli.Grant(ctx, int64(p.cfg.TTL/time.Second))
 	if err != nil {
 		return fmt.Errorf("etcdlayout: grant the lease of %s: %w", p.key, err)
 	}
 	b := p.encode()
-	if _, err := p.s.cli.Put(ctx, p.key, string(b), clientv3.WithLease(g.ID)); err != nil {
+	if _, err := p.s.cli.Put(ctx, p.key, string(b), id); err != nil {
 		return fmt.Errorf("etcdlayout: write %s: %w", p.key, err)
 	}
 	p.mu.Lock()
-	p.lease, p.last, p.validUntil = g.ID, b, sent.Add(time.Duration(g.TTL)*time.Second)
+	p.lease, p.last, p.validUntil = id, b, sent.Add(time.Duration(ttl)*time.Second)
 	p.mu.Unlock()
 	return nil
 }
@@ -151,15 +149,15 @@ func (p *Presence) run(ctx context.Context) {
 		if time.Since(lastRenew) >= renewEvery {
 			sent := time.Now()
 			rctx, cancel := context.WithTimeout(ctx, renewEvery)
-			r, err := p.s.cli.KeepAliveOnce(rctx, id)
+			ttl, err := p.s.cli.KeepAliveOnce(rctx, id)
 			cancel()
 			switch {
-			case err == nil && r.TTL > 0:
+			case err == nil:
 				lastRenew = sent
 				p.mu.Lock()
-				p.validUntil = sent.Add(time.Duration(r.TTL) * time.Second)
+				p.validUntil = sent.Add(time.Duration(ttl) * time.Second)
 				p.mu.Unlock()
-			case err == nil || isLeaseGone(err): // answered: the lease is gone
+			case isLeaseGone(err): // answered: the lease is gone
 				p.log.Warn("presence lost its lease; taking a new one", "key", p.key)
 				lost = true
 				continue
@@ -178,7 +176,7 @@ func (p *Presence) run(ctx context.Context) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, renewEvery)
-		_, err := p.s.cli.Put(pctx, p.key, string(b), clientv3.WithLease(id))
+		_, err := p.s.cli.Put(pctx, p.key, string(b), id)
 		cancel()
 		if err == nil {
 			p.mu.Lock()
@@ -190,7 +188,7 @@ func (p *Presence) run(ctx context.Context) {
 	}
 }
 
-func isLeaseGone(err error) bool { return errors.Is(err, rpctypes.ErrLeaseNotFound) }
+func isLeaseGone(err error) bool { return errors.Is(err, etcdjson.ErrLeaseNotFound) }
 
 func (p *Presence) until() time.Time {
 	p.mu.Lock()
@@ -215,7 +213,7 @@ func (p *Presence) Close() error {
 	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err := p.s.cli.Revoke(ctx, id)
+	err := p.s.cli.Revoke(ctx, id)
 	if err != nil && !isLeaseGone(err) {
 		return fmt.Errorf("etcdlayout: revoke the lease of %s: %w", p.key, err)
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 )
 
@@ -31,7 +31,7 @@ var ErrNoLayout = errors.New("etcdlayout: no layout published")
 // etcd. Create it with [New]; Close it when done (the client stays the
 // caller's).
 type Store struct {
-	cli    *clientv3.Client
+	cli    *etcdjson.Client
 	prefix string
 
 	ctx    context.Context // ends at Close: the watch behind Changed
@@ -50,7 +50,7 @@ var (
 // New returns a store that keeps its keys under prefix on cli. The prefix
 // names the layer: several layers may share a cluster under different
 // prefixes.
-func New(cli *clientv3.Client, prefix string) *Store {
+func New(cli *etcdjson.Client, prefix string) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Store{cli: cli, prefix: prefix, ctx: ctx, cancel: cancel, changed: make(chan struct{})}
 }
@@ -60,9 +60,6 @@ func (s *Store) Close() error {
 	s.cancel()
 	return nil
 }
-
-// Client returns the store's etcd client.
-func (s *Store) Client() *clientv3.Client { return s.cli }
 
 // Prefix returns the store's key prefix.
 func (s *Store) Prefix() string { return s.prefix }
@@ -83,14 +80,13 @@ func decode(kv []byte, rev int64) (keyspace.Layout, error) {
 // Load returns the layout in force and its revision (the key's
 // ModRevision). It wraps [ErrNoLayout] when none was published.
 func (s *Store) Load(ctx context.Context) (keyspace.Layout, keyspace.Revision, error) {
-	resp, err := s.cli.Get(ctx, s.layoutKey())
+	kv, _, err := s.cli.Get(ctx, s.layoutKey())
 	if err != nil {
 		return keyspace.Layout{}, 0, fmt.Errorf("etcdlayout: load %s: %w", s.layoutKey(), err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kv == nil {
 		return keyspace.Layout{}, 0, fmt.Errorf("%w under %q", ErrNoLayout, s.prefix)
 	}
-	kv := resp.Kvs[0]
 	l, err := decode(kv.Value, kv.ModRevision)
 	return l, keyspace.Revision(kv.ModRevision), err
 }
@@ -102,7 +98,7 @@ func (s *Store) Publish(ctx context.Context, prev keyspace.Revision, next keyspa
 }
 
 // publish is Publish with extra compares (a coordinator's leadership).
-func (s *Store) publish(ctx context.Context, prev keyspace.Revision, next keyspace.Layout, extra []clientv3.Cmp) (keyspace.Revision, error) {
+func (s *Store) publish(ctx context.Context, prev keyspace.Revision, next keyspace.Layout, extra []etcdjson.Cmp) (keyspace.Revision, error) {
 	if err := next.Validate(); err != nil {
 		return 0, err
 	}
@@ -111,15 +107,15 @@ func (s *Store) publish(ctx context.Context, prev keyspace.Revision, next keyspa
 		return 0, fmt.Errorf("etcdlayout: encode layout: %w", err)
 	}
 	key := s.layoutKey()
-	cmps := append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", int64(prev))}, extra...)
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(b))).Else(clientv3.OpGet(key)).Commit()
+	cmps := append([]etcdjson.Cmp{{Key: key, Rev: int64(prev)}}, extra...)
+	resp, err := s.cli.Txn(ctx, cmps, []etcdjson.Op{{Key: key, Value: string(b), Put: true}}, []etcdjson.Op{{Key: key}})
 	if err != nil {
 		return 0, fmt.Errorf("etcdlayout: publish epoch %d: %w", next.Epoch, err)
 	}
 	if !resp.Succeeded {
 		cur, at := "none", int64(0)
-		if r := resp.Responses[0].GetResponseRange(); r != nil && len(r.Kvs) > 0 {
-			at = r.Kvs[0].ModRevision
+		if len(resp.Gets) > 0 && len(resp.Gets[0]) > 0 {
+			at = resp.Gets[0][0].ModRevision
 			cur = fmt.Sprintf("revision %d", at)
 		}
 		if at == int64(prev) {
@@ -128,21 +124,32 @@ func (s *Store) publish(ctx context.Context, prev keyspace.Revision, next keyspa
 		}
 		return 0, fmt.Errorf("%w: publish epoch %d over revision %d, the layout is at %s", keyspace.ErrConflict, next.Epoch, prev, cur)
 	}
-	return keyspace.Revision(resp.Header.Revision), nil
+	return keyspace.Revision(resp.Revision), nil
 }
 
 // Watch calls apply with the layout in force and with each one published
-// later, until ctx ends. It follows the key with an etcd watch that
-// requires a leader, so a client cut off from the quorum does not wait on
-// a silent member: the watch is cancelled, and Watch loads the layout again
-// and resumes (through another endpoint, when the client has several).
+// later, until ctx ends. It follows the key with an etcd watch, and reads
+// the key every [ResyncInterval] besides: a read needs the cluster's
+// quorum, so a watch held by a member cut off from it, which would stay
+// silent, is dropped and taken up again through another endpoint, and a
+// layout the watch missed is applied from the read.
 func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, onError func(error)) error {
 	report := func(err error) {
 		if err != nil && onError != nil && ctx.Err() == nil {
 			onError(err)
 		}
 	}
+	var mu sync.Mutex
 	var lastRev int64
+	take := func(l keyspace.Layout, rev int64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if rev <= lastRev {
+			return
+		}
+		lastRev = rev
+		report(apply(l))
+	}
 	for ctx.Err() == nil {
 		l, rev, err := s.Load(ctx)
 		if err != nil {
@@ -152,32 +159,44 @@ func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, on
 			}
 			continue
 		}
-		if int64(rev) != lastRev {
-			report(apply(l))
-			lastRev = int64(rev)
-		}
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		wch := s.cli.Watch(wctx, s.layoutKey(), clientv3.WithRev(int64(rev)+1))
-		for wr := range wch {
-			if err := wr.Err(); err != nil {
-				report(fmt.Errorf("etcdlayout: watch %s: %w", s.layoutKey(), err))
-				break
+		take(l, int64(rev))
+		wctx, cancel := context.WithCancel(ctx)
+		go func() { // the resync read
+			t := time.NewTicker(ResyncInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-wctx.Done():
+					return
+				case <-t.C:
+				}
+				l, rev, err := s.Load(wctx)
+				if err != nil {
+					cancel() // the watch's member may be cut off: start again
+					return
+				}
+				take(l, int64(rev))
 			}
-			for _, ev := range wr.Events {
-				if ev.Type != clientv3.EventTypePut {
+		}()
+		err = s.cli.Watch(wctx, s.layoutKey(), false, int64(rev)+1, func(evs []etcdjson.Event) error {
+			for _, ev := range evs {
+				if ev.Delete {
 					report(fmt.Errorf("%w: the layout key %s was deleted", keyspace.ErrInvalidLayout, s.layoutKey()))
 					continue
 				}
-				l, err := decode(ev.Kv.Value, ev.Kv.ModRevision)
-				lastRev = ev.Kv.ModRevision
+				l, err := decode(ev.KV.Value, ev.KV.ModRevision)
 				if err != nil {
 					report(err)
 					continue
 				}
-				report(apply(l))
+				take(l, ev.KV.ModRevision)
 			}
-		}
+			return nil
+		})
 		cancel()
+		if err != nil {
+			report(fmt.Errorf("etcdlayout: watch %s: %w", s.layoutKey(), err))
+		}
 		if !sleep(ctx, retryDelay) {
 			return nil
 		}
@@ -185,14 +204,18 @@ func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, on
 	return nil
 }
 
+// ResyncInterval is how often a [Store.Watch] reads the layout besides
+// its watch.
+const ResyncInterval = 2 * time.Second
+
 // Statuses returns the status each live process keeps under live/.
 func (s *Store) Statuses(ctx context.Context) ([]keyspace.Status, error) {
-	resp, err := s.cli.Get(ctx, s.prefix+KeyLive, clientv3.WithPrefix())
+	kvs, _, err := s.cli.GetPrefix(ctx, s.prefix+KeyLive, false, 0)
 	if err != nil {
 		return nil, fmt.Errorf("etcdlayout: read statuses: %w", err)
 	}
-	out := make([]keyspace.Status, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]keyspace.Status, 0, len(kvs))
+	for _, kv := range kvs {
 		var st keyspace.Status
 		if err := json.Unmarshal(kv.Value, &st); err != nil {
 			continue // a process that wrote garbage is not alive to us
@@ -220,14 +243,10 @@ func (s *Store) Changed() <-chan struct{} {
 
 func (s *Store) watchAll() {
 	for s.ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(s.ctx))
-		for wr := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix()) {
-			if wr.Err() != nil {
-				break
-			}
+		s.cli.Watch(s.ctx, s.prefix, true, 0, func([]etcdjson.Event) error {
 			s.signal()
-		}
-		cancel()
+			return nil
+		})
 		s.signal() // the watch broke: whatever it would have told, look again
 		if !sleep(s.ctx, retryDelay) {
 			return
@@ -240,4 +259,24 @@ func (s *Store) signal() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
+}
+
+// Await returns once ok holds for the statuses of the live processes, or
+// with ctx's error. It reads them again at each change under the prefix
+// (and every second regardless): "every process of the layout reports
+// epoch n" is a wait on etcd, not a poll of the processes.
+func (s *Store) Await(ctx context.Context, ok func([]keyspace.Status) bool) error {
+	for {
+		changed := s.Changed()
+		sts, err := s.Statuses(ctx)
+		if err == nil && ok(sts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+	}
 }

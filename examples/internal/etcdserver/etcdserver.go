@@ -1,7 +1,9 @@
-package main
+package etcdserver
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,27 +19,26 @@ import (
 	"github.com/indexkit/indexkit/internal/freeport"
 )
 
-// debianEtcd is where Debian's etcd-server installs etcd.
-const debianEtcd = "/usr/bin/etcd"
+// DebianBinary is where Debian's etcd-server installs etcd.
+const DebianBinary = "/usr/bin/etcd"
 
-// Timings of the etcd that demo and sim start: a 50 ms heartbeat and a
-// 500 ms election timeout, so that the server's smallest lease TTL (3/2 of
-// the election timeout, rounded up to a second) is 1 s, not etcd's
-// default 2 s, and the -liveness and -ttl of a quick run are kept as
-// given.
+// Timings of the servers: a 50 ms heartbeat and a 500 ms election
+// timeout, so that the server's smallest lease TTL (3/2 of the election
+// timeout, rounded up to a second) is 1 s, not etcd's default 2 s, and
+// the short TTLs of a local run are kept as given.
 const (
-	etcdHeartbeatMs = 50
-	etcdElectionMs  = 500
+	HeartbeatMs = 50
+	ElectionMs  = 500
 )
 
-// etcdServer is an etcd cluster of local processes, one per member, on
-// free 127.0.0.1 ports, with its data directories under a directory of
-// the caller's.
-type etcdServer struct {
-	members []*etcdMember
+// Server is an etcd cluster of local processes, one per member, on free
+// 127.0.0.1 ports, with its data directories under a directory of the
+// caller's.
+type Server struct {
+	members []*member
 }
 
-type etcdMember struct {
+type member struct {
 	name    string
 	client  string // host:port
 	logFile string
@@ -45,9 +46,8 @@ type etcdMember struct {
 	done    chan struct{} // closed when cmd has been reaped
 }
 
-// Endpoints are the members' client addresses, comma-separated: the -etcd
-// flag of the nodes.
-func (s *etcdServer) Endpoints() string {
+// Endpoints are the members' client addresses (host:port), comma-separated.
+func (s *Server) Endpoints() string {
 	eps := make([]string, len(s.members))
 	for i, m := range s.members {
 		eps[i] = m.client
@@ -56,7 +56,7 @@ func (s *etcdServer) Endpoints() string {
 }
 
 // PIDs are the members' process IDs.
-func (s *etcdServer) PIDs() []int {
+func (s *Server) PIDs() []int {
 	pids := make([]int, len(s.members))
 	for i, m := range s.members {
 		pids[i] = m.cmd.Process.Pid
@@ -64,25 +64,26 @@ func (s *etcdServer) PIDs() []int {
 	return pids
 }
 
-// etcdBinary returns etcd on PATH, else Debian's /usr/bin/etcd.
-func etcdBinary() (string, error) {
+// Binary returns etcd on PATH, else Debian's /usr/bin/etcd, or an error
+// saying how to install it.
+func Binary() (string, error) {
 	if p, err := exec.LookPath("etcd"); err == nil {
 		return p, nil
 	}
-	if _, err := os.Stat(debianEtcd); err == nil {
-		return debianEtcd, nil
+	if _, err := os.Stat(DebianBinary); err == nil {
+		return DebianBinary, nil
 	}
-	return "", fmt.Errorf("start etcd: no etcd on PATH nor at %s (Debian: apt-get install etcd-server)", debianEtcd)
+	return "", fmt.Errorf("start etcd: no etcd on PATH nor at %s (Debian: apt-get install etcd-server)", DebianBinary)
 }
 
-// startEtcd starts an etcd cluster of n members on free 127.0.0.1 ports,
-// with data directories and logs under dir, and waits until every member
-// answers /health.
-func startEtcd(ctx context.Context, dir string, n int) (*etcdServer, error) {
+// Start starts an etcd cluster of n members on free 127.0.0.1 ports, with
+// data directories and logs under dir, and waits until every member
+// answers /health. Stop it with [Server.Stop].
+func Start(ctx context.Context, dir string, n int) (*Server, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("start etcd: %d members: want at least 1", n)
 	}
-	bin, err := etcdBinary()
+	bin, err := Binary()
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func startEtcd(ctx context.Context, dir string, n int) (*etcdServer, error) {
 	return nil, errors.Join(errs...)
 }
 
-func launchEtcd(ctx context.Context, bin, dir string, n int) (*etcdServer, error) {
+func launchEtcd(ctx context.Context, bin, dir string, n int) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -112,10 +113,12 @@ func launchEtcd(ctx context.Context, bin, dir string, n int) (*etcdServer, error
 	for i := range n {
 		peers[i] = fmt.Sprintf("m%d=http://127.0.0.1:%d", i, base+2*i+1)
 	}
-	s := &etcdServer{}
-	token := strings.TrimSuffix(randomPrefix("fleet-"), ":")
+	s := &Server{}
+	var rb [6]byte
+	_, _ = rand.Read(rb[:])
+	token := "indexkit-" + hex.EncodeToString(rb[:])
 	for i := range n {
-		m := &etcdMember{
+		m := &member{
 			name:    "m" + strconv.Itoa(i),
 			client:  "127.0.0.1:" + strconv.Itoa(base+2*i),
 			logFile: filepath.Join(dir, fmt.Sprintf("m%d.log", i)),
@@ -132,8 +135,8 @@ func launchEtcd(ctx context.Context, bin, dir string, n int) (*etcdServer, error
 			"--initial-cluster", strings.Join(peers, ","),
 			"--initial-cluster-state", "new",
 			"--initial-cluster-token", token,
-			"--heartbeat-interval", strconv.Itoa(etcdHeartbeatMs),
-			"--election-timeout", strconv.Itoa(etcdElectionMs),
+			"--heartbeat-interval", strconv.Itoa(HeartbeatMs),
+			"--election-timeout", strconv.Itoa(ElectionMs),
 			"--logger", "zap", "--log-level", "warn", "--log-outputs", m.logFile,
 		)
 		if err := m.cmd.Start(); err != nil {
@@ -154,7 +157,7 @@ func launchEtcd(ctx context.Context, bin, dir string, n int) (*etcdServer, error
 
 // waitReady polls the member's /health until it answers "true" (the
 // cluster has a leader and the member serves), for at most 20 s.
-func (m *etcdMember) waitReady(ctx context.Context) error {
+func (m *member) waitReady(ctx context.Context) error {
 	hc := &http.Client{Timeout: time.Second}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(20 * time.Second)
@@ -188,7 +191,7 @@ func (m *etcdMember) waitReady(ctx context.Context) error {
 }
 
 // logTail returns the last 2 KiB of the member's log.
-func (m *etcdMember) logTail() string {
+func (m *member) logTail() string {
 	b, err := os.ReadFile(m.logFile)
 	if err != nil {
 		return err.Error()
@@ -197,7 +200,7 @@ func (m *etcdMember) logTail() string {
 }
 
 // Stop stops every member by its PID: SIGTERM, then SIGKILL after 5 s.
-func (s *etcdServer) Stop() {
+func (s *Server) Stop() {
 	for _, m := range s.members {
 		_ = m.cmd.Process.Signal(syscall.SIGTERM)
 	}
