@@ -87,9 +87,8 @@
 // scatter/keyspace/etcdlayout): Run then follows the store's watch and
 // keeps the writer's status (Role ingest, Name ShardConfig.Name) under a
 // lease key for as long as it runs, revoked when Run returns; a node that
-// dies drops out ShardConfig.PresenceTTL later. It reaches etcd through
-// its JSON gateway (examples/internal/layoutsrc), not etcd's Go client,
-// whose protobuf registrations clash with go-libp2p-pubsub's.
+// dies drops out ShardConfig.PresenceTTL later (examples/internal/layoutsrc
+// takes either form).
 //
 // # The program
 //

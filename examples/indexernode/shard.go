@@ -15,6 +15,7 @@ import (
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/scatter/routing"
@@ -36,7 +37,7 @@ type ShardConfig struct {
 	// writer's Status) under a lease.
 	Layout string `json:"Layout"`
 	// PresenceTTL is the lease TTL of the node's status key with an etcd
-	// layout (0: 5 s, layoutsrc.DefaultTTL; whole seconds).
+	// layout (0: 5 s, etcdlayout.DefaultTTL; whole seconds).
 	PresenceTTL time.Duration `json:"PresenceTTL,omitempty"`
 	// Name is the node's name among the layout's Writers. Required.
 	Name string `json:"Name"`
@@ -170,7 +171,7 @@ func (n *Node) runShard(ctx context.Context) error {
 	if !sp.src.Etcd() {
 		return sp.w.Run(ctx)
 	}
-	pres, err := sp.src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleIngest, Name: n.cfg.Shard.Name,
+	pres, err := sp.src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleIngest, Name: n.cfg.Shard.Name,
 		Status: sp.w.Status, TTL: n.cfg.Shard.PresenceTTL})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
@@ -21,7 +22,12 @@ func TestEtcdLayout(t *testing.T) {
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	prefix := etcdtest.Prefix(t, cli, "querynode")
-	st := etcdlayout.New(cli, prefix)
+	j, err := etcdjson.New(c.Endpoints(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	st := etcdlayout.New(j, prefix)
 	defer st.Close()
 	ctx := t.Context()
 

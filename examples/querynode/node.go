@@ -21,6 +21,7 @@ import (
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	qn "github.com/indexkit/indexkit/scatter/keyspace/querynode"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
@@ -53,7 +54,7 @@ type Config struct {
 	// SIGHUP). An etcd layout needs neither.
 	LayoutPoll time.Duration `json:",omitempty"`
 	// PresenceTTL is the lease TTL of the node's status key with an etcd
-	// layout (0: 5 s, layoutsrc.DefaultTTL; whole seconds).
+	// layout (0: 5 s, etcdlayout.DefaultTTL; whole seconds).
 	PresenceTTL time.Duration `json:",omitempty"`
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
@@ -127,7 +128,7 @@ type Node struct {
 	st   store.Store
 	node *qn.Node
 	src  *layoutsrc.Source
-	pres *layoutsrc.Presence // with an etcd layout, while Run runs
+	pres *etcdlayout.Presence // with an etcd layout, while Run runs
 	srv  *http.Server
 	ln   net.Listener
 
@@ -282,7 +283,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	l := n.node.Layout()
 	n.log.Info("starting", "name", n.cfg.Name, "dir", n.cfg.Dir, "store", n.cfg.Store, "layout", n.cfg.Layout, "epoch", l.Epoch, "phase", l.Phase)
-	pres, err := n.src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleQuery, Name: n.cfg.Name,
+	pres, err := n.src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleQuery, Name: n.cfg.Name,
 		Status: n.node.Status, TTL: n.cfg.PresenceTTL})
 	if err != nil {
 		n.ln.Close()

@@ -4,7 +4,7 @@
 // by the same flag or field:
 //
 //	-layout layout.json                           a file (keyspace.Load)
-//	-layout etcd://HOST:PORT[,HOST:PORT...]/PREFIX  etcd ([ParseURL])
+//	-layout etcd://HOST:PORT[,HOST:PORT...]/PREFIX  etcd (etcdlayout.ParseURL)
 //
 // [Open] takes either form and returns a [Source]. [Source.Load] reads the
 // layout in force; [Source.Follow] keeps a process in step with it (a file
@@ -24,19 +24,6 @@
 //
 // Open fails on a spec that names neither form (an etcd URL that does not
 // parse wraps keyspace.ErrInvalidLayout); Load returns the store's errors
-// (keyspace.Load's for a file, [ErrNoLayout] when nothing was ever
-// published).
-//
-// # Why not etcd's Go client
-//
-// A Source speaks to etcd through the JSON gateway every etcd serves on
-// its client URLs (POST /v3/kv/range, /v3/watch, /v3/lease/...), with the
-// keys and values of scatter/keyspace/etcdlayout, which the coordinator
-// uses through etcd's Go client. That client registers etcd's generated
-// protobuf file "rpc.proto", and go-libp2p-pubsub, which the ingest node
-// links for gossip, registers a file of the same name: a binary that links
-// both panics before main (libp2p/go-libp2p-pubsub#729,
-// etcd-io/etcd#19682), and the in-process pool links every role. So no
-// role package imports etcdlayout or go.etcd.io/etcd; TestSameKeysAsEtcdlayout
-// checks that both sides read each other's keys.
+// (keyspace.Load's for a file, etcdlayout.ErrNoLayout when nothing was
+// ever published).
 package layoutsrc

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/scatter/keyspace"
@@ -22,6 +23,18 @@ import (
 // (http://HOST:PORT or HOST:PORT).
 func etcdURL(addr, prefix string) string {
 	return "etcd://" + strings.TrimPrefix(addr, "http://") + "/" + prefix
+}
+
+// newStore is an etcdlayout store of prefix on eps, closed at the end of
+// the test.
+func newStore(t *testing.T, prefix string, eps ...string) *etcdlayout.Store {
+	j, err := etcdjson.New(eps, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := etcdlayout.New(j, prefix)
+	t.Cleanup(func() { st.Close(); j.Close() })
+	return st
 }
 
 // waitStatus polls the statuses under st until ok holds, for at most 5 s.
@@ -40,30 +53,25 @@ func waitStatus(t *testing.T, st *etcdlayout.Store, what string, ok func([]keysp
 	}
 }
 
-// The gateway client reads and writes the keys of etcdlayout: a URL
-// parses the same, a layout etcdlayout publishes is what Load and Follow
-// see, and a presence is one of etcdlayout's Statuses, updated when the
-// status changes and gone at Close.
-func TestSameKeysAsEtcdlayout(t *testing.T) {
-	for _, u := range []string{"etcd://127.0.0.1:2379/pool", "etcd://a:1,b:2/x/y/", "etcd://a:1", "etcd:///p", "layout.json"} {
-		e1, p1, err1 := etcdlayout.ParseURL(u)
-		e2, p2, err2 := layoutsrc.ParseURL(u)
-		if strings.Join(e1, ",") != strings.Join(e2, ",") || p1 != p2 || (err1 == nil) != (err2 == nil) || etcdlayout.IsURL(u) != layoutsrc.IsURL(u) {
-			t.Errorf("%q: etcdlayout %v %q %v, layoutsrc %v %q %v", u, e1, p1, err1, e2, p2, err2)
-		}
+// An etcd source: a URL that does not parse is refused, Load says when
+// nothing was published, a layout etcdlayout publishes is what Load and
+// Follow see, and a presence is one of the store's Statuses, updated
+// when the status changes and gone at Close.
+func TestEtcdSource(t *testing.T) {
+	if _, err := layoutsrc.Open("etcd:///p"); !errors.Is(err, keyspace.ErrInvalidLayout) {
+		t.Errorf("Open of an etcd URL without a host: %v, want ErrInvalidLayout", err)
 	}
 	c := etcdtest.Start(t)
 	cli := etcdtest.Client(t, c.Endpoints()...)
 	prefix := etcdtest.Prefix(t, cli, "layoutsrc")
-	st := etcdlayout.New(cli, prefix)
-	defer st.Close()
+	st := newStore(t, prefix, c.Endpoints()...)
 	src, err := layoutsrc.Open(etcdURL(c.Endpoints()[0], prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	ctx := t.Context()
-	if _, err := src.Load(ctx); !errors.Is(err, layoutsrc.ErrNoLayout) {
+	if _, err := src.Load(ctx); !errors.Is(err, etcdlayout.ErrNoLayout) {
 		t.Fatalf("Load before a publish: %v, want ErrNoLayout", err)
 	}
 	l := layouttest.Layout(3)
@@ -80,7 +88,7 @@ func TestSameKeysAsEtcdlayout(t *testing.T) {
 	go func() {
 		followed <- src.Follow(fctx, 0, nil, func(l keyspace.Layout) error { applied.Store(l.Epoch); return nil }, nil)
 	}()
-	p, err := src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleQuery, Name: "q1", TTL: time.Second,
+	p, err := src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleQuery, Name: "q1", TTL: time.Second,
 		Status: func() keyspace.Status { return keyspace.Status{Epoch: applied.Load()} }})
 	if err != nil {
 		t.Fatal(err)
@@ -116,8 +124,7 @@ func TestFenceLiftsAtTheLayoutInForce(t *testing.T) {
 	m := c.Members[0]
 	cli := etcdtest.Client(t, "http://"+m.DirectClientAddr())
 	prefix := etcdtest.Prefix(t, cli, "fence")
-	st := etcdlayout.New(cli, prefix)
-	defer st.Close()
+	st := newStore(t, prefix, []string{"http://" + m.DirectClientAddr()}...)
 	ctx := t.Context()
 	l := layouttest.Layout(2)
 	rev, err := st.Publish(ctx, 0, l)
@@ -131,7 +138,7 @@ func TestFenceLiftsAtTheLayoutInForce(t *testing.T) {
 	defer src.Close()
 	var applied atomic.Uint64
 	applied.Store(1)
-	p, err := src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleFront, Name: "f1", TTL: time.Second,
+	p, err := src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleFront, Name: "f1", TTL: time.Second,
 		Status: func() keyspace.Status { return keyspace.Status{Epoch: applied.Load()} }})
 	if err != nil {
 		t.Fatal(err)
@@ -196,8 +203,7 @@ func TestProcesses(t *testing.T) {
 	} {
 		t.Run(tc.role, func(t *testing.T) {
 			prefix := etcdtest.Prefix(t, cli, tc.role)
-			st := etcdlayout.New(cli, prefix)
-			defer st.Close()
+			st := newStore(t, prefix, c.Endpoints()...)
 			ctx := t.Context()
 			l := keyspace.Layout{Epoch: 1, Replication: 1, Phase: keyspace.PhaseStable,
 				Nodes:   []keyspace.Node{{Name: "query-0", URL: "http://127.0.0.1:1"}}, // nothing serves it: batches wait

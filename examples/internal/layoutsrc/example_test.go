@@ -8,6 +8,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	"github.com/indexkit/indexkit/scatter/keyspace/layouttest"
 )
 
@@ -34,7 +35,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	p, err := src.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleQuery, Name: "q1",
+	p, err := src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleQuery, Name: "q1",
 		Status: func() keyspace.Status { return keyspace.Status{Epoch: l.Epoch} }})
 	fmt.Println("etcd:", src.Etcd(), "epoch:", l.Epoch, "presence:", p != nil, err)
 	// Output:

@@ -3,21 +3,25 @@ package layoutsrc
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // Source is the layout of one process: a file or an etcd store. Create it
 // with [Open].
 type Source struct {
-	spec string
-	gw   *gateway // nil for a file
+	spec  string
+	store *etcdlayout.Store // nil for a file
+	conn  io.Closer         // the store and its client
 
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open returns the source spec names: etcd://HOST:PORT[,HOST:PORT...]/PREFIX
@@ -28,12 +32,12 @@ func Open(spec string) (*Source, error) {
 		return nil, errors.New("layoutsrc: no layout: want a file or etcd://HOST:PORT[,HOST:PORT...]/PREFIX")
 	}
 	s := &Source{spec: spec}
-	if IsURL(spec) {
-		eps, prefix, err := ParseURL(spec)
+	if etcdlayout.IsURL(spec) {
+		st, conn, err := etcdlayout.Dial(spec)
 		if err != nil {
 			return nil, err
 		}
-		s.gw = newGateway(eps, prefix)
+		s.store, s.conn = st, conn
 	}
 	return s, nil
 }
@@ -43,14 +47,17 @@ func (s *Source) String() string { return s.spec }
 
 // Etcd reports whether the layout is on etcd: then [Source.Follow] needs
 // no poll interval or SIGHUP, and [Source.Join] keeps a presence.
-func (s *Source) Etcd() bool { return s.gw != nil }
+func (s *Source) Etcd() bool { return s.store != nil }
+
+// Store returns the etcd store, nil for a file.
+func (s *Source) Store() *etcdlayout.Store { return s.store }
 
 // Load returns the layout in force.
 func (s *Source) Load(ctx context.Context) (keyspace.Layout, error) {
-	if s.gw == nil {
+	if s.store == nil {
 		return keyspace.Load(s.spec)
 	}
-	l, _, err := s.gw.load(ctx)
+	l, _, err := s.store.Load(ctx)
 	return l, err
 }
 
@@ -58,15 +65,13 @@ func (s *Source) Load(ctx context.Context) (keyspace.Layout, error) {
 // ctx ends, and returns nil then. For a file it is keyspace.WatchFile
 // with poll as the interval and reload as the SIGHUP channel; with
 // neither (poll 0, reload nil) it returns nil at once, as a process that
-// re-reads its file only when told does not follow it. For etcd it is a
-// watch of the layout key that requires a leader, started again whenever
-// it breaks, as etcdlayout.Store.Watch does; poll and reload are not
-// needed.
+// re-reads its file only when told does not follow it. For etcd it is the
+// store's watch (etcdlayout.Store.Watch); poll and reload are not needed.
 // Errors of a read or of apply go to onError, and the process keeps its
 // layout.
 func (s *Source) Follow(ctx context.Context, poll time.Duration, reload <-chan struct{}, apply func(keyspace.Layout) error, onError func(error)) error {
-	if s.gw != nil {
-		return s.gw.watch(ctx, apply, onError)
+	if s.store != nil {
+		return s.store.Watch(ctx, apply, onError)
 	}
 	if poll <= 0 && reload == nil {
 		return nil
@@ -75,37 +80,36 @@ func (s *Source) Follow(ctx context.Context, poll time.Duration, reload <-chan s
 }
 
 // Join writes the process's status under its lease key in etcd
-// (live/<Role>/<Name>, as etcdlayout.Store.Join does) and keeps it there,
-// renewed and up to date, until the presence is closed. It returns once
-// the first status is written. For a file it returns nil, nil: there is
+// (etcdlayout.Store.Join) and keeps it there, renewed and up to date,
+// until the presence is closed. For a file it returns nil, nil: there is
 // no presence to keep.
-func (s *Source) Join(ctx context.Context, cfg PresenceConfig) (*Presence, error) {
-	if s.gw == nil {
+func (s *Source) Join(ctx context.Context, cfg etcdlayout.PresenceConfig) (*etcdlayout.Presence, error) {
+	if s.store == nil {
 		return nil, nil
 	}
-	return s.gw.join(ctx, cfg)
+	return s.store.Join(ctx, cfg)
 }
 
-// Close closes the idle connections to etcd (nothing for a file). It is
+// Close closes the etcd store and its client (nothing for a file). It is
 // idempotent; close the presences first.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
-		if s.gw != nil {
-			s.gw.hc.CloseIdleConnections()
+		if s.conn != nil {
+			s.closeErr = s.conn.Close()
 		}
 	})
-	return nil
+	return s.closeErr
 }
 
 // Fence says when a front end must not answer as complete: while its
-// presence is fenced ([Presence.Fenced]: cut off from etcd for
+// presence is fenced (etcdlayout.Presence.Fenced: cut off from etcd for
 // longer than its lease is sure to last, so the coordinator may have
 // moved two epochs on without it), and after that until it has applied
 // the layout in force, read again from etcd once it is back. Create it
 // with [NewFence]; run [Fence.Run] while the front end runs.
 type Fence struct {
 	src   *Source
-	p     *Presence
+	p     *etcdlayout.Presence
 	apply func(keyspace.Layout) error
 	log   *slog.Logger
 
@@ -119,7 +123,7 @@ const FenceInterval = 50 * time.Millisecond
 // takes a layout with apply (the same apply it follows the store with;
 // it must be idempotent and keep a newer layout over an older one). A nil
 // p (a layout file) is never fenced.
-func NewFence(src *Source, p *Presence, apply func(keyspace.Layout) error, log *slog.Logger) *Fence {
+func NewFence(src *Source, p *etcdlayout.Presence, apply func(keyspace.Layout) error, log *slog.Logger) *Fence {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

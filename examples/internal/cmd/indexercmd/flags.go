@@ -12,8 +12,8 @@ import (
 
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/internal/localonly"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // fileConfig is the configuration of the indexer program ([Main]): the
@@ -198,7 +198,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
 	fs.StringVar(&c.Layout, "layout", c.Layout, "layout `file` of a keyspace-sharded query layer: index into its query nodes through a durable outbox under -dir instead of a local index (re-read on SIGHUP; \"\": a plain indexer); or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout the node follows by a watch while keeping its status under a lease there")
-	fs.Func("shard-presence-ttl", "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+layoutsrc.DefaultTTL.String()+")", func(s string) error {
+	fs.Func("shard-presence-ttl", "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
 		c.ShardPresenceTTL = duration(d)
 		return err

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
-	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // EnvToken is the environment variable holding the shard API's bearer
@@ -46,7 +46,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's `name` in the layout (required)")
 	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP; or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout the node follows by a watch while keeping its status under a lease there")
 	fs.DurationVar(&cfg.LayoutPoll, "layout-poll", cfg.LayoutPoll, "how often to read the layout file for a new layout (0: only on SIGHUP; an etcd layout needs none)")
-	fs.DurationVar(&cfg.PresenceTTL, "presence-ttl", cfg.PresenceTTL, "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+layoutsrc.DefaultTTL.String()+")")
+	fs.DurationVar(&cfg.PresenceTTL, "presence-ttl", cfg.PresenceTTL, "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+")")
 	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
 	fs.StringVar(&pprofAddr, "pprof", "", "loopback listen `address` of Go's /debug/pprof/ profiles, answering no web page or rebound name (\"\": none, the default)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/cmd/scattercmd"
 	"github.com/indexkit/indexkit/examples/internal/logtap"
+	"github.com/indexkit/indexkit/internal/etcdjson"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/keyspace"
@@ -34,7 +35,12 @@ func TestEtcdLayoutFence(t *testing.T) {
 	// The test's own client bypasses the proxy the front end goes through.
 	cli := etcdtest.Client(t, "http://"+m.DirectClientAddr())
 	prefix := etcdtest.Prefix(t, cli, "front")
-	st := etcdlayout.New(cli, prefix)
+	j, err := etcdjson.New([]string{"http://" + m.DirectClientAddr()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	st := etcdlayout.New(j, prefix)
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

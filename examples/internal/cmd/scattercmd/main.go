@@ -29,6 +29,7 @@ import (
 	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // options are the command-line flags.
@@ -88,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
 	fs.DurationVar(&o.layoutPoll, "layout-poll", 0, "with a -layout file, how often to read it for a new layout (0: only on SIGHUP)")
 	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP. Or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout followed by a watch, with the front end's status under a lease there (named by its -listen address); cut off from etcd for longer than the lease could last, the front end marks every answer partial (502 instead of 404) until it is back at the layout in force")
-	fs.DurationVar(&o.presenceTTL, "presence-ttl", 0, "with an etcd -layout, the lease `TTL` of the front end's status key, whole seconds (0: "+layoutsrc.DefaultTTL.String()+"); also how long it may be cut off from etcd before its answers turn partial")
+	fs.DurationVar(&o.presenceTTL, "presence-ttl", 0, "with an etcd -layout, the lease `TTL` of the front end's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+"); also how long it may be cut off from etcd before its answers turn partial")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
 	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+scatternode.DefaultLayoutHedge.String()+")")
@@ -145,7 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-layout-poll %v must not be negative", o.layoutPoll)
 	case o.layoutPoll > 0 && o.layoutPath == "":
 		return nil, errors.New("-layout-poll needs -layout")
-	case o.layoutPoll > 0 && layoutsrc.IsURL(o.layoutPath):
+	case o.layoutPoll > 0 && etcdlayout.IsURL(o.layoutPath):
 		return nil, errors.New("-layout-poll is for a layout file: an etcd -layout is followed by a watch")
 	case o.presenceTTL < 0 || o.presenceTTL%time.Second != 0:
 		return nil, fmt.Errorf("-presence-ttl %v must be whole seconds, not negative", o.presenceTTL)
@@ -418,7 +419,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 			return followLayout(node, l, log, met)
 		}
-		pres, err := opts.layout.Join(ctx, layoutsrc.PresenceConfig{Role: keyspace.RoleFront, Name: node.Addrs().Find,
+		pres, err := opts.layout.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleFront, Name: node.Addrs().Find,
 			Status: node.Status, TTL: opts.presenceTTL})
 		if err != nil {
 			closeAll()
