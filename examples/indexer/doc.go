@@ -42,10 +42,11 @@
 //	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)
 //	-index-run-size     33554432                  bytes of multihashes gathered and written as one sorted table, 32 MiB (below; 0: off)
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
-//	-layout             ""                        layout file of a keyspace-sharded query layer: be an ingest node (below)
+//	-layout             ""                        layout file, or etcd://HOST:PORT[,...]/PREFIX, of a keyspace-sharded query layer: be an ingest node (below)
 //	-shard-name         ""                        the node's name among the layout's writers (with -layout)
 //	-shard-token-file   ""                        file whose first line is the query nodes' token (else $INDEXKIT_SHARD_TOKEN)
 //	-shard-batch-bytes  0                         bytes of the batches sent to each query node (0: 1 MiB)
+//	-shard-presence-ttl 0                         with an etcd -layout, the lease TTL of the node's status key (0: 5s)
 //	-metrics            127.0.0.1:3004            Prometheus GET /metrics; "" disables
 //	-pprof              ""                        loopback address of Go's /debug/pprof/ profiles, answering no web page or rebound name; "": none
 //	-use-assigner       false                     ingest only publishers assigned through the admin API
@@ -201,7 +202,11 @@
 // store keeps the provider records; its find API has no index to answer
 // from (ask a front end, examples/scatter -layout). GET /shard/v1/status
 // on the find listener reports its epoch and outboxes, and SIGHUP re-reads
-// the layout file.
+// the layout file. With -layout etcd://HOST:PORT[,HOST:PORT...]/PREFIX
+// the layout is the etcd one of package scatter/keyspace/etcdlayout: the
+// node follows it by a watch and keeps that status under
+// PREFIX/live/ingest/<-shard-name>, bound to a lease of
+// -shard-presence-ttl, for as long as it runs.
 //
 // # Data directory
 //

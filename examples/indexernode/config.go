@@ -240,7 +240,9 @@ func (c Config) Validate() error {
 	case c.Index != nil && c.Shard != nil:
 		return bad("Shard", "with Config.Index: a sharded node indexes into the query nodes")
 	case c.Shard != nil && c.Shard.Layout == "":
-		return bad("Shard.Layout", "must name the layout file")
+		return bad("Shard.Layout", "must name the layout file or etcd://HOST:PORT/PREFIX")
+	case c.Shard != nil && (c.Shard.PresenceTTL < 0 || c.Shard.PresenceTTL%time.Second != 0):
+		return bad("Shard.PresenceTTL", "%v must be whole seconds, not negative", c.Shard.PresenceTTL)
 	case c.Shard != nil && c.Shard.Name == "":
 		return bad("Shard.Name", "empty: a sharded node needs its name among the layout's writers")
 	case c.Shard != nil && c.Shard.BatchBytes < 0:

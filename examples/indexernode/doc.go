@@ -78,6 +78,18 @@
 //     and a store lookup holds no lock that an ingesting writer holds for
 //     longer than a map update.
 //
+// # Ingest node of a keyspace-sharded layer
+//
+// With [Config].Shard the node indexes into the query nodes of a layout
+// ([ShardConfig]). ShardConfig.Layout names a layout file, re-read by
+// [Node.ReloadLayout] (the program's SIGHUP), or an etcd layout,
+// etcd://HOST:PORT[,HOST:PORT...]/PREFIX (package
+// scatter/keyspace/etcdlayout): Run then follows the store's watch and
+// keeps the writer's status (Role ingest, Name ShardConfig.Name) under a
+// lease key for as long as it runs, revoked when Run returns; a node that
+// dies drops out ShardConfig.PresenceTTL later (examples/internal/layoutsrc
+// takes either form).
+//
 // # The program
 //
 // examples/indexer is this node behind a command line; its code is

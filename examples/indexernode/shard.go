@@ -7,10 +7,15 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/scatter/find/sample"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer"
 	"github.com/indexkit/indexkit/scatter/keyspace/writer/outbox"
 	"github.com/indexkit/indexkit/scatter/routing"
@@ -25,8 +30,15 @@ import (
 // provider records; its find API has no index to answer from.
 type ShardConfig struct {
 	// Layout is the layout file ([keyspace.Load]), re-read by
-	// [Node.ReloadLayout] (examples/indexer: on SIGHUP).
+	// [Node.ReloadLayout] (examples/indexer: on SIGHUP); or an etcd
+	// layout, etcd://HOST:PORT[,HOST:PORT...]/PREFIX (package
+	// scatter/keyspace/etcdlayout), which Run follows by the store's
+	// watch while it keeps the node's status (Role ingest, Name, the
+	// writer's Status) under a lease.
 	Layout string `json:"Layout"`
+	// PresenceTTL is the lease TTL of the node's status key with an etcd
+	// layout (0: 5 s, etcdlayout.DefaultTTL; whole seconds).
+	PresenceTTL time.Duration `json:"PresenceTTL,omitempty"`
 	// Name is the node's name among the layout's Writers. Required.
 	Name string `json:"Name"`
 	// Token is the query nodes' bearer token.
@@ -41,16 +53,23 @@ type ShardConfig struct {
 type shardPart struct {
 	w       *writer.Writer
 	records store.Store
+	src     *layoutsrc.Source
 }
 
 func (n *Node) openShard(cfg Config) error {
 	sc := cfg.Shard
-	l, err := keyspace.Load(sc.Layout)
+	src, err := layoutsrc.Open(sc.Layout)
 	if err != nil {
 		return fmt.Errorf("Shard.Layout: %w", err)
 	}
-	sp := &shardPart{}
+	sp := &shardPart{src: src}
 	n.shard = sp
+	ctx, cancel := context.WithTimeout(context.Background(), LoadTimeout)
+	l, err := src.Load(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("Shard.Layout %s: %w", sc.Layout, err)
+	}
 	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.log); err != nil {
 		return lockHint(err)
 	}
@@ -75,19 +94,42 @@ func (n *Node) openShard(cfg Config) error {
 	return nil
 }
 
-// ReloadLayout re-reads the layout file of a sharded node and routes by
-// it from now on. A layout that does not load, or is older than the one in
-// force, is refused and the node keeps its layout
-// ([writer.Writer.ReloadFile]). Without Config.Shard it does nothing.
+// LoadTimeout bounds the reads of an etcd layout that New and
+// ReloadLayout make (they take no context).
+const LoadTimeout = 10 * time.Second
+
+// ReloadLayout re-reads the layout (the file, or the etcd store) of a
+// sharded node and routes by it from now on. A layout that does not load,
+// or is older than the one in force, is refused and the node keeps its
+// layout ([writer.Writer.SetLayout]). Without Config.Shard it does
+// nothing.
 func (n *Node) ReloadLayout() error {
 	if n.shard == nil {
 		return nil
 	}
-	if err := n.shard.w.ReloadFile(n.cfg.Shard.Layout); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), LoadTimeout)
+	defer cancel()
+	l, err := n.shard.src.Load(ctx)
+	if err != nil {
 		return err
 	}
-	l := n.shard.w.Layout()
+	if err := n.shard.w.SetLayout(l); err != nil {
+		return err
+	}
 	n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
+	return nil
+}
+
+// followLayout takes l, a layout the etcd store's watch hands the node,
+// and logs it when it moves the node to a new epoch.
+func (n *Node) followLayout(l keyspace.Layout) error {
+	before := n.shard.w.Layout().Epoch
+	if err := n.shard.w.SetLayout(l); err != nil {
+		return err
+	}
+	if l.Epoch != before {
+		n.log.Info("layout loaded", "epoch", l.Epoch, "phase", l.Phase)
+	}
 	return nil
 }
 
@@ -121,8 +163,35 @@ func needsIndex(path string) bool {
 		strings.HasPrefix(path, routing.Prefix+"providers/") || strings.HasPrefix(path, sample.Prefix)
 }
 
+// runShard runs the writer until ctx ends. With an etcd layout it first
+// joins (the node's status under a lease, revoked when runShard returns)
+// and follows the store's watch meanwhile.
 func (n *Node) runShard(ctx context.Context) error {
-	return n.shard.w.Run(ctx)
+	sp := n.shard
+	if !sp.src.Etcd() {
+		return sp.w.Run(ctx)
+	}
+	pres, err := sp.src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleIngest, Name: n.cfg.Shard.Name,
+		Status: sp.w.Status, TTL: n.cfg.Shard.PresenceTTL})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("Shard.Layout: %w", err)
+	}
+	defer func() {
+		if err := pres.Close(); err != nil {
+			n.log.Warn("presence not revoked; its key expires with its lease", "err", err)
+		}
+	}()
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.Go(func() error { return sp.w.Run(gctx) })
+	eg.Go(func() error {
+		return sp.src.Follow(gctx, 0, nil, n.followLayout, func(err error) {
+			n.log.Error("layout: not loaded; keeping the one in force", "layout", n.cfg.Shard.Layout, "err", err)
+		})
+	})
+	return eg.Wait()
 }
 
 // close closes the writer, and with it its outbox, then the records
@@ -134,6 +203,9 @@ func (sp *shardPart) close() error {
 	}
 	if sp.records != nil {
 		errs = append(errs, sp.records.Close())
+	}
+	if sp.src != nil {
+		errs = append(errs, sp.src.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -10,8 +10,11 @@
 //
 //	-dir DIR            data directory: index, writer positions, copy guard (./query-data)
 //	-name NAME          the node's name in the layout (required)
-//	-layout FILE        layout file, re-read on SIGHUP (layout.json)
+//	-layout FILE        layout file, re-read on SIGHUP (layout.json); or
+//	                    etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout followed by a
+//	                    watch, the node's status kept under a lease (see examples/querynode)
 //	-layout-poll D      how often to read the layout file for a new layout (0: only on SIGHUP)
+//	-presence-ttl D     with an etcd -layout, the lease TTL of the node's status key (0: 5s)
 //	-store pebble|memory  index backend (pebble)
 //	-listen ADDR        find and shard APIs (127.0.0.1:3100)
 //	-pprof ADDR         loopback address of Go's /debug/pprof/ profiles, answering

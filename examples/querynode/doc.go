@@ -9,7 +9,7 @@
 // # Embedding
 //
 //	cfg := querynode.DefaultConfig()
-//	cfg.Dir, cfg.Name, cfg.Layout = dir, "q1", "layout.json"
+//	cfg.Dir, cfg.Name, cfg.Layout = dir, "q1", "layout.json" // or "etcd://127.0.0.1:2379/layer1"
 //	n, err := querynode.New(cfg, ln) // ln: the listener of every API
 //	...
 //	go n.Run(ctx)                    // until ctx ends
@@ -41,7 +41,19 @@
 // globally: the program re-reads the layout on SIGHUP, with
 // [Node.ReloadLayout], which an embedder calls when it knows the file has
 // changed; with [Config].LayoutPoll, Run follows the file by itself
-// (keyspace.WatchFile). (Its Pebble store pulls in Pebble's own dependencies, among
+// (keyspace.WatchFile).
+//
+// # On etcd
+//
+// With Config.Layout etcd://HOST:PORT[,HOST:PORT...]/PREFIX the layout is
+// the one of package scatter/keyspace/etcdlayout: New reads it from etcd,
+// Run follows the store's watch (no LayoutPoll or SIGHUP needed) and keeps
+// the node's status (Role query, Name Config.Name, the shard's Status)
+// under a lease key for as long as it runs, so the coordinator sees the
+// node's epoch without asking it; Run revokes the lease when it returns,
+// and a node that dies drops out Config.PresenceTTL later.
+//
+// (Its Pebble store pulls in Pebble's own dependencies, among
 // them the Prometheus client, whose import registers expvar's
 // /debug/vars on http.DefaultServeMux; the node serves its own mux.)
 package querynode

@@ -15,11 +15,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/internal/localonly"
 	"github.com/indexkit/indexkit/scatter/find"
 	"github.com/indexkit/indexkit/scatter/find/health"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	qn "github.com/indexkit/indexkit/scatter/keyspace/querynode"
 	"github.com/indexkit/indexkit/scatter/routing"
 	"github.com/indexkit/indexkit/store"
@@ -40,13 +42,20 @@ type Config struct {
 	Dir string
 	// Name is the node's name in the layout. Required.
 	Name string
-	// Layout is the layout file ([keyspace.Load]). Required.
+	// Layout is the layout file ([keyspace.Load]), or an etcd layout
+	// etcd://HOST:PORT[,HOST:PORT...]/PREFIX (package
+	// scatter/keyspace/etcdlayout): Run then follows the store's watch
+	// and keeps the node's status under a lease for as long as it runs.
+	// Required.
 	Layout string
 	// LayoutPoll, when positive, is how often Run reads the layout file
 	// to take a new layout as soon as it is written ([keyspace.WatchFile]);
 	// 0 takes one only when [Node.ReloadLayout] is called (the program's
-	// SIGHUP).
+	// SIGHUP). An etcd layout needs neither.
 	LayoutPoll time.Duration `json:",omitempty"`
+	// PresenceTTL is the lease TTL of the node's status key with an etcd
+	// layout (0: 5 s, etcdlayout.DefaultTTL; whole seconds).
+	PresenceTTL time.Duration `json:",omitempty"`
 	// Store is the index backend: "pebble" or "memory" (whose index is
 	// lost at each stop: only for tests and demos).
 	Store string
@@ -91,7 +100,9 @@ func (c Config) Validate() error {
 	case c.Name == "":
 		return errors.New("querynode: Config.Name must not be empty")
 	case c.Layout == "":
-		return errors.New("querynode: Config.Layout must name the layout file")
+		return errors.New("querynode: Config.Layout must name the layout file or etcd://HOST:PORT/PREFIX")
+	case c.PresenceTTL < 0 || c.PresenceTTL%time.Second != 0:
+		return fmt.Errorf("querynode: Config.PresenceTTL %v must be whole seconds, not negative", c.PresenceTTL)
 	case c.Store != "pebble" && c.Store != "memory":
 		return fmt.Errorf("querynode: Config.Store %q: want pebble or memory", c.Store)
 	case c.IndexCacheSize < 0:
@@ -116,6 +127,8 @@ type Node struct {
 	log  *slog.Logger
 	st   store.Store
 	node *qn.Node
+	src  *layoutsrc.Source
+	pres *etcdlayout.Presence // with an etcd layout, while Run runs
 	srv  *http.Server
 	ln   net.Listener
 
@@ -125,7 +138,8 @@ type Node struct {
 }
 
 // New validates cfg, opens the node's store and state under cfg.Dir and
-// reads the layout file; ln serves every API once [Node.Run] runs. It
+// reads the layout (from the file, or from etcd, waiting at most
+// [LoadTimeout] for it); ln serves every API once [Node.Run] runs. It
 // starts nothing. On error it closes ln and what it opened; the error
 // names the field at fault.
 func New(cfg Config, ln net.Listener) (*Node, error) {
@@ -153,14 +167,20 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l, err := keyspace.Load(cfg.Layout)
+	src, err := layoutsrc.Open(cfg.Layout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("querynode: Config.Layout: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log, ln: ln, src: src}
+	lctx, cancel := context.WithTimeout(context.Background(), LoadTimeout)
+	l, err := src.Load(lctx)
+	cancel()
+	if err != nil {
+		return n, fmt.Errorf("querynode: layout %s: %w", cfg.Layout, err)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+		return n, fmt.Errorf("data directory: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log, ln: ln}
 	if cfg.Store == "memory" {
 		n.st = memory.New()
 	} else {
@@ -213,12 +233,18 @@ func (n *Node) Shard() *qn.Node { return n.node }
 // Store is the node's index.
 func (n *Node) Store() store.Store { return n.st }
 
-// ReloadLayout re-reads the layout file; a layout that does not load or
-// is older than the one in force is refused and the node keeps its own.
-// The program calls it on SIGHUP; it may be called at any time, from any
-// goroutine.
+// LoadTimeout bounds the reads of an etcd layout that New and
+// ReloadLayout make (they take no context).
+const LoadTimeout = 10 * time.Second
+
+// ReloadLayout re-reads the layout (the file, or the etcd store); a
+// layout that does not load or is older than the one in force is refused
+// and the node keeps its own. The program calls it on SIGHUP; it may be
+// called at any time, from any goroutine.
 func (n *Node) ReloadLayout() error {
-	l, err := keyspace.Load(n.cfg.Layout)
+	ctx, cancel := context.WithTimeout(context.Background(), LoadTimeout)
+	defer cancel()
+	l, err := n.src.Load(ctx)
 	if err != nil {
 		return err
 	}
@@ -229,7 +255,7 @@ func (n *Node) ReloadLayout() error {
 	return nil
 }
 
-// followLayout takes l, a layout the watched file holds, and logs it
+// followLayout takes l, a layout the watched file or etcd store holds, and logs it
 // when it moves the node to a new epoch.
 func (n *Node) followLayout(l keyspace.Layout) error {
 	before := n.node.Layout().Epoch
@@ -246,32 +272,53 @@ func (n *Node) followLayout(l keyspace.Layout) error {
 // Config.ShutdownTimeout for requests in flight) and the node's copy and
 // drop tasks, and returns once every goroutine it started has exited: nil
 // after a clean stop. Run may be called once, and not after Close.
+//
+// With an etcd layout Run first writes the node's status (Role query,
+// Name Config.Name, qn.Node.Status) under a lease, and keeps it there,
+// up to date, until it returns: then it revokes the lease, so the key
+// goes at once. It follows the store's watch all along.
 func (n *Node) Run(ctx context.Context) error {
 	if n.started.Swap(true) {
 		return ErrRunTwice
 	}
 	l := n.node.Layout()
-	n.log.Info("starting", "name", n.cfg.Name, "dir", n.cfg.Dir, "store", n.cfg.Store, "epoch", l.Epoch, "phase", l.Phase)
+	n.log.Info("starting", "name", n.cfg.Name, "dir", n.cfg.Dir, "store", n.cfg.Store, "layout", n.cfg.Layout, "epoch", l.Epoch, "phase", l.Phase)
+	pres, err := n.src.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleQuery, Name: n.cfg.Name,
+		Status: n.node.Status, TTL: n.cfg.PresenceTTL})
+	if err != nil {
+		n.ln.Close()
+		return fmt.Errorf("querynode: %w", err)
+	}
+	if pres != nil {
+		n.pres = pres
+		defer n.closePresence()
+	}
 	eg, gctx := errgroup.WithContext(ctx)
 	httpserve.Serve(gctx, eg, "query", n.srv, n.ln, n.cfg.ShutdownTimeout)
 	eg.Go(func() error { return n.node.Run(gctx) })
-	if n.cfg.LayoutPoll > 0 {
-		eg.Go(func() error {
-			return keyspace.WatchFile(gctx, keyspace.WatchConfig{
-				Path:     n.cfg.Layout,
-				Interval: n.cfg.LayoutPoll,
-				Apply:    n.followLayout,
-				OnError: func(err error) {
-					n.log.Error("layout file: not loaded; keeping the one in force", "err", err)
-				},
-			})
+	eg.Go(func() error {
+		return n.src.Follow(gctx, n.cfg.LayoutPoll, nil, n.followLayout, func(err error) {
+			n.log.Error("layout: not loaded; keeping the one in force", "layout", n.cfg.Layout, "err", err)
 		})
-	}
+	})
 	return httpserve.WaitStopped(gctx, eg, n.log)
 }
 
-// Close closes the node's state and store, and the listener if Run never
-// ran; call it after Run has returned. It is idempotent.
+// closePresence revokes the node's lease, if it keeps one.
+func (n *Node) closePresence() {
+	p := n.pres
+	n.pres = nil
+	if p == nil {
+		return
+	}
+	if err := p.Close(); err != nil {
+		n.log.Warn("presence not revoked; its key expires with its lease", "err", err)
+	}
+}
+
+// Close closes the node's state and store, the etcd client of an etcd
+// layout (revoking the node's lease if Run did not), and the listener if
+// Run never ran; call it after Run has returned. It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		var errs []error
@@ -285,6 +332,10 @@ func (n *Node) Close() error {
 		}
 		if n.st != nil {
 			errs = append(errs, n.st.Close())
+		}
+		n.closePresence()
+		if n.src != nil {
+			errs = append(errs, n.src.Close())
 		}
 		n.closeErr = errors.Join(errs...)
 	})

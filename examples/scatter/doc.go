@@ -13,9 +13,12 @@
 //	-pprof ADDR              loopback address of Go's /debug/pprof/ profiles, answering no web page or rebound name (default "": none)
 //	-backends URL[,URL...]   backend find API base URLs; may be repeated
 //	-config FILE             config file (below), re-read on SIGHUP
-//	-layout FILE             scatter/keyspace layout of a keyspace-sharded query layer (below),
-//	                         re-read on SIGHUP; replaces -backends and the file's Backends and Ring
-//	-layout-poll D           with -layout, how often to read the layout file for a new layout (default 0: only on SIGHUP)
+//	-layout FILE|etcd://HOST:PORT[,HOST:PORT...]/PREFIX
+//	                         scatter/keyspace layout of a keyspace-sharded query layer (below),
+//	                         re-read on SIGHUP (etcd: followed by a watch); replaces -backends and
+//	                         the file's Backends and Ring
+//	-layout-poll D           with a -layout file, how often to read it for a new layout (default 0: only on SIGHUP)
+//	-presence-ttl D          with an etcd -layout, the lease TTL of the front end's status key (default 0: 5s)
 //	-timeout D               how long each backend may take per request (default 5s);
 //	                         given explicitly, it overrides the file's Timeout
 //	-hedge D                 with a Ring or -layout, ask a key's owners one after the other: the next
@@ -111,6 +114,22 @@
 // answers {"Role":"frontend","Epoch":N}, N the epoch of the layout in
 // force (0 without -layout), which the layout's coordinator reads before
 // it publishes the next epoch.
+//
+// # Layout on etcd
+//
+// -layout etcd://HOST:PORT[,HOST:PORT...]/PREFIX takes the layout from
+// etcd instead (package scatter/keyspace/etcdlayout: the key
+// PREFIX/layout, which the coordinator publishes epoch by epoch): the
+// front end follows it by a watch, with no SIGHUP or -layout-poll, and
+// keeps {"Role":"frontend","Epoch":N} under PREFIX/live/frontend/<its
+// -listen address>, bound to a lease of -presence-ttl, so the coordinator
+// sees it without asking. Cut off from etcd for longer than that lease is
+// sure to last, the coordinator may move two epochs on without it: the
+// front end is then fenced, and no answer of it looks complete (a key not
+// found is 502, not 404; results are marked Cache-Control: no-store with
+// X-IPNI-Backends 0/1) until it reaches etcd again and runs the layout in
+// force. The processes talk to etcd through its JSON gateway (POST /v3/...
+// on the client URLs), which every etcd serves.
 //
 // # Reload
 //

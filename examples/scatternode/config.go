@@ -78,6 +78,17 @@ type Config struct {
 	Logger *slog.Logger `json:"-"`
 	// Hooks observe the Gathers the front end builds (for metrics).
 	Hooks Hooks `json:"-"`
+	// Fenced, when not nil, is asked at the start and end of each lookup
+	// whether the front end may answer as complete: while it reports
+	// true, a lookup that would have been complete ends with a
+	// *find.PartialError wrapping [ErrFenced], so a "not found" becomes a
+	// 502 and results are marked incomplete (Cache-Control: no-store and
+	// the X-IPNI-Backends header), never a 404 or a complete 200. A front
+	// end over an etcd layout sets it to its presence's fence (cut off
+	// from etcd longer than its lease could last: the coordinator may
+	// have moved two epochs on without it). Like Logger and Hooks it is
+	// New's; Reload keeps it.
+	Fenced func() bool `json:"-"`
 }
 
 // Ring is the consistent-hash sharding of [Config.Ring] (the Ring object

@@ -46,7 +46,17 @@
 // answer of its key's owners, and a Reload with the next epoch's layout
 // moves reads as the layout says (to the Next ring in phase moved). GET
 // keyspace.PathStatus answers a keyspace.Status of role "frontend" with the
-// epoch of the layout in force (0 without one).
+// epoch of the layout in force (0 without one); [Scatter.Status] is the
+// same status, for a program to keep under its presence key.
+//
+// A layout on etcd (the binary's -layout etcd://HOST:PORT[,...]/PREFIX)
+// is the program's to follow: it Reloads each epoch the watch hands it,
+// and sets [Config.Fenced] to its presence's fence. While Fenced reports
+// true (cut off from etcd for longer than the presence's lease is sure to
+// last, the coordinator may have moved two epochs on), every lookup that
+// would have been complete ends with a *find.PartialError wrapping
+// [ErrFenced]: a "not found" is a 502 rather than a 404, results are
+// marked incomplete, and the result cache does not hide it.
 //
 // # Lifecycle
 //

@@ -56,6 +56,7 @@ type Scatter struct {
 	conv            *health.Handler // GET /health and /stats
 
 	lookups, partial atomic.Uint64 // Stats, across generations
+	fenced           func() bool   // Config.Fenced of New
 
 	mu  sync.Mutex // serialises Reload; guards cur
 	cur *generation
@@ -90,7 +91,7 @@ func New(ctx context.Context, cfg Config, lns Listeners) (*Scatter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Scatter{log: log, hooks: cfg.Hooks, shutdownTimeout: cfg.ShutdownTimeout, ln: lns.Find, client: find.NewHTTPClient(), stop: make(chan struct{})}
+	s := &Scatter{log: log, hooks: cfg.Hooks, fenced: cfg.Fenced, shutdownTimeout: cfg.ShutdownTimeout, ln: lns.Find, client: find.NewHTTPClient(), stop: make(chan struct{})}
 	gen, err := s.build(cfg)
 	if err != nil {
 		s.client.CloseIdleConnections()
@@ -160,7 +161,7 @@ func (s *Scatter) build(cfg Config) (*generation, error) {
 		return nil, err
 	}
 	// Both APIs over this generation's Gather, their lookups counted.
-	counted := countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial}
+	counted := countingBackend{Backend: g, lookups: &s.lookups, partial: &s.partial, fenced: s.fenced}
 	h, err := find.NewHandler(counted, find.WithLogger(s.log))
 	if err != nil {
 		return nil, err
@@ -220,7 +221,7 @@ func (s *Scatter) Config() Config {
 // with it). A cfg that builds the same Gather as the current one changes
 // nothing and returns applied false, keeping the breaker state and cache;
 // an invalid cfg returns an error and keeps the current Gather. The
-// other fields of cfg (ShutdownTimeout, AssignerURL, Logger, Hooks) stay
+// other fields of cfg (ShutdownTimeout, AssignerURL, Logger, Hooks, Fenced) stay
 // those of New.
 // Reloads are serialised; Reload may be called before or while Run runs,
 // not after it has returned.

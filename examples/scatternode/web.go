@@ -45,10 +45,17 @@ func (s *Scatter) handler() http.Handler {
 // epoch of the layout it reads by (0 without one), which a
 // keyspace.Coordinator waits for before it publishes the next epoch.
 func (s *Scatter) shardStatus(w http.ResponseWriter, r *http.Request) {
-	st := keyspace.Status{Role: keyspace.RoleFront, Epoch: s.Config().epoch()}
+	st := s.Status()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(st)
+}
+
+// Status is the front end's keyspace status: Role keyspace.RoleFront and
+// the epoch of the layout it reads by (0 without one), what it serves at
+// keyspace.PathStatus and what a program writes under its presence key.
+func (s *Scatter) Status() keyspace.Status {
+	return keyspace.Status{Role: keyspace.RoleFront, Epoch: s.Config().epoch()}
 }
 
 // newStatus builds the status endpoint over the front end's current
@@ -73,17 +80,33 @@ func (s *Scatter) local() web.Local {
 
 // countingBackend counts the lookups of the find handler into the front
 // end's counters, which outlive each Gather.
+//
+// With a fence (Config.Fenced), a lookup that ends without error while
+// the front end is fenced, at its start or its end, ends instead with a
+// *find.PartialError wrapping ErrFenced.
 type countingBackend struct {
 	find.Backend
 	lookups, partial *atomic.Uint64
+	fenced           func() bool // nil: never
 }
+
+// errFenced is the error a fenced lookup ends with: no backend's answer
+// counts as complete.
+func errFenced() error {
+	return &find.PartialError{Answered: 0, Total: 1, Err: ErrFenced}
+}
+
+func (c countingBackend) isFenced() bool { return c.fenced != nil && c.fenced() }
 
 func (c countingBackend) Find(ctx context.Context, mh multihash.Multihash) iter.Seq2[find.ProviderResult, error] {
 	seq := c.Backend.Find(ctx, mh)
 	return func(yield func(find.ProviderResult, error) bool) {
 		c.lookups.Add(1)
+		fenced := c.isFenced()
+		failed := false
 		for pr, err := range seq {
 			if err != nil {
+				failed = true
 				if _, ok := errors.AsType[*find.PartialError](err); ok {
 					c.partial.Add(1)
 				}
@@ -91,6 +114,10 @@ func (c countingBackend) Find(ctx context.Context, mh multihash.Multihash) iter.
 			if !yield(pr, err) {
 				return
 			}
+		}
+		if !failed && (fenced || c.isFenced()) {
+			c.partial.Add(1)
+			yield(find.ProviderResult{}, errFenced())
 		}
 	}
 }
@@ -102,10 +129,15 @@ func (c countingBackend) FindBatch(ctx context.Context, mhs []multihash.Multihas
 	if !ok {
 		return find.FindEach(ctx, c, mhs)
 	}
+	fenced := c.isFenced()
 	out := bf.FindBatch(ctx, mhs)
 	c.lookups.Add(uint64(len(mhs)))
-	for _, a := range out {
-		if _, ok := errors.AsType[*find.PartialError](a.Err); ok {
+	fenced = fenced || c.isFenced()
+	for i, a := range out {
+		if a.Err == nil && fenced {
+			out[i].Err = errFenced()
+		}
+		if _, ok := errors.AsType[*find.PartialError](out[i].Err); ok {
 			c.partial.Add(1)
 		}
 	}

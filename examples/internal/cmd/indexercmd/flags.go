@@ -13,6 +13,7 @@ import (
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/internal/localonly"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // fileConfig is the configuration of the indexer program ([Main]): the
@@ -75,16 +76,19 @@ type fileConfig struct {
 	// IndexRunSize is the sorted runs of a pebble index in bytes
 	// (Config.IndexRunSize); 0 turns them off.
 	IndexRunSize int64
-	// Layout, when set, is the layout file of a keyspace-sharded layer:
-	// the node then indexes into its query nodes (Config.Shard),
-	// re-reading the file on SIGHUP. ShardName is the node's name among
-	// the layout's writers; ShardTokenFile holds the query nodes' bearer
-	// token (else $INDEXKIT_SHARD_TOKEN); ShardBatchBytes sizes the
-	// batches.
-	Layout          string
-	ShardName       string
-	ShardTokenFile  string
-	ShardBatchBytes int
+	// Layout, when set, is the layout file of a keyspace-sharded layer
+	// (or an etcd layout, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, followed
+	// by a watch): the node then indexes into its query nodes
+	// (Config.Shard), re-reading the layout on SIGHUP. ShardName is the
+	// node's name among the layout's writers; ShardTokenFile holds the
+	// query nodes' bearer token (else $INDEXKIT_SHARD_TOKEN);
+	// ShardBatchBytes sizes the batches; ShardPresenceTTL is the lease
+	// TTL of the node's status key on etcd.
+	Layout           string
+	ShardName        string
+	ShardTokenFile   string
+	ShardBatchBytes  int
+	ShardPresenceTTL duration `json:",omitempty"`
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool
@@ -193,7 +197,12 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
-	fs.StringVar(&c.Layout, "layout", c.Layout, "layout `file` of a keyspace-sharded query layer: index into its query nodes through a durable outbox under -dir instead of a local index (re-read on SIGHUP; \"\": a plain indexer)")
+	fs.StringVar(&c.Layout, "layout", c.Layout, "layout `file` of a keyspace-sharded query layer: index into its query nodes through a durable outbox under -dir instead of a local index (re-read on SIGHUP; \"\": a plain indexer); or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout the node follows by a watch while keeping its status under a lease there")
+	fs.Func("shard-presence-ttl", "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+")", func(s string) error {
+		d, err := time.ParseDuration(s)
+		c.ShardPresenceTTL = duration(d)
+		return err
+	})
 	fs.StringVar(&c.ShardName, "shard-name", c.ShardName, "the node's `name` among the layout's writers (with -layout)")
 	fs.StringVar(&c.ShardTokenFile, "shard-token-file", c.ShardTokenFile, "`file` whose first line is the query nodes' bearer token (with -layout; else $"+EnvShardToken+")")
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches sent to each query node (with -layout; 0: 1 MiB)")
@@ -297,7 +306,8 @@ func (c fileConfig) node(token string, log *slog.Logger) (indexernode.Config, er
 		if err != nil {
 			return indexernode.Config{}, err
 		}
-		sc = &indexernode.ShardConfig{Layout: c.Layout, Name: c.ShardName, Token: tok, BatchBytes: c.ShardBatchBytes}
+		sc = &indexernode.ShardConfig{Layout: c.Layout, Name: c.ShardName, Token: tok, BatchBytes: c.ShardBatchBytes,
+			PresenceTTL: time.Duration(c.ShardPresenceTTL)}
 	}
 	return indexernode.Config{
 		Shard:              sc,

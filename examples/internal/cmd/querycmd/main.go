@@ -16,6 +16,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/examples/querynode"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // EnvToken is the environment variable holding the shard API's bearer
@@ -24,7 +25,7 @@ const EnvToken = "INDEXKIT_SHARD_TOKEN"
 
 // Main is the query program (examples/query): it parses args as that
 // command's flags onto a querynode.Config, binds the listeners, opens the
-// node and runs it until ctx ends, re-reading the layout file on each
+// node and runs it until ctx ends, re-reading the layout (file or etcd) on each
 // SIGHUP. It logs one msg=listening name=query addr=<host:port> line (and
 // name=pprof with -pprof) before msg=starting. It returns nil after a
 // clean shutdown and flag.ErrHelp for -h.
@@ -43,8 +44,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	maxConns, maxPerIP := cli.DefaultMaxConns, cli.DefaultMaxConnsPerIP
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "data `directory` (index, positions, copy guard)")
 	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's `name` in the layout (required)")
-	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP")
-	fs.DurationVar(&cfg.LayoutPoll, "layout-poll", cfg.LayoutPoll, "how often to read the layout file for a new layout (0: only on SIGHUP)")
+	fs.StringVar(&cfg.Layout, "layout", cfg.Layout, "layout `file`, re-read on SIGHUP; or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout the node follows by a watch while keeping its status under a lease there")
+	fs.DurationVar(&cfg.LayoutPoll, "layout-poll", cfg.LayoutPoll, "how often to read the layout file for a new layout (0: only on SIGHUP; an etcd layout needs none)")
+	fs.DurationVar(&cfg.PresenceTTL, "presence-ttl", cfg.PresenceTTL, "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+")")
 	fs.StringVar(&cfg.Store, "store", cfg.Store, "index `backend`: pebble or memory")
 	fs.StringVar(&listen, "listen", listen, "listen `address` of the find and shard APIs")
 	fs.StringVar(&pprofAddr, "pprof", "", "loopback listen `address` of Go's /debug/pprof/ profiles, answering no web page or rebound name (\"\": none, the default)")

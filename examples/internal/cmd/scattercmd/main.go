@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,10 +24,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // options are the command-line flags.
@@ -34,8 +38,10 @@ type options struct {
 	pprof           string
 	backends        []string // as given, in order
 	configPath      string
-	layoutPath      string
+	layoutPath      string // a file or an etcd URL (layoutsrc)
 	layoutPoll      time.Duration
+	presenceTTL     time.Duration
+	layout          *layoutsrc.Source // -layout, opened by Main
 	assignerURL     string
 	timeout         time.Duration
 	timeoutSet      bool // -timeout was given explicitly: it wins over the file
@@ -81,8 +87,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var backends urlList
 	fs.Var(&backends, "backends", "comma-separated find API base `URLs` (may be repeated; added to the config file's)")
 	fs.StringVar(&o.configPath, "config", "", "config `file`: a JSON array of backend URLs, or {\"Backends\":[...],\"Timeout\":\"5s\",\"Ring\":{\"Vnodes\":256,\"Replication\":2}}; re-read on SIGHUP")
-	fs.DurationVar(&o.layoutPoll, "layout-poll", 0, "with -layout, how often to read the layout file for a new layout (0: only on SIGHUP)")
-	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP")
+	fs.DurationVar(&o.layoutPoll, "layout-poll", 0, "with a -layout file, how often to read it for a new layout (0: only on SIGHUP)")
+	fs.StringVar(&o.layoutPath, "layout", "", "scatter/keyspace layout `file` of a keyspace-sharded query layer: read its read nodes on its read ring (instead of -backends and the config file's Backends and Ring); re-read on SIGHUP. Or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout followed by a watch, with the front end's status under a lease there (named by its -listen address); cut off from etcd for longer than the lease could last, the front end marks every answer partial (502 instead of 404) until it is back at the layout in force")
+	fs.DurationVar(&o.presenceTTL, "presence-ttl", 0, "with an etcd -layout, the lease `TTL` of the front end's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+"); also how long it may be cut off from etcd before its answers turn partial")
 	fs.StringVar(&o.assignerURL, "assigner-state", "", "base `URL` of the assigner's state API (GET /indexers, /assignments), shown in GET /status.json and on the page at / (\"\": none)")
 	fs.DurationVar(&o.timeout, "timeout", scatter.DefaultBackendTimeout, "how long each backend may take per request (given explicitly, it overrides the config file's Timeout)")
 	fs.DurationVar(&o.hedge, "hedge", 0, "with a ring or -layout, ask a key's owners one after the other: the next after this `delay` without a complete answer, or at once when those asked failed (0: all at once; default with -layout: "+scatternode.DefaultLayoutHedge.String()+")")
@@ -139,6 +146,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-layout-poll %v must not be negative", o.layoutPoll)
 	case o.layoutPoll > 0 && o.layoutPath == "":
 		return nil, errors.New("-layout-poll needs -layout")
+	case o.layoutPoll > 0 && etcdlayout.IsURL(o.layoutPath):
+		return nil, errors.New("-layout-poll is for a layout file: an etcd -layout is followed by a watch")
+	case o.presenceTTL < 0 || o.presenceTTL%time.Second != 0:
+		return nil, fmt.Errorf("-presence-ttl %v must be whole seconds, not negative", o.presenceTTL)
 	}
 	if o.layoutPath != "" && len(o.backends) > 0 {
 		return nil, errors.New("-layout names the backends: give -backends or -layout, not both")
@@ -269,7 +280,7 @@ func loadLayoutConfig(o *options) (config, error) {
 			cfg.Timeout = d
 		}
 	}
-	l, err := keyspace.Load(o.layoutPath)
+	l, err := o.loadLayout()
 	if err != nil {
 		return config{}, fmt.Errorf("layout: %w", err)
 	}
@@ -282,6 +293,20 @@ func loadLayoutConfig(o *options) (config, error) {
 	}
 	cfg.Layout = &l
 	return cfg, nil
+}
+
+// loadLayoutTimeout bounds a read of an etcd -layout.
+const loadLayoutTimeout = 10 * time.Second
+
+// loadLayout reads the -layout: through the source Main opened, else
+// (before Main, in tests) the file.
+func (o *options) loadLayout() (keyspace.Layout, error) {
+	if o.layout == nil {
+		return keyspace.Load(o.layoutPath)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), loadLayoutTimeout)
+	defer cancel()
+	return o.layout.Load(ctx)
 }
 
 // roleConfig is the Config of the flags o and the loaded cfg, logging to
@@ -333,6 +358,13 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	if opts.layoutPath != "" {
+		if opts.layout, err = layoutsrc.Open(opts.layoutPath); err != nil {
+			return fmt.Errorf("-layout: %w", err)
+		}
+		defer opts.layout.Close()
+	}
+	onEtcd := opts.layout != nil && opts.layout.Etcd()
 	cfg, err := loadConfig(opts)
 	if err != nil {
 		return err
@@ -364,12 +396,42 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		lns = append(lns, pln)
 	}
-	node, err := scatternode.New(ctx, opts.roleConfig(cfg, log, met), scatternode.Listeners{Find: ln})
+	rc := opts.roleConfig(cfg, log, met)
+	var fence atomic.Pointer[layoutsrc.Fence]
+	if onEtcd {
+		// Fenced until the presence is kept (Run starts after).
+		rc.Fenced = func() bool { f := fence.Load(); return f == nil || f.Fenced() }
+	}
+	node, err := scatternode.New(ctx, rc, scatternode.Listeners{Find: ln})
 	if err != nil {
 		closeAll()
 		return err
 	}
 	defer node.Close()
+	var follow func(keyspace.Layout) error
+	if onEtcd {
+		var followMu sync.Mutex // the watch and the fence both apply layouts
+		follow = func(l keyspace.Layout) error {
+			followMu.Lock()
+			defer followMu.Unlock()
+			if cur := node.Config().Layout; cur != nil && l.Epoch < cur.Epoch {
+				return nil // a watch catching up after the fence applied a newer one
+			}
+			return followLayout(node, l, log, met)
+		}
+		pres, err := opts.layout.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleFront, Name: node.Addrs().Find,
+			Status: node.Status, TTL: opts.presenceTTL})
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("-layout %s: %w", opts.layoutPath, err)
+		}
+		defer func() {
+			if err := pres.Close(); err != nil {
+				log.Warn("presence not revoked; its key expires with its lease", "err", err)
+			}
+		}()
+		fence.Store(layoutsrc.NewFence(opts.layout, pres, follow, log))
+	}
 
 	cfg.Backends = node.Config().Backends // normalised, or a layout's read nodes
 	cli.LogListening(log, "find", node.Addrs().Find)
@@ -400,16 +462,21 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		reloadLoop(ctx, hup, opts, node, log, met)
 		return nil
 	})
-	if opts.layoutPoll > 0 {
+	onError := func(err error) {
+		met.reloads.WithLabelValues("failed").Inc()
+		log.Error("reload failed; keeping the current backends", "err", err)
+	}
+	switch {
+	case onEtcd:
+		eg.Go(func() error { return opts.layout.Follow(ctx, 0, nil, follow, onError) })
+		eg.Go(func() error { return fence.Load().Run(ctx) })
+	case opts.layoutPoll > 0:
 		eg.Go(func() error {
 			return keyspace.WatchFile(ctx, keyspace.WatchConfig{
 				Path:     opts.layoutPath,
 				Interval: opts.layoutPoll,
 				Apply:    func(l keyspace.Layout) error { return followLayout(node, l, log, met) },
-				OnError: func(err error) {
-					met.reloads.WithLabelValues("failed").Inc()
-					log.Error("reload failed; keeping the current backends", "err", err)
-				},
+				OnError:  onError,
 			})
 		})
 	}
@@ -417,7 +484,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 }
 
 // followLayout applies l, a layout the -layout file holds, read by
-// -layout-poll: the configuration in force with l's read nodes and ring.
+// -layout-poll, or one an etcd -layout's watch or fence hands over: the configuration in force with l's read nodes and ring.
 // A layout that changes nothing (the one in force) is not counted or
 // logged, so that each poll does not look like a reload.
 func followLayout(node *scatternode.Scatter, l keyspace.Layout, log *slog.Logger, met *metrics) error {
