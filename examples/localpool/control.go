@@ -7,11 +7,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/indexkit/indexkit/examples/internal/layoutsrc"
+	"github.com/indexkit/indexkit/examples/scatternode"
 
 	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"github.com/indexkit/indexkit/scatter/keyspace"
@@ -124,4 +131,70 @@ func (d etcdDriver) Drive(ctx context.Context, goal keyspace.Goal) error {
 func (p *Pool) etcdDriverFor(cc keyspace.CoordinatorConfig) driver {
 	cc.Ingest, cc.Fronts, cc.Reload, cc.LayoutPath = nil, nil, nil, ""
 	return etcdDriver{st: p.ctl.etcd, cfg: etcdlayout.CoordinateConfig{ID: "pool-" + strings.TrimPrefix(filepath.Base(p.cfg.Dir), "."), TTL: time.Second, Coordinator: cc}}
+}
+
+// etcdScatter is a sharded pool's front end on an etcd layout: it follows
+// the layout's watch, keeps its presence and fences its answers, as
+// examples/scatter -layout etcd://... does.
+type etcdScatter struct {
+	*scatternode.Scatter
+	src   *layoutsrc.Source
+	front *layoutsrc.Front
+	log   *slog.Logger
+}
+
+func newEtcdScatter(ctx context.Context, cfg scatternode.Config, ln net.Listener, spec string, log *slog.Logger) (*etcdScatter, error) {
+	src, err := layoutsrc.Open(spec)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	front := layoutsrc.NewFront(src)
+	cfg.Fenced = front.Fenced
+	sc, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: ln})
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	s := &etcdScatter{Scatter: sc, src: src, front: front, log: log}
+	err = front.Start(ctx, layoutsrc.FrontConfig{
+		Name: sc.Addrs().Find, Status: sc.Status, TTL: time.Second, Logger: log,
+		Apply: func(l keyspace.Layout) error {
+			rc := sc.Config()
+			rc.Layout, rc.Backends = &l, nil
+			_, err := sc.Reload(rc)
+			return err
+		},
+		Epoch: func() uint64 {
+			if l := sc.Config().Layout; l != nil {
+				return l.Epoch
+			}
+			return 0
+		},
+	})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run serves and follows the layout until ctx ends.
+func (s *etcdScatter) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	fctx, cancel := context.WithCancel(ctx)
+	wg.Go(func() {
+		s.front.Run(fctx, func(err error) { s.log.Error("layout not applied; keeping the one in force", "err", err) })
+	})
+	err := s.Scatter.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
+}
+
+// Close revokes the presence and closes the front end.
+func (s *etcdScatter) Close() error {
+	err := errors.Join(s.front.Close(), s.Scatter.Close())
+	s.src.Close()
+	return err
 }

@@ -2,6 +2,7 @@ package localpool_test
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -258,9 +259,37 @@ func TestShardedKills(t *testing.T) {
 // throughout, and at the end each node holds exactly its keys.
 func TestShardedJoinLeave(t *testing.T) {
 	lane.Integration(t, "starts a whole pool")
+	shardedJoinLeave(t, nil)
+}
+
+// TestShardedJoinLeaveOnEtcd is TestShardedJoinLeave with the layout in
+// an etcd member the pool starts: every role watches it and reports its
+// status there, and the pool's coordinator is elected.
+func TestShardedJoinLeaveOnEtcd(t *testing.T) {
+	lane.Integration(t, "starts a whole pool and etcd")
+	needEtcd(t)
+	shardedJoinLeave(t, func(c *localpool.Config) { c.Sharded.Etcd = localpool.EtcdStart })
+}
+
+// needEtcd skips the test without the etcd binary (fails it under CI).
+// (internal/testbed/etcdtest cannot be used here: it links etcd's Go
+// client, whose protobuf files clash with go-libp2p-pubsub's.)
+func needEtcd(t *testing.T) {
+	if !localpool.EtcdAvailable() {
+		if os.Getenv("CI") != "" {
+			t.Fatal("no etcd binary (Debian: apt-get install etcd-server)")
+		}
+		t.Skip("no etcd binary (Debian: apt-get install etcd-server)")
+	}
+}
+
+func shardedJoinLeave(t *testing.T, tweak func(*localpool.Config)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	p, stable := shardStart(ctx, t, nil)
+	p, stable := shardStart(ctx, t, tweak)
+	if tweak != nil && !p.OnEtcd() {
+		t.Fatalf("the pool's layout is %s, not on etcd", p.LayoutSpec())
+	}
 	pr := startProber(p, stable.Queries())
 	if _, err := p.AddPublishers(ctx, 2); err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/indexkit/indexkit/examples/querynode"
 	"github.com/indexkit/indexkit/examples/scatternode"
 	"github.com/indexkit/indexkit/piece"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 )
 
 // roleSpec is one start of a role: the typed Config of its package, the
@@ -47,9 +48,10 @@ type roleSpec struct {
 	// PieceKey is the file of the piece sampler's signing key (Piece.Key
 	// is loaded from it, or created there at the first start).
 	PieceKey string `json:",omitempty"`
-	// LayoutFile is the layout of a sharded front end, read again by
-	// ReloadLayout (Scatter.Layout is the one read when the spec was
-	// built).
+	// LayoutFile is the layout of a sharded front end: the layout file,
+	// read again by ReloadLayout, or an etcd URL, whose layout the front
+	// end follows by itself (Scatter.Layout is the one read when the spec
+	// was built).
 	LayoutFile string `json:",omitempty"`
 }
 
@@ -104,7 +106,7 @@ func (p *Pool) spec(r *role) (*roleSpec, error) {
 		}
 		s.Scatter = &c
 		if p.cfg.Sharded != nil {
-			s.LayoutFile = p.layoutPath()
+			s.LayoutFile = p.ctl.spec
 		}
 	case KindPublisher:
 		c := p.publisherConfig(r)
@@ -297,6 +299,9 @@ func (s *roleSpec) start(ctx context.Context, log *slog.Logger, lns []net.Listen
 		}
 		cfg := *s.Scatter
 		cfg.Logger = log
+		if etcdlayout.IsURL(s.LayoutFile) {
+			return newEtcdScatter(ctx, cfg, lns[0], s.LayoutFile, log)
+		}
 		sc, err := scatternode.New(ctx, cfg, scatternode.Listeners{Find: lns[0]})
 		if err != nil || s.LayoutFile == "" {
 			return sc, err

@@ -86,6 +86,7 @@ type options struct {
 	queryNodes   int
 	shardRepl    int
 	joinAfter    time.Duration
+	layoutStore  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.queryNodes, "query-nodes", 4, "query nodes at start (with --sharded)")
 	fs.IntVar(&o.shardRepl, "shard-replication", 2, "owners of each multihash among the query nodes (with --sharded)")
 	fs.DurationVar(&o.joinAfter, "join-after", 20*time.Second, "add a query node this long into the run, live (with --sharded; 0: never)")
+	fs.StringVar(&o.layoutStore, "layout-store", "auto", "where a sharded pool keeps its layout (with --sharded): etcd (a member the pool starts), file (a layout file, SIGHUP to reload), or auto: etcd when it is installed")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -168,6 +170,17 @@ func run(ctx context.Context, abort <-chan struct{}, args []string, stdout, stde
 	}
 	if o.sharded {
 		cfg.Sharded = &localpool.Sharded{QueryNodes: o.queryNodes, Replication: o.shardRepl}
+		switch o.layoutStore {
+		case "etcd":
+			cfg.Sharded.Etcd = localpool.EtcdStart
+		case "auto":
+			if localpool.EtcdAvailable() {
+				cfg.Sharded.Etcd = localpool.EtcdStart
+			}
+		case "file":
+		default:
+			return fmt.Errorf("--layout-store %q: want auto, etcd or file", o.layoutStore)
+		}
 	}
 	fmt.Fprintf(stdout, "starting a pool in %s: %d publishers, %d indexers on %s, %s\n",
 		dir, o.publishers, o.indexers, o.store, map[bool]string{false: "in goroutines", true: "one process per role"}[o.processes])
@@ -342,6 +355,11 @@ func printShards(w io.Writer, p *localpool.Pool, o *options) {
 	}
 	fmt.Fprintf(w, "sharded: %s (no index of their own); the index lives on %d query nodes, %d owners per multihash%s:\n",
 		ingest, len(l.Nodes), l.Replication, join)
+	if p.OnEtcd() {
+		fmt.Fprintf(w, "  the layout is in etcd, %s: every role watches it and keeps its status there; the coordinator is elected\n", p.LayoutSpec())
+	} else {
+		fmt.Fprintf(w, "  the layout is the file %s (no etcd installed: apt-get install etcd-server for the etcd control plane)\n", p.LayoutSpec())
+	}
 	for _, n := range l.Nodes {
 		fmt.Fprintf(w, "  curl %s/multihash/<multihash>   # %s's find API: the multihashes it owns\n", n.URL, n.Name)
 	}

@@ -15,8 +15,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -397,10 +395,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		lns = append(lns, pln)
 	}
 	rc := opts.roleConfig(cfg, log, met)
-	var fence atomic.Pointer[layoutsrc.Fence]
+	var front *layoutsrc.Front
 	if onEtcd {
-		// Fenced until the presence is kept (Run starts after).
-		rc.Fenced = func() bool { f := fence.Load(); return f == nil || f.Fenced() }
+		front = layoutsrc.NewFront(opts.layout)
+		rc.Fenced = front.Fenced // fenced until the presence is kept
 	}
 	node, err := scatternode.New(ctx, rc, scatternode.Listeners{Find: ln})
 	if err != nil {
@@ -408,29 +406,26 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer node.Close()
-	var follow func(keyspace.Layout) error
 	if onEtcd {
-		var followMu sync.Mutex // the watch and the fence both apply layouts
-		follow = func(l keyspace.Layout) error {
-			followMu.Lock()
-			defer followMu.Unlock()
-			if cur := node.Config().Layout; cur != nil && l.Epoch < cur.Epoch {
-				return nil // a watch catching up after the fence applied a newer one
-			}
-			return followLayout(node, l, log, met)
-		}
-		pres, err := opts.layout.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleFront, Name: node.Addrs().Find,
-			Status: node.Status, TTL: opts.presenceTTL})
+		err := front.Start(ctx, layoutsrc.FrontConfig{
+			Name: node.Addrs().Find, Status: node.Status, TTL: opts.presenceTTL, Logger: log,
+			Apply: func(l keyspace.Layout) error { return followLayout(node, l, log, met) },
+			Epoch: func() uint64 {
+				if cur := node.Config().Layout; cur != nil {
+					return cur.Epoch
+				}
+				return 0
+			},
+		})
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("-layout %s: %w", opts.layoutPath, err)
 		}
 		defer func() {
-			if err := pres.Close(); err != nil {
+			if err := front.Close(); err != nil {
 				log.Warn("presence not revoked; its key expires with its lease", "err", err)
 			}
 		}()
-		fence.Store(layoutsrc.NewFence(opts.layout, pres, follow, log))
 	}
 
 	cfg.Backends = node.Config().Backends // normalised, or a layout's read nodes
@@ -468,8 +463,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	switch {
 	case onEtcd:
-		eg.Go(func() error { return opts.layout.Follow(ctx, 0, nil, follow, onError) })
-		eg.Go(func() error { return fence.Load().Run(ctx) })
+		eg.Go(func() error { return front.Run(ctx, onError) })
 	case opts.layoutPoll > 0:
 		eg.Go(func() error {
 			return keyspace.WatchFile(ctx, keyspace.WatchConfig{
