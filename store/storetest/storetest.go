@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Sweep", testSweep},
 		{"Sample", testSample},
 		{"Size", testSize},
+		{"BulkLoad", testBulkLoad},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},
 	} {

@@ -39,3 +39,21 @@ type Batch interface {
 	// Close releases the batch, committed or not.
 	Close() error
 }
+
+// TableIngester is an optional capability of an [Engine]: it takes a run
+// of writes as one sorted table and makes it part of the database at once
+// (Pebble's DB.Ingest). A [DB] over such an engine offers [DB.NewLoader].
+type TableIngester interface {
+	// IngestTable calls fill with the writer of a new table; fill adds
+	// keys in strictly ascending order. The table is then ingested whole:
+	// its writes are newer than every batch committed before IngestTable
+	// was called. A table fill left empty is not ingested.
+	IngestTable(fill func(w TableWriter) error) error
+}
+
+// TableWriter adds the writes of one table, in strictly ascending key
+// order. A merge value is an operand, as [MergeBatch.Merge] takes it.
+type TableWriter interface {
+	Set(key, value []byte) error
+	Merge(key, value []byte) error
+}
