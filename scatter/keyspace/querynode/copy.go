@@ -39,6 +39,13 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		return fmt.Errorf("%w: no copy guard for epoch %d", ErrCopy, place.Epoch())
 	}
 	l := place.Layout()
+	tc, err := n.newTableCopy(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCopy, err)
+	}
+	if tc != nil {
+		defer tc.ld.Close()
+	}
 	var skip, pending []string
 	for _, s := range l.Current {
 		if s != n.cfg.Name {
@@ -49,7 +56,7 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 	for len(pending) > 0 {
 		var failed []string
 		for _, s := range pending {
-			err := n.pull(ctx, t, place, g, s, skip)
+			err := n.pull(ctx, t, place, g, tc, s, skip)
 			if err == nil {
 				continue
 			}
@@ -72,14 +79,20 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		// harmlessly).
 		pending = slices.DeleteFunc(pending, func(s string) bool { return slices.Contains(skip, s) })
 	}
+	if tc != nil {
+		if err := n.commitTable(ctx, place.Epoch(), g, tc); err != nil {
+			return err
+		}
+	}
 	if err := n.cfg.Store.Flush(ctx); err != nil {
 		return fmt.Errorf("%w: flush: %w", ErrCopy, err)
 	}
 	return nil
 }
 
-// pull copies from source what it exports to this node.
-func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *guard, source string, skip []string) error {
+// pull copies from source what it exports to this node: through tc when
+// there is one, otherwise op by op.
+func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *guard, tc *tableCopy, source string, skip []string) error {
 	l := place.Layout()
 	base := l.URL(source)
 	q := url.Values{}
@@ -125,17 +138,26 @@ func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *
 		if err != nil {
 			return fmt.Errorf("export frame %d: %w", frame, err)
 		}
-		keys, err := n.applyCopied(ctx, place.Epoch(), g, b.Ops)
+		keys, err := n.applyCopied(ctx, place.Epoch(), g, tc, b.Ops)
 		t.add(keys)
 		if err != nil {
 			return fmt.Errorf("export frame %d: %w", frame, err)
+		}
+		if n.copyHook != nil {
+			n.copyHook(source, frame)
+		}
+		if tc != nil && tc.ld.Len() >= n.cfg.CopyTableKeys {
+			if err := n.commitTable(ctx, place.Epoch(), g, tc); err != nil {
+				return err
+			}
 		}
 	}
 }
 
 // applyCopied applies the ops of one export frame through the guard and
-// returns how many multihashes it put.
-func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, ops []keyspace.Op) (int64, error) {
+// returns how many multihashes it put; with tc, the Puts go to its load
+// (their records at once, their entries at its next commit).
+func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, tc *tableCopy, ops []keyspace.Op) (int64, error) {
 	n.applyMu.RLock()
 	defer n.applyMu.RUnlock()
 	if n.Layout().Epoch != epoch {
@@ -159,7 +181,16 @@ func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, ops []ke
 		default:
 			return keys, fmt.Errorf("op %d: %s in an export", i, op.Kind)
 		}
-		if err := op.Apply(ctx, n.cfg.Store); err != nil {
+		var err error
+		if tc != nil && op.Kind == keyspace.OpPut {
+			if tc.ld.Len() == 0 {
+				tc.from = len(g.rms)
+			}
+			err = tc.ld.Put(ctx, op.Value, op.Multihashes...)
+		} else {
+			err = op.Apply(ctx, n.cfg.Store)
+		}
+		if err != nil {
 			return keys, fmt.Errorf("op %d (%s): %w", i, op.Kind, err)
 		}
 		keys += int64(len(op.Multihashes))

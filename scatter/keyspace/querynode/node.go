@@ -59,7 +59,22 @@ type Config struct {
 	// CommitBytes is the size of the batches that waiting for a commit
 	// starts one at once (0: 16 MiB).
 	CommitBytes int64
+	// CopyKeyByKey makes a copy apply what it pulls op by op through the
+	// store's Put even when the store is a [store.BulkLoader], whose
+	// sorted tables are otherwise how a copy loads (see "Copying by
+	// tables" in the package documentation). For comparison, and for a
+	// store whose bulk path is not wanted.
+	CopyKeyByKey bool
+	// CopyTableKeys is the most (multihash, value) entries a copy gathers
+	// before it ingests them as one table (0: [DefaultCopyTableKeys]).
+	// A copy holds about 200 bytes of memory per entry gathered.
+	CopyTableKeys int
 }
+
+// DefaultCopyTableKeys is the entries a copy gathers per table by
+// default: about 100 MiB of memory, and a table Pebble takes in well
+// under a second.
+const DefaultCopyTableKeys = 512 << 10
 
 // DefaultMaxBatchBytes is the largest batch body a node reads by default.
 const DefaultMaxBatchBytes = 64 << 20
@@ -93,6 +108,10 @@ type Node struct {
 	closing  context.Context
 	shut     context.CancelFunc // cancels closing: requests in flight stop
 	inflight sync.WaitGroup
+
+	// copyHook, set by tests, is called after each export frame a copy
+	// has taken in.
+	copyHook func(source string, frame int)
 
 	commitMu  sync.Mutex    // one commit at a time
 	pending   atomic.Int64  // bytes of batches applied since the last commit
@@ -128,6 +147,11 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	case cfg.MaxBatchBytes < 0:
 		return nil, fmt.Errorf("%w: max batch bytes %d", ErrInvalidConfig, cfg.MaxBatchBytes)
+	case cfg.CopyTableKeys < 0:
+		return nil, fmt.Errorf("%w: copy table keys %d", ErrInvalidConfig, cfg.CopyTableKeys)
+	}
+	if cfg.CopyTableKeys == 0 {
+		cfg.CopyTableKeys = DefaultCopyTableKeys
 	}
 	if cfg.CommitBytes <= 0 {
 		cfg.CommitBytes = 16 << 20
