@@ -41,42 +41,69 @@ func (e *engine) initLoads(o *pebble.Options, dir string) error {
 	wo.EnsureDefaults()
 	e.loads.dir = tmp
 	e.loads.wopts = wo.MakeWriterOptions(0, e.db.TableFormat())
+	// A load's index keys are digests, which do not compress, and its
+	// population keys share prefixes, which blocks already keep once:
+	// compressing its tables costs time for little. Compactions write
+	// them again as the levels they reach say.
+	e.loads.wopts.Compression = sstable.NoCompression
 	return nil
 }
 
 var _ kv.TableIngester = (*engine)(nil)
 
-// IngestTable implements kv.TableIngester: it writes one table in the
-// loads directory and has Pebble ingest it. Sorted runs are drained
-// first, so that the table is newer than every operand committed before.
-func (e *engine) IngestTable(fill func(kv.TableWriter) error) error {
-	if e.runs != nil {
-		if err := e.runs.drain(); err != nil {
-			return err
-		}
+// loadTable is a table written in the loads directory.
+type loadTable struct{ path string }
+
+func (t *loadTable) Discard() error {
+	if err := os.Remove(t.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
+	return nil
+}
+
+// WriteTable implements kv.TableIngester: it writes one table in the
+// loads directory.
+func (e *engine) WriteTable(fill func(kv.TableWriter) error) (kv.Table, error) {
 	path := filepath.Join(e.loads.dir, fmt.Sprintf("%06d.sst", e.loads.n.Add(1)))
 	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), e.loads.wopts)
 	tw := &tableWriter{w: w}
 	if err := fill(tw); err != nil {
 		w.Close()
 		os.Remove(path)
-		return err
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
 		os.Remove(path)
-		return err
+		return nil, err
 	}
-	if tw.n > 0 {
-		err = e.db.Ingest(context.Background(), []string{path})
+	if tw.n == 0 {
+		return nil, os.Remove(path)
 	}
-	// Pebble links the table into its directory; this name is ours.
-	if rerr := os.Remove(path); err == nil && rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		err = rerr
+	return &loadTable{path: path}, nil
+}
+
+// IngestTables implements kv.TableIngester: Pebble ingests the tables in
+// one step. Sorted runs are drained first, so that the tables are newer
+// than every operand committed before.
+func (e *engine) IngestTables(ts ...kv.Table) error {
+	paths := make([]string, 0, len(ts))
+	for _, t := range ts {
+		paths = append(paths, t.(*loadTable).path)
+	}
+	var err error
+	if e.runs != nil {
+		err = e.runs.drain()
+	}
+	if err == nil {
+		err = e.db.Ingest(context.Background(), paths)
+	}
+	// Pebble links the tables into its directory; these names are ours.
+	for _, t := range ts {
+		err = errors.Join(err, t.Discard())
 	}
 	return err
 }

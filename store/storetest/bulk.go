@@ -57,11 +57,20 @@ func testBulkLoad(t *testing.T, s store.Store) {
 	if err := s.UpdateMetadata(ctx, v2.ProviderID, v2.ContextID, v2b.Metadata); err != nil {
 		t.Fatal(err)
 	}
-	if err := load.Commit(ctx); err != nil {
-		t.Fatalf("Commit: %v", err)
+	commit := func() {
+		t.Helper()
+		tb := load.Seal()
+		defer tb.Close()
+		if err := tb.Build(ctx); err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		if err := tb.Ingest(ctx); err != nil {
+			t.Fatalf("Ingest: %v", err)
+		}
 	}
+	commit()
 	if n := load.Len(); n != 0 {
-		t.Fatalf("Len = %d after Commit", n)
+		t.Fatalf("Len = %d after Seal", n)
 	}
 	expectValues(t, s, mhs[0], v1, live)
 	expectValues(t, s, mhs[500], v1)
@@ -73,13 +82,51 @@ func testBulkLoad(t *testing.T, s store.Store) {
 	v1b := v1
 	v1b.Metadata = []byte("md1-new")
 	put(v1b, 0, 100)
-	if err := load.Commit(ctx); err != nil {
-		t.Fatalf("second Commit: %v", err)
-	}
-	if err := load.Commit(ctx); err != nil {
-		t.Fatalf("empty Commit: %v", err)
-	}
+	commit()
+	commit() // empty
 	expectValues(t, s, mhs[1500], v1b, v2b)
+
+	// A table closed without Ingest shows nothing; one built while the
+	// load gathers the next is ingested after it.
+	put(v1b, 2000, 2100)
+	dropped := load.Seal()
+	if dropped.Len() != 100 {
+		t.Fatalf("sealed table Len = %d, want 100", dropped.Len())
+	}
+	if err := dropped.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropped.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dropped.Ingest(ctx); err == nil {
+		t.Fatal("Ingest of a closed table succeeded")
+	}
+	expectValues(t, s, mhs[2050], v2b)
+	put(v1b, 2100, 2200)
+	first := load.Seal()
+	put(v1b, 2200, 2300)
+	if err := first.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Ingest(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	commit()
+	expectValues(t, s, mhs[2150], v1b, v2b)
+	expectValues(t, s, mhs[2250], v1b, v2b)
+	// The contract's warning: an Ingest is newer than a Remove that
+	// returned after the Put.
+	put(v1b, 2300, 2301)
+	if err := s.Remove(ctx, v1.ProviderID, v1.ContextID, mhs[2300]); err != nil {
+		t.Fatal(err)
+	}
+	commit()
+	expectValues(t, s, mhs[2300], v1b, v2b)
+	if err := s.Remove(ctx, v1.ProviderID, v1.ContextID, mhs[2100:2301]...); err != nil {
+		t.Fatal(err)
+	}
 
 	// What was loaded is removed as what was put.
 	if err := s.Remove(ctx, v1.ProviderID, v1.ContextID, mhs[5]); err != nil {

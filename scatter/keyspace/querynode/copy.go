@@ -2,7 +2,6 @@ package querynode
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -32,6 +31,10 @@ const (
 
 var errMovedOn = errors.New("querynode: the layout moved on")
 
+// errLoad marks a failure to build or ingest a table of the copy: the
+// node's own, not its source's, so no other source is asked instead.
+var errLoad = errors.New("querynode: loading a copied table")
+
 // copy pulls the keys the node gains in place's change from their sources
 // and applies them through g.
 func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *guard) error {
@@ -44,7 +47,7 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		return fmt.Errorf("%w: %w", ErrCopy, err)
 	}
 	if tc != nil {
-		defer tc.ld.Close()
+		defer tc.close()
 	}
 	var skip, pending []string
 	for _, s := range l.Current {
@@ -60,7 +63,7 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 			if err == nil {
 				continue
 			}
-			if ctx.Err() != nil || errors.Is(err, errMovedOn) {
+			if ctx.Err() != nil || errors.Is(err, errMovedOn) || errors.Is(err, errLoad) {
 				return err
 			}
 			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
@@ -80,7 +83,10 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		pending = slices.DeleteFunc(pending, func(s string) bool { return slices.Contains(skip, s) })
 	}
 	if tc != nil {
-		if err := n.commitTable(ctx, place.Epoch(), g, tc); err != nil {
+		if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
+			return err
+		}
+		if err := tc.wait(); err != nil {
 			return err
 		}
 	}
@@ -147,7 +153,7 @@ func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *
 			n.copyHook(source, frame)
 		}
 		if tc != nil && tc.ld.Len() >= n.cfg.CopyTableKeys {
-			if err := n.commitTable(ctx, place.Epoch(), g, tc); err != nil {
+			if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
 				return err
 			}
 		}
@@ -290,7 +296,7 @@ func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Plac
 		if !ambiguous(e.Multihash) && (!place.Gains(dest, e.Multihash) || place.Source(e.Multihash, skip) != self) {
 			continue
 		}
-		mh := bytes.Clone(e.Multihash)
+		mh := fw.keep(e.Multihash)
 		for _, v := range e.Values {
 			if err := fw.addPut(v, mh); err != nil {
 				return err
@@ -321,6 +327,20 @@ type frameWriter struct {
 	keys  int
 	bytes int
 	buf   []byte
+	mhs   []byte // the frame's multihashes, back to back
+	kb    []byte // scratch for idx keys
+}
+
+// keep copies mh into the frame's memory, which lasts until the frame is
+// written.
+func (fw *frameWriter) keep(mh multihash.Multihash) multihash.Multihash {
+	if cap(fw.mhs)-len(fw.mhs) < len(mh) {
+		// A new block: the frame's earlier multihashes keep the old one.
+		fw.mhs = make([]byte, 0, max(256<<10, len(mh)))
+	}
+	n := len(fw.mhs)
+	fw.mhs = append(fw.mhs, mh...)
+	return fw.mhs[n:len(fw.mhs):len(fw.mhs)]
 }
 
 func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
@@ -333,10 +353,16 @@ func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
 }
 
 func (fw *frameWriter) addPut(v store.Value, mh multihash.Multihash) error {
-	k := ctxKey(v.ProviderID, v.ContextID) + "\x00" + string(v.Metadata)
-	i, ok := fw.idx[k]
+	kb := binary.AppendUvarint(fw.kb[:0], uint64(len(v.ProviderID)))
+	kb = append(kb, v.ProviderID...)
+	kb = binary.AppendUvarint(kb, uint64(len(v.ContextID)))
+	kb = append(kb, v.ContextID...)
+	kb = append(kb, v.Metadata...)
+	fw.kb = kb
+	i, ok := fw.idx[string(kb)]
 	if !ok {
 		i = len(fw.ops)
+		k := string(kb)
 		fw.idx[k] = i
 		fw.ops = append(fw.ops, keyspace.Op{Kind: keyspace.OpPut, Value: v.Clone()})
 		fw.bytes += len(k) + 8

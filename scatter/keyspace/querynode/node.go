@@ -74,7 +74,7 @@ type Config struct {
 // DefaultCopyTableKeys is the entries a copy gathers per table by
 // default: about 100 MiB of memory, and a table Pebble takes in well
 // under a second.
-const DefaultCopyTableKeys = 512 << 10
+const DefaultCopyTableKeys = 64 << 10
 
 // DefaultMaxBatchBytes is the largest batch body a node reads by default.
 const DefaultMaxBatchBytes = 64 << 20

@@ -3,6 +3,7 @@ package querynode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/indexkit/indexkit/store"
@@ -10,13 +11,16 @@ import (
 
 // tableCopy is a copy's bulk load: the Puts the guard let through,
 // gathered and ingested as sorted tables (see "Copying by tables" in the
-// package documentation).
+// package documentation). One table at a time is built and ingested on a
+// goroutine of its own while the copy gathers the next.
 type tableCopy struct {
 	ld store.BulkLoad
 	// from is how many tombstones the guard had recorded when the load
-	// took its first entry since its last commit: those recorded since
-	// are re-checked at the commit.
+	// took its first entry since it was last sealed: those recorded since
+	// are re-checked when that table is ingested. Guarded by g.mu.
 	from int
+	// inflight, if not nil, gets the outcome of the table in flight.
+	inflight chan error
 }
 
 // newTableCopy starts a bulk load, or returns nil when the store has no
@@ -33,13 +37,56 @@ func (n *Node) newTableCopy(ctx context.Context) (*tableCopy, error) {
 	return &tableCopy{ld: ld}, nil
 }
 
-// commitTable ingests what tc gathered, under g.mu, so that no live op
-// lands meanwhile.
+// wait returns once no table is in flight, with the error of the last.
+func (tc *tableCopy) wait() error {
+	if tc.inflight == nil {
+		return nil
+	}
+	err := <-tc.inflight
+	tc.inflight = nil
+	return err
+}
+
+// close waits for the table in flight and discards what was not sealed.
+func (tc *tableCopy) close() {
+	tc.wait()
+	tc.ld.Close()
+}
+
+// seal seals what tc gathered and has it built and ingested on a
+// goroutine, once the table before it is in; the error of that one, if
+// any, is returned.
+func (n *Node) seal(ctx context.Context, epoch uint64, g *guard, tc *tableCopy) error {
+	if err := tc.wait(); err != nil {
+		return err
+	}
+	if tc.ld.Len() == 0 {
+		return nil
+	}
+	g.mu.Lock()
+	from := tc.from
+	g.mu.Unlock()
+	tb := tc.ld.Seal()
+	done := make(chan error, 1)
+	go func() {
+		defer tb.Close()
+		err := n.ingestTable(ctx, epoch, g, tb, from)
+		if err != nil && !errors.Is(err, errMovedOn) {
+			err = fmt.Errorf("%w: %w", errLoad, err)
+		}
+		done <- err
+	}()
+	tc.inflight = done
+	return nil
+}
+
+// ingestTable builds tb (with no lock held) and ingests it under g.mu, so
+// that no live op lands meanwhile.
 //
 // The guard filtered each Put when it was gathered; what it must still
 // catch is a live Remove of (mh, provider, context) recorded after that:
 // the Remove is in the store, and the table, newer than everything,
-// would bring the entry back. So each tombstone recorded since tc.from is
+// would bring the entry back. So each tombstone recorded since from is
 // re-checked: if the store does not hold that entry just before the table
 // goes in, it is removed again just after; if it does (a live Put brought
 // it back after the Remove), it stays, and the table's copy of it changes
@@ -47,7 +94,10 @@ func (n *Node) newTableCopy(ctx context.Context) (*tableCopy, error) {
 // they deleted the records the gathered entries name, and records are
 // never reused, so those entries stay invisible; and metadata lives in
 // the records, where the latest live update already is.
-func (n *Node) commitTable(ctx context.Context, epoch uint64, g *guard, tc *tableCopy) error {
+func (n *Node) ingestTable(ctx context.Context, epoch uint64, g *guard, tb store.BulkTable, from int) error {
+	if err := tb.Build(ctx); err != nil {
+		return fmt.Errorf("%w: build a table: %w", ErrCopy, err)
+	}
 	n.applyMu.RLock()
 	defer n.applyMu.RUnlock()
 	if n.Layout().Epoch != epoch {
@@ -57,7 +107,7 @@ func (n *Node) commitTable(ctx context.Context, epoch uint64, g *guard, tc *tabl
 	defer g.mu.Unlock()
 	st := n.cfg.Store
 	var again []tomb
-	for _, r := range g.rms[min(tc.from, len(g.rms)):] {
+	for _, r := range g.rms[min(from, len(g.rms)):] {
 		held, err := holds(ctx, st, r)
 		if err != nil {
 			return fmt.Errorf("%w: re-check a live removal: %w", ErrCopy, err)
@@ -66,7 +116,7 @@ func (n *Node) commitTable(ctx context.Context, epoch uint64, g *guard, tc *tabl
 			again = append(again, r)
 		}
 	}
-	if err := tc.ld.Commit(ctx); err != nil {
+	if err := tb.Ingest(ctx); err != nil {
 		return fmt.Errorf("%w: ingest a table: %w", ErrCopy, err)
 	}
 	for _, r := range again {
@@ -74,7 +124,6 @@ func (n *Node) commitTable(ctx context.Context, epoch uint64, g *guard, tc *tabl
 			return fmt.Errorf("%w: re-apply a live removal after a table: %w", ErrCopy, err)
 		}
 	}
-	tc.from = len(g.rms)
 	return nil
 }
 

@@ -40,15 +40,27 @@ type Batch interface {
 	Close() error
 }
 
-// TableIngester is an optional capability of an [Engine]: it takes a run
-// of writes as one sorted table and makes it part of the database at once
-// (Pebble's DB.Ingest). A [DB] over such an engine offers [DB.NewLoader].
+// TableIngester is an optional capability of an [Engine]: it writes runs
+// of keys as sorted tables apart from the database and then makes them
+// part of it at once (Pebble's DB.Ingest). A [DB] over such an engine
+// offers [DB.NewLoader].
 type TableIngester interface {
-	// IngestTable calls fill with the writer of a new table; fill adds
-	// keys in strictly ascending order. The table is then ingested whole:
-	// its writes are newer than every batch committed before IngestTable
-	// was called. A table fill left empty is not ingested.
-	IngestTable(fill func(w TableWriter) error) error
+	// WriteTable calls fill with the writer of a new table; fill adds keys
+	// in strictly ascending order. The table is written apart from the
+	// database: nothing of it is visible until IngestTables. A table fill
+	// leaves empty is nil, with no error.
+	WriteTable(fill func(w TableWriter) error) (Table, error)
+	// IngestTables makes the tables part of the database, all at once;
+	// their writes are newer than every batch committed before it was
+	// called. The key ranges of the tables must not overlap. Ingested or
+	// not, the tables are spent.
+	IngestTables(ts ...Table) error
+}
+
+// Table is a table written by [TableIngester.WriteTable].
+type Table interface {
+	// Discard deletes a table that is not to be ingested.
+	Discard() error
 }
 
 // TableWriter adds the writes of one table, in strictly ascending key

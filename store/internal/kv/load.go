@@ -1,6 +1,6 @@
 package kv
 
-// Bulk loads: index entries gathered and ingested as one sorted table.
+// Bulk loads: index entries gathered and ingested as sorted tables.
 
 import (
 	"bytes"
@@ -24,27 +24,37 @@ var ErrNoTables = errors.New("kv: engine cannot ingest tables")
 // [TableIngester]. Put writes the value record at once through the same
 // path as [DB.Put] (so a record is created, or its metadata replaced,
 // exactly as a Put would) and keeps the multihashes with the record ID.
-// Commit turns them into the DB's own keys: the index entries in the DB's
-// [Layout] (one merge operand per multihash key listing every gathered
-// ID, or one key per entry) and, for records that keep one, the
-// population entries; sorts them and ingests them as one table. The
-// table's writes are newer than everything committed before, which is
-// why [store.BulkLoad] tells callers what a Commit may undo.
+// A sealed [LoadTable]'s Build turns them into the DB's own keys: the
+// index entries in the DB's [Layout] (one merge operand per multihash key
+// listing every gathered ID, or one key per entry) and, for records that
+// keep one, the population entries; sorts them and writes two tables,
+// the index entries' (keys 0x01…) and the populations' (0x06…), which
+// leave the records' keys between them alone, so that an ingest does not
+// overlap the records a load has just written to the memtable. Ingest
+// hands both to the engine at once.
 //
-// Commit holds index writes against Sweep's pruning, as every index write
-// does, and holds off Sample on every population stripe while the table
-// goes in, so that a sample reads a population before or after the
-// table, never half of it.
+// Ingest holds index writes against Sweep's pruning, as every index write
+// does, and holds off Sample on every population stripe while the tables
+// go in, so that a sample reads a population before or after them, never
+// half of it.
 type Loader struct {
 	db  *DB
 	ing TableIngester
+	cur *loadBuf
 
-	mhs  []byte      // the gathered multihashes, back to back
-	ents []loadEntry // one per gathered (multihash, record)
+	mu     sync.Mutex // guards spare and closed against tables' Close
+	spare  []*loadBuf
+	closed bool
+}
 
-	keys     []byte // Commit's scratch: every table key, back to back
+// loadBuf is the memory of one table: gathered entries and Build's
+// scratch. Tables give theirs back to the load when closed, so that a
+// copy of many tables reuses two of them.
+type loadBuf struct {
+	mhs      []byte      // the gathered multihashes, back to back
+	ents     []loadEntry // one per gathered (multihash, record)
+	keys     []byte      // every table key, back to back
 	idx, pop []tableKey
-	closed   bool
 }
 
 type loadEntry struct {
@@ -54,15 +64,20 @@ type loadEntry struct {
 }
 
 // tableKey is one key of a table in the keys arena; pfx is the eight key
-// bytes past the prefix all the keys share, which decide most comparisons.
+// bytes past the prefix all the keys share (past the record ID for a
+// population key, whose ID is hi), which decide most comparisons.
 type tableKey struct {
+	hi  uint64
 	pfx uint64
 	off uint32
 	n   uint32
 	id  uint64
 }
 
-var _ store.BulkLoad = (*Loader)(nil)
+var (
+	_ store.BulkLoad  = (*Loader)(nil)
+	_ store.BulkTable = (*LoadTable)(nil)
+)
 
 // NewLoader starts a bulk load, or returns [ErrNoTables] when the engine
 // is not a [TableIngester].
@@ -75,13 +90,13 @@ func (db *DB) NewLoader(ctx context.Context) (*Loader, error) {
 	if !ok {
 		return nil, db.wrap("bulk load", ErrNoTables)
 	}
-	return &Loader{db: db, ing: ing}, nil
+	return &Loader{db: db, ing: ing, cur: new(loadBuf)}, nil
 }
 
 // Put implements [store.BulkLoad].
 func (l *Loader) Put(ctx context.Context, v store.Value, mhs ...multihash.Multihash) error {
 	db := l.db
-	if l.closed {
+	if l.cur == nil {
 		return db.wrap("bulk load: put", errors.New("load is closed"))
 	}
 	if err := v.Validate(); err != nil {
@@ -107,97 +122,210 @@ func (l *Loader) Put(ctx context.Context, v store.Value, mhs ...multihash.Multih
 	if err != nil {
 		return db.wrap("bulk load: put: write value record", err)
 	}
+	b := l.cur
 	for _, mh := range mhs {
-		if len(l.mhs)+len(mh) > math.MaxUint32 {
-			return db.wrap("bulk load: put", errors.New("load holds 4 GiB of multihashes: commit first"))
+		if len(b.mhs)+len(mh) > math.MaxUint32 {
+			return db.wrap("bulk load: put", errors.New("load holds 4 GiB of multihashes: seal it first"))
 		}
-		l.ents = append(l.ents, loadEntry{off: uint32(len(l.mhs)), n: uint16(len(mh)), id: ci.id})
-		l.mhs = append(l.mhs, mh...)
+		b.ents = append(b.ents, loadEntry{off: uint32(len(b.mhs)), n: uint16(len(mh)), id: ci.id})
+		b.mhs = append(b.mhs, mh...)
 	}
 	return nil
 }
 
 // Len implements [store.BulkLoad].
-func (l *Loader) Len() int { return len(l.ents) }
-
-// Commit implements [store.BulkLoad].
-func (l *Loader) Commit(ctx context.Context) error {
-	db := l.db
-	if l.closed {
-		return db.wrap("bulk load: commit", errors.New("load is closed"))
+func (l *Loader) Len() int {
+	if l.cur == nil {
+		return 0
 	}
-	if len(l.ents) == 0 {
+	return len(l.cur.ents)
+}
+
+// Seal implements [store.BulkLoad].
+func (l *Loader) Seal() store.BulkTable {
+	t := &LoadTable{l: l, buf: l.cur}
+	l.mu.Lock()
+	if n := len(l.spare); n > 0 {
+		l.cur, l.spare = l.spare[n-1], l.spare[:n-1]
+	} else {
+		// Sized as the table just sealed: loads seal tables of a size.
+		b := t.buf
+		l.cur = &loadBuf{mhs: make([]byte, 0, cap(b.mhs)), ents: make([]loadEntry, 0, cap(b.ents))}
+	}
+	l.mu.Unlock()
+	return t
+}
+
+// Close implements [store.BulkLoad].
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	l.closed, l.spare = true, nil
+	l.mu.Unlock()
+	l.cur = nil
+	return nil
+}
+
+// LoadTable is a sealed part of a [Loader]: a [store.BulkTable].
+type LoadTable struct {
+	l      *Loader
+	buf    *loadBuf
+	tables []Table // written by Build
+	done   bool    // ingested or closed
+}
+
+// Len implements [store.BulkTable].
+func (t *LoadTable) Len() int {
+	if t.buf == nil {
+		return 0
+	}
+	return len(t.buf.ents)
+}
+
+// Build implements [store.BulkTable].
+func (t *LoadTable) Build(ctx context.Context) error {
+	db := t.l.db
+	switch {
+	case t.done:
+		return db.wrap("bulk load: build", errors.New("table is spent"))
+	case t.tables != nil:
 		return nil
 	}
-	if err := db.begin(ctx, "bulk load: commit"); err != nil {
+	if err := db.begin(ctx, "bulk load: build"); err != nil {
 		return err
 	}
 	defer db.opMu.RUnlock()
-	if err := l.build(); err != nil {
-		return db.wrap("bulk load: commit", err)
+	if err := t.buf.sortKeys(db); err != nil {
+		return db.wrap("bulk load: build", err)
+	}
+	b := t.buf
+	idx, err := t.l.ing.WriteTable(func(w TableWriter) error { return b.fillIndex(db, w) })
+	if err != nil {
+		return db.wrap("bulk load: build", err)
+	}
+	pop, err := t.l.ing.WriteTable(func(w TableWriter) error { return setEach(w, b.keys, b.pop) })
+	if err != nil {
+		if idx != nil {
+			idx.Discard()
+		}
+		return db.wrap("bulk load: build", err)
+	}
+	t.tables = make([]Table, 0, 2)
+	for _, x := range []Table{idx, pop} {
+		if x != nil {
+			t.tables = append(t.tables, x)
+		}
+	}
+	return nil
+}
+
+// Ingest implements [store.BulkTable].
+func (t *LoadTable) Ingest(ctx context.Context) error {
+	db := t.l.db
+	switch {
+	case t.done:
+		return db.wrap("bulk load: ingest", errors.New("table is spent"))
+	case t.tables == nil && t.Len() > 0:
+		return db.wrap("bulk load: ingest", errors.New("table is not built"))
+	}
+	if err := db.begin(ctx, "bulk load: ingest"); err != nil {
+		return err
+	}
+	defer db.opMu.RUnlock()
+	t.done = true
+	if len(t.tables) == 0 {
+		t.release()
+		return nil
 	}
 	db.indexMu.RLock()
-	defer db.indexMu.RUnlock()
 	for i := range db.popMu {
 		db.popMu[i].mu.RLock()
 	}
-	err := l.ing.IngestTable(l.fill)
+	err := t.l.ing.IngestTables(t.tables...)
 	for i := range db.popMu {
 		db.popMu[i].gen.Add(1)
 		db.popMu[i].mu.RUnlock()
 	}
+	db.indexMu.RUnlock()
+	t.tables = nil
+	t.release()
 	if err != nil {
-		return db.wrap("bulk load: commit: ingest table", err)
+		return db.wrap("bulk load: ingest tables", err)
 	}
-	l.reset()
 	return nil
 }
 
-// build makes and sorts the table's keys: index entries in idx,
-// population entries in pop.
-func (l *Loader) build() error {
-	db := l.db
-	l.keys, l.idx, l.pop = l.keys[:0], l.idx[:0], l.pop[:0]
-	add := func(list []tableKey, start int, id uint64) ([]tableKey, error) {
-		if len(l.keys) > math.MaxUint32 {
-			return nil, errors.New("table keys exceed 4 GiB: commit smaller loads")
-		}
-		return append(list, tableKey{off: uint32(start), n: uint32(len(l.keys) - start), id: id}), nil
-	}
+// Close implements [store.BulkTable].
+func (t *LoadTable) Close() error {
 	var err error
-	for _, e := range l.ents {
-		mh := l.mhs[e.off : e.off+uint32(e.n)]
-		start := len(l.keys)
+	for _, x := range t.tables {
+		err = errors.Join(err, x.Discard())
+	}
+	t.tables, t.done = nil, true
+	t.release()
+	return err
+}
+
+// release gives the table's memory back to its load.
+func (t *LoadTable) release() {
+	b := t.buf
+	if b == nil {
+		return
+	}
+	t.buf = nil
+	b.mhs, b.ents, b.keys, b.idx, b.pop = b.mhs[:0], b.ents[:0], b.keys[:0], b.idx[:0], b.pop[:0]
+	l := t.l
+	l.mu.Lock()
+	if !l.closed && len(l.spare) < 2 {
+		l.spare = append(l.spare, b)
+	}
+	l.mu.Unlock()
+}
+
+// sortKeys makes and sorts the table's keys: index entries in idx,
+// population entries in pop.
+func (b *loadBuf) sortKeys(db *DB) error {
+	b.keys, b.idx, b.pop = b.keys[:0], b.idx[:0], b.pop[:0]
+	if need := len(b.ents) * 2 * (48 + 8); cap(b.keys) < need {
+		b.keys = make([]byte, 0, need)
+	}
+	if cap(b.idx) < len(b.ents) {
+		b.idx = make([]tableKey, 0, len(b.ents))
+		b.pop = make([]tableKey, 0, len(b.ents))
+	}
+	popSkip := 1 + idLen
+	for _, e := range b.ents {
+		mh := b.mhs[e.off : e.off+uint32(e.n)]
+		start := len(b.keys)
 		switch lay := db.layout.(type) {
 		case mergedLayout:
-			l.keys = lay.key(l.keys, mh)
+			b.keys = lay.key(b.keys, mh)
 		default:
-			l.keys = appendIndexKey(l.keys, mh, e.id)
+			b.keys = appendIndexKey(b.keys, mh, e.id)
 		}
-		if l.idx, err = add(l.idx, start, e.id); err != nil {
-			return err
-		}
+		b.idx = append(b.idx, tableKey{off: uint32(start), n: uint32(len(b.keys) - start), id: e.id})
 		if e.id >= db.popFrom {
-			start = len(l.keys)
-			l.keys = popKey(l.keys, e.id, mh)
-			if l.pop, err = add(l.pop, start, e.id); err != nil {
-				return err
-			}
+			start = len(b.keys)
+			b.keys = popKey(b.keys, e.id, mh)
+			b.pop = append(b.pop, tableKey{hi: e.id, off: uint32(start), n: uint32(len(b.keys) - start), id: e.id})
+		}
+		if len(b.keys) > math.MaxUint32 {
+			return errors.New("table keys exceed 4 GiB: seal smaller tables")
 		}
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { sortTableKeys(l.keys, l.pop) })
-	sortTableKeys(l.keys, l.idx)
+	wg.Go(func() { sortTableKeys(b.keys, b.pop, popSkip) })
+	sortTableKeys(b.keys, b.idx, 0)
 	wg.Wait()
 	return nil
 }
 
-// sortTableKeys sorts ks by key, then ID.
-func sortTableKeys(arena []byte, ks []tableKey) {
+// sortTableKeys sorts ks by (hi, key, id); the first skip bytes of every
+// key are decided by hi.
+func sortTableKeys(arena []byte, ks []tableKey, skip int) {
 	if len(ks) == 0 {
 		return
 	}
-	key := func(k tableKey) []byte { return arena[k.off : k.off+k.n] }
+	key := func(k tableKey) []byte { return arena[k.off+uint32(skip) : k.off+k.n] }
 	first := key(ks[0])
 	common := len(first)
 	for _, k := range ks[1:] {
@@ -211,13 +339,18 @@ func sortTableKeys(arena []byte, ks []tableKey) {
 	}
 	for i := range ks {
 		var p [8]byte
-		b := key(ks[i])
-		if common < len(b) {
+		if b := key(ks[i]); common < len(b) {
 			copy(p[:], b[common:])
 		}
 		ks[i].pfx = binary.BigEndian.Uint64(p[:])
 	}
 	slices.SortFunc(ks, func(a, b tableKey) int {
+		if a.hi != b.hi {
+			if a.hi < b.hi {
+				return -1
+			}
+			return 1
+		}
 		if a.pfx != b.pfx {
 			if a.pfx < b.pfx {
 				return -1
@@ -237,29 +370,27 @@ func sortTableKeys(arena []byte, ks []tableKey) {
 	})
 }
 
-// fill writes the sorted keys to w: index entries (0x01…), then
-// population entries (0x06…), each key once.
-func (l *Loader) fill(w TableWriter) error {
-	key := func(k tableKey) []byte { return l.keys[k.off : k.off+k.n] }
-	if _, merged := l.db.layout.(mergedLayout); merged {
-		var op []byte
-		for i := 0; i < len(l.idx); {
-			k := key(l.idx[i])
-			op = op[:0]
-			last := uint64(math.MaxUint64)
-			for ; i < len(l.idx) && bytes.Equal(key(l.idx[i]), k); i++ {
-				if id := l.idx[i].id; id != last {
-					op, last = appendOp(op, id, false), id
-				}
-			}
-			if err := w.Merge(k, op); err != nil {
-				return err
+// fillIndex writes the sorted index entries to w, each key once.
+func (b *loadBuf) fillIndex(db *DB, w TableWriter) error {
+	if _, merged := db.layout.(mergedLayout); !merged {
+		return setEach(w, b.keys, b.idx)
+	}
+	key := func(k tableKey) []byte { return b.keys[k.off : k.off+k.n] }
+	var op []byte
+	for i := 0; i < len(b.idx); {
+		k := key(b.idx[i])
+		op = op[:0]
+		last := uint64(math.MaxUint64)
+		for ; i < len(b.idx) && bytes.Equal(key(b.idx[i]), k); i++ {
+			if id := b.idx[i].id; id != last {
+				op, last = appendOp(op, id, false), id
 			}
 		}
-	} else if err := setEach(w, l.keys, l.idx); err != nil {
-		return err
+		if err := w.Merge(k, op); err != nil {
+			return err
+		}
 	}
-	return setEach(w, l.keys, l.pop)
+	return nil
 }
 
 // setEach sets each distinct key of sorted ks to an empty value.
@@ -275,17 +406,5 @@ func setEach(w TableWriter, arena []byte, ks []tableKey) error {
 		}
 		prev = b
 	}
-	return nil
-}
-
-func (l *Loader) reset() {
-	l.mhs, l.ents = l.mhs[:0], l.ents[:0]
-	l.keys, l.idx, l.pop = l.keys[:0], l.idx[:0], l.pop[:0]
-}
-
-// Close implements [store.BulkLoad].
-func (l *Loader) Close() error {
-	l.closed = true
-	l.mhs, l.ents, l.keys, l.idx, l.pop = nil, nil, nil, nil, nil
 	return nil
 }
