@@ -264,14 +264,39 @@ func (n *Node) serveExport(w http.ResponseWriter, r *http.Request) {
 	skipFn := func(i int) bool { return slices.Contains(skip, i) }
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
-	fw := &frameWriter{w: bufio.NewWriterSize(w, 256<<10), name: n.cfg.Name, epoch: epoch, idx: map[string]int{}}
-	if err := n.export(r.Context(), fw, place, self, dest, skipFn); err != nil {
+	if gaining := gainingNodes(place); len(gaining) > 1 && slices.Contains(gaining, dest) {
+		// Several nodes gain (a leave): one scan for them all, spooled.
+		sp, serr := n.spoolFor(place, self, gaining, skip, skipFn)
+		if err = serr; err == nil {
+			err = sp.stream(r.Context(), w, q.Get("dest"))
+		}
+	} else {
+		fw := &frameWriter{w: bufio.NewWriterSize(w, 256<<10), name: n.cfg.Name, epoch: epoch, idx: map[string]int{}}
+		err = n.export(r.Context(), place, self, []int{dest}, []*frameWriter{fw}, skipFn)
+	}
+	if err != nil {
 		n.log.Warn("export cut short", "dest", q.Get("dest"), "err", err)
 		return // no end frame: the reader knows the stream is incomplete
 	}
 }
 
-func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Placement, self, dest int, skip func(int) bool) error {
+// gainingNodes returns the nodes of place that gain keys in its change.
+func gainingNodes(place *keyspace.Placement) []int {
+	l := place.Layout()
+	var out []int
+	for _, name := range l.Next {
+		if gainsKeys(&l, name) {
+			out = append(out, place.Node(name))
+		}
+	}
+	return out
+}
+
+// export scans the store once and writes to fws[i] the stream of what
+// dests[i] gains from this node (self), with the nodes skip reports not
+// counted as sources.
+func (n *Node) export(ctx context.Context, place *keyspace.Placement, self int, dests []int, fws []*frameWriter, skip func(int) bool) error {
+	n.scans.Add(1)
 	st := n.cfg.Store
 	for info, err := range st.Providers(ctx) {
 		if err != nil {
@@ -281,39 +306,60 @@ func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Plac
 			n.log.Warn("export skips an invalid provider record", "provider", info.AddrInfo.ID, "err", err)
 			continue
 		}
-		if err := fw.addProvider(info); err != nil {
+		for _, fw := range fws {
+			if err := fw.addProvider(info); err != nil {
+				return err
+			}
+		}
+	}
+	for _, fw := range fws {
+		if err := fw.flush(); err != nil {
 			return err
 		}
 	}
-	if err := fw.flush(); err != nil {
-		return err
-	}
-	var keys int64
+	keys := make([]int64, len(fws))
 	for e, err := range st.All(ctx) {
 		if err != nil {
 			return err
 		}
-		if !ambiguous(e.Multihash) && (!place.Gains(dest, e.Multihash) || place.Source(e.Multihash, skip) != self) {
-			continue
-		}
-		mh := fw.keep(e.Multihash)
-		for _, v := range e.Values {
-			if err := fw.addPut(v, mh); err != nil {
-				return err
+		amb, source := ambiguous(e.Multihash), -2
+		for i, dest := range dests {
+			if !amb {
+				if !place.Gains(dest, e.Multihash) {
+					continue
+				}
+				if source == -2 {
+					source = place.Source(e.Multihash, skip)
+				}
+				if source != self {
+					continue
+				}
 			}
-		}
-		keys++
-		if fw.keys >= frameMaxKeys || fw.bytes >= frameMaxBytes {
-			if err := fw.flush(); err != nil {
-				return err
+			fw := fws[i]
+			mh := fw.keep(e.Multihash)
+			for _, v := range e.Values {
+				if err := fw.addPut(v, mh); err != nil {
+					return err
+				}
+			}
+			keys[i]++
+			if fw.keys >= frameMaxKeys || fw.bytes >= frameMaxBytes {
+				if err := fw.flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if err := fw.flush(); err != nil {
-		return err
+	for i, fw := range fws {
+		if err := fw.flush(); err != nil {
+			return err
+		}
+		if err := fw.end(); err != nil {
+			return err
+		}
+		n.log.Info("export complete", "dest", place.Layout().Nodes[dests[i]].Name, "keys", keys[i])
 	}
-	n.log.Info("export complete", "keys", keys)
-	return fw.end()
+	return nil
 }
 
 // frameWriter writes an export stream: frames of Put ops grouped by value.
@@ -329,6 +375,9 @@ type frameWriter struct {
 	buf   []byte
 	mhs   []byte // the frame's multihashes, back to back
 	kb    []byte // scratch for idx keys
+	// onFrame, if set, is called after each frame is written (a spool
+	// publishes it).
+	onFrame func() error
 }
 
 // keep copies mh into the frame's memory, which lasts until the frame is
@@ -377,6 +426,7 @@ func (fw *frameWriter) flush() error {
 	if len(fw.ops) == 0 {
 		return nil
 	}
+
 	fw.seq++
 	b := keyspace.Batch{Writer: fw.name, Epoch: fw.epoch, Seq: fw.seq, Ops: fw.ops}
 	var err error
@@ -393,6 +443,9 @@ func (fw *frameWriter) flush() error {
 	fw.ops = fw.ops[:0]
 	clear(fw.idx)
 	fw.keys, fw.bytes = 0, 0
+	if fw.onFrame != nil {
+		return fw.onFrame()
+	}
 	return nil
 }
 
@@ -400,5 +453,11 @@ func (fw *frameWriter) end() error {
 	if err := fw.w.WriteByte(0); err != nil {
 		return err
 	}
-	return fw.w.Flush()
+	if err := fw.w.Flush(); err != nil {
+		return err
+	}
+	if fw.onFrame != nil {
+		return fw.onFrame()
+	}
+	return nil
 }

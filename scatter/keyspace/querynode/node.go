@@ -109,6 +109,15 @@ type Node struct {
 	shut     context.CancelFunc // cancels closing: requests in flight stop
 	inflight sync.WaitGroup
 
+	// Spools of a source's exports in a leave (spool.go); scans counts
+	// the scans of the store exports made, for tests.
+	spoolMu     sync.Mutex
+	spools      map[string]*spool
+	spoolEpoch  uint64
+	spoolClosed bool
+	spoolWG     sync.WaitGroup
+	scans       atomic.Int64
+
 	// copyHook, set by tests, is called after each export frame a copy
 	// has taken in.
 	copyHook func(source string, frame int)
@@ -175,6 +184,9 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 	}
 	pos, err := loadWriters(cfg.Dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := removeSpools(cfg.Dir); err != nil {
 		return nil, err
 	}
 	n := &Node{
@@ -249,6 +261,9 @@ func (n *Node) adopt(l keyspace.Layout, place *keyspace.Placement) error {
 	} else if err := removeGuards(n.cfg.Dir, 0); err != nil {
 		return err
 	}
+	n.spoolMu.Lock()
+	n.dropSpoolsLocked(l.Epoch)
+	n.spoolMu.Unlock()
 	n.mu.Lock()
 	old := n.guard
 	n.layout, n.place, n.guard = l, place, g
@@ -408,6 +423,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.inflight.Wait()
+	n.closeSpools()
 	cerr := n.commit(context.Background())
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()
