@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Sample", testSample},
 		{"Size", testSize},
 		{"BulkLoad", testBulkLoad},
+		{"AllSeek", testAllSeek},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},
 	} {
