@@ -318,7 +318,11 @@ func (n *Node) export(ctx context.Context, place *keyspace.Placement, self int, 
 		}
 	}
 	keys := make([]int64, len(fws))
-	for e, err := range st.All(ctx) {
+	entries := st.All(ctx)
+	if sk, ok := st.(store.SeekScanner); ok {
+		entries = sk.AllSeek(ctx, newExportRanges(place, self, dests, skip).seek)
+	}
+	for e, err := range entries {
 		if err != nil {
 			return err
 		}
