@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/multiformats/go-multihash"
 
@@ -42,13 +43,6 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		return fmt.Errorf("%w: no copy guard for epoch %d", ErrCopy, place.Epoch())
 	}
 	l := place.Layout()
-	tc, err := n.newTableCopy(ctx)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCopy, err)
-	}
-	if tc != nil {
-		defer tc.close()
-	}
 	var skip, pending []string
 	for _, s := range l.Current {
 		if s != n.cfg.Name {
@@ -57,23 +51,17 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 	}
 	var errs []error
 	for len(pending) > 0 {
-		var failed []string
-		for _, s := range pending {
-			err := n.pull(ctx, t, place, g, tc, s, skip)
-			if err == nil {
-				continue
-			}
-			if ctx.Err() != nil || errors.Is(err, errMovedOn) || errors.Is(err, errLoad) {
-				return err
-			}
-			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
-			failed = append(failed, s)
-			errs = append(errs, fmt.Errorf("source %s: %w", s, err))
+		failed, err := n.pullAll(ctx, t, place, g, pending, skip)
+		if err != nil {
+			return err
 		}
 		if len(failed) == 0 {
 			break
 		}
-		skip = append(skip, failed...)
+		for _, f := range failed {
+			skip = append(skip, f.source)
+			errs = append(errs, fmt.Errorf("source %s: %w", f.source, f.err))
+		}
 		if len(skip) >= l.Replication {
 			return fmt.Errorf("%w: %d of the owners failed (replication %d), some keys may have no source left: %w", ErrCopy, len(skip), l.Replication, errors.Join(errs...))
 		}
@@ -82,18 +70,88 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 		// harmlessly).
 		pending = slices.DeleteFunc(pending, func(s string) bool { return slices.Contains(skip, s) })
 	}
-	if tc != nil {
-		if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
-			return err
-		}
-		if err := tc.wait(); err != nil {
-			return err
-		}
-	}
 	if err := n.cfg.Store.Flush(ctx); err != nil {
 		return fmt.Errorf("%w: flush: %w", ErrCopy, err)
 	}
 	return nil
+}
+
+// copyParallel is how many sources a copy pulls from at once.
+const copyParallel = 4
+
+type sourceFailure struct {
+	source string
+	err    error
+}
+
+// pullAll pulls from every source of pending, copyParallel at a time,
+// each through a table copy of its own when the store has a bulk path
+// (so that each table holds one source's keys, in key order). It returns
+// the sources that failed, or an error that ends the copy (cancelled,
+// the layout moved on, a table that would not load).
+func (n *Node) pullAll(ctx context.Context, t *task, place *keyspace.Placement, g *guard, pending, skip []string) ([]sourceFailure, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		failed []sourceFailure
+		fatal  error
+		wg     sync.WaitGroup
+	)
+	sem := make(chan struct{}, copyParallel)
+	for _, s := range pending {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			err := n.pullOne(ctx, t, place, g, s, skip)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ctx.Err() != nil || errors.Is(err, errMovedOn) || errors.Is(err, errLoad) {
+				if fatal == nil {
+					fatal = err
+				}
+				cancel()
+				return
+			}
+			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
+			failed = append(failed, sourceFailure{s, err})
+		})
+	}
+	wg.Wait()
+	if fatal == nil {
+		fatal = ctx.Err()
+	}
+	if fatal != nil {
+		return nil, fatal
+	}
+	return failed, nil
+}
+
+// pullOne pulls from source, loading what it sends as tables when the
+// store can.
+func (n *Node) pullOne(ctx context.Context, t *task, place *keyspace.Placement, g *guard, source string, skip []string) error {
+	tc, err := n.newTableCopy(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errLoad, err)
+	}
+	if tc == nil {
+		return n.pull(ctx, t, place, g, nil, source, skip)
+	}
+	defer tc.close()
+	if err := n.pull(ctx, t, place, g, tc, source, skip); err != nil {
+		return err
+	}
+	if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
+		return err
+	}
+	return tc.wait()
 }
 
 // pull copies from source what it exports to this node: through tc when
@@ -318,17 +376,32 @@ func (n *Node) export(ctx context.Context, place *keyspace.Placement, self int, 
 		}
 	}
 	keys := make([]int64, len(fws))
+	// Each destination's segments of the ring decide the keys placed by
+	// their digest (see exportRanges); the placement decides the others.
+	ranges := make([]*exportRanges, len(dests))
+	for i, d := range dests {
+		ranges[i] = newExportRanges(place, self, []int{d}, skip)
+	}
 	entries := st.All(ctx)
 	if sk, ok := st.(store.SeekScanner); ok {
-		entries = sk.AllSeek(ctx, newExportRanges(place, self, dests, skip).seek)
+		all := ranges[0]
+		if len(dests) > 1 {
+			all = newExportRanges(place, self, dests, skip)
+		}
+		entries = sk.AllSeek(ctx, all.seek)
 	}
 	for e, err := range entries {
 		if err != nil {
 			return err
 		}
+		pos, byPos := positional(e.Multihash)
 		amb, source := ambiguous(e.Multihash), -2
 		for i, dest := range dests {
-			if !amb {
+			if byPos {
+				if !ranges[i].contains(pos) {
+					continue
+				}
+			} else if !amb {
 				if !place.Gains(dest, e.Multihash) {
 					continue
 				}

@@ -68,14 +68,26 @@ func newExportRanges(place *keyspace.Placement, self int, dests []int, skip func
 	return r
 }
 
+// contains reports whether the position pos lies in a wanted segment.
+func (r *exportRanges) contains(pos uint64) bool {
+	k := sort.Search(len(r.hi), func(i int) bool { return r.hi[i] >= pos })
+	return k < len(r.lo) && r.lo[k] <= pos
+}
+
+// positional returns mh's ring position when it is read from the digest
+// and the export's segments decide mh (not an ambiguous form).
+func positional(mh []byte) (uint64, bool) {
+	if ambiguous(mh) {
+		return 0, false
+	}
+	return scatter.RingPosition(mh)
+}
+
 // seek is the seek function of [store.SeekScanner.AllSeek]: nil to read
 // mh, or where the next key worth reading with mh's code and digest
 // length may begin.
 func (r *exportRanges) seek(mh []byte) []byte {
-	if ambiguous(mh) {
-		return nil
-	}
-	pos, ok := scatter.RingPosition(mh)
+	pos, ok := positional(mh)
 	if !ok {
 		return nil
 	}

@@ -344,7 +344,7 @@ func sortTableKeys(arena []byte, ks []tableKey, skip int) {
 		}
 		ks[i].pfx = binary.BigEndian.Uint64(p[:])
 	}
-	slices.SortFunc(ks, func(a, b tableKey) int {
+	cmp := func(a, b tableKey) int {
 		if a.hi != b.hi {
 			if a.hi < b.hi {
 				return -1
@@ -367,7 +367,12 @@ func sortTableKeys(arena []byte, ks []tableKey, skip int) {
 			return 1
 		}
 		return 0
-	})
+	}
+	// A copy gathers what one source exports, in key order: often sorted
+	// already.
+	if !slices.IsSortedFunc(ks, cmp) {
+		slices.SortFunc(ks, cmp)
+	}
 }
 
 // fillIndex writes the sorted index entries to w, each key once.
