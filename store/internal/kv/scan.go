@@ -163,12 +163,13 @@ func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq
 	return func(yield func(store.Entry, error) bool) {
 		rs := &records{db: db}
 		limit := seekChunk
+		var entries []store.Entry // reused: yield copies each entry
 		for start := []byte{prefixIndex}; start != nil; {
 			var (
-				entries []store.Entry
-				rerr    error
-				target  []byte // where to go on from, once seek said so
+				rerr   error
+				target []byte // where to go on from, once seek said so
 			)
+			entries = entries[:0]
 			if err := db.begin(ctx, "iterate"); err != nil {
 				yield(store.Entry{}, err)
 				return
@@ -181,7 +182,7 @@ func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq
 					target = append([]byte{prefixIndex}, t...)
 					return
 				}
-				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
+				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh)), Values: make([]store.Value, 0, len(ids))}
 				for _, id := range ids {
 					r, err := rs.get(id)
 					if err != nil {
