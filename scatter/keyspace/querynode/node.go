@@ -66,14 +66,16 @@ type Config struct {
 	// store whose bulk path is not wanted.
 	CopyKeyByKey bool
 	// CopyTableKeys is the most (multihash, value) entries a copy gathers
-	// before it ingests them as one table (0: [DefaultCopyTableKeys]).
-	// A copy holds about 200 bytes of memory per entry gathered.
+	// from one source before it seals them into a table (0:
+	// [DefaultCopyTableKeys]). A copy pulls up to four sources at once,
+	// each with a table gathering and one building, at about 200 bytes of
+	// memory per entry.
 	CopyTableKeys int
 }
 
 // DefaultCopyTableKeys is the entries a copy gathers per table by
-// default: about 100 MiB of memory, and a table Pebble takes in well
-// under a second.
+// default: tables of a few MiB, which Pebble takes in milliseconds, and
+// about 100 MiB of memory for four sources pulled at once.
 const DefaultCopyTableKeys = 64 << 10
 
 // DefaultMaxBatchBytes is the largest batch body a node reads by default.
