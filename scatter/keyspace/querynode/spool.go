@@ -62,7 +62,15 @@ func (n *Node) spoolFor(place *keyspace.Placement, self int, dests, skip []int, 
 	}
 	n.dropSpoolsLocked(epoch)
 	if sp := n.spools[key]; sp != nil {
-		return sp, nil
+		sp.mu.Lock()
+		failed := sp.done && sp.err != nil
+		sp.mu.Unlock()
+		if !failed {
+			return sp, nil
+		}
+		// A scan that failed is tried again for the next request.
+		os.RemoveAll(sp.dir)
+		delete(n.spools, key)
 	}
 	dir := filepath.Join(n.cfg.Dir, spoolPrefix+key)
 	if err := os.RemoveAll(dir); err != nil {
