@@ -136,6 +136,35 @@ func (r *Ring) AppendOwners(dst []int, mh multihash.Multihash) []int {
 	return dst
 }
 
+// Points returns the positions of the ring's points, ascending (equal
+// positions of different backends repeated). Owners change only at them:
+// every position in (p, q], for consecutive points p < q, has the owners
+// of q, and every position after the last point or at or before the
+// first has those of the first.
+func (r *Ring) Points() []uint64 {
+	out := make([]uint64, len(r.points))
+	for i, p := range r.points {
+		out[i] = p.pos
+	}
+	return out
+}
+
+// RingPosition returns mh's position on a ring (see [Ring]) and whether it
+// is read from the digest's first 8 bytes, as it is for cryptographic
+// hashes: then multihashes of the same code and digest length sort by
+// their bytes as by their positions.
+func RingPosition(mh []byte) (pos uint64, fromDigest bool) {
+	code, n := binary.Uvarint(mh)
+	if n > 0 && uniformDigest(code) {
+		length, m := binary.Uvarint(mh[n:])
+		digest := mh[n+max(m, 0):]
+		if m > 0 && length >= 8 && uint64(len(digest)) == length {
+			return binary.BigEndian.Uint64(digest[:8]), true
+		}
+	}
+	return ringPosition(mh), false
+}
+
 // ringPosition is mh's position on the ring; see [Ring].
 func ringPosition(mh []byte) uint64 {
 	code, n := binary.Uvarint(mh)

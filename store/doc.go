@@ -37,6 +37,16 @@
 // per multihash in the same batch as its index entry, the memory backend
 // one more string header.
 //
+// # Bulk paths
+//
+// Two more optional interfaces serve a node that moves ranges of keys (a
+// query node of the keyspace-sharded layer gaining ranges in a join or a
+// leave): [SeekScanner], All in byte order with skips, so that a source
+// reads only the ranges it sends (store/pebble and store/leveldb); and
+// [BulkLoader], which gathers Puts and ingests their index entries as
+// sorted tables (store/pebble), whose contract says what an ingest may
+// undo and what it cannot.
+//
 // # Backends
 //
 // This package holds only the interface and the data model; it never imports

@@ -106,6 +106,19 @@ type Store interface {
 	Close() error
 }
 
+// SeekScanner is implemented by stores that can read their index in byte
+// order and skip parts of it: a caller that wants only some ranges of
+// keys (a query node exporting the ranges another node gains) reads
+// those, not the whole index.
+type SeekScanner interface {
+	// AllSeek yields what All yields, in ascending byte order of the
+	// multihashes (in the form All yields them), calling seek with each
+	// multihash before reading its values: seek returns nil to take the
+	// entry, or bytes greater than the multihash to skip every entry
+	// below them. seek's argument is valid only during the call.
+	AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq2[Entry, error]
+}
+
 // Sweeper is implemented by stores that remove lazily. Removing a context
 // (RemoveProviderContext, RemoveProvider) deletes only its one shared record,
 // leaving index entries that point at nothing; Get skips them. Sweep deletes

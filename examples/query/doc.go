@@ -27,6 +27,8 @@
 //	-commit-interval D  how long applied batches may wait to be made durable
 //	                    together (5s, or 16 MiB of batches; 0: each batch
 //	                    before it is answered)
+//	-copy-key-by-key    copy the keys the node gains Put by Put, not as sorted
+//	                    tables (a baseline for measurements)
 //	-shutdown-timeout D time requests in flight get on SIGTERM (10s)
 //	-log-level LEVEL    debug, info, warn or error
 //	-max-conns N, -max-conns-per-ip N  connection caps

@@ -77,6 +77,10 @@ type Config struct {
 	// gather enough for the index's sorted runs to reach Pebble as
 	// tables, not through its memtable.
 	CommitInterval time.Duration
+	// CopyKeyByKey copies the keys the node gains Put by Put instead of
+	// as sorted tables (querynode.Config.CopyKeyByKey): the baseline of
+	// the scale benchmark's join.
+	CopyKeyByKey bool `json:",omitempty"`
 	// ShutdownTimeout bounds the wait for requests in flight.
 	ShutdownTimeout time.Duration
 	// Logger receives the node's log (nil: discard).
@@ -195,7 +199,7 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 		}
 	}
 	if n.node, err = qn.New(qn.Config{Name: cfg.Name, Dir: filepath.Join(cfg.Dir, "shard"), Store: n.st, Token: cfg.Token,
-		AllowedHosts: cfg.ShardHosts, CommitInterval: cfg.CommitInterval, Logger: log}, l); err != nil {
+		AllowedHosts: cfg.ShardHosts, CommitInterval: cfg.CommitInterval, CopyKeyByKey: cfg.CopyKeyByKey, Logger: log}, l); err != nil {
 		return n, err
 	}
 	backend, err := find.NewStoreBackend(n.st)

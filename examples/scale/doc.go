@@ -31,6 +31,7 @@
 //	-replication    0         owners of each key with -sharded (0: 2)
 //	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)
 //	-join           false     with -sharded, then add one query node through a keyspace.Coordinator
+//	-join-baseline  true      with -join, then add another that copies key by key (the baseline)
 //	-dir            ""        where the temporary directory goes (default $TMPDIR)
 //	-keep           false     keep the temporary directory: the node's data and log
 //	-node-flag      (none)    a node flag, repeatable: -node-flag=-log-level=warn

@@ -29,7 +29,10 @@ const (
 	// (comma-separated names of nodes not to count as sources). The
 	// answer is a stream of frames, each a uvarint length and a [Batch]
 	// of OpPut and OpPutProvider ops, ending with an empty frame (length
-	// 0); a stream that ends without it was cut short.
+	// 0); a stream that ends without it was cut short. The frames may
+	// come from a scan shared with the other gaining nodes of the epoch
+	// (querynode spools a leave's exports), which changes nothing of the
+	// framing.
 	PathExport = PathPrefix + "export"
 	// PathCopy: POST {"Epoch": n} to a node that gains keys in the change
 	// of epoch n: it starts copying them from their owners (202), or says

@@ -156,6 +156,21 @@ func (p *Placement) Source(mh multihash.Multihash, skip func(node int) bool) int
 	return -1
 }
 
+// Boundaries returns the ring positions (see [scatter.Ring]) at which the
+// owners of a key may change on Current or Next, ascending and distinct:
+// for consecutive boundaries p < q, every key whose position is in
+// (p, q] has the owners, on both rings, of a key at q, and so the same
+// answers from Gains, Source and Owns; the positions after the last
+// boundary or at or before the first have those of the first.
+func (p *Placement) Boundaries() []uint64 {
+	out := p.cur.Points()
+	if p.next != nil {
+		out = append(out, p.next.Points()...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Owns reports whether node (an index) owns mh on the ring in force once
 // the change completes: Next during a change, Current when stable. A node
 // drops the keys it holds and does not own after a change.

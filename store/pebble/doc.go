@@ -262,6 +262,19 @@
 // bulk ingest, and a node that uses it should checkpoint by volume (a
 // few hundred thousand multihashes) rather than every 64 advertisements.
 //
+// # Bulk loads
+//
+// [Store.NewBulkLoad] ([store.BulkLoader]) writes each sealed part of a
+// load as two tables in the directory indexkit-loads inside the
+// database's (removed at Open): the index entries, as merge operands
+// listing each multihash's record IDs, and the population entries, whose
+// keys lie on either side of the records' so that the ingest does not
+// overlap the records the load has just put in the memtable. Pebble
+// ingests both at once (DB.Ingest), after the sorted runs are drained; a
+// load fed in key order (a copy from one source) makes tables that do not
+// overlap each other, which Pebble places low in the tree without
+// compacting them. The tables are not compressed: index keys are digests.
+//
 // # Lifecycle
 //
 // [Open] returns a ready store; Close syncs and closes the database and waits

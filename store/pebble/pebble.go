@@ -20,8 +20,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Sweeper = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Sweeper    = (*Store)(nil)
+	_ store.BulkLoader = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the store in directory dir.
@@ -41,6 +42,10 @@ func Open(dir string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
 	}
 	eng := &engine{db: pdb, noWAL: po.DisableWAL}
+	if err := eng.initLoads(wo, dir); err != nil {
+		pdb.Close()
+		return nil, fmt.Errorf("pebble: open %s: %w", dir, err)
+	}
 	if cfg.runs > 0 {
 		if eng.runs, err = newRuns(pdb, wo, dir, cfg.runs); err != nil {
 			pdb.Close()
@@ -110,6 +115,8 @@ type engine struct {
 	// flusher, set when the database has no write-ahead log or keeps
 	// sorted runs, coalesces the work that makes writes durable.
 	flusher *flusher
+	// loads is where bulk loads write their tables (see load.go).
+	loads loadTables
 }
 
 func (e *engine) NewBatch() kv.Batch {

@@ -73,6 +73,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Sweep", testSweep},
 		{"Sample", testSample},
 		{"Size", testSize},
+		{"BulkLoad", testBulkLoad},
+		{"AllSeek", testAllSeek},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},
 	} {

@@ -89,8 +89,11 @@ type Config struct {
 	// ShardBatchBytes (0: the writer's 1 MiB).
 	Sharded, Replication, ShardBatchBytes int
 	// Join, with Sharded, then adds one more query node with a
-	// keyspace.Coordinator and measures the move.
-	Join bool
+	// keyspace.Coordinator and measures the move: the node copies what it
+	// gains as sorted tables. JoinBaseline, with Join, then adds another
+	// that copies key by key (examples/query -copy-key-by-key), the
+	// baseline measured in the same run.
+	Join, JoinBaseline bool
 
 	// Dir is where the temporary directory is made ("": the system's).
 	Dir string
@@ -124,6 +127,8 @@ func DefaultConfig() Config {
 		ProbeRate:   DefaultProbeRate,
 		Status:      DefaultStatus,
 		Raw:         true,
+		// Only with Join.
+		JoinBaseline: true,
 	}
 }
 
@@ -249,6 +254,7 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.IntVar(&c.Replication, "replication", c.Replication, "owners of each key with -sharded (0: 2)")
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")
 	fs.BoolVar(&c.Join, "join", c.Join, "with -sharded, then add one query node and measure the move")
+	fs.BoolVar(&c.JoinBaseline, "join-baseline", c.JoinBaseline, "with -join, then add another query node that copies key by key, the baseline of the table-shipping join")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` for the temporary data (default the system's)")
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the temporary data and the node's log")
 	fs.Func("node-flag", "a `flag` for the node, such as -node-flag=-log-level=debug (repeatable; also everything after --)", func(s string) error {

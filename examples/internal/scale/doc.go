@@ -61,7 +61,10 @@
 // keys copied (the new node's Status.Copy.Keys), the copy's time (from
 // the copy request to the publication of PhaseMoved), the total (first
 // publication to done, the old owners' drops included) and the CPU of
-// every process meanwhile. Last, every query node is stopped and its
+// every process meanwhile. The node copies what it gains as sorted
+// tables; with Config.JoinBaseline one more node then joins copying key
+// by key (examples/query -copy-key-by-key), and the report puts the two
+// rates side by side. Last, every query node is stopped and its
 // store is opened and counted: the keys each holds.
 //
 // # The figures

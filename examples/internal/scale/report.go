@@ -190,9 +190,11 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 	for _, q := range sf.Nodes {
 		name := "query node " + q.Name
 		share := fmt.Sprintf("%.0f%%", 100*q.CPU.Seconds()/t.CPU.Seconds())
-		if sf.Join != nil && q.Name == sf.Join.Node {
-			name += " (joined; CPU of the join)"
-			share = "—"
+		for _, j := range []*JoinFigures{sf.Join, sf.JoinBaseline} {
+			if j != nil && q.Name == j.Node {
+				name += " (joined; CPU of the join)"
+				share = "—"
+			}
 		}
 		perKey := "—"
 		if q.Keys > 0 {
@@ -204,12 +206,24 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 	}
 	fmt.Fprintf(b, "| all query nodes | | | | %s (%.3f × %s multihashes) | | |\n",
 		thousands(uint64(keys)), float64(keys)/float64(t.Multihashes), thousands(t.Multihashes))
-	if j := sf.Join; j != nil {
-		b.WriteString("\n| join | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
-		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		fmt.Fprintf(b, "| %s joins %d nodes | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, sf.QueryNodes,
+	if sf.Join != nil {
+		b.WriteString("\n| join | copy by | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
+		b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	}
+	for _, j := range []*JoinFigures{sf.Join, sf.JoinBaseline} {
+		if j == nil {
+			continue
+		}
+		by := "sorted tables"
+		if j.KeyByKey {
+			by = "key by key (baseline)"
+		}
+		fmt.Fprintf(b, "| %s joins %d nodes | %s | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, j.Nodes, by,
 			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), perCPU(j.CopyPerCPU()),
 			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), perCPU(j.PerCPU()))
+	}
+	if j, k := sf.Join, sf.JoinBaseline; j != nil && k != nil && k.CopyRate() > 0 {
+		fmt.Fprintf(b, "\nCopy by sorted tables: %.1f× the key-by-key rate in the same run.\n", j.CopyRate()/k.CopyRate())
 	}
 }
 

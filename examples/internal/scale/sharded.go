@@ -51,8 +51,9 @@ type ShardedFigures struct {
 	Outboxes map[string]keyspace.OutboxStatus
 	// Nodes are the query nodes, those of the join included.
 	Nodes []QueryNodeFigures
-	// Join is the join's, nil without Config.Join.
-	Join *JoinFigures
+	// Join is the join's, nil without Config.Join; JoinBaseline the
+	// key-by-key join's after it, nil without Config.JoinBaseline.
+	Join, JoinBaseline *JoinFigures
 }
 
 // QueryNodeFigures are one query node's.
@@ -75,8 +76,12 @@ type QueryNodeFigures struct {
 
 // JoinFigures are the measures of adding one query node.
 type JoinFigures struct {
-	// Node is the name of the node added.
-	Node string
+	// Node is the name of the node added; Nodes the query nodes it
+	// joined.
+	Node  string
+	Nodes int
+	// KeyByKey is set when the node copied key by key, not as tables.
+	KeyByKey bool
 	// Copied is the keys its copy reports (Status.Copy.Keys); Dropped the
 	// keys the old owners dropped (their Status.Drop.Keys, summed).
 	Copied, Dropped int64
@@ -216,8 +221,13 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		return err
 	}
 	if c.Join {
-		if err := s.join(ctx, sf); err != nil {
+		if sf.Join, err = s.join(ctx, sf, false); err != nil {
 			return err
+		}
+		if c.JoinBaseline {
+			if sf.JoinBaseline, err = s.join(ctx, sf, true); err != nil {
+				return err
+			}
 		}
 	}
 	if err := s.stop(); err != nil {
@@ -234,11 +244,12 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 }
 
 // startQuery starts query node name listening on addr.
-func (s *sharded) startQuery(ctx context.Context, name, addr string) (*node, error) {
+func (s *sharded) startQuery(ctx context.Context, name, addr string, extra ...string) (*node, error) {
 	dir := filepath.Join(s.dir, name)
 	logFile := filepath.Join(s.dir, name+".log")
 	args := []string{"query", "-name", name, "-layout", s.layout, "-dir", dir, "-listen", addr,
 		"-token-file", s.tokFile, "-store", "pebble", "-max-conns", "0", "-max-conns-per-ip", "0", "-log-level", "info"}
+	args = append(args, extra...)
 	n, err := startServer(ctx, s.c, "query node "+name, dir, logFile, s.log, args, "query")
 	if err != nil {
 		return nil, err
@@ -328,21 +339,27 @@ func (s *sharded) waitDrained(ctx context.Context, start time.Time) (map[string]
 }
 
 // join adds one query node with a keyspace.Coordinator whose Reload sends
-// SIGHUP to every process, and measures the move into sf.Join.
-func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
+// SIGHUP to every process, and measures the move; with keyByKey the node
+// copies key by key.
+func (s *sharded) join(ctx context.Context, sf *ShardedFigures, keyByKey bool) (*JoinFigures, error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	name := "q" + strconv.Itoa(len(s.queries)+1)
-	nn, err := s.startQuery(ctx, name, addr)
+	var extra []string
+	if keyByKey {
+		extra = append(extra, "-copy-key-by-key")
+	}
+	joined := len(s.queries)
+	nn, err := s.startQuery(ctx, name, addr, extra...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	procs := append([]*node{s.ingest}, s.queries...)
 	s0, err := readProcs(procs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var start, copyAt, movedAt, dropAt time.Time
 	var sCopy, sMoved []procSample
@@ -376,18 +393,18 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 		},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.log.Info("joining", "node", name)
 	if err := coord.Drive(ctx, keyspace.Goal{Join: &keyspace.Node{Name: name, URL: nn.url("query")}}); err != nil {
-		return fmt.Errorf("join %s: %w", name, err)
+		return nil, fmt.Errorf("join %s: %w", name, err)
 	}
 	end := time.Now()
 	s1, err := readProcs(procs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	j := &JoinFigures{Node: name, Total: end.Sub(start), Copy: movedAt.Sub(copyAt), Drop: end.Sub(dropAt)}
+	j := &JoinFigures{Node: name, Nodes: joined, KeyByKey: keyByKey, Total: end.Sub(start), Copy: movedAt.Sub(copyAt), Drop: end.Sub(dropAt)}
 	for i := range procs {
 		j.CPU += s1[i].CPU - s0[i].CPU
 		if sCopy != nil && sMoved != nil {
@@ -399,11 +416,11 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	for i, q := range s.queries {
 		st, err := getStatus(ctx, hc, q.url("query"))
 		if err != nil {
-			return fmt.Errorf("query node %s: %w", s.names[i], err)
+			return nil, fmt.Errorf("query node %s: %w", s.names[i], err)
 		}
 		if q == nn {
 			if st.Copy == nil || !st.Copy.Done {
-				return fmt.Errorf("query node %s joined without a finished copy: %+v", name, st.Copy)
+				return nil, fmt.Errorf("query node %s joined without a finished copy: %+v", name, st.Copy)
 			}
 			j.Copied = st.Copy.Keys
 		} else if st.Drop != nil {
@@ -412,13 +429,12 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures) error {
 	}
 	qf := QueryNodeFigures{Name: name, Dir: nn.dir, CPU: s1[len(s1)-1].CPU - s0[len(s0)-1].CPU, PeakRSS: s1[len(s1)-1].HWM}
 	if qf.Disk, err = allocated(nn.dir); err != nil {
-		return err
+		return nil, err
 	}
 	sf.Nodes = append(sf.Nodes, qf)
-	sf.Join = j
 	s.log.Info("joined", "node", name, "copied", j.Copied, "dropped", j.Dropped, "copy", j.Copy.Round(time.Millisecond),
-		"total", j.Total.Round(time.Millisecond), "keys_per_s", int(j.CopyRate()), "cpu", j.CPU)
-	return nil
+		"total", j.Total.Round(time.Millisecond), "keys_per_s", int(j.CopyRate()), "cpu", j.CPU, "key_by_key", keyByKey)
+	return j, nil
 }
 
 // finds times finds of the same samples as the node's through a front

@@ -2,10 +2,21 @@ package querynode_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/scatter/keyspace/querynode"
 
 	"github.com/indexkit/indexkit/scatter/keyspace"
 	"github.com/indexkit/indexkit/store"
+	"github.com/indexkit/indexkit/store/pebble"
 )
 
 const benchKeys = 1000
@@ -52,4 +63,116 @@ func BenchmarkBatch(b *testing.B) {
 			b.ReportMetric(float64(b.N*benchKeys)/b.Elapsed().Seconds(), "keys/s")
 		})
 	}
+}
+
+// BenchmarkCopy times a join: a node gains about half of a source's keys
+// (replication 1, two nodes), pulled over HTTP on 127.0.0.1 from the
+// source's export and loaded into a fresh Pebble store opened as
+// examples/query opens it (queryStore), by sorted tables and, as the
+// baseline in the same run, key by key. The source holds
+// INDEXKIT_BENCH_KEYS multihashes (default 1,000,000 with -benchtime 1x
+// giving one join per mode) in contexts of 1,000, as advertisements bring
+// them. keys/s is multihashes copied per second of the whole copy,
+// including the final Flush; keys/cpu-s per second of the CPU the process
+// (source and destination both) spent meanwhile, the figure that holds on
+// a machine other work shares.
+func BenchmarkCopy(b *testing.B) {
+	keys := benchCopyKeys()
+	c := cluster(b, "memory", "q1", "q2")
+	src := c["q1"]
+	src.st = queryStore(b)
+	ctx := context.Background()
+	const perCtx = 1000
+	for i := 0; i < keys; i += perCtx {
+		v := store.Value{ProviderID: provider(b, 1+i/perCtx%4), ContextID: fmt.Appendf(nil, "ctx-%d", i/perCtx), Metadata: []byte("md")}
+		mhs := make([]multihash.Multihash, 0, perCtx)
+		for j := i; j < min(i+perCtx, keys); j++ {
+			mhs = append(mhs, mhOf(b, j))
+		}
+		if err := src.st.Put(ctx, v, mhs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := src.st.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// The source at rest: no compaction of the load competes with the copy.
+	if err := src.st.(*pebble.Store).Pebble().Compact(ctx, []byte{0}, []byte{0xff}, true); err != nil {
+		b.Fatal(err)
+	}
+	l1 := keyspace.Layout{Epoch: 1, Replication: 1, Nodes: nodesOf(c, "q1"), Current: []string{"q1"}, Phase: keyspace.PhaseStable}
+	l2, err := l1.Join(nodesOf(c, "q2")[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	startNode(b, src, l1)
+	if err := src.SetLayout(l2); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []struct {
+		name string
+		mod  func(*querynode.Config)
+	}{
+		{"tables", func(*querynode.Config) {}},
+		{"key-by-key", func(c *querynode.Config) { c.CopyKeyByKey = true }},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			var copied int64
+			var elapsed, cpu time.Duration
+			for range b.N {
+				b.StopTimer()
+				dst := c["q2"]
+				dst.close(b)
+				dst.st.Close()
+				dst.dir = b.TempDir()
+				dst.st = queryStore(b)
+				startNode(b, dst, l2, mode.mod)
+				b.StartTimer()
+				start, cpu0 := time.Now(), processCPU(b)
+				if code, body := postEpoch(b, dst.srv.URL+keyspace.PathCopy, 2); code != http.StatusAccepted {
+					b.Fatalf("copy: %d %s", code, body)
+				}
+				tk := waitTask(b, dst, 2, copyTask)
+				elapsed += time.Since(start)
+				cpu += processCPU(b) - cpu0
+				if tk.Error != "" {
+					b.Fatalf("copy: %+v", tk)
+				}
+				copied += tk.Keys
+			}
+			b.ReportMetric(float64(copied)/elapsed.Seconds(), "keys/s")
+			b.ReportMetric(float64(copied)/cpu.Seconds(), "keys/cpu-s")
+			b.ReportMetric(float64(copied)/float64(b.N), "keys/op")
+		})
+	}
+}
+
+func benchCopyKeys() int {
+	if s := os.Getenv("INDEXKIT_BENCH_KEYS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1_000_000
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// queryStore opens a Pebble store in a temporary directory with the
+// options examples/query gives its index: digest-prefix keys, sorted
+// runs, no populations.
+func queryStore(b *testing.B) store.Store {
+	st, err := pebble.Open(b.TempDir(), pebble.WithDigestPrefixKeys(), pebble.WithMemTableSize(32<<20), pebble.WithSortedRuns(32<<20), pebble.WithoutPopulations())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
 }

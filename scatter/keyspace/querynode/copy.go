@@ -2,7 +2,6 @@ package querynode
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/multiformats/go-multihash"
 
@@ -32,6 +32,10 @@ const (
 
 var errMovedOn = errors.New("querynode: the layout moved on")
 
+// errLoad marks a failure to build or ingest a table of the copy: the
+// node's own, not its source's, so no other source is asked instead.
+var errLoad = errors.New("querynode: loading a copied table")
+
 // copy pulls the keys the node gains in place's change from their sources
 // and applies them through g.
 func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *guard) error {
@@ -47,23 +51,17 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 	}
 	var errs []error
 	for len(pending) > 0 {
-		var failed []string
-		for _, s := range pending {
-			err := n.pull(ctx, t, place, g, s, skip)
-			if err == nil {
-				continue
-			}
-			if ctx.Err() != nil || errors.Is(err, errMovedOn) {
-				return err
-			}
-			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
-			failed = append(failed, s)
-			errs = append(errs, fmt.Errorf("source %s: %w", s, err))
+		failed, err := n.pullAll(ctx, t, place, g, pending, skip)
+		if err != nil {
+			return err
 		}
 		if len(failed) == 0 {
 			break
 		}
-		skip = append(skip, failed...)
+		for _, f := range failed {
+			skip = append(skip, f.source)
+			errs = append(errs, fmt.Errorf("source %s: %w", f.source, f.err))
+		}
 		if len(skip) >= l.Replication {
 			return fmt.Errorf("%w: %d of the owners failed (replication %d), some keys may have no source left: %w", ErrCopy, len(skip), l.Replication, errors.Join(errs...))
 		}
@@ -78,8 +76,87 @@ func (n *Node) copy(ctx context.Context, t *task, place *keyspace.Placement, g *
 	return nil
 }
 
-// pull copies from source what it exports to this node.
-func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *guard, source string, skip []string) error {
+// copyParallel is how many sources a copy pulls from at once.
+const copyParallel = 4
+
+type sourceFailure struct {
+	source string
+	err    error
+}
+
+// pullAll pulls from every source of pending, copyParallel at a time,
+// each through a table copy of its own when the store has a bulk path
+// (so that each table holds one source's keys, in key order). It returns
+// the sources that failed, or an error that ends the copy (cancelled,
+// the layout moved on, a table that would not load).
+func (n *Node) pullAll(ctx context.Context, t *task, place *keyspace.Placement, g *guard, pending, skip []string) ([]sourceFailure, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu     sync.Mutex
+		failed []sourceFailure
+		fatal  error
+		wg     sync.WaitGroup
+	)
+	sem := make(chan struct{}, copyParallel)
+	for _, s := range pending {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			err := n.pullOne(ctx, t, place, g, s, skip)
+			if err == nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if ctx.Err() != nil || errors.Is(err, errMovedOn) || errors.Is(err, errLoad) {
+				if fatal == nil {
+					fatal = err
+				}
+				cancel()
+				return
+			}
+			n.log.Warn("copy source failed; its keys go to the next owners", "source", s, "err", err)
+			failed = append(failed, sourceFailure{s, err})
+		})
+	}
+	wg.Wait()
+	if fatal == nil {
+		fatal = ctx.Err()
+	}
+	if fatal != nil {
+		return nil, fatal
+	}
+	return failed, nil
+}
+
+// pullOne pulls from source, loading what it sends as tables when the
+// store can.
+func (n *Node) pullOne(ctx context.Context, t *task, place *keyspace.Placement, g *guard, source string, skip []string) error {
+	tc, err := n.newTableCopy(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errLoad, err)
+	}
+	if tc == nil {
+		return n.pull(ctx, t, place, g, nil, source, skip)
+	}
+	defer tc.close()
+	if err := n.pull(ctx, t, place, g, tc, source, skip); err != nil {
+		return err
+	}
+	if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
+		return err
+	}
+	return tc.wait()
+}
+
+// pull copies from source what it exports to this node: through tc when
+// there is one, otherwise op by op.
+func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *guard, tc *tableCopy, source string, skip []string) error {
 	l := place.Layout()
 	base := l.URL(source)
 	q := url.Values{}
@@ -125,17 +202,26 @@ func (n *Node) pull(ctx context.Context, t *task, place *keyspace.Placement, g *
 		if err != nil {
 			return fmt.Errorf("export frame %d: %w", frame, err)
 		}
-		keys, err := n.applyCopied(ctx, place.Epoch(), g, b.Ops)
+		keys, err := n.applyCopied(ctx, place.Epoch(), g, tc, b.Ops)
 		t.add(keys)
 		if err != nil {
 			return fmt.Errorf("export frame %d: %w", frame, err)
+		}
+		if n.copyHook != nil {
+			n.copyHook(source, frame)
+		}
+		if tc != nil && tc.ld.Len() >= n.cfg.CopyTableKeys {
+			if err := n.seal(ctx, place.Epoch(), g, tc); err != nil {
+				return err
+			}
 		}
 	}
 }
 
 // applyCopied applies the ops of one export frame through the guard and
-// returns how many multihashes it put.
-func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, ops []keyspace.Op) (int64, error) {
+// returns how many multihashes it put; with tc, the Puts go to its load
+// (their records at once, their entries at its next commit).
+func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, tc *tableCopy, ops []keyspace.Op) (int64, error) {
 	n.applyMu.RLock()
 	defer n.applyMu.RUnlock()
 	if n.Layout().Epoch != epoch {
@@ -159,7 +245,16 @@ func (n *Node) applyCopied(ctx context.Context, epoch uint64, g *guard, ops []ke
 		default:
 			return keys, fmt.Errorf("op %d: %s in an export", i, op.Kind)
 		}
-		if err := op.Apply(ctx, n.cfg.Store); err != nil {
+		var err error
+		if tc != nil && op.Kind == keyspace.OpPut {
+			if tc.ld.Len() == 0 {
+				tc.from = len(g.rms)
+			}
+			err = tc.ld.Put(ctx, op.Value, op.Multihashes...)
+		} else {
+			err = op.Apply(ctx, n.cfg.Store)
+		}
+		if err != nil {
 			return keys, fmt.Errorf("op %d (%s): %w", i, op.Kind, err)
 		}
 		keys += int64(len(op.Multihashes))
@@ -227,14 +322,39 @@ func (n *Node) serveExport(w http.ResponseWriter, r *http.Request) {
 	skipFn := func(i int) bool { return slices.Contains(skip, i) }
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
-	fw := &frameWriter{w: bufio.NewWriterSize(w, 256<<10), name: n.cfg.Name, epoch: epoch, idx: map[string]int{}}
-	if err := n.export(r.Context(), fw, place, self, dest, skipFn); err != nil {
+	if gaining := gainingNodes(place); len(gaining) > 1 && slices.Contains(gaining, dest) {
+		// Several nodes gain (a leave): one scan for them all, spooled.
+		sp, serr := n.spoolFor(place, self, gaining, skip, skipFn)
+		if err = serr; err == nil {
+			err = sp.stream(r.Context(), w, q.Get("dest"))
+		}
+	} else {
+		fw := &frameWriter{w: bufio.NewWriterSize(w, 256<<10), name: n.cfg.Name, epoch: epoch, idx: map[string]int{}}
+		err = n.export(r.Context(), place, self, []int{dest}, []*frameWriter{fw}, skipFn)
+	}
+	if err != nil {
 		n.log.Warn("export cut short", "dest", q.Get("dest"), "err", err)
 		return // no end frame: the reader knows the stream is incomplete
 	}
 }
 
-func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Placement, self, dest int, skip func(int) bool) error {
+// gainingNodes returns the nodes of place that gain keys in its change.
+func gainingNodes(place *keyspace.Placement) []int {
+	l := place.Layout()
+	var out []int
+	for _, name := range l.Next {
+		if gainsKeys(&l, name) {
+			out = append(out, place.Node(name))
+		}
+	}
+	return out
+}
+
+// export scans the store once and writes to fws[i] the stream of what
+// dests[i] gains from this node (self), with the nodes skip reports not
+// counted as sources.
+func (n *Node) export(ctx context.Context, place *keyspace.Placement, self int, dests []int, fws []*frameWriter, skip func(int) bool) error {
+	n.scans.Add(1)
 	st := n.cfg.Store
 	for info, err := range st.Providers(ctx) {
 		if err != nil {
@@ -244,39 +364,79 @@ func (n *Node) export(ctx context.Context, fw *frameWriter, place *keyspace.Plac
 			n.log.Warn("export skips an invalid provider record", "provider", info.AddrInfo.ID, "err", err)
 			continue
 		}
-		if err := fw.addProvider(info); err != nil {
+		for _, fw := range fws {
+			if err := fw.addProvider(info); err != nil {
+				return err
+			}
+		}
+	}
+	for _, fw := range fws {
+		if err := fw.flush(); err != nil {
 			return err
 		}
 	}
-	if err := fw.flush(); err != nil {
-		return err
+	keys := make([]int64, len(fws))
+	// Each destination's segments of the ring decide the keys placed by
+	// their digest (see exportRanges); the placement decides the others.
+	ranges := make([]*exportRanges, len(dests))
+	for i, d := range dests {
+		ranges[i] = newExportRanges(place, self, []int{d}, skip)
 	}
-	var keys int64
-	for e, err := range st.All(ctx) {
+	entries := st.All(ctx)
+	if sk, ok := st.(store.SeekScanner); ok {
+		all := ranges[0]
+		if len(dests) > 1 {
+			all = newExportRanges(place, self, dests, skip)
+		}
+		entries = sk.AllSeek(ctx, all.seek)
+	}
+	for e, err := range entries {
 		if err != nil {
 			return err
 		}
-		if !ambiguous(e.Multihash) && (!place.Gains(dest, e.Multihash) || place.Source(e.Multihash, skip) != self) {
-			continue
-		}
-		mh := bytes.Clone(e.Multihash)
-		for _, v := range e.Values {
-			if err := fw.addPut(v, mh); err != nil {
-				return err
+		pos, byPos := positional(e.Multihash)
+		amb, source := ambiguous(e.Multihash), -2
+		for i, dest := range dests {
+			if byPos {
+				if !ranges[i].contains(pos) {
+					continue
+				}
+			} else if !amb {
+				if !place.Gains(dest, e.Multihash) {
+					continue
+				}
+				if source == -2 {
+					source = place.Source(e.Multihash, skip)
+				}
+				if source != self {
+					continue
+				}
 			}
-		}
-		keys++
-		if fw.keys >= frameMaxKeys || fw.bytes >= frameMaxBytes {
-			if err := fw.flush(); err != nil {
-				return err
+			fw := fws[i]
+			mh := fw.keep(e.Multihash)
+			for _, v := range e.Values {
+				if err := fw.addPut(v, mh); err != nil {
+					return err
+				}
+			}
+			keys[i]++
+			if fw.keys >= frameMaxKeys || fw.bytes >= frameMaxBytes {
+				if err := fw.flush(); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	if err := fw.flush(); err != nil {
-		return err
+	for i, fw := range fws {
+		if err := fw.flush(); err != nil {
+			return err
+		}
+		if err := fw.end(); err != nil {
+			return err
+		}
+		n.log.Info("export complete", "dest", place.Layout().Nodes[dests[i]].Name, "keys", keys[i])
 	}
-	n.log.Info("export complete", "keys", keys)
-	return fw.end()
+	return nil
 }
 
 // frameWriter writes an export stream: frames of Put ops grouped by value.
@@ -290,6 +450,23 @@ type frameWriter struct {
 	keys  int
 	bytes int
 	buf   []byte
+	mhs   []byte // the frame's multihashes, back to back
+	kb    []byte // scratch for idx keys
+	// onFrame, if set, is called after each frame is written (a spool
+	// publishes it).
+	onFrame func() error
+}
+
+// keep copies mh into the frame's memory, which lasts until the frame is
+// written.
+func (fw *frameWriter) keep(mh multihash.Multihash) multihash.Multihash {
+	if cap(fw.mhs)-len(fw.mhs) < len(mh) {
+		// A new block: the frame's earlier multihashes keep the old one.
+		fw.mhs = make([]byte, 0, max(256<<10, len(mh)))
+	}
+	n := len(fw.mhs)
+	fw.mhs = append(fw.mhs, mh...)
+	return fw.mhs[n:len(fw.mhs):len(fw.mhs)]
 }
 
 func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
@@ -302,10 +479,16 @@ func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
 }
 
 func (fw *frameWriter) addPut(v store.Value, mh multihash.Multihash) error {
-	k := ctxKey(v.ProviderID, v.ContextID) + "\x00" + string(v.Metadata)
-	i, ok := fw.idx[k]
+	kb := binary.AppendUvarint(fw.kb[:0], uint64(len(v.ProviderID)))
+	kb = append(kb, v.ProviderID...)
+	kb = binary.AppendUvarint(kb, uint64(len(v.ContextID)))
+	kb = append(kb, v.ContextID...)
+	kb = append(kb, v.Metadata...)
+	fw.kb = kb
+	i, ok := fw.idx[string(kb)]
 	if !ok {
 		i = len(fw.ops)
+		k := string(kb)
 		fw.idx[k] = i
 		fw.ops = append(fw.ops, keyspace.Op{Kind: keyspace.OpPut, Value: v.Clone()})
 		fw.bytes += len(k) + 8
@@ -320,6 +503,7 @@ func (fw *frameWriter) flush() error {
 	if len(fw.ops) == 0 {
 		return nil
 	}
+
 	fw.seq++
 	b := keyspace.Batch{Writer: fw.name, Epoch: fw.epoch, Seq: fw.seq, Ops: fw.ops}
 	var err error
@@ -336,6 +520,9 @@ func (fw *frameWriter) flush() error {
 	fw.ops = fw.ops[:0]
 	clear(fw.idx)
 	fw.keys, fw.bytes = 0, 0
+	if fw.onFrame != nil {
+		return fw.onFrame()
+	}
 	return nil
 }
 
@@ -343,5 +530,11 @@ func (fw *frameWriter) end() error {
 	if err := fw.w.WriteByte(0); err != nil {
 		return err
 	}
-	return fw.w.Flush()
+	if err := fw.w.Flush(); err != nil {
+		return err
+	}
+	if fw.onFrame != nil {
+		return fw.onFrame()
+	}
+	return nil
 }

@@ -66,7 +66,34 @@
 //     length and a [keyspace.Batch] (Writer: the node's name, Seq: the frame
 //     number): the provider records first, then Put ops grouped by value,
 //     at most 16384 multihashes or about 4 MiB per frame, and an empty
-//     frame at the end.
+//     frame at the end. When several nodes gain keys (a leave: every node
+//     of Next), the first export request of an epoch (and set of skipped
+//     sources) starts one scan of the store that writes every gaining
+//     node's stream to a file of its own under Dir (export-EPOCH…), and
+//     each request streams its node's file as it grows: a source scans
+//     its store once per epoch, not once per gaining node, and holds on
+//     disk about what it exports until the layout moves on (the files go
+//     then, at Close, or at the next New). A join, where one node gains,
+//     streams from the scan directly.
+//
+// # Copying by tables
+//
+// With a store that is a [store.BulkLoader] (store/pebble), a copy loads
+// what it pulls as sorted tables instead of Put by Put: each Put the
+// guard lets through writes its (provider, context) record at once, as a
+// Put would, and its multihashes are gathered; every
+// [Config].CopyTableKeys entries the gathered part is sealed, built into
+// the store's own keys and sorted on a goroutine while the copy gathers
+// the next, and ingested whole. An ingested table is newer than
+// everything in the store, so the guard's rules are kept as follows
+// (table.go says why each holds): live removals of whole contexts or
+// providers deleted the records the table's entries name, and records are
+// never reused, so those entries stay invisible; live metadata updates
+// are in the records; and each live Remove recorded after the table began
+// gathering is re-checked while the table goes in, under the guard's
+// lock: what the store did not hold just before is removed again just
+// after. Stores that are not BulkLoaders (store/memory, store/leveldb),
+// and [Config].CopyKeyByKey, copy Put by Put.
 //   - Drops ([keyspace.PathDrop]). In a stable layout, the node removes each
 //     key it holds and does not own.
 //

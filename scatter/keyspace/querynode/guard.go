@@ -55,11 +55,22 @@ type guard struct {
 	provs map[peer.ID]struct{}
 	meta  map[string][]byte // ctxKey -> metadata
 	recs  map[peer.ID]struct{}
+	// rms lists the tombstones in the order they were recorded, for a
+	// copy by tables to re-check at ingest those recorded after it
+	// gathered (see tableCopy.commit). It adds no rule.
+	rms []tomb
 
 	path    string
 	f       *os.File
 	size    int64  // bytes of whole records in f
 	pending []byte // records not yet written
+}
+
+// tomb is one tombstone: a live Remove of mh from (p, c).
+type tomb struct {
+	p  peer.ID
+	c  []byte
+	mh multihash.Multihash
 }
 
 // guardRec is one line of the guard's log.
@@ -170,6 +181,7 @@ func (g *guard) record(rec *guardRec) error {
 				return err
 			}
 			g.tomb[tombKey(p, rec.C, mh)] = struct{}{}
+			g.rms = append(g.rms, tomb{p, bytes.Clone(rec.C), bytes.Clone(mh)})
 		}
 	case "rc":
 		g.ctxs[ctxKey(p, rec.C)] = struct{}{}

@@ -106,9 +106,13 @@ type node struct {
 	runWG sync.WaitGroup
 }
 
-func startNode(t testing.TB, n *node, l keyspace.Layout) {
+func startNode(t testing.TB, n *node, l keyspace.Layout, mods ...func(*querynode.Config)) {
 	t.Helper()
-	qn, err := querynode.New(querynode.Config{Name: n.name, Dir: n.dir, Store: n.st, Token: token}, l)
+	cfg := querynode.Config{Name: n.name, Dir: n.dir, Store: n.st, Token: token}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	qn, err := querynode.New(cfg, l)
 	if err != nil {
 		t.Fatal(err)
 	}

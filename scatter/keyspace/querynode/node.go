@@ -59,7 +59,24 @@ type Config struct {
 	// CommitBytes is the size of the batches that waiting for a commit
 	// starts one at once (0: 16 MiB).
 	CommitBytes int64
+	// CopyKeyByKey makes a copy apply what it pulls op by op through the
+	// store's Put even when the store is a [store.BulkLoader], whose
+	// sorted tables are otherwise how a copy loads (see "Copying by
+	// tables" in the package documentation). For comparison, and for a
+	// store whose bulk path is not wanted.
+	CopyKeyByKey bool
+	// CopyTableKeys is the most (multihash, value) entries a copy gathers
+	// from one source before it seals them into a table (0:
+	// [DefaultCopyTableKeys]). A copy pulls up to four sources at once,
+	// each with a table gathering and one building, at about 200 bytes of
+	// memory per entry.
+	CopyTableKeys int
 }
+
+// DefaultCopyTableKeys is the entries a copy gathers per table by
+// default: tables of a few MiB, which Pebble takes in milliseconds, and
+// about 100 MiB of memory for four sources pulled at once.
+const DefaultCopyTableKeys = 64 << 10
 
 // DefaultMaxBatchBytes is the largest batch body a node reads by default.
 const DefaultMaxBatchBytes = 64 << 20
@@ -99,6 +116,19 @@ type Node struct {
 	shut     context.CancelFunc // cancels closing: requests in flight stop
 	inflight sync.WaitGroup
 
+	// Spools of a source's exports in a leave (spool.go); scans counts
+	// the scans of the store exports made, for tests.
+	spoolMu     sync.Mutex
+	spools      map[string]*spool
+	spoolEpoch  uint64
+	spoolClosed bool
+	spoolWG     sync.WaitGroup
+	scans       atomic.Int64
+
+	// copyHook, set by tests, is called after each export frame a copy
+	// has taken in.
+	copyHook func(source string, frame int)
+
 	commitMu  sync.Mutex    // one commit at a time
 	pending   atomic.Int64  // bytes of batches applied since the last commit
 	commitNow chan struct{} // cap 1: CommitBytes wait
@@ -133,6 +163,11 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidConfig)
 	case cfg.MaxBatchBytes < 0:
 		return nil, fmt.Errorf("%w: max batch bytes %d", ErrInvalidConfig, cfg.MaxBatchBytes)
+	case cfg.CopyTableKeys < 0:
+		return nil, fmt.Errorf("%w: copy table keys %d", ErrInvalidConfig, cfg.CopyTableKeys)
+	}
+	if cfg.CopyTableKeys == 0 {
+		cfg.CopyTableKeys = DefaultCopyTableKeys
 	}
 	if cfg.CommitBytes <= 0 {
 		cfg.CommitBytes = 16 << 20
@@ -156,6 +191,9 @@ func New(cfg Config, l keyspace.Layout) (*Node, error) {
 	}
 	pos, err := loadWriters(cfg.Dir)
 	if err != nil {
+		return nil, err
+	}
+	if err := removeSpools(cfg.Dir); err != nil {
 		return nil, err
 	}
 	member, memberKnown, err := loadMembership(cfg.Dir)
@@ -253,6 +291,9 @@ func (n *Node) adopt(l keyspace.Layout, place *keyspace.Placement) error {
 	} else if err := removeGuards(n.cfg.Dir, 0); err != nil {
 		return err
 	}
+	n.spoolMu.Lock()
+	n.dropSpoolsLocked(l.Epoch)
+	n.spoolMu.Unlock()
 	n.mu.Lock()
 	old := n.guard
 	n.layout, n.place, n.guard = l, place, g
@@ -414,6 +455,7 @@ func (n *Node) Close() error {
 	}
 	n.mu.Unlock()
 	n.inflight.Wait()
+	n.closeSpools()
 	cerr := n.commit(context.Background())
 	n.applyMu.Lock()
 	defer n.applyMu.Unlock()

@@ -39,3 +39,33 @@ type Batch interface {
 	// Close releases the batch, committed or not.
 	Close() error
 }
+
+// TableIngester is an optional capability of an [Engine]: it writes runs
+// of keys as sorted tables apart from the database and then makes them
+// part of it at once (Pebble's DB.Ingest). A [DB] over such an engine
+// offers [DB.NewLoader].
+type TableIngester interface {
+	// WriteTable calls fill with the writer of a new table; fill adds keys
+	// in strictly ascending order. The table is written apart from the
+	// database: nothing of it is visible until IngestTables. A table fill
+	// leaves empty is nil, with no error.
+	WriteTable(fill func(w TableWriter) error) (Table, error)
+	// IngestTables makes the tables part of the database, all at once;
+	// their writes are newer than every batch committed before it was
+	// called. The key ranges of the tables must not overlap. Ingested or
+	// not, the tables are spent.
+	IngestTables(ts ...Table) error
+}
+
+// Table is a table written by [TableIngester.WriteTable].
+type Table interface {
+	// Discard deletes a table that is not to be ingested.
+	Discard() error
+}
+
+// TableWriter adds the writes of one table, in strictly ascending key
+// order. A merge value is an operand, as [MergeBatch.Merge] takes it.
+type TableWriter interface {
+	Set(key, value []byte) error
+	Merge(key, value []byte) error
+}

@@ -149,3 +149,75 @@ func (db *DB) Sweep(ctx context.Context) (int64, error) {
 	// not counted: removed counts index entries.
 	return removed, db.sweepPopulations(ctx, rs)
 }
+
+// seekChunk is the first chunk AllSeek reads after a seek: small, so that
+// what it reads past a multihash its caller skips is little; the chunks
+// then double up to scanChunk while the caller takes what comes.
+const seekChunk = 32
+
+// AllSeek implements [store.SeekScanner]: All in ascending byte order of
+// the multihashes (the form All yields), asking seek of each multihash,
+// before its values are read, whether to take it or to go on from a
+// later point.
+func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq2[store.Entry, error] {
+	return func(yield func(store.Entry, error) bool) {
+		rs := &records{db: db}
+		limit := seekChunk
+		var entries []store.Entry // reused: yield copies each entry
+		for start := []byte{prefixIndex}; start != nil; {
+			var (
+				rerr   error
+				target []byte // where to go on from, once seek said so
+			)
+			entries = entries[:0]
+			if err := db.begin(ctx, "iterate"); err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			next, err := db.layout.scan(db.eng, start, limit, func(mh []byte, ids []uint64) {
+				if rerr != nil || target != nil {
+					return
+				}
+				if t := seek(mh); t != nil && bytes.Compare(t, mh) > 0 {
+					target = append([]byte{prefixIndex}, t...)
+					return
+				}
+				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh)), Values: make([]store.Value, 0, len(ids))}
+				for _, id := range ids {
+					r, err := rs.get(id)
+					if err != nil {
+						rerr = err
+						return
+					}
+					if r != nil {
+						e.Values = append(e.Values, *r.v())
+					}
+				}
+				if len(e.Values) > 0 {
+					entries = append(entries, e)
+				}
+			})
+			db.opMu.RUnlock()
+			if err != nil {
+				err = db.wrap("iterate", err)
+			} else if rerr != nil {
+				err = db.wrap("iterate", rerr)
+			}
+			if err != nil {
+				yield(store.Entry{}, err)
+				return
+			}
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			switch {
+			case target != nil:
+				start, limit = target, seekChunk
+			default:
+				start, limit = next, min(2*limit, scanChunk)
+			}
+		}
+	}
+}

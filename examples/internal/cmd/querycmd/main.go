@@ -54,6 +54,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&shardHosts, "shard-hosts", "", "comma-separated host `names` under which the shard API without a token takes writes, besides 127.0.0.0/8, [::1] and localhost (other Hosts get 421)")
 	fs.Int64Var(&cfg.IndexCacheSize, "index-cache-size", cfg.IndexCacheSize, "`bytes` of the Pebble block cache")
 	fs.DurationVar(&cfg.CommitInterval, "commit-interval", cfg.CommitInterval, "how long applied batches may wait to be made durable together (0: each batch before it is answered; writers keep a batch until it is durable)")
+	fs.BoolVar(&cfg.CopyKeyByKey, "copy-key-by-key", cfg.CopyKeyByKey, "copy the keys the node gains Put by Put, not as sorted tables (a baseline)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "how long requests in flight may take on SIGTERM")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
 	cli.ConnLimitFlags(fs, &maxConns, &maxPerIP)
