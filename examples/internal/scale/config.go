@@ -94,6 +94,15 @@ type Config struct {
 	// that copies key by key (examples/query -copy-key-by-key), the
 	// baseline measured in the same run.
 	Join, JoinBaseline bool
+	// LayoutStore, with Sharded, is where the layer's layout lives: "etcd"
+	// (an etcd member the run starts: every process watches the layout
+	// and keeps its status there, and the run measures how long a new
+	// epoch takes to reach them all), "file" (the layout file, SIGHUP to
+	// reload), or "" for etcd when it is installed, else the file.
+	LayoutStore string
+	// Epochs, on etcd, is the number of epochs published to time their
+	// propagation (0: 20).
+	Epochs int
 
 	// Dir is where the temporary directory is made ("": the system's).
 	Dir string
@@ -170,6 +179,10 @@ func (c Config) normalize() (Config, error) {
 		return c, errors.New("no executable to run the node from")
 	case c.Sharded < 0 || c.ShardBatchBytes < 0 || c.Replication < 0:
 		return c, fmt.Errorf("sharded %d, replication %d, batch bytes %d: want 0 or more", c.Sharded, c.Replication, c.ShardBatchBytes)
+	case c.LayoutStore != "" && c.LayoutStore != "etcd" && c.LayoutStore != "file":
+		return c, fmt.Errorf("layout store %q: want etcd, file or empty", c.LayoutStore)
+	case c.Epochs < 0:
+		return c, fmt.Errorf("epochs %d: want 0 or more", c.Epochs)
 	case c.Join && c.Sharded == 0:
 		return c, errors.New("join: want -sharded N as well")
 	}
@@ -255,6 +268,8 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")
 	fs.BoolVar(&c.Join, "join", c.Join, "with -sharded, then add one query node and measure the move")
 	fs.BoolVar(&c.JoinBaseline, "join-baseline", c.JoinBaseline, "with -join, then add another query node that copies key by key, the baseline of the table-shipping join")
+	fs.StringVar(&c.LayoutStore, "layout-store", c.LayoutStore, "with -sharded, where the layout lives: etcd (a member the run starts; the run times epoch propagation), file, or \"\" for etcd when installed")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "on etcd, the `number` of epochs published to time their propagation (0: 20)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` for the temporary data (default the system's)")
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the temporary data and the node's log")
 	fs.Func("node-flag", "a `flag` for the node, such as -node-flag=-log-level=debug (repeatable; also everything after --)", func(s string) error {

@@ -206,6 +206,12 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 	}
 	fmt.Fprintf(b, "| all query nodes | | | | %s (%.3f × %s multihashes) | | |\n",
 		thousands(uint64(keys)), float64(keys)/float64(t.Multihashes), thousands(t.Multihashes))
+	if e := sf.Epochs; e != nil && len(e.Times) > 0 {
+		fmt.Fprintf(b, "\nlayout on etcd: a new epoch reached all %d processes (their status under their lease) in p50 %.0f ms, max %.0f ms, over %d epochs\n",
+			e.Processes, ms(e.P50()), ms(e.Max()), len(e.Times))
+	} else if sf.Store != "" {
+		fmt.Fprintf(b, "\nlayout in a %s\n", sf.Store)
+	}
 	if sf.Join != nil {
 		b.WriteString("\n| join | copy by | keys copied | copy s | keys/s copied | copy CPU-s | keys/CPU-s of the copy | drop s | keys dropped by the old owners | total s (first publish to done) | CPU-s of the join | keys/CPU-s of the join |\n")
 		b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
@@ -235,3 +241,6 @@ func perCPU(v float64) string {
 	}
 	return thousands(uint64(v))
 }
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -22,8 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"github.com/indexkit/indexkit/ingest/admin"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/scatter/keyspace/etcdlayout"
 	storepebble "github.com/indexkit/indexkit/store/pebble"
 )
 
@@ -51,6 +53,11 @@ type ShardedFigures struct {
 	Outboxes map[string]keyspace.OutboxStatus
 	// Nodes are the query nodes, those of the join included.
 	Nodes []QueryNodeFigures
+	// Store is where the layout lived: "etcd" or "file".
+	Store string
+	// Epochs, on etcd, is how long each of a series of new epochs took
+	// from its publish to every process reporting it.
+	Epochs *EpochFigures
 	// Join is the join's, nil without Config.Join; JoinBaseline the
 	// key-by-key join's after it, nil without Config.JoinBaseline.
 	Join, JoinBaseline *JoinFigures
@@ -108,7 +115,10 @@ func (j JoinFigures) CopyPerCPU() float64 { return float64(j.Copied) / j.CopyCPU
 type sharded struct {
 	c       Config
 	dir     string
-	layout  string // the layout file
+	layout  string // the layout: a file, or etcd://... (s.etcd)
+	etcd    *etcdlayout.Store
+	etcdSrv *etcdserver.Server
+	closeE  io.Closer
 	token   string
 	tokFile string
 	queries []*node
@@ -145,7 +155,7 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		l.Nodes = append(l.Nodes, keyspace.Node{Name: name, URL: "http://" + a})
 		l.Current = append(l.Current, name)
 	}
-	if err := keyspace.Save(s.layout, l); err != nil {
+	if err := s.publishFirst(ctx, l); err != nil {
 		return err
 	}
 	for i, n := range l.Nodes {
@@ -169,7 +179,10 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		return err
 	}
 
-	sf := &ShardedFigures{QueryNodes: c.Sharded, Replication: c.Replication, BatchBytes: c.ShardBatchBytes}
+	sf := &ShardedFigures{QueryNodes: c.Sharded, Replication: c.Replication, BatchBytes: c.ShardBatchBytes, Store: "file"}
+	if s.etcd != nil {
+		sf.Store = "etcd"
+	}
 	r.Sharded = sf
 	procs := append([]*node{s.ingest}, s.queries...)
 	s0, err := readProcs(procs)
@@ -220,6 +233,11 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 	if err := s.finds(ctx, r, pubs); err != nil {
 		return err
 	}
+	if s.etcd != nil {
+		if sf.Epochs, err = s.epochs(ctx, procs); err != nil {
+			return err
+		}
+	}
 	if c.Join {
 		if sf.Join, err = s.join(ctx, sf, false); err != nil {
 			return err
@@ -264,6 +282,7 @@ func (s *sharded) startQuery(ctx context.Context, name, addr string, extra ...st
 // than once.
 func (s *sharded) stop() error {
 	var errs []error
+	defer s.stopEtcd()
 	if s.ingest != nil {
 		if err := s.ingest.stop(); err != nil {
 			errs = append(errs, fmt.Errorf("ingest node: %w", err))
@@ -363,7 +382,7 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures, keyByKey bool) (
 	}
 	var start, copyAt, movedAt, dropAt time.Time
 	var sCopy, sMoved []procSample
-	coord, err := keyspace.NewCoordinator(keyspace.CoordinatorConfig{
+	cc := keyspace.CoordinatorConfig{
 		LayoutPath: s.layout,
 		Ingest:     map[string]string{ingestName: s.ingest.url("find")},
 		Token:      s.token,
@@ -376,22 +395,27 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures, keyByKey bool) (
 			}
 			return errors.Join(errs...)
 		},
-		OnAction: func(a keyspace.Action) {
-			now := time.Now()
-			switch {
-			case a.Kind == keyspace.ActPublish && start.IsZero():
-				start = now
-			case a.Kind == keyspace.ActCopy && copyAt.IsZero():
-				copyAt = now
-				sCopy, _ = readProcs(procs)
-			case a.Kind == keyspace.ActPublish && a.Layout.Phase == keyspace.PhaseMoved && movedAt.IsZero():
-				movedAt = now
-				sMoved, _ = readProcs(procs)
-			case a.Kind == keyspace.ActDrop && dropAt.IsZero():
-				dropAt = now
-			}
-		},
-	})
+	}
+	if s.etcd != nil {
+		// Every process watches etcd and reports there.
+		cc = keyspace.CoordinatorConfig{Store: s.etcd, Reports: s.etcd, Token: s.token, Poll: 50 * time.Millisecond, Logger: cc.Logger}
+	}
+	cc.OnAction = func(a keyspace.Action) {
+		now := time.Now()
+		switch {
+		case a.Kind == keyspace.ActPublish && start.IsZero():
+			start = now
+		case a.Kind == keyspace.ActCopy && copyAt.IsZero():
+			copyAt = now
+			sCopy, _ = readProcs(procs)
+		case a.Kind == keyspace.ActPublish && a.Layout.Phase == keyspace.PhaseMoved && movedAt.IsZero():
+			movedAt = now
+			sMoved, _ = readProcs(procs)
+		case a.Kind == keyspace.ActDrop && dropAt.IsZero():
+			dropAt = now
+		}
+	}
+	coord, err := keyspace.NewCoordinator(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +478,7 @@ func (s *sharded) finds(ctx context.Context, r *Report, pubs []*publisher) error
 		return err
 	}
 	defer fe.stop()
-	l, err := keyspace.Load(s.layout)
+	l, err := s.load(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,11 @@ type PresenceConfig struct {
 	// A process that dies drops out of the coordinator's view TTL after
 	// its last renewal.
 	TTL time.Duration
-	// Interval is how often Status is read to see whether it changed
-	// (0: 100 ms); the lease is renewed every TTL/3.
+	// Interval is the least time between two writes of a status whose
+	// epoch did not change (0: 100 ms): progress (outboxes, copies) is
+	// written at most that often. Status is read every Interval/5 (at
+	// least every 20 ms), and a new epoch is written at once: a
+	// coordinator waits for it. The lease is renewed every TTL/3.
 	Interval time.Duration
 	// Logger receives a line when the lease is lost and regained (nil:
 	// discard).
@@ -115,8 +118,9 @@ func (p *Presence) grant(ctx context.Context) error {
 	return nil
 }
 
-func (p *Presence) encode() []byte {
-	st := p.cfg.Status()
+func (p *Presence) encode() []byte { return p.encodeStatus(p.cfg.Status()) }
+
+func (p *Presence) encodeStatus(st keyspace.Status) []byte {
 	st.Role, st.Name = p.cfg.Role, p.cfg.Name
 	b, _ := json.Marshal(st)
 	return b
@@ -124,7 +128,9 @@ func (p *Presence) encode() []byte {
 
 func (p *Presence) run(ctx context.Context) {
 	defer close(p.done)
-	tick := time.NewTicker(p.cfg.Interval)
+	tick := time.NewTicker(max(min(p.cfg.Interval/5, 20*time.Millisecond), time.Millisecond))
+	var lastPut time.Time
+	lastEpoch := p.cfg.Status().Epoch
 	defer tick.Stop()
 	renewEvery := p.cfg.TTL / 3
 	lastRenew := time.Now()
@@ -168,7 +174,11 @@ func (p *Presence) run(ctx context.Context) {
 				continue
 			}
 		}
-		b := p.encode()
+		st := p.cfg.Status()
+		if st.Epoch == lastEpoch && time.Since(lastPut) < p.cfg.Interval {
+			continue // progress only: written at most every Interval
+		}
+		b := p.encodeStatus(st)
 		p.mu.Lock()
 		same := bytes.Equal(b, p.last)
 		p.mu.Unlock()
@@ -179,6 +189,7 @@ func (p *Presence) run(ctx context.Context) {
 		_, err := p.s.cli.Put(pctx, p.key, string(b), id)
 		cancel()
 		if err == nil {
+			lastPut, lastEpoch = time.Now(), st.Epoch
 			p.mu.Lock()
 			p.last = b
 			p.mu.Unlock()
