@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,12 @@ func testSharded(t *testing.T, exe string, join bool) {
 	c.Samples, c.Clients, c.ProbeRate, c.Raw = 50, 4, 0, false
 	c.Sharded, c.Replication, c.Join, c.ShardBatchBytes = 3, 2, join, 64<<10
 	c.JoinBaseline = false // the counts below are of one join
+	// The ingest run keeps its layout in a file, the join on etcd (when
+	// installed: then it times the epochs too).
+	c.LayoutStore = "file"
+	if join && etcdAvailable() {
+		c.LayoutStore = "etcd"
+	}
 	c.Dir, c.Exe, c.Keep = t.TempDir(), exe, true
 	r, err := scale.Run(t.Context(), c)
 	if err != nil {
@@ -163,6 +170,15 @@ func testSharded(t *testing.T, exe string, join bool) {
 	}
 	if sf == nil || (sf.Join != nil) != join || len(sf.Nodes) != nodes {
 		t.Fatalf("sharded figures missing: %+v", sf)
+	}
+	if sf.Store != c.LayoutStore || (sf.Epochs != nil) != (c.LayoutStore == "etcd") {
+		t.Fatalf("layout in %q (epochs %+v), want %q", sf.Store, sf.Epochs, c.LayoutStore)
+	}
+	if e := sf.Epochs; e != nil {
+		if len(e.Times) != 20 || e.Processes != 4 || e.P50() <= 0 {
+			t.Fatalf("epoch figures %+v: want 20 times over 4 processes", *e)
+		}
+		t.Logf("a new epoch reached the %d processes in p50 %v, max %v", e.Processes, e.P50(), e.Max())
 	}
 	if sf.Total.CPU <= sf.Ingest.CPU || sf.Total.Wall < sf.Walked || sf.Total.Disk <= 0 {
 		t.Errorf("sharded figures: %+v", sf.Total)
@@ -200,10 +216,7 @@ func testSharded(t *testing.T, exe string, join bool) {
 	if len(mhs) != 20_000 || r.Sharded.Total.Multihashes != 20_000 {
 		t.Fatalf("%d distinct multihashes generated, %d ingested; want 20,000", len(mhs), r.Sharded.Total.Multihashes)
 	}
-	layout, err := keyspace.Load(filepath.Join(filepath.Dir(sf.Nodes[0].Dir), "layout.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	layout := sf.Layout
 	place, err := keyspace.NewPlacement(layout)
 	if err != nil {
 		t.Fatal(err)
@@ -286,4 +299,13 @@ func testSharded(t *testing.T, exe string, join bool) {
 		}
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// etcdAvailable reports whether the etcd binary is installed.
+func etcdAvailable() bool {
+	if _, err := exec.LookPath("etcd"); err == nil {
+		return true
+	}
+	_, err := os.Stat("/usr/bin/etcd")
+	return err == nil
 }

@@ -53,8 +53,10 @@ type ShardedFigures struct {
 	Outboxes map[string]keyspace.OutboxStatus
 	// Nodes are the query nodes, those of the join included.
 	Nodes []QueryNodeFigures
-	// Store is where the layout lived: "etcd" or "file".
-	Store string
+	// Store is where the layout lived: "etcd" or "file"; Layout is the
+	// layout at the end of the run.
+	Store  string
+	Layout keyspace.Layout
 	// Epochs, on etcd, is how long each of a series of new epochs took
 	// from its publish to every process reporting it.
 	Epochs *EpochFigures
@@ -247,6 +249,9 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 				return err
 			}
 		}
+	}
+	if sf.Layout, err = s.load(ctx); err != nil {
+		return err
 	}
 	if err := s.stop(); err != nil {
 		return err
