@@ -34,7 +34,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&spec, "layout", "", "the layout: etcd://HOST:PORT[,HOST:PORT...]/PREFIX (elected coordinator, statuses from etcd), or a layout `file` (one host; then -ingest and -fronts name the processes to ask)")
 	fs.StringVar(&join, "join", "", "add the query node `NAME=URL`")
 	fs.StringVar(&leave, "leave", "", "remove the query node `NAME`")
-	fs.StringVar(&seed, "seed", "", "layout `file` to publish first when the etcd layout holds none (a new layer)")
+	fs.StringVar(&seed, "seed", "", "layout `file` to publish first when the etcd layout holds none (a new layer); without -join or -leave the command then exits")
 	fs.StringVar(&id, "id", id, "this coordinator's `name` in the election")
 	fs.DurationVar(&ttl, "ttl", ttl, "the term's lease `TTL` (whole seconds): how soon a standby takes over from a coordinator that died")
 	fs.DurationVar(&poll, "poll", poll, "the longest `interval` between observations")
@@ -95,6 +95,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if seed != "" {
 		if err := seedLayout(ctx, st, seed, log); err != nil {
 			return err
+		}
+		if goal == (keyspace.Goal{}) {
+			return nil // -seed alone: a new layer's first layout, no change to drive
 		}
 	}
 	log.Info("campaigning", "layout", spec, "id", id, "goal", goal.String())
