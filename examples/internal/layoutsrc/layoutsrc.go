@@ -183,6 +183,7 @@ func (f *Fence) Run(ctx context.Context) error {
 			f.log.Error("fence: the layout in force was not applied; answers stay partial", "epoch", l.Epoch, "err", err)
 			continue
 		}
+		f.p.Kick() // report the epoch now
 		if !f.p.Fenced() {
 			f.stale.Store(false)
 			warned = false

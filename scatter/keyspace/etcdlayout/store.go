@@ -40,6 +40,9 @@ type Store struct {
 	mu       sync.Mutex
 	changed  chan struct{} // closed at the next change under prefix
 	watching bool
+
+	pmu       sync.Mutex
+	presences map[*Presence]struct{} // Join's, kicked after Watch applies a layout
 }
 
 var (
@@ -52,7 +55,7 @@ var (
 // prefixes.
 func New(cli *etcdjson.Client, prefix string) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{cli: cli, prefix: prefix, ctx: ctx, cancel: cancel, changed: make(chan struct{})}
+	return &Store{cli: cli, prefix: prefix, ctx: ctx, cancel: cancel, changed: make(chan struct{}), presences: map[*Presence]struct{}{}}
 }
 
 // Close stops the store's background watch. It does not close the client.
@@ -148,7 +151,11 @@ func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, on
 			return
 		}
 		lastRev = rev
-		report(apply(l))
+		err := apply(l)
+		report(err)
+		if err == nil {
+			s.kickPresences()
+		}
 	}
 	for ctx.Err() == nil {
 		l, rev, err := s.Load(ctx)
@@ -202,6 +209,16 @@ func (s *Store) Watch(ctx context.Context, apply func(keyspace.Layout) error, on
 		}
 	}
 	return nil
+}
+
+// kickPresences has every presence of the store write its status now: a
+// layout was just applied.
+func (s *Store) kickPresences() {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	for p := range s.presences {
+		p.Kick()
+	}
 }
 
 // ResyncInterval is how often a [Store.Watch] reads the layout besides
