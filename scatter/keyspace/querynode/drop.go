@@ -17,13 +17,8 @@ const dropChunk = 4096 // multihashes removed per round
 // under place.
 func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, self int) error {
 	st := n.cfg.Store
-	type removal struct {
-		v   store.Value
-		mhs []multihash.Multihash
-	}
-	pending := map[string]*removal{}
-	var count, keys int64
-	flush := func() error {
+	gone := func(mh multihash.Multihash) bool { return !ambiguous(mh) && !place.Owns(self, mh) }
+	_, err := removeWhere(ctx, st, "drop", gone, func(remove func() error, keys int64) error {
 		// Under applyMu, so that no change of layout happens mid-round: a
 		// key this node gains in a later layout is never dropped.
 		n.applyMu.RLock()
@@ -31,21 +26,56 @@ func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, sel
 		if n.Layout().Epoch != place.Epoch() {
 			return errMovedOn
 		}
-		for _, r := range pending {
-			if err := st.Remove(ctx, r.v.ProviderID, r.v.ContextID, r.mhs...); err != nil {
-				return fmt.Errorf("querynode: drop: %w", err)
-			}
+		if err := remove(); err != nil {
+			return err
 		}
 		t.add(keys)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := st.Flush(ctx); err != nil {
+		return fmt.Errorf("querynode: drop: flush: %w", err)
+	}
+	return nil
+}
+
+// removeWhere removes from st every multihash for which gone holds, with
+// all its values, reading the store once and removing dropChunk values a
+// round. Each round runs through round, which calls remove (or refuses
+// the round with an error, which ends the scan) and learns how many
+// multihashes it removes; what names the work in errors. It returns the
+// number of multihashes removed.
+func removeWhere(ctx context.Context, st store.Store, what string, gone func(multihash.Multihash) bool, round func(remove func() error, keys int64) error) (int64, error) {
+	type removal struct {
+		v   store.Value
+		mhs []multihash.Multihash
+	}
+	pending := map[string]*removal{}
+	var count, keys, total int64
+	flush := func() error {
+		err := round(func() error {
+			for _, r := range pending {
+				if err := st.Remove(ctx, r.v.ProviderID, r.v.ContextID, r.mhs...); err != nil {
+					return fmt.Errorf("querynode: %s: %w", what, err)
+				}
+			}
+			return nil
+		}, keys)
+		if err != nil {
+			return err
+		}
+		total += keys
 		clear(pending)
 		count, keys = 0, 0
 		return nil
 	}
 	for e, err := range st.All(ctx) {
 		if err != nil {
-			return fmt.Errorf("querynode: drop: %w", err)
+			return total, fmt.Errorf("querynode: %s: %w", what, err)
 		}
-		if ambiguous(e.Multihash) || place.Owns(self, e.Multihash) {
+		if !gone(e.Multihash) {
 			continue
 		}
 		mh := bytes.Clone(e.Multihash)
@@ -62,15 +92,9 @@ func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, sel
 		keys++
 		if count >= dropChunk {
 			if err := flush(); err != nil {
-				return err
+				return total, err
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if err := st.Flush(ctx); err != nil {
-		return fmt.Errorf("querynode: drop: flush: %w", err)
-	}
-	return nil
+	return total, flush()
 }

@@ -1,7 +1,6 @@
 package querynode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,45 +86,8 @@ func (n *Node) cleanSlate(ctx context.Context) (keys int64, err error) {
 	n.commitMu.Lock()
 	defer n.commitMu.Unlock()
 	st := n.cfg.Store
-	type removal struct {
-		v   store.Value
-		mhs []multihash.Multihash
-	}
-	pending := map[string]*removal{}
-	count := 0
-	flush := func() error {
-		for _, r := range pending {
-			if err := st.Remove(ctx, r.v.ProviderID, r.v.ContextID, r.mhs...); err != nil {
-				return fmt.Errorf("querynode: empty the store: %w", err)
-			}
-		}
-		clear(pending)
-		count = 0
-		return nil
-	}
-	for e, err := range st.All(ctx) {
-		if err != nil {
-			return keys, fmt.Errorf("querynode: empty the store: %w", err)
-		}
-		mh := bytes.Clone(e.Multihash)
-		for _, v := range e.Values {
-			k := ctxKey(v.ProviderID, v.ContextID)
-			r := pending[k]
-			if r == nil {
-				r = &removal{v: v.Clone()}
-				pending[k] = r
-			}
-			r.mhs = append(r.mhs, mh)
-			count++
-		}
-		keys++
-		if count >= dropChunk {
-			if err := flush(); err != nil {
-				return keys, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	all := func(multihash.Multihash) bool { return true }
+	if keys, err = removeWhere(ctx, st, "empty the store", all, func(remove func() error, _ int64) error { return remove() }); err != nil {
 		return keys, err
 	}
 	var ids []store.ProviderInfo
