@@ -119,6 +119,33 @@ type SeekScanner interface {
 	AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq2[Entry, error]
 }
 
+// RangeRemover is implemented by stores that can remove every index
+// entry of a span of multihashes with one write, at a cost that does not
+// grow with the entries removed (store/pebble writes range deletions):
+// a query node drops the ring segments it no longer owns that way instead
+// of removing their keys one by one.
+type RangeRemover interface {
+	// RemoveRanges removes, in one atomic write, every index entry whose
+	// multihash lies in one of spans. A multihash lies in a span when
+	// its form (the form All yields) followed by one zero byte is at
+	// least Start and below End, bytewise. Value records stay, as a
+	// Remove leaves them; writes that return after RemoveRanges returns
+	// are kept, whatever their multihash.
+	//
+	// A store that cannot (one that keeps context populations, which a
+	// range removal would leave naming multihashes the index no longer
+	// holds, or whose engine deletes no ranges) returns an error wrapping
+	// errors.ErrUnsupported and removes nothing; the caller removes key
+	// by key instead.
+	RemoveRanges(ctx context.Context, spans ...Span) error
+}
+
+// Span is the half-open range [Start, End) of multihash forms that
+// [RangeRemover.RemoveRanges] removes; a nil End has no upper bound.
+type Span struct {
+	Start, End []byte
+}
+
 // Sweeper is implemented by stores that remove lazily. Removing a context
 // (RemoveProviderContext, RemoveProvider) deletes only its one shared record,
 // leaving index entries that point at nothing; Get skips them. Sweep deletes

@@ -124,6 +124,9 @@ type OutboxStatus struct {
 type Task struct {
 	Epoch uint64
 	Done  bool
-	Keys  int64  // multihashes copied or dropped so far
-	Error string `json:",omitempty"`
+	Keys  int64 // multihashes copied or dropped so far
+	// Ranges counts the range deletions of a drop by ranges: each
+	// removes a ring segment's keys at once, which Keys does not count.
+	Ranges int64  `json:",omitempty"`
+	Error  string `json:",omitempty"`
 }

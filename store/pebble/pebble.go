@@ -310,6 +310,14 @@ func (b *batch) Delete(key []byte) error {
 	return b.b.Delete(key, nil)
 }
 
+// DeleteRange implements [kv.RangeDeleter]. A range that reaches index
+// keys drains the runs at Commit, as a point deletion does, so that no
+// operand they hold lands after it.
+func (b *batch) DeleteRange(start, end []byte) error {
+	b.index = b.index || bytes.Compare(start, []byte{kv.IndexPrefix + 1}) < 0 && bytes.Compare(end, []byte{kv.IndexPrefix}) > 0
+	return b.b.DeleteRange(start, end, nil)
+}
+
 func (b *batch) Merge(key, value []byte) error {
 	if r := b.e.runs; r != nil && isIndexKey(key) {
 		if r.fits(key, value) {

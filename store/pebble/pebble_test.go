@@ -421,3 +421,63 @@ func TestDigestPrefixKeys(t *testing.T) {
 		})
 	}
 }
+
+// RemoveRanges on stores without populations, with and without sorted
+// runs: with runs large enough to hold every Put, the removal must apply
+// them before it deletes, or they land after it and bring the removed
+// multihashes back.
+func TestRemoveRanges(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []pebble.Option
+	}{
+		{"whole-keys", nil},
+		{"prefix", []pebble.Option{pebble.WithDigestPrefixKeys()}},
+		{"runs", []pebble.Option{pebble.WithDigestPrefixKeys(), pebble.WithSortedRuns(64 << 20)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.RunRemoveRanges(t, func(t *testing.T) store.Store {
+				opts := append([]pebble.Option{pebble.WithCacheSize(8 << 20), pebble.WithoutPopulations()}, tc.opts...)
+				return mustOpen(t, func(dir string) (store.Store, error) { return pebble.Open(dir, opts...) })
+			})
+		})
+	}
+}
+
+// A store that keeps populations, or held them before it was opened
+// without, refuses RemoveRanges and removes nothing.
+func TestRemoveRangesRefusedWithPopulations(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := pebble.Open(dir, pebble.WithCacheSize(8<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := store.Value{ProviderID: storetest.PeerID("p"), ContextID: []byte("c"), Metadata: []byte("m")}
+	mhs := storetest.Multihashes("refused", 100)
+	if err := s.Put(ctx, v, mhs...); err != nil {
+		t.Fatal(err)
+	}
+	all := store.Span{Start: []byte{0}, End: []byte{0xff}}
+	for _, reopen := range []bool{false, true} {
+		if reopen {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = pebble.Open(dir, pebble.WithCacheSize(8<<20), pebble.WithoutPopulations()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err := s.RemoveRanges(ctx, all)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			t.Fatalf("reopened without populations %v: RemoveRanges = %v, want errors.ErrUnsupported", reopen, err)
+		}
+		t.Logf("reopened without populations %v: %v", reopen, err)
+		for _, mh := range mhs {
+			if got, err := s.Get(ctx, mh); err != nil || len(got) != 1 {
+				t.Fatalf("Get after a refused RemoveRanges = %v, %v", got, err)
+			}
+		}
+	}
+	s.Close()
+}

@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Size", testSize},
 		{"BulkLoad", testBulkLoad},
 		{"AllSeek", testAllSeek},
+		{"RemoveRanges", testRemoveRanges},
 		{"Concurrent", testConcurrent},
 		{"Closed", testClosed},
 	} {

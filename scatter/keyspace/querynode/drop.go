@@ -3,7 +3,10 @@ package querynode
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"iter"
+	"slices"
 
 	"github.com/multiformats/go-multihash"
 
@@ -14,13 +17,17 @@ import (
 const dropChunk = 4096 // multihashes removed per round
 
 // drop removes from the store every key the node holds and does not own
-// under place.
+// under place. A store that removes ranges ([store.RangeRemover], with
+// [store.SeekScanner]) loses the ring segments the node no longer owns
+// by range deletions, one write per code and digest length, whatever the
+// number of keys; it is read only for the keys not placed by their
+// digest, which go key by key, as every key does in other stores.
 func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, self int) error {
 	st := n.cfg.Store
 	gone := func(mh multihash.Multihash) bool { return !ambiguous(mh) && !place.Owns(self, mh) }
-	_, err := removeWhere(ctx, st, "drop", gone, func(remove func() error, keys int64) error {
-		// Under applyMu, so that no change of layout happens mid-round: a
-		// key this node gains in a later layout is never dropped.
+	// Under applyMu, so that no change of layout happens mid-round: a
+	// key this node gains in a later layout is never dropped.
+	round := func(remove func() error, keys int64) error {
 		n.applyMu.RLock()
 		defer n.applyMu.RUnlock()
 		if n.Layout().Epoch != place.Epoch() {
@@ -31,9 +38,48 @@ func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, sel
 		}
 		t.add(keys)
 		return nil
-	})
-	if err != nil {
+	}
+	entries := st.All(ctx)
+	var headers [][]byte // of the keys placed by their digest, to drop by ranges
+	rr, ok := st.(store.RangeRemover)
+	sk, seeks := st.(store.SeekScanner)
+	if ok && seeks {
+		// A removal of no span tells whether the store can at all.
+		switch err := rr.RemoveRanges(ctx); {
+		case err == nil:
+			entries = sk.AllSeek(ctx, func(mh []byte) []byte {
+				if _, ok := positional(mh); !ok {
+					return nil
+				}
+				h := header(mh)
+				end := prefixEnd(h)
+				if end != nil {
+					headers = append(headers, slices.Clone(h))
+				}
+				return end
+			})
+		case !errors.Is(err, errors.ErrUnsupported):
+			return fmt.Errorf("querynode: drop: %w", err)
+		}
+	}
+	if _, err := removeWhere(ctx, st, entries, "drop", gone, round); err != nil {
 		return err
+	}
+	if len(headers) > 0 {
+		segs := segmentsWhere(place, func(mh multihash.Multihash) bool { return !place.Owns(self, mh) })
+		for _, h := range headers {
+			spans := segs.spans(h)
+			err := round(func() error {
+				if err := rr.RemoveRanges(ctx, spans...); err != nil {
+					return fmt.Errorf("querynode: drop: %w", err)
+				}
+				t.addRanges(int64(len(spans)))
+				return nil
+			}, 0)
+			if err != nil {
+				return err
+			}
+		}
 	}
 	if err := st.Flush(ctx); err != nil {
 		return fmt.Errorf("querynode: drop: flush: %w", err)
@@ -41,13 +87,13 @@ func (n *Node) drop(ctx context.Context, t *task, place *keyspace.Placement, sel
 	return nil
 }
 
-// removeWhere removes from st every multihash for which gone holds, with
-// all its values, reading the store once and removing dropChunk values a
+// removeWhere removes from st every multihash of entries (a scan of st)
+// for which gone holds, with all its values, removing dropChunk values a
 // round. Each round runs through round, which calls remove (or refuses
 // the round with an error, which ends the scan) and learns how many
 // multihashes it removes; what names the work in errors. It returns the
 // number of multihashes removed.
-func removeWhere(ctx context.Context, st store.Store, what string, gone func(multihash.Multihash) bool, round func(remove func() error, keys int64) error) (int64, error) {
+func removeWhere(ctx context.Context, st store.Store, entries iter.Seq2[store.Entry, error], what string, gone func(multihash.Multihash) bool, round func(remove func() error, keys int64) error) (int64, error) {
 	type removal struct {
 		v   store.Value
 		mhs []multihash.Multihash
@@ -71,7 +117,7 @@ func removeWhere(ctx context.Context, st store.Store, what string, gone func(mul
 		count, keys = 0, 0
 		return nil
 	}
-	for e, err := range st.All(ctx) {
+	for e, err := range entries {
 		if err != nil {
 			return total, fmt.Errorf("querynode: %s: %w", what, err)
 		}

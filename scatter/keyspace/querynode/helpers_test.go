@@ -65,6 +65,12 @@ func backend(t testing.TB, kind string) store.Store {
 			t.Fatal(err)
 		}
 		st = s
+	case "pebble-nopop": // a query node's own: drops by ranges
+		s, err := pebble.Open(t.TempDir(), pebble.WithDigestPrefixKeys(), pebble.WithSortedRuns(4<<20), pebble.WithoutPopulations())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st = s
 	default:
 		t.Fatalf("unknown backend %q", kind)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/indexkit/indexkit/scatter"
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/store"
 )
 
 // exportRanges is where on the ring the keys an export sends lie: the
@@ -31,16 +32,24 @@ type exportRanges struct {
 // newExportRanges computes the segments for an export by self to dests,
 // with the nodes skip reports not counted as sources.
 func newExportRanges(place *keyspace.Placement, self int, dests []int, skip func(int) bool) *exportRanges {
-	b := place.Boundaries()
-	var key [34]byte
-	key[0], key[1] = multihash.SHA2_256, 32
-	want := func(pos uint64) bool {
-		binary.BigEndian.PutUint64(key[2:], pos)
-		mh := multihash.Multihash(key[:])
+	return segmentsWhere(place, func(mh multihash.Multihash) bool {
 		if place.Source(mh, skip) != self {
 			return false
 		}
 		return slices.ContainsFunc(dests, func(d int) bool { return place.Gains(d, mh) })
+	})
+}
+
+// segmentsWhere returns the ring segments whose keys want holds for,
+// asking want of one sha2-256 multihash placed at each segment's upper
+// end: owners change only at place's boundaries.
+func segmentsWhere(place *keyspace.Placement, want func(multihash.Multihash) bool) *exportRanges {
+	b := place.Boundaries()
+	var key [34]byte
+	key[0], key[1] = multihash.SHA2_256, 32
+	at := func(pos uint64) bool {
+		binary.BigEndian.PutUint64(key[2:], pos)
+		return want(multihash.Multihash(key[:]))
 	}
 	r := &exportRanges{}
 	add := func(lo, hi uint64) {
@@ -53,12 +62,12 @@ func newExportRanges(place *keyspace.Placement, self int, dests []int, skip func
 	if len(b) == 0 {
 		return r
 	}
-	first := want(b[0])
+	first := at(b[0])
 	if first {
 		add(0, b[0])
 	}
 	for i := 1; i < len(b); i++ {
-		if want(b[i]) {
+		if at(b[i]) {
 			add(b[i-1]+1, b[i])
 		}
 	}
@@ -72,6 +81,30 @@ func newExportRanges(place *keyspace.Placement, self int, dests []int, skip func
 func (r *exportRanges) contains(pos uint64) bool {
 	k := sort.Search(len(r.hi), func(i int) bool { return r.hi[i] >= pos })
 	return k < len(r.lo) && r.lo[k] <= pos
+}
+
+// spans returns the store spans of the segments for the multihashes
+// that begin with header (a code and a digest length whose keys are
+// placed by their digest): header‖lo up to header‖(hi+1).
+func (r *exportRanges) spans(header []byte) []store.Span {
+	spans := make([]store.Span, 0, len(r.lo))
+	for i, lo := range r.lo {
+		sp := store.Span{Start: binary.BigEndian.AppendUint64(slices.Clone(header), lo)}
+		if r.hi[i] == ^uint64(0) {
+			sp.End = prefixEnd(header)
+		} else {
+			sp.End = binary.BigEndian.AppendUint64(slices.Clone(header), r.hi[i]+1)
+		}
+		spans = append(spans, sp)
+	}
+	return spans
+}
+
+// header returns the code and digest length that begin mh.
+func header(mh []byte) []byte {
+	_, n := binary.Uvarint(mh)
+	_, m := binary.Uvarint(mh[n:])
+	return mh[:n+m]
 }
 
 // positional returns mh's ring position when it is read from the digest
@@ -95,13 +128,11 @@ func (r *exportRanges) seek(mh []byte) []byte {
 	if k < len(r.lo) && r.lo[k] <= pos {
 		return nil
 	}
-	_, n := binary.Uvarint(mh)
-	_, m := binary.Uvarint(mh[n:])
-	header := mh[:n+m]
+	h := header(mh)
 	if k == len(r.lo) {
-		return prefixEnd(header)
+		return prefixEnd(h)
 	}
-	return binary.BigEndian.AppendUint64(slices.Clone(header), r.lo[k])
+	return binary.BigEndian.AppendUint64(slices.Clone(h), r.lo[k])
 }
 
 // prefixEnd returns the least bytes above every byte string that starts

@@ -2,6 +2,7 @@ package querynode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/scatter/keyspace"
+	"github.com/indexkit/indexkit/store"
 )
 
 // The export's ranges against the placement's own answer, key by key: a
@@ -84,6 +86,57 @@ func TestExportRanges(t *testing.T) {
 				}
 				if rest := len(mhs) - sent; sent == 0 || skipped != rest {
 					t.Errorf("%s, source %d: sends %d keys, skips %d of the %d others", tc.name, self, sent, skipped, rest)
+				}
+			}
+		}
+	}
+}
+
+// The drop's spans against the placement's own answer, at and around
+// every boundary of the ring (where an off-by-one would show) and at
+// random positions, in both key forms of sha2-256: a key lies in a span
+// exactly when its node does not own it.
+func TestDropSpans(t *testing.T) {
+	var nodes []keyspace.Node
+	for i := range 5 {
+		nodes = append(nodes, keyspace.Node{Name: fmt.Sprintf("q%d", i), URL: fmt.Sprintf("http://127.0.0.1:%d", 4000+i)})
+	}
+	l := keyspace.Layout{Epoch: 1, Replication: 2, Nodes: nodes, Current: []string{"q0", "q1", "q2", "q3", "q4"}, Phase: keyspace.PhaseStable}
+	place, err := keyspace.NewPlacement(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var positions []uint64
+	for _, b := range place.Boundaries() {
+		positions = append(positions, b-1, b, b+1)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		positions = append(positions, rng.Uint64())
+	}
+	positions = append(positions, 0, ^uint64(0))
+	for self := range 5 {
+		segs := segmentsWhere(place, func(mh multihash.Multihash) bool { return !place.Owns(self, mh) })
+		for _, size := range []int{32, 20} { // whole keys, digest-prefix keys
+			h := []byte{multihash.SHA2_256, byte(size)}
+			spans := segs.spans(h)
+			if len(spans) == 0 {
+				t.Fatalf("node %d owns the whole ring", self)
+			}
+			for _, pos := range positions {
+				d := make([]byte, size)
+				for i := 8; i < size; i++ {
+					d[i] = byte(rng.UintN(256))
+				}
+				binary.BigEndian.PutUint64(d, pos)
+				form := append(slices.Clone(h), d...)
+				whole, _ := multihash.Encode(append(slices.Clone(d), make([]byte, 32-size)...), multihash.SHA2_256)
+				k := append(slices.Clone(form), 0)
+				in := slices.ContainsFunc(spans, func(sp store.Span) bool {
+					return bytes.Compare(k, sp.Start) >= 0 && bytes.Compare(k, sp.End) < 0
+				})
+				if owns := place.Owns(self, whole); in == owns {
+					t.Fatalf("node %d, %d-byte form at %#x: in a dropped span %v, owned %v", self, size, pos, in, owns)
 				}
 			}
 		}

@@ -81,14 +81,26 @@ func rejoins(prev membership, known bool, l *keyspace.Layout, name string) bool 
 // may have been removed or changed since, and the writers' queues to it
 // were removed (they start new streams). The caller holds applyMu
 // exclusively (or is New); cleanSlate holds commitMu, so that no commit
-// saves a position it forgets. n.mu is not held.
+// saves a position it forgets. n.mu is not held. It returns the keys it
+// removed one by one, or -1 when the store removed them all at once
+// ([store.RangeRemover]).
 func (n *Node) cleanSlate(ctx context.Context) (keys int64, err error) {
 	n.commitMu.Lock()
 	defer n.commitMu.Unlock()
 	st := n.cfg.Store
-	all := func(multihash.Multihash) bool { return true }
-	if keys, err = removeWhere(ctx, st, "empty the store", all, func(remove func() error, _ int64) error { return remove() }); err != nil {
-		return keys, err
+	keys = -1
+	if rr, ok := st.(store.RangeRemover); !ok {
+		keys = 0
+	} else if err := rr.RemoveRanges(ctx, store.Span{}); errors.Is(err, errors.ErrUnsupported) { // from the least form, no end: all
+		keys = 0
+	} else if err != nil {
+		return 0, fmt.Errorf("querynode: empty the store: %w", err)
+	}
+	if keys == 0 {
+		all := func(multihash.Multihash) bool { return true }
+		if keys, err = removeWhere(ctx, st, st.All(ctx), "empty the store", all, func(remove func() error, _ int64) error { return remove() }); err != nil {
+			return keys, err
+		}
 	}
 	var ids []store.ProviderInfo
 	for info, err := range st.Providers(ctx) {

@@ -12,10 +12,17 @@ import (
 // A node that left the layout and is named again empties its store and
 // forgets its writer positions before it takes a batch of the new layout,
 // and becomes ready once the writers speak again; a node restarted in the
-// middle of its own join keeps what it has. Each case on Pebble, on disk.
+// middle of its own join keeps what it has. Each case on Pebble, on disk,
+// with populations (emptied key by key) and without (by one range).
 func TestRejoinCleanSlate(t *testing.T) {
+	for _, kind := range []string{"pebble", "pebble-nopop"} {
+		t.Run(kind, func(t *testing.T) { testRejoinCleanSlate(t, kind) })
+	}
+}
+
+func testRejoinCleanSlate(t *testing.T, kind string) {
 	ctx := context.Background()
-	c := cluster(t, "pebble", "q1", "q2")
+	c := cluster(t, kind, "q1", "q2")
 	base := stable(c, []string{"w1"}, "q1", "q2") // epoch 1, q1 and q2
 	// join returns the copy (or moved) layout of epoch e in which q2
 	// joins a ring of q1.

@@ -52,6 +52,12 @@ func (t *task) add(keys int64) {
 	t.mu.Unlock()
 }
 
+func (t *task) addRanges(n int64) {
+	t.mu.Lock()
+	t.t.Ranges += n
+	t.mu.Unlock()
+}
+
 func (t *task) snapshot() keyspace.Task {
 	t.mu.Lock()
 	defer t.mu.Unlock()
