@@ -224,9 +224,16 @@ func writeSharded(b *strings.Builder, node Figures, sf *ShardedFigures) {
 		if j.KeyByKey {
 			by = "key by key (baseline)"
 		}
+		dropped := thousands(uint64(j.Dropped))
+		if j.DropRanges > 0 {
+			dropped = fmt.Sprintf("%d range deletions", j.DropRanges)
+			if j.Dropped > 0 {
+				dropped += " and " + thousands(uint64(j.Dropped)) + " keys"
+			}
+		}
 		fmt.Fprintf(b, "| %s joins %d nodes | %s | %s | %.1f | %s | %.1f | %s | %.1f | %s | %.1f | %.1f | %s |\n", j.Node, j.Nodes, by,
 			thousands(uint64(j.Copied)), j.Copy.Seconds(), thousands(uint64(j.CopyRate())), j.CopyCPU.Seconds(), perCPU(j.CopyPerCPU()),
-			j.Drop.Seconds(), thousands(uint64(j.Dropped)), j.Total.Seconds(), j.CPU.Seconds(), perCPU(j.PerCPU()))
+			j.Drop.Seconds(), dropped, j.Total.Seconds(), j.CPU.Seconds(), perCPU(j.PerCPU()))
 	}
 	if j, k := sf.Join, sf.JoinBaseline; j != nil && k != nil && k.CopyRate() > 0 {
 		fmt.Fprintf(b, "\nCopy by sorted tables: %.1f× the key-by-key rate in the same run.\n", j.CopyRate()/k.CopyRate())

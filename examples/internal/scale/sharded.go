@@ -92,8 +92,10 @@ type JoinFigures struct {
 	// KeyByKey is set when the node copied key by key, not as tables.
 	KeyByKey bool
 	// Copied is the keys its copy reports (Status.Copy.Keys); Dropped the
-	// keys the old owners dropped (their Status.Drop.Keys, summed).
-	Copied, Dropped int64
+	// keys the old owners dropped one by one (their Status.Drop.Keys,
+	// summed), DropRanges the range deletions of those that dropped ring
+	// segments whole (Status.Drop.Ranges), whose keys go uncounted.
+	Copied, Dropped, DropRanges int64
 	// Copy is the time from the copy's request to the publication of
 	// PhaseMoved (the copy done), Drop from the first drop request to
 	// ActDone, Total from the first publication to ActDone (the old
@@ -454,6 +456,7 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures, keyByKey bool) (
 			j.Copied = st.Copy.Keys
 		} else if st.Drop != nil {
 			j.Dropped += st.Drop.Keys
+			j.DropRanges += st.Drop.Ranges
 		}
 	}
 	qf := QueryNodeFigures{Name: name, Dir: nn.dir, CPU: s1[len(s1)-1].CPU - s0[len(s0)-1].CPU, PeakRSS: s1[len(s1)-1].HWM}
@@ -461,7 +464,7 @@ func (s *sharded) join(ctx context.Context, sf *ShardedFigures, keyByKey bool) (
 		return nil, err
 	}
 	sf.Nodes = append(sf.Nodes, qf)
-	s.log.Info("joined", "node", name, "copied", j.Copied, "dropped", j.Dropped, "copy", j.Copy.Round(time.Millisecond),
+	s.log.Info("joined", "node", name, "copied", j.Copied, "dropped", j.Dropped, "drop_ranges", j.DropRanges, "copy", j.Copy.Round(time.Millisecond),
 		"total", j.Total.Round(time.Millisecond), "keys_per_s", int(j.CopyRate()), "cpu", j.CPU, "key_by_key", keyByKey)
 	return j, nil
 }

@@ -176,3 +176,97 @@ func queryStore(b *testing.B) store.Store {
 	b.Cleanup(func() { st.Close() })
 	return st
 }
+
+// plainStore hides every optional capability of the store it wraps
+// (range removal, seeks, bulk loads): the key-by-key baseline.
+type plainStore struct{ store.Store }
+
+// BenchmarkDrop times the drop after a join: a node that held every key
+// (replication 1) gives about half of them up to a second node, in a
+// Pebble store opened as examples/query opens it. "ranges" drops the
+// ring segments it no longer owns by range deletions; "key-by-key", the
+// baseline in the same run, reads the store and removes each key. The
+// store holds INDEXKIT_BENCH_KEYS multihashes (default 1,000,000), in
+// contexts of 1,000. keys/s is keys gone per second of the drop,
+// including its Flush, counted by reading the store before and after.
+func BenchmarkDrop(b *testing.B) {
+	keys := benchCopyKeys()
+	ctx := context.Background()
+	const perCtx = 1000
+	for _, mode := range []struct {
+		name string
+		wrap func(store.Store) store.Store
+	}{
+		{"ranges", func(st store.Store) store.Store { return st }},
+		{"key-by-key", func(st store.Store) store.Store { return plainStore{st} }},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			var dropped int64
+			var elapsed, cpu time.Duration
+			for range b.N {
+				b.StopTimer()
+				c := cluster(b, "memory", "q1", "q2")
+				q1 := c["q1"]
+				st := queryStore(b)
+				for i := 0; i < keys; i += perCtx {
+					v := store.Value{ProviderID: provider(b, 1+i/perCtx%4), ContextID: fmt.Appendf(nil, "ctx-%d", i/perCtx), Metadata: []byte("md")}
+					mhs := make([]multihash.Multihash, 0, perCtx)
+					for j := i; j < min(i+perCtx, keys); j++ {
+						mhs = append(mhs, mhOf(b, j))
+					}
+					if err := st.Put(ctx, v, mhs...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := st.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := st.(*pebble.Store).Pebble().Compact(ctx, []byte{0}, []byte{0xff}, true); err != nil {
+					b.Fatal(err)
+				}
+				q1.st = mode.wrap(st)
+				l1 := keyspace.Layout{Epoch: 1, Replication: 1, Nodes: nodesOf(c, "q1"), Current: []string{"q1"}, Phase: keyspace.PhaseStable}
+				l2, err := l1.Join(nodesOf(c, "q2")[0])
+				if err != nil {
+					b.Fatal(err)
+				}
+				l3, _ := l2.Advance()
+				l4, _ := l3.Advance()
+				startNode(b, q1, l1)
+				for _, l := range []keyspace.Layout{l2, l3, l4} {
+					if err := q1.SetLayout(l); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				start, cpu0 := time.Now(), processCPU(b)
+				if code, body := postEpoch(b, q1.srv.URL+keyspace.PathDrop, l4.Epoch); code != http.StatusAccepted {
+					b.Fatalf("drop: %d %s", code, body)
+				}
+				tk := waitTask(b, q1, l4.Epoch, dropTask)
+				elapsed += time.Since(start)
+				cpu += processCPU(b) - cpu0
+				b.StopTimer()
+				if tk.Error != "" {
+					b.Fatalf("drop: %+v", tk)
+				}
+				left := 0
+				for _, err := range st.All(ctx) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					left++
+				}
+				if left == 0 || left == keys {
+					b.Fatalf("%d of %d keys left after the drop", left, keys)
+				}
+				dropped += int64(keys - left)
+				q1.close(b)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(dropped)/elapsed.Seconds(), "keys/s")
+			b.ReportMetric(float64(dropped)/cpu.Seconds(), "keys/cpu-s")
+			b.ReportMetric(float64(dropped)/float64(b.N), "keys/op")
+		})
+	}
+}
