@@ -133,6 +133,8 @@ type Node struct {
 	node *qn.Node
 	src  *layoutsrc.Source
 	pres *etcdlayout.Presence // with an etcd layout, while Run runs
+	// kick is pres for the node's task ends, which may come at any time.
+	kick atomic.Pointer[etcdlayout.Presence]
 	srv  *http.Server
 	ln   net.Listener
 
@@ -199,7 +201,12 @@ func open(cfg Config, ln net.Listener) (*Node, error) {
 		}
 	}
 	if n.node, err = qn.New(qn.Config{Name: cfg.Name, Dir: filepath.Join(cfg.Dir, "shard"), Store: n.st, Token: cfg.Token,
-		AllowedHosts: cfg.ShardHosts, CommitInterval: cfg.CommitInterval, CopyKeyByKey: cfg.CopyKeyByKey, Logger: log}, l); err != nil {
+		AllowedHosts: cfg.ShardHosts, CommitInterval: cfg.CommitInterval, CopyKeyByKey: cfg.CopyKeyByKey, Logger: log,
+		OnTaskEnd: func() { // the coordinator waits for it: publish it now
+			if p := n.kick.Load(); p != nil {
+				p.Kick()
+			}
+		}}, l); err != nil {
 		return n, err
 	}
 	backend, err := find.NewStoreBackend(n.st)
@@ -295,6 +302,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	if pres != nil {
 		n.pres = pres
+		n.kick.Store(pres)
 		defer n.closePresence()
 	}
 	eg, gctx := errgroup.WithContext(ctx)
@@ -312,6 +320,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) closePresence() {
 	p := n.pres
 	n.pres = nil
+	n.kick.Store(nil)
 	if p == nil {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,6 +102,56 @@ func TestPresence(t *testing.T) {
 	if sts, _ := s.Statuses(ctx); len(sts) != 0 {
 		t.Fatalf("after Close, Statuses = %+v; want none (the lease revoked)", sts)
 	}
+}
+
+// A presence writes a milestone (here a copy's end) as soon as it is
+// kicked, and progress alone (keys copied) not before Interval, here an
+// hour.
+func TestPresenceMilestoneAtOnce(t *testing.T) {
+	c := etcdtest.Start(t)
+	cli := etcdtest.Client(t, c.Endpoints()...)
+	s := newStore(t, cli, c.Endpoints()...)
+	ctx := context.Background()
+	var mu sync.Mutex
+	task := keyspace.Task{Epoch: 3}
+	status := func() keyspace.Status {
+		mu.Lock()
+		defer mu.Unlock()
+		tk := task
+		return keyspace.Status{Epoch: 3, Copy: &tk}
+	}
+	set := func(f func(*keyspace.Task)) {
+		mu.Lock()
+		f(&task)
+		mu.Unlock()
+	}
+	p, err := s.Join(ctx, etcdlayout.PresenceConfig{Role: keyspace.RoleQuery, Name: "q1", Status: status, TTL: 5 * time.Second, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	read := func() keyspace.Task {
+		sts, err := s.Statuses(ctx)
+		if err != nil || len(sts) != 1 || sts[0].Copy == nil {
+			t.Fatalf("Statuses = %+v, %v", sts, err)
+		}
+		return *sts[0].Copy
+	}
+	set(func(tk *keyspace.Task) { tk.Keys = 100 })
+	p.Kick()
+	time.Sleep(300 * time.Millisecond)
+	if got := read(); got.Keys != 0 {
+		t.Fatalf("progress written before Interval: %+v", got)
+	}
+	set(func(tk *keyspace.Task) { tk.Keys, tk.Done = 200, true })
+	start := time.Now()
+	p.Kick()
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Await(actx, func(sts []keyspace.Status) bool { return len(sts) == 1 && sts[0].Copy != nil && sts[0].Copy.Done }); err != nil {
+		t.Fatalf("the copy's end not written after a kick: %v (etcd holds %+v)", err, read())
+	}
+	t.Logf("the copy's end in etcd %v after the kick", time.Since(start).Round(time.Millisecond))
 }
 
 // TestPresenceFencedWhenCutOff: a process whose renewals do not reach

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,11 +30,14 @@ type PresenceConfig struct {
 	// its last renewal.
 	TTL time.Duration
 	// Interval is the least time between two writes of a status whose
-	// epoch did not change (0: [DefaultInterval]): progress (outboxes,
-	// copies) is written at most that often, and Status is read every
-	// Interval/5. A new epoch is written at once when the store's Watch
-	// applies a layout, or when [Presence.Kick] says so: a coordinator
-	// waits for it. The lease is renewed every TTL/3.
+	// milestones did not change (0: [DefaultInterval]): progress (keys
+	// copied, outbox positions) is written at most that often, and
+	// Status is read every Interval/5. A milestone, what a coordinator
+	// waits for (the epoch, readiness, a copy's or drop's end, the
+	// oldest epoch an outbox still holds), is written as soon as Status
+	// shows it: at the next read, at once when the store's Watch applies
+	// a layout, or when [Presence.Kick] says so. The lease is renewed
+	// every TTL/3.
 	Interval time.Duration
 	// Logger receives a line when the lease is lost and regained (nil:
 	// discard).
@@ -48,7 +52,7 @@ const DefaultTTL = 5 * time.Second
 // -sharded 4), one run each, the layer ran at 129-149k mh/CPU-s with
 // progress written every 100 ms and the status read every 20 ms, and at
 // 147-165k with every second, against 161k on a layout file. A new epoch
-// does not wait for it (see Interval).
+// or another milestone does not wait for it (see Interval).
 const DefaultInterval = time.Second
 
 // Presence keeps a process's status under a lease key for as long as the
@@ -114,10 +118,11 @@ func (s *Store) Join(ctx context.Context, cfg PresenceConfig) (*Presence, error)
 	return p, nil
 }
 
-// Kick has the presence read the status now and write it at once if its
-// epoch changed. The store's Watch kicks every presence of the store
-// after each layout it applies; a program that applies layouts by other
-// means kicks after each.
+// Kick has the presence read the status now and write it at once if a
+// milestone changed (see [PresenceConfig].Interval). The store's Watch
+// kicks every presence of the store after each layout it applies; a
+// program that applies layouts by other means kicks after each, and one
+// whose copy or drop ends kicks then (querynode.Config.OnTaskEnd).
 func (p *Presence) Kick() {
 	select {
 	case p.kick <- struct{}{}:
@@ -153,8 +158,8 @@ func (p *Presence) encodeStatus(st keyspace.Status) []byte {
 func (p *Presence) run(ctx context.Context) {
 	defer close(p.done)
 	tick := time.NewTicker(max(p.cfg.Interval/5, time.Millisecond))
-	var lastPut time.Time
-	lastEpoch := p.cfg.Status().Epoch
+	lastPut := time.Now() // Join's grant wrote the first status
+	lastMark := milestones(p.cfg.Status())
 	defer tick.Stop()
 	renewEvery := p.cfg.TTL / 3
 	lastRenew := time.Now()
@@ -200,7 +205,8 @@ func (p *Presence) run(ctx context.Context) {
 			}
 		}
 		st := p.cfg.Status()
-		if st.Epoch == lastEpoch && time.Since(lastPut) < p.cfg.Interval {
+		mark := milestones(st)
+		if mark == lastMark && time.Since(lastPut) < p.cfg.Interval {
 			continue // progress only: written at most every Interval
 		}
 		b := p.encodeStatus(st)
@@ -214,7 +220,7 @@ func (p *Presence) run(ctx context.Context) {
 		_, err := p.s.cli.Put(pctx, p.key, string(b), id)
 		cancel()
 		if err == nil {
-			lastPut, lastEpoch = time.Now(), st.Epoch
+			lastPut, lastMark = time.Now(), mark
 			p.mu.Lock()
 			p.last = b
 			p.mu.Unlock()
@@ -222,6 +228,32 @@ func (p *Presence) run(ctx context.Context) {
 			lost = true
 		}
 	}
+}
+
+// milestones is what of st a coordinator waits for (keyspace's plan):
+// the epoch, readiness, the state of the copy and the drop, and the
+// oldest epoch each outbox still holds a batch of. Two statuses with the
+// same milestones differ only in progress.
+func milestones(st keyspace.Status) string {
+	b := fmt.Appendf(nil, "%d %t", st.Epoch, st.Ready)
+	for _, t := range []*keyspace.Task{st.Copy, st.Drop} {
+		if t == nil {
+			b = append(b, " -"...)
+			continue
+		}
+		b = fmt.Appendf(b, " %d/%t/%t", t.Epoch, t.Done, t.Error != "")
+	}
+	owners := make([]string, 0, len(st.Owners))
+	for n := range st.Owners {
+		owners = append(owners, n)
+	}
+	slices.Sort(owners)
+	for _, n := range owners {
+		if o := st.Owners[n]; o.Pending > 0 {
+			b = fmt.Appendf(b, " %s:%d", n, o.OldestEpoch)
+		}
+	}
+	return string(b)
 }
 
 func isLeaseGone(err error) bool { return errors.Is(err, etcdjson.ErrLeaseNotFound) }

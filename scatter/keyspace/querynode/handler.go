@@ -256,7 +256,7 @@ func (n *Node) serveCopy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	place, g := n.place, n.guard
-	t := newTask(epoch, func(ctx context.Context, t *task) error { return n.copy(ctx, t, place, g) })
+	t := newTask(epoch, func(ctx context.Context, t *task) error { return n.copy(ctx, t, place, g) }, n.cfg.OnTaskEnd)
 	if n.copyTask != nil {
 		n.copyTask.cancel()
 	}
@@ -286,7 +286,7 @@ func (n *Node) serveDrop(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	place, self := n.place, n.self
-	t := newTask(epoch, func(ctx context.Context, t *task) error { return n.drop(ctx, t, place, self) })
+	t := newTask(epoch, func(ctx context.Context, t *task) error { return n.drop(ctx, t, place, self) }, n.cfg.OnTaskEnd)
 	if n.dropTask != nil {
 		n.dropTask.cancel()
 	}

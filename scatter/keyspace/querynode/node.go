@@ -71,6 +71,11 @@ type Config struct {
 	// each with a table gathering and one building, at about 200 bytes of
 	// memory per entry.
 	CopyTableKeys int
+	// OnTaskEnd, if set, is called when a copy or a drop ends (done or
+	// failed), once Status shows the end, on the task's goroutine. A
+	// process that publishes its status has it published at once
+	// (etcdlayout.Presence.Kick): a coordinator waits for these ends.
+	OnTaskEnd func()
 }
 
 // DefaultCopyTableKeys is the entries a copy gathers per table by

@@ -15,14 +15,15 @@ type task struct {
 	stop   context.Context // done when the task is to stop
 	cancel context.CancelFunc
 	fn     func(ctx context.Context, t *task) error
+	onEnd  func() // Config.OnTaskEnd, or nil
 
 	mu sync.Mutex
 	t  keyspace.Task
 }
 
-func newTask(epoch uint64, fn func(ctx context.Context, t *task) error) *task {
+func newTask(epoch uint64, fn func(ctx context.Context, t *task) error, onEnd func()) *task {
 	stop, cancel := context.WithCancel(context.Background())
-	return &task{stop: stop, cancel: cancel, fn: fn, t: keyspace.Task{Epoch: epoch}}
+	return &task{stop: stop, cancel: cancel, fn: fn, onEnd: onEnd, t: keyspace.Task{Epoch: epoch}}
 }
 
 func (t *task) run(parent context.Context) {
@@ -44,6 +45,9 @@ func (t *task) run(parent context.Context) {
 	}
 	t.mu.Unlock()
 	t.cancel()
+	if t.onEnd != nil {
+		t.onEnd()
+	}
 }
 
 func (t *task) add(keys int64) {
