@@ -39,13 +39,16 @@
 //
 // # Bulk paths
 //
-// Two more optional interfaces serve a node that moves ranges of keys (a
-// query node of the keyspace-sharded layer gaining ranges in a join or a
-// leave): [SeekScanner], All in byte order with skips, so that a source
-// reads only the ranges it sends (store/pebble and store/leveldb); and
-// [BulkLoader], which gathers Puts and ingests their index entries as
-// sorted tables (store/pebble), whose contract says what an ingest may
-// undo and what it cannot.
+// Three more optional interfaces serve a node that moves ranges of keys
+// (a query node of the keyspace-sharded layer gaining ranges in a join or
+// a leave, and dropping those it gave up): [SeekScanner], All in byte
+// order with skips, so that a source reads only the ranges it sends
+// (store/pebble and store/leveldb); [BulkLoader], which gathers Puts and
+// ingests their index entries as sorted tables (store/pebble), whose
+// contract says what an ingest may undo and what it cannot; and
+// [RangeRemover], which removes every index entry of spans of multihashes
+// with one write (store/pebble without populations: a store that keeps
+// them refuses, and the caller removes key by key).
 //
 // # Backends
 //

@@ -32,6 +32,7 @@
 //	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)
 //	-join           false     with -sharded, then add one query node through a keyspace.Coordinator
 //	-join-baseline  true      with -join, then add another that copies key by key (the baseline)
+//	-join-after     0s        with -join, wait this long after the ingest (compactions settle)
 //	-dir            ""        where the temporary directory goes (default $TMPDIR)
 //	-keep           false     keep the temporary directory: the node's data and log
 //	-node-flag      (none)    a node flag, repeatable: -node-flag=-log-level=warn

@@ -94,6 +94,11 @@ type Config struct {
 	// that copies key by key (examples/query -copy-key-by-key), the
 	// baseline measured in the same run.
 	Join, JoinBaseline bool
+	// JoinAfter, with Join, is how long the run waits after the ingest
+	// before the join: the query nodes' compactions of the ingest settle
+	// meanwhile, as they have in a layer that grows long after it filled
+	// (0: the join starts at once).
+	JoinAfter time.Duration
 	// LayoutStore, with Sharded, is where the layer's layout lives: "etcd"
 	// (an etcd member the run starts: every process watches the layout
 	// and keeps its status there, and the run measures how long a new
@@ -181,6 +186,8 @@ func (c Config) normalize() (Config, error) {
 		return c, fmt.Errorf("sharded %d, replication %d, batch bytes %d: want 0 or more", c.Sharded, c.Replication, c.ShardBatchBytes)
 	case c.LayoutStore != "" && c.LayoutStore != "etcd" && c.LayoutStore != "file":
 		return c, fmt.Errorf("layout store %q: want etcd, file or empty", c.LayoutStore)
+	case c.JoinAfter < 0:
+		return c, fmt.Errorf("join after %v: want 0 or more", c.JoinAfter)
 	case c.Epochs < 0:
 		return c, fmt.Errorf("epochs %d: want 0 or more", c.Epochs)
 	case c.Join && c.Sharded == 0:
@@ -268,6 +275,7 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")
 	fs.BoolVar(&c.Join, "join", c.Join, "with -sharded, then add one query node and measure the move")
 	fs.BoolVar(&c.JoinBaseline, "join-baseline", c.JoinBaseline, "with -join, then add another query node that copies key by key, the baseline of the table-shipping join")
+	fs.DurationVar(&c.JoinAfter, "join-after", c.JoinAfter, "with -join, wait this long after the ingest before the join, so that the query nodes' compactions settle")
 	fs.StringVar(&c.LayoutStore, "layout-store", c.LayoutStore, "with -sharded, where the layout lives: etcd (a member the run starts; the run times epoch propagation), file, or \"\" for etcd when installed")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "on etcd, the `number` of epochs published to time their propagation (0: 20)")
 	fs.StringVar(&c.Dir, "dir", c.Dir, "`directory` for the temporary data (default the system's)")

@@ -243,6 +243,14 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		}
 	}
 	if c.Join {
+		if c.JoinAfter > 0 {
+			log.Info("letting the query nodes' compactions settle before the join", "wait", c.JoinAfter)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(c.JoinAfter):
+			}
+		}
 		if sf.Join, err = s.join(ctx, sf, false); err != nil {
 			return err
 		}

@@ -95,7 +95,21 @@
 // after. Stores that are not BulkLoaders (store/memory, store/leveldb),
 // and [Config].CopyKeyByKey, copy Put by Put.
 //   - Drops ([keyspace.PathDrop]). In a stable layout, the node removes each
-//     key it holds and does not own.
+//     key it holds and does not own. With a store that removes ranges
+//     ([store.RangeRemover] and [store.SeekScanner]: store/pebble opened
+//     without populations, as examples/query opens it), the ring segments
+//     the node no longer owns go by range deletions, one write per code
+//     and digest length whatever the number of keys ([keyspace.Task].Ranges
+//     counts them; their keys are not counted); only the keys not placed
+//     by their digest are read and removed one by one. Other stores are
+//     read whole and their keys removed one by one. BenchmarkDrop: 1M of
+//     2M keys dropped in 12 ms by ranges, in 6.6 s key by key. A node
+//     named again after it left (see [Node.SetLayout]) empties its index
+//     the same way, with one range.
+//
+// When a copy or a drop ends, [Config].OnTaskEnd is called: a process
+// that keeps its status in etcd publishes the end at once, which the
+// coordinator waits for.
 //
 // Keys in a store keyed on digest prefixes (store/pebble's
 // WithDigestPrefixKeys) are exported in that form, which the receiving

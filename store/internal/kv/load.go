@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -370,9 +371,67 @@ func sortTableKeys(arena []byte, ks []tableKey, skip int) {
 	}
 	// A copy gathers what one source exports, in key order: often sorted
 	// already.
-	if !slices.IsSortedFunc(ks, cmp) {
+	if slices.IsSortedFunc(ks, cmp) {
+		return
+	}
+	if !bucketSort(ks, cmp) {
 		slices.SortFunc(ks, cmp)
 	}
+}
+
+// bucketScratch holds the scratch arrays of bucketSort.
+var bucketScratch sync.Pool
+
+// bucketSort sorts ks, whose entries share one hi, by distributing them
+// into buckets on the top bits of pfx (about one entry a bucket, since
+// the bytes after the keys' common prefix are a digest's, uniform) and
+// sorting each bucket with cmp, which orders by pfx first: one pass over
+// the entries instead of a comparison sort's log n. It reports false,
+// having done nothing, when the entries do not share one hi.
+func bucketSort(ks []tableKey, cmp func(a, b tableKey) int) bool {
+	n := len(ks)
+	for _, k := range ks[1:] {
+		if k.hi != ks[0].hi {
+			return false
+		}
+	}
+	width := min(max(bits.Len(uint(n)), 1), 16)
+	shift := 64 - width
+	var tmp []tableKey
+	if p, ok := bucketScratch.Get().(*[]tableKey); ok && cap(*p) >= n {
+		tmp = (*p)[:n]
+	} else {
+		tmp = make([]tableKey, n)
+	}
+	counts := make([]int, 1<<width+1)
+	for _, k := range ks {
+		counts[k.pfx>>shift+1]++
+	}
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	for _, k := range ks {
+		b := k.pfx >> shift
+		tmp[counts[b]] = k
+		counts[b]++
+	}
+	copy(ks, tmp)
+	bucketScratch.Put(&tmp)
+	// counts[b] is now the end of bucket b.
+	start := 0
+	for _, end := range counts[:1<<width] {
+		switch end - start {
+		case 0, 1:
+		case 2:
+			if cmp(ks[start], ks[start+1]) > 0 {
+				ks[start], ks[start+1] = ks[start+1], ks[start]
+			}
+		default:
+			slices.SortFunc(ks[start:end], cmp)
+		}
+		start = end
+	}
+	return true
 }
 
 // fillIndex writes the sorted index entries to w, each key once.
