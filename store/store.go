@@ -115,7 +115,9 @@ type SeekScanner interface {
 	// multihashes (in the form All yields them), calling seek with each
 	// multihash before reading its values: seek returns nil to take the
 	// entry, or bytes greater than the multihash to skip every entry
-	// below them. seek's argument is valid only during the call.
+	// below them. seek's argument is valid only during the call. As with
+	// Get, an entry's Values may be shared with the store and must not
+	// be modified.
 	AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq2[Entry, error]
 }
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 	"sync"
 
 	"github.com/multiformats/go-multihash"
@@ -447,6 +448,17 @@ type frameWriter struct {
 	seq   uint64
 	ops   []keyspace.Op
 	idx   map[string]int // value -> index in ops
+	// byMem finds a value by where its bytes lie, before idx by what
+	// they are: a scan yields one record's value from the same memory
+	// for each of its keys (the store's cache), and comparing three
+	// pointers and lengths costs less than building and hashing the
+	// bytes. Equal memory means equal bytes; equal bytes elsewhere fall
+	// through to idx.
+	byMem map[valueMem]int
+	// lists are the multihash slices of earlier frames' ops, by op
+	// index, reused so that a value's list does not grow from nothing in
+	// every frame.
+	lists [][]multihash.Multihash
 	keys  int
 	bytes int
 	buf   []byte
@@ -478,7 +490,31 @@ func (fw *frameWriter) addProvider(info store.ProviderInfo) error {
 	return nil
 }
 
+// valueMem is where a value's bytes lie (see frameWriter.byMem).
+type valueMem struct {
+	p, c, m    unsafe.Pointer
+	pn, cn, mn int
+}
+
+func memOf(v *store.Value) valueMem {
+	return valueMem{
+		p: unsafe.Pointer(unsafe.StringData(string(v.ProviderID))), pn: len(v.ProviderID),
+		c: unsafe.Pointer(unsafe.SliceData(v.ContextID)), cn: len(v.ContextID),
+		m: unsafe.Pointer(unsafe.SliceData(v.Metadata)), mn: len(v.Metadata),
+	}
+}
+
 func (fw *frameWriter) addPut(v store.Value, mh multihash.Multihash) error {
+	if fw.byMem == nil {
+		fw.byMem = map[valueMem]int{}
+	}
+	mem := memOf(&v)
+	if i, ok := fw.byMem[mem]; ok {
+		fw.ops[i].Multihashes = append(fw.ops[i].Multihashes, mh)
+		fw.keys++
+		fw.bytes += len(mh) + 1
+		return nil
+	}
 	kb := binary.AppendUvarint(fw.kb[:0], uint64(len(v.ProviderID)))
 	kb = append(kb, v.ProviderID...)
 	kb = binary.AppendUvarint(kb, uint64(len(v.ContextID)))
@@ -490,9 +526,14 @@ func (fw *frameWriter) addPut(v store.Value, mh multihash.Multihash) error {
 		i = len(fw.ops)
 		k := string(kb)
 		fw.idx[k] = i
-		fw.ops = append(fw.ops, keyspace.Op{Kind: keyspace.OpPut, Value: v.Clone()})
+		op := keyspace.Op{Kind: keyspace.OpPut, Value: v.Clone()}
+		if i < len(fw.lists) {
+			op.Multihashes = fw.lists[i][:0]
+		}
+		fw.ops = append(fw.ops, op)
 		fw.bytes += len(k) + 8
 	}
+	fw.byMem[mem] = i
 	fw.ops[i].Multihashes = append(fw.ops[i].Multihashes, mh)
 	fw.keys++
 	fw.bytes += len(mh) + 1
@@ -517,8 +558,19 @@ func (fw *frameWriter) flush() error {
 	if _, err := fw.w.Write(fw.buf); err != nil {
 		return err
 	}
+	for i, op := range fw.ops {
+		if cap(op.Multihashes) == 0 {
+			continue
+		}
+		for len(fw.lists) <= i {
+			fw.lists = append(fw.lists, nil)
+		}
+		clear(op.Multihashes) // the frame's memory goes with the frame
+		fw.lists[i] = op.Multihashes[:0]
+	}
 	fw.ops = fw.ops[:0]
 	clear(fw.idx)
+	clear(fw.byMem)
 	fw.keys, fw.bytes = 0, 0
 	if fw.onFrame != nil {
 		return fw.onFrame()

@@ -168,6 +168,9 @@ func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq
 			var (
 				rerr   error
 				target []byte // where to go on from, once seek said so
+				// The chunk's multihashes, back to back: one allocation
+				// a chunk rather than one an entry.
+				arena = make([]byte, 0, limit*40)
 			)
 			entries = entries[:0]
 			if err := db.begin(ctx, "iterate"); err != nil {
@@ -182,7 +185,27 @@ func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq
 					target = append([]byte{prefixIndex}, t...)
 					return
 				}
-				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh)), Values: make([]store.Value, 0, len(ids))}
+				if cap(arena)-len(arena) < len(mh) {
+					arena = make([]byte, 0, max(cap(arena), len(mh)))
+				}
+				n := len(arena)
+				arena = append(arena, mh...)
+				e := store.Entry{Multihash: multihash.Multihash(arena[n:len(arena):len(arena)])}
+				if len(ids) == 1 {
+					// A single value: the record's own slice, as Get
+					// returns it (shared, not to be modified).
+					r, err := rs.get(ids[0])
+					if err != nil {
+						rerr = err
+						return
+					}
+					if r != nil {
+						e.Values = r.one[:]
+						entries = append(entries, e)
+					}
+					return
+				}
+				e.Values = make([]store.Value, 0, len(ids))
 				for _, id := range ids {
 					r, err := rs.get(id)
 					if err != nil {
