@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unsafe"
 	"sync"
+	"unsafe"
 
 	"github.com/multiformats/go-multihash"
 
