@@ -320,11 +320,21 @@ func TestAnnounceLimitsOfKnownPublishers(t *testing.T) {
 			break
 		}
 	}
+	spentAt := time.Now() // the last of the 150 found the budget spent, or took a token just refilled
 	if !spent {
 		t.Fatal("150 new publishers from one address: no 429")
 	}
-	if st, _ := put(t, hc, p.url, newPeerID(t), randCid(t), known.addr); st != http.StatusTooManyRequests {
-		t.Fatalf("a new publisher after the budget is spent: %d, want 429", st)
+	// A new publisher now is refused, unless it finds a token refilled
+	// since (a loaded machine's announces are slow): at most as many as
+	// the rate refills are taken before one is refused.
+	for taken := 0; ; taken++ {
+		st, _ := put(t, hc, p.url, newPeerID(t), randCid(t), known.addr)
+		if st == http.StatusTooManyRequests {
+			break
+		}
+		if st != http.StatusNoContent || taken >= refill(time.Since(spentAt)) {
+			t.Fatalf("new publisher %d after the budget is spent: %d, want 429 (or 204 for at most the %d refilled since)", taken+1, st, refill(time.Since(spentAt)))
+		}
 	}
 
 	// P announces every ad at once: its own budget (20 at once) is taken.
