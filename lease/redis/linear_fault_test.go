@@ -247,7 +247,7 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 	defer s.mu.Unlock()
 	// Calls that succeeded despite the restart: in flight from before it
 	// began to after the server was back (straddled), or made during it
-	// and answered after it (waited).
+	// and answered by the new server (waited).
 	var failed, straddled, waited, afterOK, failedOutside int
 	for _, c := range s.log {
 		switch {
@@ -259,6 +259,12 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 			straddled++
 		case c.start.Before(s.up) && c.end.After(s.up):
 			waited++
+		case !c.start.Before(s.down) && c.start.Before(s.up):
+			// Made while the server was down and answered by the new
+			// one before Restart returned (it waits for the server to
+			// answer, then stamps up): the call that starts the restart,
+			// on a busy machine (CI once).
+			waited++
 		case c.start.After(s.up):
 			afterOK++
 		}
@@ -267,7 +273,7 @@ func (s *restartingStore) check(t *testing.T, c *goredis.Client, before string) 
 	if s.graceful {
 		how = "SIGTERM"
 	}
-	t.Logf("Redis restarted (%s) at store call %d of %d in %v: %d calls failed during it, %d straddled it and %d were made during it and answered after it, %d succeeded after it",
+	t.Logf("Redis restarted (%s) at store call %d of %d in %v: %d calls failed during it, %d straddled it and %d were made during it and answered by the new server, %d succeeded after it",
 		how, s.at, len(s.log), s.up.Sub(s.down).Round(time.Millisecond), failed, straddled, waited, afterOK)
 	// The call that starts the restart begins while the server is down
 	// (it fails, or waits if the server is back first), so the restart
