@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -281,4 +282,87 @@ func TestSim(t *testing.T) {
 			t.Errorf("sim output lacks %q:\n%s", re, out)
 		}
 	}
+}
+
+// TestCorruptIndexRebuilt runs a node in this process on a real Redis and
+// flips one byte of its index in memory: the integrity check drops it at
+// once, so that the node answers "warming" and never from the corrupted
+// index while it rebuilds (held back here), counts it in /metrics, and
+// answers from the rebuilt index, at the same commit, once it is done.
+func TestCorruptIndexRebuilt(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	env := testStore(t, storeRedis)
+	ctx := context.Background()
+	repos, err := generateRepos(ctx, t.TempDir(), 1, sizeRange{1 << 10, 4 << 10}, 31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := repos[0]
+	tun := e2eTuning()
+	tun.VerifyEvery = 0 // checked by hand below
+	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: 64 << 20, WorkDir: t.TempDir(),
+		DrainTimeout: 5 * time.Second, tuning: tun}
+	n := startNode(ctx, t, env, cfg, nil, nil)
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	q := "marker-" + strings.TrimPrefix(r.ID, "repo-")
+	if err := putCatalog(ctx, env.tab, n.store, repos, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the first index", func() (bool, string) {
+		code, _, ref, _ := search(ctx, hc, n.addr, r.ID, q, 10)
+		return code == http.StatusOK, fmt.Sprintf("%d %+v", code, ref)
+	})
+	if c := n.verifyOnce(ctx); c != 0 {
+		t.Fatalf("an intact index found corrupt %d times", c)
+	}
+
+	// The rebuild's clone waits for gate.
+	gate := make(chan struct{})
+	url := n.idx.url
+	n.idx.url = func(ctx context.Context, item string) (string, error) {
+		<-gate
+		return url(ctx, item)
+	}
+	ri := n.idx.get(r.ID)
+	ri.files[0].data[len(ri.files[0].data)/2] ^= 0x20
+	done := make(chan int)
+	go func() { done <- n.verifyOnce(ctx) }()
+	waitFor(t, 5*time.Second, "the corrupted index out", func() (bool, string) { return n.idx.get(r.ID) == nil, "" })
+	for range 3 {
+		code, res, ref, err := search(ctx, hc, n.addr, r.ID, q, 10)
+		if err != nil || code != http.StatusServiceUnavailable || ref == nil || ref.Status != "warming" {
+			t.Fatalf("query while the corrupted index is rebuilt: %d %+v %+v %v; want 503 warming", code, res, ref, err)
+		}
+	}
+	if m := metrics(t, hc, n.addr); !strings.Contains(m, "indexkit_fleet_index_corrupt_total 1\n") {
+		t.Errorf("/metrics after one corrupted index:\n%s", m)
+	}
+	close(gate)
+	if c := <-done; c != 1 {
+		t.Fatalf("verify found %d corrupted indexes, want 1", c)
+	}
+	code, res, ref, err := search(ctx, hc, n.addr, r.ID, q, 10)
+	if err != nil || code != http.StatusOK || res.Commit != r.Commit || len(res.Matches) != 1 {
+		t.Fatalf("query after the rebuild: %d %+v %+v %v; want 200 at %s with 1 match", code, res, ref, err, r.Commit)
+	}
+	if err := n.idx.get(r.ID).Verify(); err != nil {
+		t.Fatalf("the rebuilt index: %v", err)
+	}
+}
+
+// metrics returns the node's GET /metrics.
+func metrics(t *testing.T, hc *http.Client, addr string) string {
+	t.Helper()
+	resp, err := hc.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

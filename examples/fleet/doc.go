@@ -100,7 +100,8 @@
 //
 //	GET /search?repo=ID&q=SUBSTRING[&limit=N]
 //	    200 {"status":"ok","repo","query","commit","served_by","routed_by","matches":[{"path","line","text"}],"truncated"}
-//	    503 {"status":"warming","owner":…}     the owner has not finished its first index of the repo
+//	    503 {"status":"warming","owner":…}     the owner has not finished its first index of the repo,
+//	                                           or is rebuilding one found corrupt (another ready copy answers if there is one)
 //	    503 {"status":"unassigned"}            nobody holds the repo
 //	    503 {"status":"unreachable","owner":…} the owner did not answer
 //	    404 {"status":"unknown"}               not in the catalog
@@ -182,6 +183,12 @@
 //	                     the whole catalog only to reconcile; false: list it at
 //	                     every scan, as before the feed
 //	-reconcile 0         interval of those full listings; 0: half the TTL, at most 30s
+//	-verify-every 1m     interval of the integrity check: each index against the
+//	                     checksum (CRC-64 of its files, line records and posting
+//	                     lists) taken when it was built; a corrupted one stops
+//	                     answering at once, is logged (msg="index corrupt"),
+//	                     counted (index_corrupt) and rebuilt from its repository
+//	                     at its commit (0: never)
 //
 // Shared by node, demo, sim and set: -store (redis), -redis, -etcd
 // (comma-separated endpoints; node and set 127.0.0.1:2379, demo and sim ""

@@ -2,14 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc64"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 )
 
 // Limits of the index and of queries.
@@ -31,6 +34,10 @@ const (
 
 // errBadQuery is wrapped by the errors of queries the index cannot answer.
 var errBadQuery = errors.New("bad query")
+
+// errCorrupt is wrapped by Verify's error: the index no longer matches
+// the checksum taken when it was built.
+var errCorrupt = errors.New("index corrupt")
 
 // Match is one line that contains the query.
 type Match struct {
@@ -56,6 +63,10 @@ type Index struct {
 	lines []lineRef
 	grams map[uint32][]uint32 // trigram → ascending line numbers in lines
 	size  int64
+	// postings is the arena that holds every posting list of grams; sum
+	// is the checksum of everything a search reads, taken at build.
+	postings []uint32
+	sum      uint64
 }
 
 type indexedFile struct {
@@ -115,6 +126,7 @@ func newIndex(files []sourceFile) *Index {
 		total += c
 	}
 	arena := make([]uint32, 0, total)
+	ix.postings = arena[:total]
 	ix.grams = make(map[uint32][]uint32, len(counts))
 	for g, c := range counts {
 		ix.grams[g] = arena[len(arena) : len(arena) : len(arena)+int(c)]
@@ -132,7 +144,58 @@ func newIndex(files []sourceFile) *Index {
 		}
 	}
 	ix.size += lineCost*int64(len(ix.lines)) + 4*int64(total) + gramEntryCost*int64(len(ix.grams))
+	ix.sum = ix.checksum()
 	return ix
+}
+
+// crcTable is the checksum's polynomial table.
+var crcTable = crc64.MakeTable(crc64.ECMA)
+
+// checksum hashes everything a search reads: each file's path and bytes,
+// the line records, the posting lists' arena, and where in the arena each
+// trigram's list lies (summed over the map, whose order is random).
+func (ix *Index) checksum() uint64 {
+	h := crc64.New(crcTable)
+	var n [8]byte
+	for _, f := range ix.files {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(f.path))<<32|uint64(len(f.data)))
+		h.Write(n[:])
+		h.Write([]byte(f.path))
+		h.Write(f.data)
+	}
+	if len(ix.lines) > 0 {
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ix.lines))), len(ix.lines)*int(unsafe.Sizeof(lineRef{}))))
+	}
+	if len(ix.postings) > 0 {
+		h.Write(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(ix.postings))), 4*len(ix.postings)))
+	}
+	var lists uint64
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(ix.postings)))
+	for g, p := range ix.grams {
+		off := (uintptr(unsafe.Pointer(unsafe.SliceData(p))) - base) / 4
+		lists += mix64(uint64(g)) ^ mix64(uint64(off)<<32|uint64(len(p)))
+	}
+	return h.Sum64() ^ mix64(lists)
+}
+
+// mix64 is splitmix64's finalizer: each bit of x moves about half the
+// bits of the result.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// Verify recomputes the index's checksum and returns an error wrapping
+// errCorrupt if it differs from the one taken at build: a byte of a file,
+// a line record or a posting list changed in memory since.
+func (ix *Index) Verify() error {
+	if got := ix.checksum(); got != ix.sum {
+		return fmt.Errorf("%w: checksum %016x, %016x when built", errCorrupt, got, ix.sum)
+	}
+	return nil
 }
 
 func gram(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/crc64"
 	"math/rand/v2"
 	"os"
 	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/indexkit/indexkit/lease"
 )
@@ -269,4 +272,148 @@ func TestHelp(t *testing.T) {
 			t.Errorf("fleet %s -h prints %q..., want %q first", cmd, out.String()[:min(len(out.String()), 120)], want)
 		}
 	}
+}
+
+// Verify finds one byte changed anywhere a search reads: a file's text,
+// a line record, a posting list, or where a trigram's list lies; and
+// nothing when the byte is put back.
+func TestIndexVerify(t *testing.T) {
+	ix := newIndex(smallTree)
+	if err := ix.Verify(); err != nil {
+		t.Fatalf("a fresh index: %v", err)
+	}
+	flip := func(what string, b *byte) {
+		t.Helper()
+		*b ^= 0x20
+		if err := ix.Verify(); !errors.Is(err, errCorrupt) {
+			t.Errorf("%s changed: Verify = %v, want errCorrupt", what, err)
+		}
+		*b ^= 0x20
+		if err := ix.Verify(); err != nil {
+			t.Errorf("%s put back: %v", what, err)
+		}
+	}
+	flip("a file's byte", &ix.files[0].data[3])
+	ix.files[1].path = strings.Clone(ix.files[1].path) // a literal's bytes are read-only
+	flip("a path's byte", unsafe.StringData(ix.files[1].path))
+	flip("a line record", (*byte)(unsafe.Pointer(&ix.lines[2].end)))
+	flip("a posting", (*byte)(unsafe.Pointer(&ix.postings[len(ix.postings)/2])))
+	// Two trigrams' lists swapped: every byte is where it was.
+	var a, b uint32
+	for g, p := range ix.grams {
+		if a == 0 {
+			a = g
+		} else if len(p) != len(ix.grams[a]) || &p[0] != &ix.grams[a][0] {
+			b = g
+			break
+		}
+	}
+	ix.grams[a], ix.grams[b] = ix.grams[b], ix.grams[a]
+	if err := ix.Verify(); !errors.Is(err, errCorrupt) {
+		t.Errorf("two posting lists swapped: Verify = %v, want errCorrupt", err)
+	}
+}
+
+// A corrupted index found by verify is out at once (no query reaches
+// it), reported, rebuilt from the repository at its commit, and serves
+// again; an index the manager drops meanwhile is not brought back.
+func TestRepoIndexerVerify(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repos, err := generateRepos(ctx, t.TempDir(), 2, sizeRange{4 << 10, 8 << 10}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := map[string]string{repos[0].ID: repos[0].URL, repos[1].ID: repos[1].URL}
+	var broken atomic.Bool
+	x := newRepoIndexer(t.TempDir(), func(_ context.Context, id string) (string, error) {
+		if broken.Load() {
+			return "", fmt.Errorf("%w %s (the catalog is unreachable)", errUnknownRepo, id)
+		}
+		return urls[id], nil
+	})
+	for _, r := range repos {
+		if _, err := x.Index(ctx, lease.Row{Item: lease.Item{ID: r.ID, Commit: r.Commit}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	none := func(item, commit string, err error) { t.Errorf("%s reported corrupt: %v", item, err) }
+	fine := func(item string, err error) { t.Errorf("%s rebuilt: %v", item, err) }
+	if n := x.verify(ctx, none, fine); n != 0 {
+		t.Fatalf("verify of intact indexes found %d", n)
+	}
+
+	r := repos[0]
+	old := x.get(r.ID)
+	old.files[0].data[0] ^= 1
+	var reported, answered bool
+	n := x.verify(ctx, func(item, commit string, err error) {
+		reported = item == r.ID && commit == r.Commit && errors.Is(err, errCorrupt)
+		answered = x.get(r.ID) != nil // while it rebuilds
+	}, func(item string, err error) {
+		if err != nil {
+			t.Errorf("rebuild of %s: %v", item, err)
+		}
+	})
+	if n != 1 || !reported || answered {
+		t.Fatalf("verify found %d corrupted, reported %v, the index still answered while rebuilt %v", n, reported, answered)
+	}
+	fresh := x.get(r.ID)
+	if fresh == nil || fresh == old || fresh.Verify() != nil || fresh.Commit != r.Commit {
+		t.Fatalf("after the rebuild: %+v", fresh)
+	}
+	q := fmt.Sprintf("marker-%04d", 0)
+	if got, _, err := fresh.Search(q, maxLimit); err != nil || len(got) != 1 {
+		t.Errorf("the rebuilt index: Search(%q) = %v, %v", q, got, err)
+	}
+
+	// A rebuild that fails leaves the item without an index and is tried
+	// again at the next verify; one the manager drops meanwhile stays out.
+	x.get(repos[1].ID).files[0].data[0] ^= 1
+	broken.Store(true)
+	var failed bool
+	if n := x.verify(ctx, func(string, string, error) {}, func(item string, err error) { failed = err != nil }); n != 1 || !failed || x.get(repos[1].ID) != nil {
+		t.Fatalf("a failed rebuild: found %d, failed %v, index %v", n, failed, x.get(repos[1].ID))
+	}
+	broken.Store(false)
+	if n := x.verify(ctx, none, func(item string, err error) { failed = err != nil }); n != 0 || failed || x.get(repos[1].ID) == nil {
+		t.Fatalf("the retry: found %d, failed %v, index %v", n, failed, x.get(repos[1].ID))
+	}
+	x.get(repos[1].ID).files[0].data[0] ^= 1
+	broken.Store(true)
+	x.verify(ctx, func(string, string, error) {}, func(string, error) {})
+	x.Drop(repos[1].ID) // the manager lost the lease
+	broken.Store(false)
+	x.verify(ctx, none, func(string, error) {})
+	if x.get(repos[1].ID) != nil {
+		t.Fatal("an index the manager dropped was rebuilt and installed")
+	}
+}
+
+// BenchmarkIndexVerify times the integrity check of an index of about
+// 4 MiB of text, beside the baseline of one CRC-64 pass over the bytes
+// the index holds (its files, line records and postings) in the same run.
+func BenchmarkIndexVerify(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	ix := newIndex(genFiles(rng, 1, sizeRange{4 << 20, 4 << 20}))
+	var raw []byte
+	for _, f := range ix.files {
+		raw = append(raw, f.data...)
+	}
+	raw = append(raw, make([]byte, 16*len(ix.lines)+4*len(ix.postings))...)
+	b.Run("verify", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			if err := ix.Verify(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("crc64-baseline", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			crc64.Checksum(raw, crcTable)
+		}
+	})
+	b.Logf("index of %d MiB (Size), %d MiB checked", ix.Size()>>20, len(raw)>>20)
 }

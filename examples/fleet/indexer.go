@@ -32,31 +32,123 @@ type repoIndexer struct {
 
 	mu      sync.RWMutex
 	indexes map[string]*repoIndex
+	// gens counts, per item, the indexes installed and the drops: a
+	// rebuild after corruption installs its index only if none came or
+	// went while it built.
+	gens map[string]uint64
+	// broken holds the corrupted indexes whose rebuild failed, with the
+	// generation it would install at: the next verify tries again.
+	broken map[string]brokenIndex
+}
+
+type brokenIndex struct {
+	commit string
+	gen    uint64
 }
 
 func newRepoIndexer(workDir string, url func(context.Context, string) (string, error)) *repoIndexer {
-	return &repoIndexer{workDir: workDir, url: url, indexes: make(map[string]*repoIndex)}
+	return &repoIndexer{workDir: workDir, url: url, indexes: make(map[string]*repoIndex), gens: make(map[string]uint64), broken: make(map[string]brokenIndex)}
 }
 
 // Index implements agent.Indexer.
 func (x *repoIndexer) Index(ctx context.Context, row lease.Row) (int64, error) {
-	start := time.Now()
-	if row.Commit == "" {
-		return 0, fmt.Errorf("index %s: the catalog row has no commit", row.ID)
-	}
-	url, err := x.url(ctx, row.ID)
-	if err != nil {
-		return 0, fmt.Errorf("index %s: %w", row.ID, err)
-	}
-	ix, err := x.cloneAndIndex(ctx, row.ID, url, row.Commit)
+	ri, err := x.build(ctx, row)
 	if err != nil {
 		return 0, err
 	}
-	ri := &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start)}
 	x.mu.Lock()
 	x.indexes[row.ID] = ri
+	x.gens[row.ID]++
 	x.mu.Unlock()
-	return ix.Size(), nil
+	return ri.Size(), nil
+}
+
+// build clones row's repo at its commit and indexes it.
+func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, error) {
+	start := time.Now()
+	if row.Commit == "" {
+		return nil, fmt.Errorf("index %s: the catalog row has no commit", row.ID)
+	}
+	url, err := x.url(ctx, row.ID)
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", row.ID, err)
+	}
+	ix, err := x.cloneAndIndex(ctx, row.ID, url, row.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start)}, nil
+}
+
+// verify checks every index against the checksum taken when it was
+// built (Index.Verify). A corrupted index is dropped at once, so that it
+// never answers again, reported to corrupt, and rebuilt at its commit;
+// the rebuilt index goes in only if the item's index did not change
+// meanwhile (the manager dropped it, or indexed a new commit). verify
+// returns the number of corrupted indexes it found. A rebuild that failed
+// is tried again at the next verify, for as long as the index stays
+// unchanged.
+func (x *repoIndexer) verify(ctx context.Context, corrupt func(item, commit string, err error), rebuilt func(item string, err error)) int {
+	x.mu.RLock()
+	all := make(map[string]*repoIndex, len(x.indexes))
+	for item, ri := range x.indexes {
+		all[item] = ri
+	}
+	retry := make(map[string]brokenIndex, len(x.broken))
+	for item, b := range x.broken {
+		retry[item] = b
+	}
+	x.mu.RUnlock()
+	for item, b := range retry {
+		rebuilt(item, x.rebuild(ctx, item, b))
+	}
+	found := 0
+	for item, ri := range all {
+		if ctx.Err() != nil {
+			break
+		}
+		err := ri.Verify()
+		if err == nil {
+			continue
+		}
+		x.mu.Lock()
+		if x.indexes[item] != ri {
+			x.mu.Unlock()
+			continue // replaced or dropped while it was checked
+		}
+		delete(x.indexes, item)
+		x.gens[item]++
+		gen := x.gens[item]
+		x.mu.Unlock()
+		found++
+		corrupt(item, ri.Commit, err)
+		rebuilt(item, x.rebuild(ctx, item, brokenIndex{commit: ri.Commit, gen: gen}))
+	}
+	return found
+}
+
+// rebuild builds item's index at b.commit again and installs it if the
+// item's generation is still b.gen; if the build fails, it keeps b in
+// broken for the next verify.
+func (x *repoIndexer) rebuild(ctx context.Context, item string, b brokenIndex) error {
+	fresh, err := x.build(ctx, lease.Row{Item: lease.Item{ID: item, Commit: b.commit}})
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch {
+	case x.gens[item] != b.gen:
+		delete(x.broken, item)
+		if err == nil {
+			err = errors.New("the index changed while it was rebuilt: the rebuilt one is not used")
+		}
+		return err
+	case err != nil:
+		x.broken[item] = b
+		return err
+	}
+	delete(x.broken, item)
+	x.indexes[item] = fresh
+	x.gens[item]++
+	return nil
 }
 
 // cloneAndIndex fetches commit of url, with depth 1, into a temporary
@@ -91,6 +183,7 @@ func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit strin
 func (x *repoIndexer) Drop(item string) {
 	x.mu.Lock()
 	delete(x.indexes, item)
+	x.gens[item]++
 	x.mu.Unlock()
 }
 

@@ -49,6 +49,9 @@ type tuning struct {
 	// Reconcile is the interval of the full listings under the feed (0:
 	// the agent's default, half the TTL up to 30 s).
 	Reconcile time.Duration
+	// VerifyEvery is the interval of the integrity check of every index
+	// the node holds against its checksum (0: never).
+	VerifyEvery time.Duration
 }
 
 func defaultTuning() tuning {
@@ -56,7 +59,7 @@ func defaultTuning() tuning {
 		TTL: 10 * time.Second, Window: 2 * time.Second, Liveness: 5 * time.Second,
 		Heartbeat: time.Second, Scan: 250 * time.Millisecond, MaxBids: 0,
 		IndexConcurrency: 2, BackoffBase: 100 * time.Millisecond, BackoffMax: 2 * time.Second,
-		Replicas: 1, Feed: true,
+		Replicas: 1, Feed: true, VerifyEvery: time.Minute,
 	}
 }
 
@@ -71,6 +74,7 @@ func (t *tuning) register(fs *flag.FlagSet) {
 	fs.DurationVar(&t.BackoffBase, "backoff", t.BackoffBase, "base of the backoff after a lost or rejected bid")
 	fs.DurationVar(&t.BackoffMax, "backoff-max", t.BackoffMax, "cap of that backoff")
 	fs.IntVar(&t.Replicas, "replicas", t.Replicas, "copies of each repo on different nodes; reads fall back to a ready replica")
+	fs.DurationVar(&t.VerifyEvery, "verify-every", t.VerifyEvery, "interval of the check of every index against the checksum taken when it was built; a corrupted one is dropped and rebuilt (0: never)")
 	fs.BoolVar(&t.Feed, "feed", t.Feed, "learn of catalog changes from the store's change feed, listing the catalog only to reconcile; false: list it at every scan")
 	fs.DurationVar(&t.Reconcile, "reconcile", t.Reconcile, "interval of the full catalog listings under the feed; 0: half the TTL, at most 30s")
 	fs.BoolVar(&t.LossGuard, "loss-guard", t.LossGuard, "hold grants for one TTL after the catalog is found gone, so no repo is granted while a holder from before a Redis data loss still serves it (for a Redis without durable writes; a fresh catalog's first grants wait one TTL too)")
@@ -85,6 +89,7 @@ func (t tuning) args() []string {
 		"-backoff", t.BackoffBase.String(), "-backoff-max", t.BackoffMax.String(),
 		"-replicas", strconv.Itoa(t.Replicas), "-loss-guard=" + strconv.FormatBool(t.LossGuard),
 		"-feed=" + strconv.FormatBool(t.Feed), "-reconcile", t.Reconcile.String(),
+		"-verify-every", t.VerifyEvery.String(),
 	}
 }
 
@@ -98,6 +103,8 @@ func (t tuning) validate() error {
 		return fmt.Errorf("-max-bids %d is negative", t.MaxBids)
 	case t.Reconcile < 0:
 		return fmt.Errorf("-reconcile %v is negative", t.Reconcile)
+	case t.VerifyEvery < 0:
+		return fmt.Errorf("-verify-every %v is negative", t.VerifyEvery)
 	case t.IndexConcurrency < 1:
 		return fmt.Errorf("-index-concurrency %d: want at least 1", t.IndexConcurrency)
 	case t.Replicas < 1:
@@ -216,6 +223,7 @@ type counters struct {
 	BidsPlaced, BidsRejected                      atomic.Int64
 	Won, Indexed, IndexErrors, Evicted, Lost      atomic.Int64
 	Reused, Starved, AuctionsStarved              atomic.Int64
+	IndexCorrupt, RebuildErrors                   atomic.Int64
 	AuctionsShortCircuited, AuctionsTimedOut      atomic.Int64
 	AuctionsNoWinner                              atomic.Int64
 	QueriesLocal, QueriesRouted, QueriesWarming   atomic.Int64
@@ -230,7 +238,8 @@ func (c *counters) snapshot() map[string]int64 {
 		"reused": c.Reused.Load(), "starved": c.Starved.Load(), "auctions_starved": c.AuctionsStarved.Load(),
 		"auctions_short_circuited": c.AuctionsShortCircuited.Load(), "auctions_timed_out": c.AuctionsTimedOut.Load(),
 		"auctions_no_winner": c.AuctionsNoWinner.Load(),
-		"queries_local":      c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
+		"index_corrupt":      c.IndexCorrupt.Load(), "index_rebuild_errors": c.RebuildErrors.Load(),
+		"queries_local": c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
 		"queries_warming": c.QueriesWarming.Load(), "queries_unassigned": c.QueriesUnassigned.Load(),
 		"queries_unknown": c.QueriesUnknown.Load(), "queries_bad": c.QueriesBad.Load(),
 	}
@@ -357,6 +366,9 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	eg.Go(func() error { return n.mgr.Run(gctx) })
 	eg.Go(func() error { return n.keepAddr(gctx) })
 	eg.Go(func() error { return n.keepSettings(gctx) })
+	if cfg.VerifyEvery > 0 {
+		eg.Go(func() error { n.keepVerified(gctx); return nil })
+	}
 	<-gctx.Done()
 	log.Info("shutting down", "held", len(n.mgr.Held()))
 	err = eg.Wait()
@@ -420,6 +432,39 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 		return nil, err
 	}
 	return n, nil
+}
+
+// keepVerified checks every index the node holds against its checksum
+// every VerifyEvery: a corrupted one answers no query from the moment it
+// is found (queries about it are told it is warming, as before its first
+// index), is counted and logged, and is rebuilt from its repository.
+func (n *node) keepVerified(ctx context.Context) {
+	t := time.NewTicker(n.cfg.VerifyEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.verifyOnce(ctx)
+	}
+}
+
+// verifyOnce runs one integrity check of every index and returns the
+// number of corrupted ones found.
+func (n *node) verifyOnce(ctx context.Context) int {
+	return n.idx.verify(ctx, func(item, commit string, err error) {
+		n.c.IndexCorrupt.Add(1)
+		n.log.Error("index corrupt: dropped, rebuilding", "item", item, "commit", commit, "err", err)
+	}, func(item string, err error) {
+		if err != nil {
+			n.c.RebuildErrors.Add(1)
+			n.log.Error("index not rebuilt", "item", item, "err", err)
+			return
+		}
+		n.log.Info("index rebuilt", "item", item)
+	})
 }
 
 func (n *node) close() {
