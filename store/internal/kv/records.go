@@ -187,6 +187,31 @@ func (rs *records) get(id uint64) (*record, error) {
 	return r, nil
 }
 
+// values returns the values of the records ids name, skipping those
+// gone. With share, a single value is the record's own slice, shared with
+// the cache as Get returns it (not to be modified); otherwise the slice
+// is the caller's.
+func (rs *records) values(ids []uint64, share bool) ([]store.Value, error) {
+	if share && len(ids) == 1 {
+		r, err := rs.get(ids[0])
+		if r == nil || err != nil {
+			return nil, err
+		}
+		return r.one[:], nil
+	}
+	var vals []store.Value
+	for _, id := range ids {
+		r, err := rs.get(id)
+		if err != nil {
+			return nil, err
+		}
+		if r != nil {
+			vals = append(vals, *r.v())
+		}
+	}
+	return vals, nil
+}
+
 // context returns the record ID of the (provider, context) of ctxKey k,
 // from the cache or else from the engine, caching it.
 func (db *DB) context(k []byte) (ctxInfo, bool, error) {

@@ -40,19 +40,13 @@ func (db *DB) All(ctx context.Context) iter.Seq2[store.Entry, error] {
 				if rerr != nil {
 					return
 				}
-				e := store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh))}
-				for _, id := range ids {
-					r, err := rs.get(id)
-					if err != nil {
-						rerr = err
-						return
-					}
-					if r != nil {
-						e.Values = append(e.Values, *r.v())
-					}
+				vals, err := rs.values(ids, false)
+				if err != nil {
+					rerr = err
+					return
 				}
-				if len(e.Values) > 0 {
-					entries = append(entries, e)
+				if len(vals) > 0 {
+					entries = append(entries, store.Entry{Multihash: multihash.Multihash(bytes.Clone(mh)), Values: vals})
 				}
 			})
 			if err == nil && rerr != nil {
@@ -190,34 +184,13 @@ func (db *DB) AllSeek(ctx context.Context, seek func(mh []byte) []byte) iter.Seq
 				}
 				n := len(arena)
 				arena = append(arena, mh...)
-				e := store.Entry{Multihash: multihash.Multihash(arena[n:len(arena):len(arena)])}
-				if len(ids) == 1 {
-					// A single value: the record's own slice, as Get
-					// returns it (shared, not to be modified).
-					r, err := rs.get(ids[0])
-					if err != nil {
-						rerr = err
-						return
-					}
-					if r != nil {
-						e.Values = r.one[:]
-						entries = append(entries, e)
-					}
+				vals, err := rs.values(ids, true)
+				if err != nil {
+					rerr = err
 					return
 				}
-				e.Values = make([]store.Value, 0, len(ids))
-				for _, id := range ids {
-					r, err := rs.get(id)
-					if err != nil {
-						rerr = err
-						return
-					}
-					if r != nil {
-						e.Values = append(e.Values, *r.v())
-					}
-				}
-				if len(e.Values) > 0 {
-					entries = append(entries, e)
+				if len(vals) > 0 {
+					entries = append(entries, store.Entry{Multihash: multihash.Multihash(arena[n:len(arena):len(arena)]), Values: vals})
 				}
 			})
 			db.opMu.RUnlock()
