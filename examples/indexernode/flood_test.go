@@ -89,7 +89,7 @@ func TestTarpitFloodLetsHonestPublisherIn(t *testing.T) {
 	flood, stopFlood := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer stopFlood() // first: a failure stops the flood before it waits for it
+	defer stopFlood()  // first: a failure stops the flood before it waits for it
 	var codes sync.Map // status → count, for the log
 	for s := 1; s <= sources; s++ {
 		addrs := make([]multiaddr.Multiaddr, perSource)
