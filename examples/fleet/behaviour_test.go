@@ -282,6 +282,7 @@ func TestSim(t *testing.T) {
 			t.Errorf("sim output lacks %q:\n%s", re, out)
 		}
 	}
+	checkRehydration(t, out)
 }
 
 // TestCorruptIndexRebuilt runs a node in this process on a real Redis and

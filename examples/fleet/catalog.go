@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -100,21 +101,45 @@ func genFiles(rng *rand.Rand, i int, sizes sizeRange) []sourceFile {
 	return files
 }
 
-// git runs git with args in dir and returns its standard output.
+// git runs git with args in dir and returns its standard output, with
+// the system's git configuration left out: for the repositories demo and
+// sim generate.
 func git(ctx context.Context, dir string, stdin []byte, args ...string) ([]byte, error) {
+	return runGit(ctx, dir, stdin, []string{"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C"}, args...)
+}
+
+// fetchGit runs git as a node fetches a repository: with the user's and
+// the system's git configuration (so their credential helpers, proxies
+// and URL rewrites apply), never asking on a terminal.
+func fetchGit(ctx context.Context, args ...string) ([]byte, error) {
+	return runGit(ctx, "", nil, []string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C"}, args...)
+}
+
+func runGit(ctx context.Context, dir string, stdin []byte, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	cmd.Env = append(os.Environ(), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		shown := make([]string, len(args))
+		for i, a := range args {
+			shown[i] = redactURL(a)
+		}
+		return nil, fmt.Errorf("git %s: %w: %s", strings.Join(shown, " "), err, redactURL(string(bytes.TrimSpace(stderr.Bytes()))))
 	}
 	return stdout.Bytes(), nil
 }
+
+// userinfo matches the user and password of a URL in text.
+var userinfo = regexp.MustCompile(`(://)[^/@\s]+@`)
+
+// redactURL hides the user and password of every URL in s, so that a
+// clone URL with credentials in it never reaches a log line.
+func redactURL(s string) string { return userinfo.ReplaceAllString(s, "${1}***@") }
 
 // makeRepo creates the bare repository path with one commit of files on
 // branch main, with git fast-import, and returns the commit's SHA.

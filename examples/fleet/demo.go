@@ -18,7 +18,7 @@ func demoFlags() fleetFlags {
 	t := defaultTuning()
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 5*time.Second, time.Second, 3*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-demo:", Nodes: 3, Repos: 50, MinSize: 2 << 10, MaxSize: 64 << 10,
-		Seed: 1, Duration: 2 * time.Minute, tuning: t}
+		Seed: 1, Duration: 2 * time.Minute, Rehydration: "on", tuning: t}
 }
 
 // runDemo is `fleet demo`: 3 nodes claim 50 generated repos; it prints

@@ -54,6 +54,52 @@
 // size (the Index's accounted bytes) is what the Manager charges to the
 // budget and reports to the catalog.
 //
+// # Private repositories
+//
+// A node fetches with git's own configuration (the user's and the
+// system's), so the credential helpers, proxies and URL rewrites
+// configured there apply; git never asks on a terminal
+// (GIT_TERMINAL_PROMPT=0), so a fetch without credentials fails at once
+// with git's message. -git-credential-helper HELPER (repeatable) adds a
+// helper for the node's fetches only, in git's own syntax, for example
+//
+//	fleet node -git-credential-helper 'store --file=/run/secrets/git-credentials' …
+//
+// where the file holds lines such as https://USER:TOKEN@git.example.com.
+// Keep credentials out of clone URLs: the node hides the user and
+// password of any URL in its error messages, but the catalog's side table
+// keeps URLs as they were given.
+//
+// # Snapshots and rehydration
+//
+// A node started with -snapshot-dir DIR writes each index it builds from
+// git to DIR as a snapshot of the repo at its commit (one file per repo,
+// the repo's snapshot of an older commit removed), and, with -rehydrate
+// (the default), a node that wins a repo at a commit DIR has a snapshot
+// of loads it instead of cloning and indexing: in milliseconds, with no
+// git process. The nodes of a fleet share DIR (demo and sim give theirs
+// one under their work directory; machines can share a network file
+// system), so that the node that takes over a killed or drained node's
+// repos loads what that node built. Replica slots load their repo's
+// snapshot.
+//
+// A snapshot is versioned and checksummed: a CRC-64 of the whole file,
+// and, once decoded, every line and posting reference bounds-checked, the
+// accounted size recounted and the index checked against the checksum
+// taken when it was first built (the on-load check). A snapshot that
+// fails any of these, or was written by another version, is never
+// served: it is removed, logged (msg="snapshot corrupt"), counted
+// (snapshots_corrupt), and the repo is cloned and indexed, which writes a
+// good one in its place. Files are written under a temporary name and
+// renamed, so that a reader sees a whole snapshot or none; a node killed
+// while writing leaves a temporary file, not a torn snapshot. The line
+// msg=indexed says from=git or from=snapshot; /status and /metrics count
+// snapshots_loaded and snapshot_errors (a write or read that failed).
+//
+// The fleet's rehydrate setting (fleet set -rehydrate on|off) turns the
+// loading on or off at every node at its next heartbeat, as max-bids;
+// snapshots are written either way. GET /status says "rehydrate".
+//
 // When the catalog row of a repo a node holds names a new commit (a Put
 // by the catalog's administrator), the node's next scan sees it and
 // indexes the new commit under the same lease; until the new index is
@@ -77,6 +123,7 @@
 // already has that many bids closes at its next evaluation. Set it with
 //
 //	fleet set -max-bids N -redis ADDR -prefix P   (0: no short circuit)
+//	fleet set -rehydrate off -redis ADDR -prefix P (load no snapshots; on: load them)
 //	fleet set -unset -redis ADDR -prefix P        (back to each node's flag)
 //	fleet set -max-bids N -store etcd -etcd ENDPOINTS -prefix P
 //
@@ -106,7 +153,7 @@
 //	    503 {"status":"unreachable","owner":…} the owner did not answer
 //	    404 {"status":"unknown"}               not in the catalog
 //	    400 {"status":"bad query","error":…}   no repo, empty query, a line break, over 256 bytes, limit not in 1..1000
-//	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"starved":[{"item","need"}],"counters":{…}}
+//	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"starved":[{"item","need"}],"rehydrate","counters":{…}}
 //	GET /metrics  the counters and gauges in the Prometheus text format
 //
 // A node answers a query for a repo it holds and has indexed. Otherwise
@@ -128,7 +175,7 @@
 //	P{item}:…, P nodes, P items   lease/redis's own keys
 //	P fleet:addrs                 node → address
 //	P fleet:repos                 item → clone URL
-//	P fleet:settings              max-bids → N
+//	P fleet:settings              max-bids → N, rehydrate → on|off
 //
 // With -store etcd -etcd ENDPOINTS (comma-separated host:port) the catalog
 // is lease/etcd under P+"lease/" and each side-table entry is one key:
@@ -137,6 +184,7 @@
 //	P fleet/addrs/<node>                    address
 //	P fleet/repos/<item>                    clone URL
 //	P fleet/settings/max-bids               N
+//	P fleet/settings/rehydrate              on|off
 //
 // The catalog sits under its own P+"lease/" so that lease/etcd's watch of
 // its prefix never sees a side table's write. Side-table writes of many
@@ -195,15 +243,19 @@
 // starts one).
 //
 // node only: -name, -redis (127.0.0.1:6379), -prefix (fleet:), -listen
-// (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -drain-timeout
-// (10s), -log-level (info). demo and sim only: -redis ("" starts one),
+// (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -snapshot-dir
+// ("": no snapshots), -rehydrate (true), -git-credential-helper (none),
+// -drain-timeout (10s), -log-level (info). demo and sim only: -redis ("" starts one),
 // -etcd-members (1: members of the etcd they start), -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
 // -max-size (64KiB; sim 256KiB), -budget (0: the catalog's estimated
 // index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
 // sim 5m), -v (echo the nodes' log lines), -oversize (demo 0, sim 1: extra
 // catalog rows larger than every budget, reported starved and left out of
-// coverage). sim only: -steady (10s; 0 skips it), the window after full
-// coverage over which it measures the store's load.
+// coverage), -rehydration (demo on; sim both): "on" gives the nodes a
+// shared snapshot directory and loads snapshots, "off" gives them none,
+// and sim's "both" kills twice (see below). sim only: -steady (10s; 0
+// skips it), the window after full coverage over which it measures the
+// store's load.
 //
 // # What the sim reports
 //
@@ -212,7 +264,13 @@
 // It then SIGKILLs the node holding the most and polls until every row
 // is ready again at a live node: the time to recover, which is at least
 // the TTL, since the dead node's leases must lapse before they are
-// auctioned. Claim latency is measured per item from the nodes' log lines
+// auctioned. With -rehydration both (sim's default) the nodes write
+// snapshots from the start but load none; after the first recovery the
+// sim starts a fresh node under the killed one's name (so the second kill
+// has as many survivors), turns rehydrate on through the settings table,
+// waits until every node reports it, and kills the node that then holds
+// the most: the report gives both recoveries side by side, with the
+// rebuilds of each loaded from a snapshot or cloned, and their ratio. Claim latency is measured per item from the nodes' log lines
 // (as the parent reads them): from the catalog put, or the kill, to the
 // msg=indexed of the winner, and from the first msg=bid on the item to
 // the same. It counts Index calls against catalog items (items indexed

@@ -197,4 +197,5 @@ func TestSimEtcd(t *testing.T) {
 			t.Errorf("sim output lacks %q:\n%s", re, out)
 		}
 	}
+	checkRehydration(t, out)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -32,6 +33,11 @@ type fleetFlags struct {
 	Verbose     bool
 	Oversize    int           // catalog rows larger than every node's budget: starved
 	Steady      time.Duration // sim: the quiet window over which the store's load is measured
+	// Rehydration is how the nodes use snapshots: "off" (none written or
+	// loaded), "on" (written to a directory the nodes share, and loaded),
+	// or, for sim, "both": written, and loaded only from the second kill
+	// on (see runSim).
+	Rehydration string
 	tuning
 }
 
@@ -49,6 +55,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "bound on the whole run")
 	fs.BoolVar(&f.Verbose, "v", f.Verbose, "echo the nodes' log lines")
 	fs.IntVar(&f.Oversize, "oversize", f.Oversize, "extra catalog rows too large for every node's budget, which the nodes report starved")
+	fs.StringVar(&f.Rehydration, "rehydration", f.Rehydration, `snapshots of the indexes in a directory the nodes share: "on" (written and loaded), "off" (none), or for sim "both" (two kills: the first with loading off, the second with it on)`)
 	fs.DurationVar(&f.Steady, "steady", f.Steady, "sim: after full coverage, measure the store's requests per second over this window, while the sim sends none (0: skip)")
 	f.tuning.register(fs)
 }
@@ -76,6 +83,8 @@ func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 		return fmt.Errorf("-replicas %d: want fewer than -nodes %d, so that copies survive the loss of a node", f.Replicas, f.Nodes)
 	case f.Prefix == "":
 		return errors.New("-prefix is empty")
+	case f.Rehydration != "on" && f.Rehydration != "off" && (name != "sim" || f.Rehydration != "both"):
+		return fmt.Errorf("-rehydration %q: want on, off%s", f.Rehydration, map[bool]string{true: " or both", false: ""}[name == "sim"])
 	case f.Steady < 0:
 		return fmt.Errorf("-steady %v is negative", f.Steady)
 	case f.Oversize < 0:
@@ -189,11 +198,6 @@ func startFleet(ctx context.Context, ff fleetFlags, out io.Writer) (*fleet, erro
 
 // startNodes starts n nodes named node-a, node-b, … at once.
 func (f *fleet) startNodes(ctx context.Context, n int) error {
-	level := "debug" // the bid lines feed the sim's latencies
-	var echo io.Writer
-	if f.flags.Verbose {
-		echo = os.Stderr
-	}
 	type res struct {
 		c   *child
 		err error
@@ -205,11 +209,8 @@ func (f *fleet) startNodes(ctx context.Context, n int) error {
 		if i >= 26 {
 			name += strconv.Itoa(i / 26)
 		}
-		args := append([]string{"node", "-name", name, "-prefix", f.prefix}, f.sf.args()...)
-		args = append(append(args,
-			"-budget", strconv.FormatInt(f.budget, 10), "-work-dir", f.work, "-log-level", level), f.flags.tuning.args()...)
 		wg.Go(func() {
-			c, err := startChild(ctx, f.bin, name, args, f.record, echo)
+			c, err := f.startNode(ctx, name)
 			results[i] = res{c, err}
 		})
 	}
@@ -225,6 +226,26 @@ func (f *fleet) startNodes(ctx context.Context, n int) error {
 	}
 	f.mu.Unlock()
 	return errors.Join(errs...)
+}
+
+// startNode starts one node named name and returns it; the caller adds
+// it to f.nodes.
+func (f *fleet) startNode(ctx context.Context, name string) (*child, error) {
+	level := "debug" // the bid lines feed the sim's latencies
+	var echo io.Writer
+	if f.flags.Verbose {
+		echo = os.Stderr
+	}
+	args := append([]string{"node", "-name", name, "-prefix", f.prefix}, f.sf.args()...)
+	args = append(append(args,
+		"-budget", strconv.FormatInt(f.budget, 10), "-work-dir", f.work, "-log-level", level), f.flags.tuning.args()...)
+	if f.flags.Rehydration != "off" {
+		// "both" starts with loading off and turns it on through the
+		// settings table.
+		args = append(args, "-snapshot-dir", filepath.Join(f.work, "snapshots"),
+			"-rehydrate="+strconv.FormatBool(f.flags.Rehydration == "on"))
+	}
+	return startChild(ctx, f.bin, name, args, f.record, echo)
 }
 
 func (f *fleet) record(e event) {

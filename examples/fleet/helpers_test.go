@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +141,26 @@ func startNode(ctx context.Context, t *testing.T, env testEnv, cfg nodeConfig, w
 		n.close()
 	})
 	return n
+}
+
+// checkRehydration checks a `fleet sim -rehydration both` report: the
+// first recovery cloned and indexed every repo it rebuilt, the second
+// loaded every one from a snapshot.
+func checkRehydration(t *testing.T, out string) {
+	t.Helper()
+	re := regexp.MustCompile(`rebuilds: (\d+) Index calls \((\d+) failed\), (\d+) loaded from a snapshot, (\d+) cloned and indexed`)
+	m := re.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 || !strings.Contains(out, "kill 1, snapshots not loaded") || !strings.Contains(out, "kill 2, snapshots loaded") {
+		t.Fatalf("want two recoveries, without and with snapshots:\n%s", out)
+	}
+	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
+	if calls, loaded := n(m[0][1]), n(m[0][3]); calls == 0 || loaded != 0 {
+		t.Errorf("kill 1 (snapshots not loaded): %s", m[0][0])
+	}
+	if calls, failed, loaded, cloned := n(m[1][1]), n(m[1][2]), n(m[1][3]), n(m[1][4]); calls == 0 || failed != 0 || loaded != calls || cloned != 0 {
+		t.Errorf("kill 2 (snapshots loaded): %s", m[1][0])
+	}
+	if !regexp.MustCompile(`recovery with snapshots loaded / without: \d+\.\d\d`).MatchString(out) {
+		t.Errorf("no ratio of the recoveries:\n%s", out)
+	}
 }

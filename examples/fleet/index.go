@@ -96,7 +96,6 @@ func newIndex(files []sourceFile) *Index {
 		}
 		fi := uint32(len(ix.files))
 		ix.files = append(ix.files, indexedFile{path: f.Path, data: f.Data})
-		ix.size += fileCost + int64(len(f.Path)) + int64(len(f.Data))
 		num := uint32(1)
 		for start := 0; start < len(f.Data); {
 			end := bytes.IndexByte(f.Data[start:], '\n')
@@ -143,9 +142,19 @@ func newIndex(files []sourceFile) *Index {
 			ix.grams[g] = append(p, uint32(li))
 		}
 	}
-	ix.size += lineCost*int64(len(ix.lines)) + 4*int64(total) + gramEntryCost*int64(len(ix.grams))
+	ix.size = ix.accountedSize()
 	ix.sum = ix.checksum()
 	return ix
+}
+
+// accountedSize is what Size reports: file contents and paths, a record
+// per file and per line, 4 bytes per posting and a map entry per trigram.
+func (ix *Index) accountedSize() int64 {
+	var n int64
+	for _, f := range ix.files {
+		n += fileCost + int64(len(f.path)) + int64(len(f.data))
+	}
+	return n + lineCost*int64(len(ix.lines)) + 4*int64(len(ix.postings)) + gramEntryCost*int64(len(ix.grams))
 }
 
 // crcTable is the checksum's polynomial table.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
@@ -21,6 +23,9 @@ type repoIndex struct {
 	Commit string
 	Built  time.Time
 	Took   time.Duration
+	// From says where the index came from: "git" (cloned and indexed) or
+	// "snapshot" (loaded from the snapshot directory).
+	From string
 }
 
 // repoIndexer is the node's agent.Indexer: it shallow-clones a repo at the
@@ -39,6 +44,19 @@ type repoIndexer struct {
 	// broken holds the corrupted indexes whose rebuild failed, with the
 	// generation it would install at: the next verify tries again.
 	broken map[string]brokenIndex
+
+	// credentialHelpers are added to the configured credential helpers
+	// of every fetch (git -c credential.helper=…), in order.
+	credentialHelpers []string
+
+	// snaps, when set, is where built indexes are written and, while
+	// rehydrate is on, loaded from instead of cloning. snapshotErr gets
+	// every snapshot that failed to load (a corrupted one is removed and
+	// the repo indexed from git) or to be written; loaded tells whether it
+	// was a load.
+	snaps       *snapshots
+	rehydrate   atomic.Bool
+	snapshotErr func(item string, loading bool, err error)
 }
 
 type brokenIndex struct {
@@ -69,6 +87,16 @@ func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, err
 	if row.Commit == "" {
 		return nil, fmt.Errorf("index %s: the catalog row has no commit", row.ID)
 	}
+	repo, _ := lease.SplitReplicaID(row.ID) // replicas share their repo's snapshot
+	if x.snaps != nil && x.rehydrate.Load() {
+		ix, err := x.snaps.load(repo, row.Commit)
+		if err == nil {
+			return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start), From: "snapshot"}, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			x.reportSnapshot(row.ID, true, err)
+		}
+	}
 	url, err := x.url(ctx, row.ID)
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", row.ID, err)
@@ -77,7 +105,18 @@ func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, err
 	if err != nil {
 		return nil, err
 	}
-	return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start)}, nil
+	if x.snaps != nil {
+		if err := x.snaps.store(repo, row.Commit, ix); err != nil {
+			x.reportSnapshot(row.ID, false, err)
+		}
+	}
+	return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start), From: "git"}, nil
+}
+
+func (x *repoIndexer) reportSnapshot(item string, loading bool, err error) {
+	if x.snapshotErr != nil {
+		x.snapshotErr(item, loading, err)
+	}
 }
 
 // verify checks every index against the checksum taken when it was
@@ -159,17 +198,21 @@ func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit strin
 		return nil, fmt.Errorf("index %s: %w", item, err)
 	}
 	defer os.RemoveAll(dir)
+	fetch := []string{"-C", dir}
+	for _, h := range x.credentialHelpers {
+		fetch = append(fetch, "-c", "credential.helper="+h)
+	}
 	steps := [][]string{
 		{"init", "-q", dir},
-		{"-C", dir, "fetch", "-q", "--depth", "1", "--no-tags", url, commit},
+		append(fetch, "fetch", "-q", "--depth", "1", "--no-tags", url, commit),
 		{"-C", dir, "-c", "advice.detachedHead=false", "checkout", "-q", "FETCH_HEAD"},
 	}
 	for _, args := range steps {
-		if _, err := git(ctx, "", nil, args...); err != nil {
+		if _, err := fetchGit(ctx, args...); err != nil {
 			return nil, fmt.Errorf("index %s: %w", item, err)
 		}
 	}
-	out, err := git(ctx, "", nil, "-C", dir, "rev-parse", "HEAD")
+	out, err := fetchGit(ctx, "-C", dir, "rev-parse", "HEAD")
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", item, err)
 	}

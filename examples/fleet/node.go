@@ -166,13 +166,21 @@ func (b *byteSize) Set(s string) error {
 
 // nodeConfig is the configuration of one fleet node.
 type nodeConfig struct {
-	Name         string
-	Prefix       string
-	Listen       string
-	Budget       byteSize
-	WorkDir      string
-	DrainTimeout time.Duration
-	LogLevel     string
+	Name        string
+	Prefix      string
+	Listen      string
+	Budget      byteSize
+	WorkDir     string
+	SnapshotDir string // "" writes and loads no snapshots
+	// Rehydrate: with a snapshot directory, load the snapshot of a repo
+	// won at a commit that has one instead of cloning and indexing (the
+	// settings table's rehydrate overrides it).
+	Rehydrate bool
+	// CredentialHelpers are git credential helpers added to those git is
+	// configured with, for the fetches of private repositories.
+	CredentialHelpers []string
+	DrainTimeout      time.Duration
+	LogLevel          string
 	storeFlags
 	tuning
 }
@@ -181,7 +189,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	host, _ := os.Hostname()
 	c := nodeConfig{
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Prefix: "fleet:",
-		Listen: "127.0.0.1:0", Budget: 256 << 20, DrainTimeout: 10 * time.Second, LogLevel: "info",
+		Listen: "127.0.0.1:0", Budget: 256 << 20, Rehydrate: true, DrainTimeout: 10 * time.Second, LogLevel: "info",
 		storeFlags: storeFlags{Store: storeRedis, Redis: "127.0.0.1:6379", Etcd: "127.0.0.1:2379"},
 		tuning:     defaultTuning(),
 	}
@@ -194,6 +202,15 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address (port 0: any free port, logged)")
 	fs.Var(&c.Budget, "budget", "memory budget for indexes (bytes, or with KiB, MiB, GiB)")
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for temporary clones (default: the system's)")
+	fs.StringVar(&c.SnapshotDir, "snapshot-dir", c.SnapshotDir, "directory of index snapshots, which the nodes of a fleet may share: each built index is written there, and with -rehydrate a won repo is loaded from it (\"\": none)")
+	fs.BoolVar(&c.Rehydrate, "rehydrate", c.Rehydrate, "load the snapshot of a won repo at the row's commit from -snapshot-dir, when there is one, instead of cloning and indexing (false: only write them)")
+	fs.Func("git-credential-helper", "a git credential helper for fetching private repositories, added to those git is configured with (repeatable; e.g. 'store --file=/run/secrets/git-credentials', 'cache', or a program's path)", func(v string) error {
+		if v == "" {
+			return errors.New("empty credential helper")
+		}
+		c.CredentialHelpers = append(c.CredentialHelpers, v)
+		return nil
+	})
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long to wait for in-flight indexing before releasing")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	c.tuning.register(fs)
@@ -224,6 +241,8 @@ type counters struct {
 	Won, Indexed, IndexErrors, Evicted, Lost      atomic.Int64
 	Reused, Starved, AuctionsStarved              atomic.Int64
 	IndexCorrupt, RebuildErrors                   atomic.Int64
+	SnapshotsLoaded, SnapshotsCorrupt             atomic.Int64
+	SnapshotErrors                                atomic.Int64
 	AuctionsShortCircuited, AuctionsTimedOut      atomic.Int64
 	AuctionsNoWinner                              atomic.Int64
 	QueriesLocal, QueriesRouted, QueriesWarming   atomic.Int64
@@ -239,7 +258,9 @@ func (c *counters) snapshot() map[string]int64 {
 		"auctions_short_circuited": c.AuctionsShortCircuited.Load(), "auctions_timed_out": c.AuctionsTimedOut.Load(),
 		"auctions_no_winner": c.AuctionsNoWinner.Load(),
 		"index_corrupt":      c.IndexCorrupt.Load(), "index_rebuild_errors": c.RebuildErrors.Load(),
-		"queries_local": c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
+		"snapshots_loaded": c.SnapshotsLoaded.Load(), "snapshots_corrupt": c.SnapshotsCorrupt.Load(),
+		"snapshot_errors": c.SnapshotErrors.Load(),
+		"queries_local":   c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
 		"queries_warming": c.QueriesWarming.Load(), "queries_unassigned": c.QueriesUnassigned.Load(),
 		"queries_unknown": c.QueriesUnknown.Load(), "queries_bad": c.QueriesBad.Load(),
 	}
@@ -295,7 +316,10 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 			n.c.Indexed.Add(1)
 			attrs := []any{"item", ref.Item, "size", size}
 			if ri := n.idx.get(ref.Item); ri != nil {
-				attrs = append(attrs, "commit", ri.Commit, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond))
+				attrs = append(attrs, "commit", ri.Commit, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond), "from", ri.From)
+				if ri.From == "snapshot" {
+					n.c.SnapshotsLoaded.Add(1)
+				}
 			}
 			n.log.Info("indexed", attrs...)
 		},
@@ -396,6 +420,20 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 		}
 	}()
 	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
+	n.idx.credentialHelpers = cfg.CredentialHelpers
+	if cfg.SnapshotDir != "" {
+		n.idx.snaps = &snapshots{dir: cfg.SnapshotDir}
+		n.idx.rehydrate.Store(cfg.Rehydrate)
+		n.idx.snapshotErr = func(item string, loading bool, err error) {
+			if loading && errors.Is(err, errCorrupt) {
+				n.c.SnapshotsCorrupt.Add(1)
+				n.log.Error("snapshot corrupt: removed, indexing from git", "item", item, "err", err)
+				return
+			}
+			n.c.SnapshotErrors.Add(1)
+			n.log.Warn("snapshot", "item", item, "loading", loading, "err", err)
+		}
+	}
 	var idx agent.Indexer = n.idx
 	if wrap != nil {
 		idx = wrap(idx)

@@ -64,8 +64,11 @@ type nodeStatus struct {
 	Items  []itemStatus `json:"items"`
 	// Starved are the unowned repos too large for this node's budget
 	// (agent.Manager.Starved): it never bids on them.
-	Starved  []starvedStatus  `json:"starved"`
-	Counters map[string]int64 `json:"counters"`
+	Starved []starvedStatus `json:"starved"`
+	// Rehydrate tells whether the node loads snapshots (it has a snapshot
+	// directory and the setting is on).
+	Rehydrate bool             `json:"rehydrate"`
+	Counters  map[string]int64 `json:"counters"`
 }
 
 // starvedStatus is one starved repo in GET /status.
@@ -242,7 +245,8 @@ func (n *node) forward(ctx context.Context, owner, repoID, query string, limit i
 
 func (n *node) status() nodeStatus {
 	st := nodeStatus{Node: n.cfg.Name, Addr: n.addr, Budget: int64(n.cfg.Budget), Used: n.mgr.Used(),
-		Items: []itemStatus{}, Starved: []starvedStatus{}, Counters: n.c.snapshot()}
+		Items: []itemStatus{}, Starved: []starvedStatus{}, Counters: n.c.snapshot(),
+		Rehydrate: n.idx.snaps != nil && n.idx.rehydrate.Load()}
 	for _, it := range n.mgr.Starved() {
 		st.Starved = append(st.Starved, starvedStatus{Item: it.Item, Need: it.Need})
 	}

@@ -19,7 +19,7 @@ func simFlags() fleetFlags {
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	t.MaxBids = 2
 	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
-		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, Steady: 10 * time.Second, tuning: t}
+		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, Steady: 10 * time.Second, Rehydration: "both", tuning: t}
 }
 
 // runSim is `fleet sim`: N nodes claim M repos of varied sizes; once
@@ -45,6 +45,7 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := f.putCatalog(ctx); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "catalog of %d rows put in %v\n", len(f.repos)+ff.Oversize, time.Since(t0).Round(time.Millisecond))
 	rows, err := f.waitCoverage(ctx, t0, nil)
 	if err != nil {
 		return err
@@ -83,50 +84,45 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 			ff.Store, ops, ff.Steady, ops/float64(ff.Nodes))
 	}
 
-	// Kill the node that holds the most.
-	held := map[string][]string{}
-	for _, r := range rows {
-		held[r.Owner] = append(held[r.Owner], r.ID)
-	}
-	victim := f.nodes[0]
-	for _, c := range f.nodes {
-		if len(held[c.Name]) > len(held[victim.Name]) {
-			victim = c
+	// Kill the node that holds the most; with -rehydration both, once with
+	// loading off and, after a fresh node takes the victim's place, once
+	// more with it on.
+	var kills []killPhase
+	switch ff.Rehydration {
+	case "both":
+		k, err := f.killAndRecover(ctx, rows, "snapshots not loaded")
+		if err != nil {
+			return err
 		}
-	}
-	lostItems := held[victim.Name]
-	// With replicas, the repos that keep a ready copy on a live node.
-	owners := make(map[string]string, len(rows))
-	for _, r := range rows {
-		owners[r.ID] = r.Owner
-	}
-	readable := 0
-	for _, r := range f.repos {
-		for slot := range ff.Replicas {
-			if o := owners[lease.ReplicaID(r.ID, slot)]; o != "" && o != victim.Name {
-				readable++
-				break
-			}
+		kills = append(kills, k)
+		if err := f.replace(ctx, k.Victim); err != nil {
+			return err
 		}
+		if err := f.setRehydrate(ctx, true); err != nil {
+			return err
+		}
+		if rows, err = f.rows(ctx); err != nil {
+			return err
+		}
+		k, err = f.killAndRecover(ctx, rows, "snapshots loaded")
+		if err != nil {
+			return err
+		}
+		kills = append(kills, k)
+	default:
+		label := map[string]string{"on": "snapshots loaded", "off": "no snapshots"}[ff.Rehydration]
+		k, err := f.killAndRecover(ctx, rows, label)
+		if err != nil {
+			return err
+		}
+		kills = append(kills, k)
 	}
-	time.Sleep(500 * time.Millisecond) // let trailing events of the first phase arrive
-	tk := time.Now()
-	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
-	<-victim.done
-	fmt.Fprintf(out, "SIGKILL %s (pid %d), which held %d repos\n", victim.Name, victim.cmd.Process.Pid, len(lostItems))
-	dead := map[string]bool{victim.Name: true}
-	if _, err := f.waitCoverage(ctx, tk, dead); err != nil {
-		return err
-	}
-	after := time.Since(tk)
-	fmt.Fprintf(out, "full coverage again after %v\n", after.Round(10*time.Millisecond))
-	time.Sleep(500 * time.Millisecond)
 
 	all := make([]string, len(rows))
 	for i, r := range rows {
 		all[i] = r.ID
 	}
-	rep := f.report(t0, tk, initial, after, victim.Name, all, lostItems, readable)
+	rep := f.report(t0, initial, all, kills)
 	fmt.Fprint(out, "\n"+rep)
 
 	if err := f.stopNodes(); err != nil {
@@ -181,22 +177,139 @@ func (f *fleet) waitCoverage(ctx context.Context, since time.Time, dead map[stri
 	}
 }
 
-// report computes the figures of a sim run from the nodes' events.
-func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim string, all, lost []string, readable int) string {
+// killPhase is one SIGKILL of the sim and the recovery after it.
+type killPhase struct {
+	Label    string // how the survivors rebuild: "snapshots loaded", …
+	Victim   string
+	At       time.Time
+	After    time.Duration // until full coverage again
+	Lost     []string      // the items the victim held
+	Readable int           // repos with a ready copy on a live node right after the kill
+}
+
+// killAndRecover SIGKILLs the live node that holds the most of rows and
+// waits until every row is ready again at a live node.
+func (f *fleet) killAndRecover(ctx context.Context, rows []lease.Row, label string) (killPhase, error) {
+	f.mu.Lock()
+	var live []*child
+	for _, c := range f.nodes {
+		if !c.Exited() {
+			live = append(live, c)
+		}
+	}
+	f.mu.Unlock()
+	held := map[string][]string{}
+	for _, r := range rows {
+		held[r.Owner] = append(held[r.Owner], r.ID)
+	}
+	victim := live[0]
+	for _, c := range live {
+		if len(held[c.Name]) > len(held[victim.Name]) {
+			victim = c
+		}
+	}
+	k := killPhase{Label: label, Victim: victim.Name, Lost: held[victim.Name]}
+	// With replicas, the repos that keep a ready copy on a live node.
+	owners := make(map[string]string, len(rows))
+	for _, r := range rows {
+		owners[r.ID] = r.Owner
+	}
+	for _, r := range f.repos {
+		for slot := range f.flags.Replicas {
+			if o := owners[lease.ReplicaID(r.ID, slot)]; o != "" && o != victim.Name {
+				k.Readable++
+				break
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // let trailing events of the phase before arrive
+	k.At = time.Now()
+	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
+	<-victim.done
+	fmt.Fprintf(f.out, "SIGKILL %s (pid %d), which held %d repos; the survivors rebuild with %s\n", victim.Name, victim.cmd.Process.Pid, len(k.Lost), label)
+	if _, err := f.waitCoverage(ctx, k.At, map[string]bool{victim.Name: true}); err != nil {
+		return k, err
+	}
+	k.After = time.Since(k.At)
+	fmt.Fprintf(f.out, "full coverage again after %v\n", k.After.Round(10*time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
+	return k, nil
+}
+
+// replace starts a fresh node (empty memory) under the name of a killed
+// one, so that the next kill has as many survivors as the last.
+func (f *fleet) replace(ctx context.Context, name string) error {
+	c, err := f.startNode(ctx, name)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.nodes = append(f.nodes, c)
+	f.mu.Unlock()
+	fmt.Fprintf(f.out, "started a fresh %s (pid %d)\n", name, c.cmd.Process.Pid)
+	return nil
+}
+
+// setRehydrate writes the fleet's rehydrate setting and waits until every
+// live node reports it in GET /status.
+func (f *fleet) setRehydrate(ctx context.Context, on bool) error {
+	v := map[bool]string{true: "on", false: "off"}[on]
+	if err := f.tab.settings.Set(ctx, map[string]string{rehydrateField: v}); err != nil {
+		return fmt.Errorf("set rehydrate: %w", err)
+	}
+	deadline := time.Now().Add(10*f.flags.Heartbeat + 5*time.Second)
+	for {
+		f.mu.Lock()
+		nodes := append([]*child(nil), f.nodes...)
+		f.mu.Unlock()
+		pending := 0
+		for _, c := range nodes {
+			if c.Exited() {
+				continue
+			}
+			if st, err := c.status(ctx, f.hc); err != nil || st.Rehydrate != on {
+				pending++
+			}
+		}
+		if pending == 0 {
+			fmt.Fprintf(f.out, "rehydrate %s at every node\n", v)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rehydrate %s: %d nodes did not apply it by %v", v, pending, deadline.Format(time.TimeOnly))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(f.flags.Heartbeat / 2):
+		}
+	}
+}
+
+// report computes the figures of a sim run from the nodes' events: the
+// initial coverage from t0, and each kill's recovery.
+func (f *fleet) report(t0 time.Time, initial time.Duration, all []string, kills []killPhase) string {
 	evs := f.eventsSince(t0)
 	type phase struct {
 		firstBid, ready map[string]time.Time
+		calls, failed   int
+		fromSnapshot    int
 	}
-	newPhase := func() phase { return phase{map[string]time.Time{}, map[string]time.Time{}} }
-	p1, p2 := newPhase(), newPhase()
+	phases := make([]phase, 1+len(kills))
+	for i := range phases {
+		phases[i] = phase{firstBid: map[string]time.Time{}, ready: map[string]time.Time{}}
+	}
 	indexes := map[string]int{} // successful Index calls per item
 	var calls, failed, evicted, lostLeases, won, reused int
 	for _, e := range evs {
 		item := e.Fields["item"]
-		p := &p1
-		if !e.At.Before(tk) {
-			p = &p2
+		pi := 0
+		for i, k := range kills {
+			if !e.At.Before(k.At) {
+				pi = i + 1
+			}
 		}
+		p := &phases[pi]
 		switch e.Fields["msg"] {
 		case "bid":
 			if _, ok := p.firstBid[item]; !ok {
@@ -211,9 +324,14 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 			}
 		case "indexed":
 			calls++
+			p.calls++
 			if e.Fields["err"] != "" {
 				failed++
+				p.failed++
 				continue
+			}
+			if e.Fields["from"] == "snapshot" {
+				p.fromSnapshot++
 			}
 			indexes[item]++
 			if _, ok := p.ready[item]; !ok {
@@ -225,11 +343,6 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 			lostLeases++
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "== fleet sim: %d repos × %d copies, %d nodes, budget %s each ==\n", len(f.repos), f.flags.Replicas, f.flags.Nodes, mib(f.budget))
-	fmt.Fprintf(&b, "time to full coverage: initial %v; after SIGKILL of %s (%d repos) %v (TTL %v + auctions + reindex)\n",
-		initial.Round(10*time.Millisecond), victim, len(lost), after.Round(10*time.Millisecond), f.flags.TTL)
-
 	lat := func(items []string, from func(string) (time.Time, bool), ready map[string]time.Time) string {
 		var ds []time.Duration
 		for _, it := range items {
@@ -241,13 +354,27 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 		}
 		return percentiles(ds)
 	}
-	fmt.Fprintf(&b, "readable right after the kill (a ready copy on a live node): %d/%d repos\n", readable, len(f.repos))
+	var b strings.Builder
+	fmt.Fprintf(&b, "== fleet sim: %d repos × %d copies, %d nodes, budget %s each, rehydration %s ==\n",
+		len(f.repos), f.flags.Replicas, f.flags.Nodes, mib(f.budget), f.flags.Rehydration)
+	fmt.Fprintf(&b, "time to full coverage: initial %v\n", initial.Round(10*time.Millisecond))
 	fmt.Fprintln(&b, "claim latency (to the owner's indexed event; n, p50, p95, max):")
+	p1 := phases[0]
 	fmt.Fprintf(&b, "  initial, from catalog put:        %s\n", lat(all, func(string) (time.Time, bool) { return t0, true }, p1.ready))
 	fmt.Fprintf(&b, "  initial, from the first bid:      %s\n", lat(all, func(it string) (time.Time, bool) { t, ok := p1.firstBid[it]; return t, ok }, p1.ready))
-	fmt.Fprintf(&b, "  after the kill, from SIGKILL:     %s\n", lat(lost, func(string) (time.Time, bool) { return tk, true }, p2.ready))
-	fmt.Fprintf(&b, "  after the kill, from the 1st bid: %s\n", lat(lost, func(it string) (time.Time, bool) { t, ok := p2.firstBid[it]; return t, ok }, p2.ready))
-
+	for i, k := range kills {
+		p := phases[i+1]
+		fmt.Fprintf(&b, "kill %d, %s: SIGKILL of %s (%d repos); full coverage again after %v (TTL %v + auctions + rebuilds)\n",
+			i+1, k.Label, k.Victim, len(k.Lost), k.After.Round(10*time.Millisecond), f.flags.TTL)
+		fmt.Fprintf(&b, "  readable right after the kill (a ready copy on a live node): %d/%d repos\n", k.Readable, len(f.repos))
+		fmt.Fprintf(&b, "  from SIGKILL:     %s\n", lat(k.Lost, func(string) (time.Time, bool) { return k.At, true }, p.ready))
+		fmt.Fprintf(&b, "  from the 1st bid: %s\n", lat(k.Lost, func(it string) (time.Time, bool) { t, ok := p.firstBid[it]; return t, ok }, p.ready))
+		fmt.Fprintf(&b, "  rebuilds: %d Index calls (%d failed), %d loaded from a snapshot, %d cloned and indexed\n",
+			p.calls, p.failed, p.fromSnapshot, p.calls-p.failed-p.fromSnapshot)
+	}
+	if len(kills) == 2 && kills[0].After > 0 {
+		fmt.Fprintf(&b, "recovery with snapshots loaded / without: %.2f\n", kills[1].After.Seconds()/kills[0].After.Seconds())
+	}
 	multi, maxN := 0, 0
 	for _, n := range indexes {
 		if n > 1 {
@@ -255,8 +382,12 @@ func (f *fleet) report(t0, tk time.Time, initial, after time.Duration, victim st
 		}
 		maxN = max(maxN, n)
 	}
-	fmt.Fprintf(&b, "reindexing: %d Index calls (%d failed) for %d catalog items; %d items indexed more than once (at most %d times); %d items re-homed after the kill\n",
-		calls, failed, len(all), multi, maxN, len(lost))
+	lost := 0
+	for _, k := range kills {
+		lost += len(k.Lost)
+	}
+	fmt.Fprintf(&b, "reindexing: %d Index calls (%d failed) for %d catalog items; %d items indexed more than once (at most %d times); %d items re-homed after the kills\n",
+		calls, failed, len(all), multi, maxN, lost)
 	fmt.Fprintf(&b, "leases: %d won, %d lost by survivors, %d evictions; %d wins served from a kept index\n", won, lostLeases, evicted, reused)
 	return b.String()
 }

@@ -41,8 +41,12 @@ func (m *Manager) free() int64 {
 }
 
 // scan evaluates the auction it bid in and due auctions, picks up grants
-// it has not acquired, and bids on one claimable item.
-func (m *Manager) scan(ctx context.Context) {
+// it has not acquired, and bids on one claimable item: an open auction
+// first, else, if open, an idle item.
+//
+// It returns true when it could have opened one but open was false: the
+// caller scans again soon.
+func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 	now := m.lc.Clock.Now()
 	m.mu.Lock()
 	pend := m.pending
@@ -51,17 +55,20 @@ func (m *Manager) scan(ctx context.Context) {
 		m.evaluate(ctx, pend)
 	}
 
-	var open, idle []lease.Row
+	var auctions, idle []lease.Row
 	for r, err := range m.rows(ctx, now) {
 		if err != nil {
 			if ctx.Err() == nil {
 				m.c.log.Warn("lease: list items", "node", m.node, "err", err)
 			}
-			return
+			return false
 		}
 		m.mu.Lock()
 		_, mine := m.held[r.ID]
 		bo := m.backoff[r.ID]
+		if r.ID == m.pending && r.Bids > 0 {
+			m.closes = r.AuctionDeadline // scanLoop scans again then
+		}
 		m.mu.Unlock()
 		m.observe(r, mine) // a held item's new commit, an item too large (keep.go, starve.go)
 		switch {
@@ -73,7 +80,7 @@ func (m *Manager) scan(ctx context.Context) {
 			m.evaluate(ctx, r.ID) // a due auction nobody closed
 		case now.Before(bo.until):
 		case r.Bids > 0:
-			open = append(open, r)
+			auctions = append(auctions, r)
 		default:
 			idle = append(idle, r)
 		}
@@ -83,7 +90,7 @@ func (m *Manager) scan(ctx context.Context) {
 	busy := m.occupied()
 	m.mu.Unlock()
 	if pend != "" || ctx.Err() != nil {
-		return
+		return false
 	}
 	free := m.free()
 	fits := func(rs []lease.Row) []lease.Row {
@@ -95,15 +102,19 @@ func (m *Manager) scan(ctx context.Context) {
 		}
 		return out
 	}
-	cands := fits(open) // join open auctions first, so they short-circuit
+	cands := fits(auctions) // join open auctions first, so they short-circuit
 	if len(cands) == 0 {
 		cands = fits(idle)
+		if !open {
+			return len(cands) > 0
+		}
 	}
 	if len(cands) == 0 {
-		return
+		return false
 	}
 	r := cands[rand.IntN(len(cands))]
 	m.bid(ctx, r, free)
+	return false
 }
 
 func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
@@ -135,10 +146,11 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 	// store holds grants (LossGuard): then the bid stays pending.
 	if res.Result != nil && res.Result.Outcome != lease.NotDue {
 		m.settle(ctx, *res.Result)
+		m.kickScan(true) // free to bid again
 		return
 	}
 	m.mu.Lock()
-	m.pending = r.ID
+	m.pending, m.closes = r.ID, time.Time{}
 	m.mu.Unlock()
 }
 

@@ -33,6 +33,17 @@
 //     margin, and a bid the store refuses as leased reads that row
 //     again. An item source that is not
 //     a Watcher (or one that hides Watch) keeps the listing scan;
+//   - a scan comes early, 25 ms after its cause (an eighth of the scan
+//     interval if that is shorter), when the node can bid again sooner
+//     than its next tick: after its own bid closed an auction (that scan
+//     may open the next one), and, to join open auctions only, when the
+//     feed shows a change to the auction it bid in (closed, or granted to
+//     it) or an auction open on an item that fits its free memory while
+//     it bids in none; while its bid is pending, the next scan comes no
+//     later than the end of that auction's window. So a node claims as
+//     fast as auctions close, not one item per interval, without every
+//     node opening an auction of its own at the same moment; a burst of
+//     changes costs at most one scan per 25 ms;
 //   - on a win it acquires the lease.Lease, indexes the item with at most
 //     [WithIndexConcurrency] Index calls at once, and marks the row Ready
 //     with its size under the lease's fence;

@@ -175,3 +175,27 @@ func TestManagerFeedSettles(t *testing.T) {
 		})
 	}
 }
+
+// Changes on the feed bring scans forward: with an hour between scans,
+// two managers claim twenty items within a minute. After the first
+// scans, no tick comes: each bid comes from a kick (the node's own bid
+// closed an auction, the feed shows the auction it bid in closed, or an
+// auction open while it bids in none) or from the end of the window of
+// the auction it bid in (10 s here). Without the kicks, only those
+// windows would let them claim: a few items a minute.
+func TestManagerFeedKicksScans(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStore(t, lease.Hooks{})
+		ids := putItems(t, s, 20, 10)
+		opts := []agent.Option{agent.WithScanInterval(time.Hour), agent.WithReconcileInterval(time.Hour)}
+		a := start(t, s, "a", newIndexer(0), opts...)
+		b := start(t, s, "b", newIndexer(0), opts...)
+		time.Sleep(time.Minute)
+		checkOwned(t, s, ids, 1<<30, map[string]*node{"a": a, "b": b})
+		if len(a.m.Held()) == 0 || len(b.m.Held()) == 0 {
+			t.Errorf("a holds %d, b %d: want both to have won", len(a.m.Held()), len(b.m.Held()))
+		}
+		a.stop(t)
+		b.stop(t)
+	})
+}

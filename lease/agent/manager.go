@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/indexkit/indexkit/lease"
@@ -26,6 +27,13 @@ type Manager struct {
 	lc   lease.Config
 
 	sem chan struct{}
+	// kick asks for a scan before the next tick (see scanLoop): a bid
+	// that closed its auction at once, a change the feed shows to the
+	// auction the node bid in, or an auction opened while it bids in none.
+	kick chan struct{}
+	// kickOpen says a kick since the last scan may open an auction; the
+	// others only join open ones (see scanLoop).
+	kickOpen atomic.Bool
 
 	mu      sync.Mutex
 	started bool
@@ -33,8 +41,9 @@ type Manager struct {
 	pins    map[string]bool
 	used    int64 // bytes of held items: Index's size, or Row.Size until indexed
 	backoff map[string]backoff
-	pending string // item of our unaccepted bid, "" if none
-	aside   aside  // kept indexes and starved items: keep.go, starve.go
+	pending string    // item of our unaccepted bid, "" if none
+	closes  time.Time // the pending bid's auction deadline, once a scan saw its row
+	aside   aside     // kept indexes and starved items: keep.go, starve.go
 	wg      sync.WaitGroup
 	heldRep sync.Mutex      // serializes Hooks.Held calls
 	work    context.Context // cancelled when Run ends
@@ -124,6 +133,7 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	return &Manager{
 		s: s, node: node, c: c, lc: lc, feed: feed, view: v,
 		sem:     make(chan struct{}, c.concurrency),
+		kick:    make(chan struct{}, 1),
 		held:    make(map[string]*held),
 		pins:    make(map[string]bool),
 		backoff: make(map[string]backoff),
@@ -194,7 +204,7 @@ func (m *Manager) Run(ctx context.Context) error {
 
 	var bidding, renewing, watching sync.WaitGroup
 	bidding.Go(func() { m.every(ctx, m.c.heartbeat, 0, m.heartbeat) })
-	bidding.Go(func() { m.every(ctx, m.c.scan, m.c.scan/2, m.scan) })
+	bidding.Go(func() { m.scanLoop(ctx) })
 	if m.feed != nil {
 		// Waited for last: a feed may take a moment to notice ctx (a
 		// blocking read), which must not delay the drain.
@@ -246,6 +256,66 @@ func (m *Manager) every(ctx context.Context, d, jitter time.Duration, f func(con
 			next += time.Duration(rand.Int64N(int64(2*jitter))) - jitter
 		}
 		t.Reset(next)
+	}
+}
+
+// scanLoop scans at once and then every scan interval, jittered by half
+// of it, until ctx is done. A kick brings the next scan forward, to
+// kickGap after the kick (an eighth of the interval if that is shorter),
+// so that a node claims as fast as auctions close, and a burst of changes
+// costs at most one scan per kickGap. While the node has a bid pending,
+// the next scan comes no later than the end of its auction's window, when
+// the scan closes the auction (no change on the feed would say so).
+func (m *Manager) scanLoop(ctx context.Context) {
+	minGap := min(m.c.scan/8, kickGap)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		open := true
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.kick:
+			t.Stop()
+			g := time.NewTimer(minGap)
+			select {
+			case <-ctx.Done():
+				g.Stop()
+				return
+			case <-g.C:
+			}
+			open = m.kickOpen.Swap(false)
+		}
+		next := m.c.scan + time.Duration(rand.Int64N(int64(m.c.scan))) - m.c.scan/2
+		if m.scan(ctx, open) {
+			// A kicked scan found items to open an auction on and opened
+			// none: open one soon, at a random moment, so that nodes
+			// kicked by the same change do not all open at once.
+			next = minGap + time.Duration(rand.Int64N(int64(m.c.scan/2)+1))
+		}
+		m.mu.Lock()
+		if m.pending != "" && !m.closes.IsZero() {
+			next = max(min(next, m.closes.Sub(m.lc.Clock.Now())+minGap), minGap)
+		}
+		m.mu.Unlock()
+		t.Reset(next)
+	}
+}
+
+// kickGap is the longest a kicked scan waits: changes that come in a
+// burst (a catalog put, many leases lapsing) share one scan.
+const kickGap = 25 * time.Millisecond
+
+// kickScan asks scanLoop for an early scan; open lets that scan open an
+// auction, else it only joins one.
+func (m *Manager) kickScan(open bool) {
+	if open {
+		m.kickOpen.Store(true)
+	}
+	select {
+	case m.kick <- struct{}{}:
+	default:
 	}
 }
 

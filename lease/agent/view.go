@@ -135,6 +135,7 @@ func (m *Manager) watch(ctx context.Context) {
 				continue
 			}
 			m.view.apply(c.Row)
+			m.kickOn(c.Row)
 		}
 		m.view.reset()
 		t := time.NewTimer(wait)
@@ -144,6 +145,22 @@ func (m *Manager) watch(ctx context.Context) {
 		}
 		t.Stop()
 		wait = min(2*wait, m.c.backoffMax)
+	}
+}
+
+// kickOn brings the next scan forward, to join open auctions only, when
+// the feed shows a change to the auction the node bid in (closed, or
+// granted to it), or an auction open on an unowned item that fits the
+// node's free memory while it bids in none. Only the node's ticks and its
+// own closing bids open auctions: if every node kicked by one change
+// opened its own, each would wait for its window with no one left free
+// to join.
+func (m *Manager) kickOn(r lease.Row) {
+	m.mu.Lock()
+	pend, free := m.pending, m.c.budget-m.used
+	m.mu.Unlock()
+	if r.ID == pend || (pend == "" && r.Owner == "" && r.Bids > 0 && free > 0 && free >= r.Size && free >= r.MinBid) {
+		m.kickScan(false)
 	}
 }
 
