@@ -9,8 +9,8 @@
 //
 //	fleet node [flags]   one fleet node
 //	fleet demo [flags]   3 nodes, 50 generated repos: ownership as it settles, routed queries
-//	fleet sim  [flags]   4 nodes, 500 generated repos, one SIGKILLed: the figures
-//	fleet set  -max-bids N -redis ADDR -prefix P   change a running fleet's max-bids
+//	fleet sim  [flags]   4 nodes, 500 generated repos, one SIGKILLed (twice: cloning, then with snapshots): the figures
+//	fleet set  -max-bids N | -rehydrate on|off -redis ADDR -prefix P   change a running fleet's settings
 //
 // Each runs on Redis (-store redis, the default: lease/redis) or on etcd
 // (-store etcd: lease/etcd); see "Stores" below.

@@ -29,8 +29,9 @@ const usage = `usage: fleet <command> [flags]
 commands:
   node   run one fleet node (see fleet node -h)
   demo   run 3 nodes over 50 generated repos and show ownership and routing
-  sim    run N nodes over 500 generated repos, kill one, report the figures
-  set    change a running fleet's settings (-max-bids N) in Redis or etcd
+  sim    run N nodes over 500 generated repos, kill one (twice: without and
+         with snapshots), report the figures
+  set    change a running fleet's settings (-max-bids N, -rehydrate on|off) in Redis or etcd
 `
 
 // descriptions are what each command does, the line its -h prints first
@@ -38,8 +39,8 @@ commands:
 var descriptions = map[string]string{
 	"node": "Runs one fleet node: it bids for repos of the catalog within its memory budget, indexes them and answers searches",
 	"demo": "Runs 3 nodes over 50 generated repos and shows ownership and routing",
-	"sim":  "Runs N nodes over 500 generated repos, kills one, and reports how fast the others cover its repos",
-	"set":  "Changes a running fleet's settings (-max-bids N) in Redis or etcd; every node applies them at its next heartbeat",
+	"sim":  "Runs N nodes over 500 generated repos, kills one, and reports how fast the others cover its repos (by default twice: cloning, then loading snapshots)",
+	"set":  "Changes a running fleet's settings (-max-bids N, -rehydrate on|off) in Redis or etcd; every node applies them at its next heartbeat",
 }
 
 // describe makes fs's -h print the usage and description of command name
