@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"testing"
@@ -86,7 +87,13 @@ func TestReferenceBurstIngested(t *testing.T) {
 	errs := make(chan error, len(pubs))
 	for _, p := range pubs {
 		wg.Go(func() {
-			s, err := httpsender.New([]*url.URL{ingest}, p.id, httpsender.WithTimeout(indexerWait))
+			// A transport of its own, as a publisher in its own process
+			// has: the sender's Close closes its client's idle
+			// connections, which on the shared http.DefaultTransport
+			// breaks another sender's PUT that just took one ("connection
+			// broken: CloseIdleConnections called").
+			hc := &http.Client{Timeout: indexerWait, Transport: &http.Transport{}}
+			s, err := httpsender.New([]*url.URL{ingest}, p.id, httpsender.WithClient(hc))
 			if err != nil {
 				errs <- err
 				return
