@@ -24,9 +24,10 @@ import (
 // requests refused.
 func privateGitServer(t *testing.T, root, user, pass string) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
+	needGit(t)
 	gitBin, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("git not found")
+		t.Fatal(err)
 	}
 	backend := &cgi.Handler{
 		Path: gitBin,
