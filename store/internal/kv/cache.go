@@ -16,13 +16,14 @@ import (
 //
 // It caches what the engine holds; the engine is the truth. A writer of a
 // key (writers are serialised among themselves by the caller) calls begin,
-// changes the engine, then calls set or remove, which end the write. A
-// reader that misses reads the engine and offers what it read with fill,
-// which a shard refuses while a write is in flight in it or if one began
-// since the reader's get: the reader may have read the engine before that
-// write landed, and must not put back what it replaced, not even for the
-// moment between the write's commit and its set, when another reader may
-// already have read the new value from the engine.
+// which drops the key's entry, changes the engine, then calls set or
+// remove, which end the write. Until then every reader of the key misses
+// and reads the engine, so that none is served the value the write
+// replaces once another has read the new one from the engine, between the
+// write's commit and its set. A reader that misses offers what it read
+// with fill, which a shard refuses while a write is in flight in it or if
+// one began since the reader's get: the reader may have read the engine
+// before that write landed, and must not put back what it replaced.
 type cache[K comparable, V any] struct {
 	shards []shard[K, V]
 	hash   func(K) uint64
@@ -125,13 +126,16 @@ func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
 	s.mu.Unlock()
 }
 
-// begin starts a write of k, which set or remove ends: until then no fill
-// is taken in k's shard.
+// begin starts a write of k, which set or remove ends: it drops k's entry,
+// and until the end no fill is taken in k's shard.
 func (c *cache[K, V]) begin(k K) {
 	s := c.shard(k)
 	s.mu.Lock()
 	s.epoch++
 	s.writing++
+	if e := s.m[k]; e != nil {
+		s.drop(e)
+	}
 	s.mu.Unlock()
 }
 
@@ -151,7 +155,8 @@ func (c *cache[K, V]) set(k K, v V, cost int64) {
 	e := s.m[k]
 	switch {
 	case e != nil && cost <= e.cost:
-		// In place: readers copy val out under the read lock.
+		// In place (a set without begin): readers copy val out under
+		// the read lock.
 		e.val = v
 		s.size += cost - e.cost
 		e.cost = cost

@@ -105,6 +105,26 @@ func TestCacheFillDuringWrite(t *testing.T) {
 	}
 }
 
+// A write drops the key's entry at its begin: between the write's commit
+// and its set, a reader that has read the new value from the engine must
+// not be served the old one from the cache by its next get (a CI run's
+// UpdateWhileReading on LevelDB, whose synced commits make that moment
+// long, saw it).
+func TestCacheWriteHidesOldEntry(t *testing.T) {
+	c := newCache[string, int](1000, hashString)
+	_, _, epoch := c.get("a")
+	c.fill("a", 1, 1, epoch)
+	c.begin("a")
+	// The commit lands here; a reader reads 2 from the engine.
+	if v, ok, _ := c.get("a"); ok {
+		t.Fatalf("during the write the cache serves %d, the value it replaces", v)
+	}
+	c.set("a", 2, 1)
+	if v, _, _ := c.get("a"); v != 2 {
+		t.Fatalf("after the write: %d, want 2", v)
+	}
+}
+
 // Readers, fillers and writers at once, for -race, on a cache small
 // enough to evict all the time: a key only ever holds its own values.
 func TestCacheConcurrent(t *testing.T) {
