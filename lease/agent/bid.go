@@ -6,6 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -56,6 +59,7 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 	}
 
 	var auctions, idle []lease.Row
+	m.beginScan(now)
 	for r, err := range m.rows(ctx, now) {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -63,6 +67,7 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 			}
 			return false
 		}
+		m.countRow(r, now)
 		m.mu.Lock()
 		_, mine := m.held[r.ID]
 		bo := m.backoff[r.ID]
@@ -85,6 +90,7 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 			idle = append(idle, r)
 		}
 	}
+	m.endScan(now)
 	m.mu.Lock()
 	pend = m.pending
 	busy := m.occupied()
@@ -118,9 +124,19 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 }
 
 func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
+	placed := m.lc.Clock.Now()
+	var span trace.Span
+	if m.c.tracer != nil {
+		ctx, span = m.c.tracer.Start(ctx, "agent.claim", trace.WithAttributes(
+			attribute.String("lease.item", r.ID), attribute.String("lease.node", m.node),
+			attribute.Int64("lease.free_memory", free)))
+	}
 	res, err := m.s.Bid(ctx, r.ID, m.node, free)
 	hooks := m.c.hooks
 	if err != nil {
+		if span != nil {
+			endSpan(span, err)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -142,16 +158,16 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 	if hooks.BidPlaced != nil {
 		hooks.BidPlaced(r.ID, m.node, free)
 	}
+	m.mu.Lock()
+	m.pending, m.closes, m.claimSpan = r.ID, time.Time{}, span
+	m.mu.Unlock()
+	m.sig.bidAt = placed
 	// A bid that reached the threshold closed the auction, unless the
 	// store holds grants (LossGuard): then the bid stays pending.
 	if res.Result != nil && res.Result.Outcome != lease.NotDue {
 		m.settle(ctx, *res.Result)
 		m.kickScan(true) // free to bid again
-		return
 	}
-	m.mu.Lock()
-	m.pending, m.closes = r.ID, time.Time{}
-	m.mu.Unlock()
 }
 
 func (m *Manager) evaluate(ctx context.Context, item string) {
@@ -161,7 +177,7 @@ func (m *Manager) evaluate(ctx context.Context, item string) {
 			m.c.log.Warn("lease: evaluate", "node", m.node, "item", item, "err", err)
 		}
 		if errors.Is(err, lease.ErrNotFound) {
-			m.clearPending(item)
+			m.clearPending(item, "gone")
 		}
 		return
 	}
@@ -172,22 +188,40 @@ func (m *Manager) evaluate(ctx context.Context, item string) {
 	case lease.NoAuction:
 		// Closed by someone else (or our own bid's short circuit): the
 		// row tells whether we won; the scan acquires it if so.
-		m.clearPending(item)
+		m.clearPending(item, "closed elsewhere")
 	}
 }
 
-func (m *Manager) clearPending(item string) {
+// clearPending ends the node's pending bid on item, if that is the
+// item, reporting its window (Hooks.BidClosed) and ending its span with
+// outcome.
+func (m *Manager) clearPending(item, outcome string) {
 	m.mu.Lock()
-	if m.pending == item {
-		m.pending = ""
+	if m.pending != item {
+		m.mu.Unlock()
+		return
 	}
+	m.pending = ""
+	span := m.claimSpan
+	m.claimSpan = nil
 	m.mu.Unlock()
+	m.bidClosed(item, m.sig.bidAt, m.lc.Clock.Now())
+	m.sig.bidAt = time.Time{}
+	if span != nil {
+		span.SetAttributes(attribute.String("lease.outcome", outcome))
+		span.End()
+	}
 }
 
 // settle acts on a closed auction.
 func (m *Manager) settle(ctx context.Context, res lease.AuctionResult) {
-	m.clearPending(res.Item)
-	if res.Outcome == lease.Granted && res.Grant.Holder == m.node {
+	won := res.Outcome == lease.Granted && res.Grant.Holder == m.node
+	outcome := map[bool]string{true: "won", false: "lost"}[won]
+	if res.Outcome == lease.NoWinner {
+		outcome = "no winner"
+	}
+	m.clearPending(res.Item, outcome)
+	if won {
 		m.won(ctx, res.Grant.Ref, lease.Row{})
 		return
 	}

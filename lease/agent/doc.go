@@ -81,6 +81,28 @@
 // margin of [WithSafetyMargin]; [WithTTL] tells it the store's TTL (it
 // does not set it: the store's own options do).
 //
+// # Signals, autoscaling and tracing
+//
+// After each scan the manager passes its [Signals] to [Hooks].Scanned:
+// the catalog's unclaimed items, those saturated (they fit the node's
+// budget, not its free memory, and no item has been claimed for
+// [WithSaturationRounds] scans: no node has room), those too large for
+// any node of its size, its held leases, used bytes, live nodes and last
+// query. [Hooks].Claimed gives each win's claim latency (since its scans
+// first saw the item unclaimed), [Hooks].BidClosed each bid's window (to
+// the close of its auction) and [Hooks].IndexTook each Index call's
+// time. [Metrics] keeps the gauges.
+//
+// [WithAutoscaler] asks an [Autoscaler] for a [Decision] after each scan
+// and passes Grow and Shrink to [Hooks].Scale; [Scaler] is a ready-made
+// one (grow on saturation, shrink a node idle with nothing waiting, a
+// cooldown between decisions). The program acts on them.
+//
+// [WithTracer] records OpenTelemetry spans: agent.claim from a bid to the
+// close of its auction, agent.index around each Index call (the
+// Indexer's context carries it) and agent.serve for [Manager.Serve].
+// Without it no span is recorded and no global provider is read.
+//
 // # Concurrency
 //
 // A Manager's methods are safe for concurrent use; Touch, Pin, Held and

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -62,6 +65,7 @@ func (m *Manager) won(ctx context.Context, ref lease.Ref, row lease.Row) {
 		m.c.idx.Drop(stale) // kept at another commit: before Index builds anew
 	}
 	m.dropKept(false) // make room for the new item
+	m.claimLatency(ref, m.lc.Clock.Now())
 	if f := m.c.hooks.Won; f != nil {
 		f(ref)
 	}
@@ -145,7 +149,22 @@ func (m *Manager) index(ctx context.Context, row lease.Row) (int64, error) {
 		return 0, ctx.Err()
 	}
 	defer func() { <-m.sem }()
-	return m.c.idx.Index(ctx, row)
+	var span trace.Span
+	if m.c.tracer != nil {
+		ctx, span = m.c.tracer.Start(ctx, "agent.index", trace.WithAttributes(
+			attribute.String("lease.item", row.ID), attribute.String("lease.node", m.node),
+			attribute.String("lease.commit", row.Commit)))
+	}
+	start := m.lc.Clock.Now()
+	size, err := m.c.idx.Index(ctx, row)
+	if f := m.c.hooks.IndexTook; f != nil {
+		f(lease.Ref{Item: row.ID, Holder: m.node, Fence: row.Fence}, m.lc.Clock.Now().Sub(start), err)
+	}
+	if span != nil {
+		span.SetAttributes(attribute.Int64("lease.size", size))
+		endSpan(span, err)
+	}
+	return size, err
 }
 
 // forget removes h from the held set, reporting whether it was there.

@@ -1,6 +1,10 @@
 package agent
 
-import "github.com/indexkit/indexkit/lease"
+import (
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
 
 // Hooks receive a node's events: its manager's and, in Lease, its leases'.
 // Every field may be nil; hooks are called synchronously and must not
@@ -30,6 +34,25 @@ type Hooks struct {
 	// lease.ErrBidPending, ErrBidTooLow, ErrLeased or ErrAuctionClosed.
 	BidPlaced   func(item, node string, freeMemory int64)
 	BidRejected func(item, node string, reason error)
+
+	// Claimed reports each item won with its claim latency: how long it
+	// had waited unclaimed since the node's scans first saw it so (a new
+	// row, a lapsed or released lease). A win the scans never saw
+	// unclaimed is not reported.
+	Claimed func(ref lease.Ref, waited time.Duration)
+	// BidClosed reports the window of each of the node's bids: from the
+	// bid to the close of its auction as the node learned of it (its own
+	// closing bid or evaluation, or the row another node closed), won or
+	// lost.
+	BidClosed func(item string, window time.Duration)
+	// IndexTook reports how long each Index call ran (not the wait for an
+	// index slot), with its error; Indexed follows it.
+	IndexTook func(ref lease.Ref, took time.Duration, err error)
+	// Scanned gets the node's [Signals] after each scan (gauges).
+	Scanned func(Signals)
+	// Scale gets each decision of the autoscaler ([WithAutoscaler]) other
+	// than Steady, with the signals it was made on.
+	Scale func(Decision, Signals)
 
 	// Lease are the hooks of the manager's leases (LeaseRenewed,
 	// LeaseLost): each [lease.Lease] it acquires gets them

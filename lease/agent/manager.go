@@ -10,6 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -44,9 +48,15 @@ type Manager struct {
 	pending string    // item of our unaccepted bid, "" if none
 	closes  time.Time // the pending bid's auction deadline, once a scan saw its row
 	aside   aside     // kept indexes and starved items: keep.go, starve.go
-	wg      sync.WaitGroup
-	heldRep sync.Mutex      // serializes Hooks.Held calls
-	work    context.Context // cancelled when Run ends
+	sig     signals   // the scan's load signals (signals.go): scan goroutine only
+	// claimSpan is the span of the pending bid (WithTracer), or nil.
+	claimSpan trace.Span
+	// liveNodes is the store's count at the last heartbeat; lastServed
+	// the last Touch, in Unix nanoseconds by the manager's clock.
+	liveNodes, lastServed atomic.Int64
+	wg                    sync.WaitGroup
+	heldRep               sync.Mutex      // serializes Hooks.Held calls
+	work                  context.Context // cancelled when Run ends
 }
 
 type held struct {
@@ -81,6 +91,7 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 		drainTimeout: 30 * time.Second,
 		policy:       EvictLRU,
 		reconcile:    -1,
+		saturation:   20,
 	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
@@ -140,14 +151,40 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	}, nil
 }
 
-// Touch records a query of item, for eviction.
+// Touch records a query of item, for eviction and [Signals].LastServed.
 func (m *Manager) Touch(item string) {
+	now := m.lc.Clock.Now()
+	m.lastServed.Store(now.UnixNano())
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if h := m.held[item]; h != nil {
-		h.lastTouch = m.lc.Clock.Now()
+		h.lastTouch = now
 		h.touches++
 	}
+}
+
+// Serve is Touch for a query the caller is about to answer from item's
+// index: with a tracer ([WithTracer]) it starts an "agent.serve" span,
+// a child of ctx's, and returns the span's context and a function that
+// ends it, recording err if not nil; without one, ctx and a function
+// that does nothing. Call the function once the answer is sent.
+func (m *Manager) Serve(ctx context.Context, item string) (context.Context, func(err error)) {
+	m.Touch(item)
+	if m.c.tracer == nil {
+		return ctx, func(error) {}
+	}
+	ctx, span := m.c.tracer.Start(ctx, "agent.serve", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("lease.item", item), attribute.String("lease.node", m.node)))
+	return ctx, func(err error) { endSpan(span, err) }
+}
+
+// endSpan records err, if any, on span and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // Pin makes item exempt from eviction, whether or not the node holds it.
@@ -197,6 +234,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: manager %s: %w", m.node, ErrRunTwice)
 	}
 	m.started = true
+	m.sig.started = m.lc.Clock.Now()
 	work, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	m.work = work
 	m.mu.Unlock()
@@ -327,7 +365,8 @@ func (m *Manager) heartbeat(ctx context.Context) {
 		return
 	}
 	lc, ok := m.s.(lease.LiveCounter)
-	if f := m.c.hooks.LiveNodes; f != nil && ok {
+	want := m.c.hooks.LiveNodes != nil || m.c.hooks.Scanned != nil || m.c.autoscaler != nil
+	if ok && want {
 		n, err := lc.LiveNodes(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -335,7 +374,10 @@ func (m *Manager) heartbeat(ctx context.Context) {
 			}
 			return
 		}
-		f(n)
+		m.liveNodes.Store(int64(n))
+		if f := m.c.hooks.LiveNodes; f != nil {
+			f(n)
+		}
 	}
 }
 

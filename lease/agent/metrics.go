@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/indexkit/indexkit/lease"
 )
@@ -42,6 +43,9 @@ type Metrics struct {
 	indexed, indexFailed         atomic.Uint64
 	evictions, evictedBytes      atomic.Uint64
 	reused, unfit                atomic.Uint64
+
+	unclaimed, saturated, lastServed atomic.Int64
+	grows, shrinks                   atomic.Uint64
 }
 
 // MetricsSnapshot is a copy of a [Metrics] at one moment. Counters count
@@ -82,6 +86,14 @@ type MetricsSnapshot struct {
 	// its whole budget (Hooks.Starved), each once: starved items, since no
 	// bid on them can be placed, so no auction of theirs ever closes.
 	ItemsTooLarge uint64
+
+	// From the manager's last scan ([Signals]): items without a live
+	// lease, and those of them saturated (see [Signals].Saturated).
+	Unclaimed, Saturated int
+	// LastServed is the manager's last Touch or Serve, zero if none.
+	LastServed time.Time
+	// ScaleGrow and ScaleShrink count the autoscaler's decisions.
+	ScaleGrow, ScaleShrink uint64
 }
 
 // StoreHooks returns hooks that count every [lease.Hooks] event, for a
@@ -153,7 +165,22 @@ func (m *Metrics) Hooks() Hooks {
 		Starved:   func(string, int64) { m.unfit.Add(1) },
 		Held:      func(n int) { m.held.Store(int64(n)) },
 		LiveNodes: func(n int) { m.liveNodes.Store(int64(n)) },
-		Lease:     m.LeaseHooks(),
+		Scanned: func(s Signals) {
+			m.unclaimed.Store(int64(s.Unclaimed))
+			m.saturated.Store(int64(s.Saturated))
+			if !s.LastServed.IsZero() {
+				m.lastServed.Store(s.LastServed.UnixNano())
+			}
+		},
+		Scale: func(d Decision, _ Signals) {
+			switch d {
+			case Grow:
+				m.grows.Add(1)
+			case Shrink:
+				m.shrinks.Add(1)
+			}
+		},
+		Lease: m.LeaseHooks(),
 	}
 }
 
@@ -185,5 +212,17 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		EvictedBytes:           m.evictedBytes.Load(),
 		Reused:                 m.reused.Load(),
 		ItemsTooLarge:          m.unfit.Load(),
+		Unclaimed:              int(m.unclaimed.Load()),
+		Saturated:              int(m.saturated.Load()),
+		LastServed:             unixNano(m.lastServed.Load()),
+		ScaleGrow:              m.grows.Load(),
+		ScaleShrink:            m.shrinks.Load(),
 	}
+}
+
+func unixNano(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

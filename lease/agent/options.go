@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -31,6 +33,9 @@ type config struct {
 	replication  bool
 	keepLost     time.Duration // 0: the TTL; negative: off (keep.go)
 	reconcile    time.Duration // -1: the default
+	saturation   int           // scans of WithSaturationRounds
+	autoscaler   Autoscaler
+	tracer       trace.Tracer // nil: no spans
 }
 
 func invalid(format string, args ...any) error {
@@ -215,4 +220,49 @@ func WithHooks(h Hooks) Option {
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error { c.log = l; return nil }
+}
+
+// WithSaturationRounds sets how many scans in a row must claim none of
+// the unclaimed items, while an item that fits the node's budget does not
+// fit its free memory, before [Signals].Saturated counts such items
+// (default 20). Choose it so that the rounds outlast an auction window:
+// with the defaults, 20 scans of 1s.
+func WithSaturationRounds(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return invalid("saturation rounds %d", n)
+		}
+		c.saturation = n
+		return nil
+	}
+}
+
+// WithAutoscaler makes the manager ask a after each scan for a
+// [Decision] and pass each one other than Steady to [Hooks].Scale (and
+// log it). Without it, no decision is made; [Hooks].Scanned still gets
+// the signals.
+func WithAutoscaler(a Autoscaler) Option {
+	return func(c *config) error {
+		if a == nil {
+			return invalid("nil autoscaler")
+		}
+		c.autoscaler = a
+		return nil
+	}
+}
+
+// WithTracer makes the manager record OpenTelemetry spans with t: one
+// "agent.claim" from each bid to the close of its auction, one
+// "agent.index" around each Index call (whose context carries it, so the
+// Indexer's spans are its children), and one "agent.serve" for each
+// [Manager.Serve]. Without it the manager records none and touches no
+// global tracer provider.
+func WithTracer(t trace.Tracer) Option {
+	return func(c *config) error {
+		if t == nil {
+			return invalid("nil tracer")
+		}
+		c.tracer = t
+		return nil
+	}
 }

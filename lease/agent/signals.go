@@ -1,0 +1,191 @@
+package agent
+
+import (
+	"time"
+
+	"github.com/indexkit/indexkit/lease"
+)
+
+// Signals are what a node saw of the fleet's load at one scan: the gauges
+// an operator watches ([Hooks].Scanned) and what an [Autoscaler] decides
+// on. Each node computes its own from the catalog it scans; no node sees
+// the others' free memory, so saturation is inferred from claims that
+// stop happening.
+type Signals struct {
+	At   time.Time // the scan, by the manager's clock
+	Node string
+
+	// Items is the number of catalog rows the scan walked.
+	Items int
+	// Unclaimed counts the items without a live lease: idle, or in an
+	// open auction.
+	Unclaimed int
+	// Saturated counts the unclaimed items that fit the node's whole
+	// budget but not its free memory, once the fleet has claimed none of
+	// the unclaimed items for [WithSaturationRounds] scans in a row: items
+	// some node could hold, that no node has room for. It is 0 while
+	// claims go on, however long the backlog: a node with room is taking
+	// it.
+	Saturated int
+	// StalledRounds is the number of scans in a row in which items were
+	// unclaimed and none of them was claimed.
+	StalledRounds int
+	// TooLarge counts the unclaimed items above the node's whole budget
+	// (see [Manager.Starved]): more nodes of this size do not help them.
+	TooLarge int
+
+	LiveNodes int // at the last heartbeat; 0 if the store does not count them
+	Held      int // leases the node holds
+	Used      int64
+	Budget    int64
+	// LastServed is the time of the node's last [Manager.Touch] or
+	// [Manager.Serve], zero if none since Run started.
+	LastServed time.Time
+	// IdleSince is the later of Run's start, LastServed and the last scan
+	// at which the node held a lease; zero while it holds one.
+	IdleSince time.Time
+}
+
+// Idle returns how long the node has held no lease and served nothing,
+// as of s.At; 0 while it holds a lease.
+func (s Signals) Idle() time.Duration {
+	if s.Held > 0 || s.IdleSince.IsZero() {
+		return 0
+	}
+	return max(s.At.Sub(s.IdleSince), 0)
+}
+
+// wait is what the scan remembers of an unclaimed item.
+type wait struct {
+	since  time.Time // first seen unclaimed, by the manager's clock
+	rounds int       // scans in a row at which it fitted the budget, not the free memory
+}
+
+// signals is the scan's running state: touched by the scan goroutine
+// only (scan, bid, settle and won all run on it).
+type signals struct {
+	waits     map[string]wait // the unclaimed items of the last scan
+	next      map[string]wait // being built by the current scan
+	unclaimed int
+	tooLarge  int
+	claimed   int // items of waits seen owned by the current scan
+	items     int
+	stall     int
+	free      int64
+	started   time.Time
+	heldAt    time.Time // the last scan at which the node held a lease
+	bidAt     time.Time // when the pending bid was placed
+}
+
+// beginScan starts the signals of a scan at now.
+func (m *Manager) beginScan(now time.Time) {
+	sg := &m.sig
+	sg.next = make(map[string]wait, len(sg.waits))
+	sg.unclaimed, sg.tooLarge, sg.claimed, sg.items = 0, 0, 0, 0
+	sg.free = m.free()
+}
+
+// countRow adds r to the current scan's signals.
+func (m *Manager) countRow(r lease.Row, now time.Time) {
+	sg := &m.sig
+	sg.items++
+	if r.Owner != "" {
+		if _, ok := sg.waits[r.ID]; ok {
+			sg.claimed++
+		}
+		return
+	}
+	sg.unclaimed++
+	w, ok := sg.waits[r.ID]
+	if !ok {
+		w.since = now
+	}
+	switch need := max(r.Size, r.MinBid); {
+	case need > m.c.budget:
+		sg.tooLarge++
+		w.rounds = 0
+	case need > sg.free:
+		w.rounds++
+	default:
+		w.rounds = 0
+	}
+	sg.next[r.ID] = w
+}
+
+// endScan closes the scan's signals, reports them (Hooks.Scanned) and
+// asks the autoscaler, if any.
+func (m *Manager) endScan(now time.Time) {
+	sg := &m.sig
+	sg.waits, sg.next = sg.next, nil
+	if sg.unclaimed > 0 && sg.claimed == 0 {
+		sg.stall++
+	} else {
+		sg.stall = 0
+	}
+	saturated := 0
+	if sg.stall >= m.c.saturation {
+		for _, w := range sg.waits {
+			if w.rounds >= m.c.saturation {
+				saturated++
+			}
+		}
+	}
+	m.mu.Lock()
+	held, used := len(m.held), m.used+m.aside.keptBytes
+	m.mu.Unlock()
+	if held > 0 {
+		sg.heldAt = now
+	}
+	s := Signals{
+		At: now, Node: m.node, Items: sg.items, Unclaimed: sg.unclaimed, Saturated: saturated,
+		StalledRounds: sg.stall, TooLarge: sg.tooLarge, LiveNodes: int(m.liveNodes.Load()),
+		Held: held, Used: used, Budget: m.c.budget,
+	}
+	if ns := m.lastServed.Load(); ns != 0 {
+		s.LastServed = time.Unix(0, ns)
+	}
+	if held == 0 {
+		s.IdleSince = sg.started
+		for _, t := range []time.Time{s.LastServed, sg.heldAt} {
+			if t.After(s.IdleSince) {
+				s.IdleSince = t
+			}
+		}
+	}
+	if f := m.c.hooks.Scanned; f != nil {
+		f(s)
+	}
+	if m.c.autoscaler == nil {
+		return
+	}
+	d := m.c.autoscaler.Decide(s)
+	if d == Steady {
+		return
+	}
+	m.c.log.Info("lease: autoscaler", "node", m.node, "decision", d.String(), "saturated", s.Saturated,
+		"unclaimed", s.Unclaimed, "held", s.Held, "live_nodes", s.LiveNodes)
+	if f := m.c.hooks.Scale; f != nil {
+		f(d, s)
+	}
+}
+
+// claimLatency reports the claim latency of an item the node won (Hooks.Claimed):
+// since the scan first saw it unclaimed.
+func (m *Manager) claimLatency(ref lease.Ref, now time.Time) {
+	w, ok := m.sig.waits[ref.Item]
+	if !ok {
+		return
+	}
+	delete(m.sig.waits, ref.Item)
+	if f := m.c.hooks.Claimed; f != nil {
+		f(ref, max(now.Sub(w.since), 0))
+	}
+}
+
+// bidClosed reports the window of the node's bid on item
+// (Hooks.BidClosed): from the bid to the close the node learned of.
+func (m *Manager) bidClosed(item string, placed, now time.Time) {
+	if f := m.c.hooks.BidClosed; f != nil && !placed.IsZero() {
+		f(item, max(now.Sub(placed), 0))
+	}
+}
