@@ -367,3 +367,74 @@ func metrics(t *testing.T, hc *http.Client, addr string) string {
 	}
 	return string(b)
 }
+
+// sizedIndexer reports each index at the row's estimate, so that the
+// node's free memory after a win is what the test sets up.
+type sizedIndexer struct{ agent.Indexer }
+
+func (x sizedIndexer) Index(ctx context.Context, r lease.Row) (int64, error) {
+	if _, err := x.Indexer.Index(ctx, r); err != nil {
+		return 0, err
+	}
+	return r.Size, nil
+}
+
+// TestNodeLoadMetrics runs an autoscaling node in this process on a real
+// Redis with two repos that each fit its budget but not together: it
+// claims one, and once its scans see no claim for the saturation rounds,
+// GET /metrics shows the other saturated and one grow decision, with the
+// claim latency, bid window, index time and index bytes of the win, and
+// the time of the last query served.
+func TestNodeLoadMetrics(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	env := testStore(t, storeRedis)
+	ctx := context.Background()
+	repos, err := generateRepos(ctx, t.TempDir(), 2, sizeRange{1 << 10, 4 << 10}, 37)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0, e1 := repos[0].Estimate(), repos[1].Estimate()
+	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: byteSize(e0 + e1 - 1), WorkDir: t.TempDir(),
+		DrainTimeout: 5 * time.Second, tuning: e2eTuning(), Autoscale: true, SaturationRounds: 5, ScaleCooldown: time.Hour}
+	n := startNode(ctx, t, env, cfg, func(x agent.Indexer) agent.Indexer { return sizedIndexer{x} }, nil)
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	if err := putCatalog(ctx, env.tab, n.store, repos, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"indexkit_fleet_saturated_items 1\n",
+		"indexkit_fleet_unclaimed_items 1\n",
+		"indexkit_fleet_claim_latency_seconds_count 1\n",
+		`indexkit_fleet_index_seconds_count{from="git"} 1` + "\n",
+		"indexkit_fleet_index_bytes_count 1\n",
+		`indexkit_fleet_autoscale_decisions_total{decision="grow"} 1` + "\n",
+	}
+	var m string
+	waitFor(t, 30*time.Second, "a saturated repo and a grow decision in /metrics", func() (bool, string) {
+		m = metrics(t, hc, n.addr)
+		for _, w := range want {
+			if !strings.Contains(m, w) {
+				return false, "no " + strings.TrimSpace(w)
+			}
+		}
+		return true, ""
+	})
+	if !strings.Contains(m, "indexkit_fleet_bid_window_seconds_count") || strings.Contains(m, "indexkit_fleet_bid_window_seconds_count 0\n") {
+		t.Errorf("no bid window observed:\n%s", m)
+	}
+	held := n.mgr.Held()
+	if len(held) != 1 {
+		t.Fatalf("held %v, want one repo", held)
+	}
+	q := "marker-" + strings.TrimPrefix(held[0].Item, "repo-")
+	if code, _, ref, err := search(ctx, hc, n.addr, held[0].Item, q, 10); err != nil || code != http.StatusOK {
+		t.Fatalf("query of the held repo: %d %+v %v", code, ref, err)
+	}
+	waitFor(t, 5*time.Second, "the last query's time in /metrics", func() (bool, string) {
+		m = metrics(t, hc, n.addr)
+		return strings.Contains(m, "indexkit_fleet_last_served_timestamp_seconds ") &&
+			!strings.Contains(m, "indexkit_fleet_last_served_timestamp_seconds 0\n"), ""
+	})
+}

@@ -156,6 +156,20 @@
 //	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"starved":[{"item","need"}],"rehydrate","counters":{…}}
 //	GET /metrics  the counters and gauges in the Prometheus text format
 //
+// Besides the event counters, /metrics has the load an operator or an
+// autoscaler acts on (lease/agent's Signals, from the node's last scan):
+// indexkit_fleet_unclaimed_items, _saturated_items (unclaimed items that
+// fit a node but found no room: no claim for -saturation-rounds scans),
+// _stalled_scans, _unclaimed_too_large_items and
+// _last_served_timestamp_seconds; and the histograms
+// _claim_latency_seconds (how long each win had waited unclaimed),
+// _bid_window_seconds (from each bid to its auction's close),
+// _index_seconds{from="git"|"snapshot"|"failed"} and _index_bytes. With
+// -autoscale the node runs the agent's Scaler and logs each decision
+// (msg=scale decision=grow: start a node; decision=shrink: stop this
+// one, idle for -idle-after with nothing waiting), counted in
+// _autoscale_decisions_total; whatever runs the nodes acts on them.
+//
 // A node answers a query for a repo it holds and has indexed. Otherwise
 // it looks the owner up in the catalog and routes the query to the owner's
 // address, which every node publishes in the address table at start (and

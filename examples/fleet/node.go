@@ -179,8 +179,16 @@ type nodeConfig struct {
 	// CredentialHelpers are git credential helpers added to those git is
 	// configured with, for the fetches of private repositories.
 	CredentialHelpers []string
-	DrainTimeout      time.Duration
-	LogLevel          string
+	// Autoscale: the node's manager runs agent.Scaler and logs its
+	// decisions (msg=scale), for whatever starts and stops nodes.
+	Autoscale bool
+	// SaturationRounds: scans without a claim before unclaimed items that
+	// fit count as saturated (0: the agent's default).
+	SaturationRounds int
+	IdleAfter        time.Duration // of the autoscaler: 0, its default (1 min)
+	ScaleCooldown    time.Duration // of the autoscaler: 0, its default (30 s)
+	DrainTimeout     time.Duration
+	LogLevel         string
 	storeFlags
 	tuning
 }
@@ -203,6 +211,10 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.Var(&c.Budget, "budget", "memory budget for indexes (bytes, or with KiB, MiB, GiB)")
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for temporary clones (default: the system's)")
 	fs.StringVar(&c.SnapshotDir, "snapshot-dir", c.SnapshotDir, "directory of index snapshots, which the nodes of a fleet may share: each built index is written there, and with -rehydrate a won repo is loaded from it (\"\": none)")
+	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "run the agent's autoscaler: log a decision (msg=scale decision=grow|shrink) when items that fit find no room, or when this node has been idle for -idle-after with nothing waiting")
+	fs.DurationVar(&c.IdleAfter, "idle-after", c.IdleAfter, "with -autoscale: idle time (no lease held, no query served) after which the node asks to be stopped (0: 1m)")
+	fs.DurationVar(&c.ScaleCooldown, "scale-cooldown", c.ScaleCooldown, "with -autoscale: quiet time after each decision (0: 30s)")
+	fs.IntVar(&c.SaturationRounds, "saturation-rounds", c.SaturationRounds, "scans in a row without a claim before unclaimed items that fit a node count as saturated (0: the agent's default, 20)")
 	fs.BoolVar(&c.Rehydrate, "rehydrate", c.Rehydrate, "load the snapshot of a won repo at the row's commit from -snapshot-dir, when there is one, instead of cloning and indexing (false: only write them)")
 	fs.Func("git-credential-helper", "a git credential helper for fetching private repositories, added to those git is configured with (repeatable; e.g. 'store --file=/run/secrets/git-credentials', 'cache', or a program's path)", func(v string) error {
 		if v == "" {
@@ -271,6 +283,7 @@ type node struct {
 	cfg    nodeConfig
 	log    *slog.Logger
 	tab    sideTables
+	prom   *promMetrics
 	store  fleetStore
 	mgr    *agent.Manager
 	idx    *repoIndexer
@@ -314,6 +327,7 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 				return
 			}
 			n.c.Indexed.Add(1)
+			n.prom.indexBytes.Observe(float64(size))
 			attrs := []any{"item", ref.Item, "size", size}
 			if ri := n.idx.get(ref.Item); ri != nil {
 				attrs = append(attrs, "commit", ri.Commit, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond), "from", ri.From)
@@ -322,6 +336,21 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 				}
 			}
 			n.log.Info("indexed", attrs...)
+		},
+		Claimed:   func(_ lease.Ref, waited time.Duration) { n.prom.claimLatency.Observe(waited.Seconds()) },
+		BidClosed: func(_ string, window time.Duration) { n.prom.bidWindow.Observe(window.Seconds()) },
+		IndexTook: func(ref lease.Ref, took time.Duration, err error) {
+			from := "failed"
+			if ri := n.idx.get(ref.Item); err == nil && ri != nil {
+				from = ri.From
+			}
+			n.prom.indexTime.WithLabelValues(from).Observe(took.Seconds())
+		},
+		Scanned: n.prom.scanned,
+		Scale: func(d agent.Decision, s agent.Signals) {
+			n.prom.scale.WithLabelValues(d.String()).Inc()
+			n.log.Info("scale", "decision", d.String(), "saturated", s.Saturated, "unclaimed", s.Unclaimed,
+				"held", s.Held, "live_nodes", s.LiveNodes, "idle", s.Idle().Round(time.Millisecond))
 		},
 		Reused: func(ref lease.Ref, size int64) {
 			n.c.Reused.Add(1)
@@ -413,7 +442,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 // wrap, when not nil, wraps the indexer the manager calls (tests gate it).
 // close undoes it; b stays open.
 func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Indexer) agent.Indexer) (_ *node, err error) {
-	n := &node{cfg: cfg, log: log, tab: b.tables(cfg.Prefix), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+	n := &node{cfg: cfg, log: log, tab: b.tables(cfg.Prefix), prom: newPromMetrics(), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 	defer func() {
 		if err != nil {
 			n.close()
@@ -457,6 +486,12 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 	}
 	if cfg.Replicas > 1 {
 		mopts = append(mopts, agent.WithReplication())
+	}
+	if cfg.SaturationRounds > 0 {
+		mopts = append(mopts, agent.WithSaturationRounds(cfg.SaturationRounds))
+	}
+	if cfg.Autoscale {
+		mopts = append(mopts, agent.WithAutoscaler(&agent.Scaler{IdleAfter: cfg.IdleAfter, MinNodes: 1, Cooldown: cfg.ScaleCooldown}))
 	}
 	switch {
 	case !cfg.Feed:

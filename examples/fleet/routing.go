@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -289,4 +291,15 @@ func (n *node) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_starved gauge\nindexkit_fleet_items_starved %d\n", len(st.Starved))
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_used_bytes gauge\nindexkit_fleet_memory_used_bytes %d\n", st.Used)
 	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_budget_bytes gauge\nindexkit_fleet_memory_budget_bytes %d\n", st.Budget)
+	// Then the histograms and load gauges of the node's registry.
+	mfs, err := n.prom.reg.Gather()
+	if err != nil {
+		n.log.Warn("gather metrics", "err", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return
+		}
+	}
 }
