@@ -285,6 +285,36 @@ func TestSim(t *testing.T) {
 	checkRehydration(t, out)
 }
 
+// TestSimAutoscale runs `fleet sim -autoscale both` on a real Redis: two
+// nodes of a catalog sized for five saturate; once the sim acts on their
+// grow decisions it reaches full coverage with the nodes they ask for,
+// and a spare node started afterwards, which holds nothing, asks to be
+// stopped and is.
+func TestSimAutoscale(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	addr, prefix := testRedis(t)
+	bin := proctest.Build(t, "./examples/fleet")
+	p := proctest.Start(t, bin, "sim", "-redis", addr, "-prefix", prefix, "-nodes", "5", "-repos", "40",
+		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
+		"-budget", "1MiB", "-autoscale", "both", "-autoscale-start", "2", "-saturation-rounds", "10", "-idle-after", "2s",
+		"-scale-cooldown", "1s", "-scale-gap", "1s", "-duration", "50s")
+	if code := p.Wait(55 * time.Second); code != 0 {
+		t.Fatalf("sim exited with %d\n%s", code, p.Output())
+	}
+	out := p.Output()
+	for _, re := range []string{
+		`without acting: (\d+)/40 repos ready \(\d+%\), no gain after t=[\d.]+m?s: saturated`,
+		`acting on grow: full coverage after [\dm.]+s, [1-3] nodes started`,
+		`decisions logged by the nodes: [1-9]\d* grow, [1-9]\d* shrink; stopped on shrink: \[node-\w\]`,
+		`spare node-\w held 0 repos and stopped itself`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("sim output lacks %q:\n%s", re, out)
+		}
+	}
+}
+
 // TestCorruptIndexRebuilt runs a node in this process on a real Redis and
 // flips one byte of its index in memory: the integrity check drops it at
 // once, so that the node answers "warming" and never from the corrupted

@@ -38,6 +38,16 @@ type fleetFlags struct {
 	// or, for sim, "both": written, and loaded only from the second kill
 	// on (see runSim).
 	Rehydration string
+	// Autoscale, for sim: "off" (the kill run), "on" (start
+	// AutoscaleStart nodes and act on their autoscalers' decisions) or
+	// "both" (ignore them until coverage stalls, then act); see
+	// runAutoscaleSim.
+	Autoscale        string
+	AutoscaleStart   int
+	ScaleGap         time.Duration // the least time between two starts
+	SaturationRounds int
+	IdleAfter        time.Duration
+	ScaleCooldown    time.Duration
 	tuning
 }
 
@@ -56,6 +66,12 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Verbose, "v", f.Verbose, "echo the nodes' log lines")
 	fs.IntVar(&f.Oversize, "oversize", f.Oversize, "extra catalog rows too large for every node's budget, which the nodes report starved")
 	fs.StringVar(&f.Rehydration, "rehydration", f.Rehydration, `snapshots of the indexes in a directory the nodes share: "on" (written and loaded), "off" (none), or for sim "both" (two kills: the first with loading off, the second with it on)`)
+	fs.StringVar(&f.Autoscale, "autoscale", f.Autoscale, `sim: "on" starts -autoscale-start nodes with the agent's autoscaler and acts on its decisions (a grow starts a node, up to -nodes; a shrink stops the node that asked), "both" ignores them until coverage stalls first, "off" runs the kill sim`)
+	fs.IntVar(&f.AutoscaleStart, "autoscale-start", f.AutoscaleStart, "sim -autoscale: nodes at the start")
+	fs.DurationVar(&f.ScaleGap, "scale-gap", f.ScaleGap, "sim -autoscale: the least time between two node starts")
+	fs.IntVar(&f.SaturationRounds, "saturation-rounds", f.SaturationRounds, "sim -autoscale: the nodes' -saturation-rounds")
+	fs.DurationVar(&f.IdleAfter, "idle-after", f.IdleAfter, "sim -autoscale: the nodes' -idle-after")
+	fs.DurationVar(&f.ScaleCooldown, "scale-cooldown", f.ScaleCooldown, "sim -autoscale: the nodes' -scale-cooldown")
 	fs.DurationVar(&f.Steady, "steady", f.Steady, "sim: after full coverage, measure the store's requests per second over this window, while the sim sends none (0: skip)")
 	f.tuning.register(fs)
 }
@@ -85,6 +101,12 @@ func (f *fleetFlags) parse(name string, args []string, stderr io.Writer) error {
 		return errors.New("-prefix is empty")
 	case f.Rehydration != "on" && f.Rehydration != "off" && (name != "sim" || f.Rehydration != "both"):
 		return fmt.Errorf("-rehydration %q: want on, off%s", f.Rehydration, map[bool]string{true: " or both", false: ""}[name == "sim"])
+	case f.Autoscale != "off" && f.Autoscale != "" && (name != "sim" || (f.Autoscale != "on" && f.Autoscale != "both")):
+		return fmt.Errorf("-autoscale %q: want off, on or both (sim only)", f.Autoscale)
+	case f.Autoscale != "off" && f.Autoscale != "" && (f.AutoscaleStart < 1 || f.AutoscaleStart >= f.Nodes):
+		return fmt.Errorf("-autoscale-start %d: want 1 to -nodes-1 (%d)", f.AutoscaleStart, f.Nodes-1)
+	case f.SaturationRounds < 0 || f.IdleAfter < 0 || f.ScaleCooldown < 0 || f.ScaleGap < 0:
+		return errors.New("-saturation-rounds, -idle-after, -scale-cooldown and -scale-gap must not be negative")
 	case f.Steady < 0:
 		return fmt.Errorf("-steady %v is negative", f.Steady)
 	case f.Oversize < 0:
@@ -116,6 +138,8 @@ type fleet struct {
 	repos  []repo
 	budget int64
 	hc     *http.Client
+
+	scaler *simScaler // sim -autoscale: acts on the nodes' decisions
 
 	mu     sync.Mutex
 	nodes  []*child
@@ -205,10 +229,7 @@ func (f *fleet) startNodes(ctx context.Context, n int) error {
 	results := make([]res, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		name := "node-" + string(rune('a'+i%26))
-		if i >= 26 {
-			name += strconv.Itoa(i / 26)
-		}
+		name := nodeName(i)
 		wg.Go(func() {
 			c, err := f.startNode(ctx, name)
 			results[i] = res{c, err}
@@ -245,11 +266,19 @@ func (f *fleet) startNode(ctx context.Context, name string) (*child, error) {
 		args = append(args, "-snapshot-dir", filepath.Join(f.work, "snapshots"),
 			"-rehydrate="+strconv.FormatBool(f.flags.Rehydration == "on"))
 	}
+	if f.scaler != nil {
+		args = append(args, "-autoscale", "-saturation-rounds", strconv.Itoa(f.flags.SaturationRounds),
+			"-idle-after", f.flags.IdleAfter.String(), "-scale-cooldown", f.flags.ScaleCooldown.String())
+	}
 	return startChild(ctx, f.bin, name, args, f.record, echo)
 }
 
 func (f *fleet) record(e event) {
 	switch e.Fields["msg"] {
+	case "scale":
+		if f.scaler != nil {
+			f.scaler.decide(e)
+		}
 	case "bid", "won", "indexed", "reused", "evicted", "lost", "starved":
 		f.mu.Lock()
 		f.events = append(f.events, e)

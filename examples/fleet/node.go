@@ -349,7 +349,7 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 		Scanned: n.prom.scanned,
 		Scale: func(d agent.Decision, s agent.Signals) {
 			n.prom.scale.WithLabelValues(d.String()).Inc()
-			n.log.Info("scale", "decision", d.String(), "saturated", s.Saturated, "unclaimed", s.Unclaimed,
+			n.log.Info("scale", "decision", d.String(), "saturated", s.Saturated, "unclaimed", s.Unclaimed, "nodes_wanted", s.NodesWanted(),
 				"held", s.Held, "live_nodes", s.LiveNodes, "idle", s.Idle().Round(time.Millisecond))
 		},
 		Reused: func(ref lease.Ref, size int64) {

@@ -19,7 +19,9 @@ func simFlags() fleetFlags {
 	t.TTL, t.Window, t.Liveness, t.Heartbeat, t.Scan = 4*time.Second, time.Second, 2*time.Second, 500*time.Millisecond, 100*time.Millisecond
 	t.MaxBids = 2
 	return fleetFlags{storeFlags: storeFlags{Store: storeRedis}, EtcdMembers: 1, Prefix: "fleet-sim:", Nodes: 4, Repos: 500, MinSize: 2 << 10, MaxSize: 256 << 10,
-		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, Steady: 10 * time.Second, Rehydration: "both", tuning: t}
+		Seed: 1, Duration: 5 * time.Minute, Oversize: 1, Steady: 10 * time.Second, Rehydration: "both",
+		Autoscale: "off", AutoscaleStart: 2, ScaleGap: 2 * time.Second, SaturationRounds: 20, IdleAfter: 5 * time.Second, ScaleCooldown: 2 * time.Second,
+		tuning: t}
 }
 
 // runSim is `fleet sim`: N nodes claim M repos of varied sizes; once
@@ -31,6 +33,9 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	out := os.Stdout
+	if ff.Autoscale != "off" {
+		return runAutoscaleSim(ctx, ff, out)
+	}
 	ctx, cancel := context.WithTimeout(ctx, ff.Duration)
 	defer cancel()
 	f, err := startFleet(ctx, ff, out)

@@ -30,6 +30,9 @@ type Signals struct {
 	// StalledRounds is the number of scans in a row in which items were
 	// unclaimed and none of them was claimed.
 	StalledRounds int
+	// UnclaimedBytes sums the needs (Size or MinBid, the larger) of the
+	// unclaimed items that fit the node's whole budget.
+	UnclaimedBytes int64
 	// TooLarge counts the unclaimed items above the node's whole budget
 	// (see [Manager.Starved]): more nodes of this size do not help them.
 	TooLarge int
@@ -55,6 +58,17 @@ func (s Signals) Idle() time.Duration {
 	return max(s.At.Sub(s.IdleSince), 0)
 }
 
+// NodesWanted is how many more nodes of this node's budget the unclaimed
+// items need at least, ceil(UnclaimedBytes / Budget), once they are
+// saturated; 0 otherwise. Packing may need more: a program that starts
+// this many on a Grow asks again after the cooldown if they fell short.
+func (s Signals) NodesWanted() int {
+	if s.Saturated == 0 || s.Budget <= 0 {
+		return 0
+	}
+	return int((s.UnclaimedBytes + s.Budget - 1) / s.Budget)
+}
+
 // wait is what the scan remembers of an unclaimed item.
 type wait struct {
 	since  time.Time // first seen unclaimed, by the manager's clock
@@ -67,6 +81,7 @@ type signals struct {
 	waits     map[string]wait // the unclaimed items of the last scan
 	next      map[string]wait // being built by the current scan
 	unclaimed int
+	bytes     int64 // UnclaimedBytes
 	tooLarge  int
 	claimed   int // items of waits seen owned by the current scan
 	items     int
@@ -81,7 +96,7 @@ type signals struct {
 func (m *Manager) beginScan(now time.Time) {
 	sg := &m.sig
 	sg.next = make(map[string]wait, len(sg.waits))
-	sg.unclaimed, sg.tooLarge, sg.claimed, sg.items = 0, 0, 0, 0
+	sg.unclaimed, sg.tooLarge, sg.claimed, sg.items, sg.bytes = 0, 0, 0, 0, 0
 	sg.free = m.free()
 }
 
@@ -105,8 +120,10 @@ func (m *Manager) countRow(r lease.Row, now time.Time) {
 		sg.tooLarge++
 		w.rounds = 0
 	case need > sg.free:
+		sg.bytes += need
 		w.rounds++
 	default:
+		sg.bytes += need
 		w.rounds = 0
 	}
 	sg.next[r.ID] = w
@@ -138,7 +155,7 @@ func (m *Manager) endScan(now time.Time) {
 	}
 	s := Signals{
 		At: now, Node: m.node, Items: sg.items, Unclaimed: sg.unclaimed, Saturated: saturated,
-		StalledRounds: sg.stall, TooLarge: sg.tooLarge, LiveNodes: int(m.liveNodes.Load()),
+		StalledRounds: sg.stall, UnclaimedBytes: sg.bytes, TooLarge: sg.tooLarge, LiveNodes: int(m.liveNodes.Load()),
 		Held: held, Used: used, Budget: m.c.budget,
 	}
 	if ns := m.lastServed.Load(); ns != 0 {

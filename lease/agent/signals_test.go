@@ -87,8 +87,8 @@ func TestManagerSaturationSignals(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 		sig, _ := la.get()
-		if sig.Saturated != 2 || sig.StalledRounds < 5 || sig.Items != 3 {
-			t.Fatalf("after 13 s on one full node: signals %+v, want 2 saturated", sig)
+		if sig.Saturated != 2 || sig.StalledRounds < 5 || sig.Items != 3 || sig.UnclaimedBytes != 120 || sig.NodesWanted() != 2 {
+			t.Fatalf("after 13 s on one full node: signals %+v (nodes wanted %d), want 2 saturated of 120 bytes: 2 nodes wanted", sig, sig.NodesWanted())
 		}
 		la.mu.Lock()
 		decisions := append([]agent.Decision(nil), la.decisions...)
