@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -426,7 +428,8 @@ func TestNodeLoadMetrics(t *testing.T) {
 	}
 	e0, e1 := repos[0].Estimate(), repos[1].Estimate()
 	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: byteSize(e0 + e1 - 1), WorkDir: t.TempDir(),
-		DrainTimeout: 5 * time.Second, tuning: e2eTuning(), Autoscale: true, SaturationRounds: 5, ScaleCooldown: time.Hour}
+		DrainTimeout: 5 * time.Second, tuning: e2eTuning(), Autoscale: true, SaturationRounds: 5, ScaleCooldown: time.Hour,
+		TraceFile: filepath.Join(t.TempDir(), "spans.json")}
 	n := startNode(ctx, t, env, cfg, func(x agent.Indexer) agent.Indexer { return sizedIndexer{x} }, nil)
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
@@ -467,4 +470,17 @@ func TestNodeLoadMetrics(t *testing.T) {
 		return strings.Contains(m, "indexkit_fleet_last_served_timestamp_seconds ") &&
 			!strings.Contains(m, "indexkit_fleet_last_served_timestamp_seconds 0\n"), ""
 	})
+	// The trace file has a span of each kind.
+	if err := n.tp.ForceFlush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := os.ReadFile(cfg.TraceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"agent.claim", "agent.index", "agent.serve"} {
+		if !bytes.Contains(spans, []byte(`"Name":"`+name+`"`)) {
+			t.Errorf("no %s span in the trace file:\n%.2000s", name, spans)
+		}
+	}
 }

@@ -23,6 +23,7 @@
 //	go run ./examples/fleet demo -replicas 2
 //	go run ./examples/fleet sim -store etcd
 //	go run ./examples/fleet sim -store etcd -etcd-members 3
+//	go run ./examples/fleet sim -autoscale both -nodes 8 -autoscale-start 2
 //
 // demo and sim need git and, unless -redis ADDR is given, redis-server on
 // the PATH: they start their own on a free 127.0.0.1 port and stop it by
@@ -259,7 +260,12 @@
 // node only: -name, -redis (127.0.0.1:6379), -prefix (fleet:), -listen
 // (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -snapshot-dir
 // ("": no snapshots), -rehydrate (true), -git-credential-helper (none),
-// -drain-timeout (10s), -log-level (info). demo and sim only: -redis ("" starts one),
+// -drain-timeout (10s), -log-level (info), -autoscale (false: run the
+// agent's Scaler and log its decisions), -saturation-rounds (0: the
+// agent's 20), -idle-after (0: 1m), -scale-cooldown (0: 30s), -trace-file
+// ("": none; else the node's OpenTelemetry spans, agent.claim,
+// agent.index and agent.serve, appended as JSON, from a tracer provider
+// of its own). demo and sim only: -redis ("" starts one),
 // -etcd-members (1: members of the etcd they start), -prefix, -nodes (3; sim 4), -repos (50; sim 500), -min-size (2KiB),
 // -max-size (64KiB; sim 256KiB), -budget (0: the catalog's estimated
 // index size × replicas × 1.5 over nodes-1), -seed, -duration (demo 2m,
@@ -269,7 +275,9 @@
 // shared snapshot directory and loads snapshots, "off" gives them none,
 // and sim's "both" kills twice (see below). sim only: -steady (10s; 0
 // skips it), the window after full coverage over which it measures the
-// store's load.
+// store's load; -autoscale (off; on, both: see below), -autoscale-start
+// (2), -scale-gap (2s), -saturation-rounds (20), -idle-after (5s),
+// -scale-cooldown (2s).
 //
 // # What the sim reports
 //
@@ -300,4 +308,19 @@
 // node" is the fleet's standing cost: heartbeats, renewals, the feed's
 // reads and the reconciling listings (or, with -feed=false, a listing of
 // the catalog at every scan).
+//
+// # The autoscaling sim
+//
+// With -autoscale on or both the sim runs no kills. It starts
+// -autoscale-start nodes with -autoscale, for a catalog whose budget is
+// sized for -nodes, and acts on their msg=scale lines as an orchestrator
+// would: a grow starts as many nodes as the asking node's signals want
+// (nodes_wanted: the unclaimed bytes over a node's budget), up to -nodes
+// and at most one batch per -scale-gap; a shrink stops the node that
+// asked with SIGTERM, while more than -autoscale-start run. With both it
+// first ignores the decisions until no repo has become ready for three
+// TTLs, and reports the coverage a fleet that never grows reaches; then
+// it acts, and reports the time to full coverage from then. Last it
+// starts a spare node, which finds nothing to claim, and waits for the
+// spare to ask to be stopped and stop.
 package main

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
@@ -185,10 +187,13 @@ type nodeConfig struct {
 	// SaturationRounds: scans without a claim before unclaimed items that
 	// fit count as saturated (0: the agent's default).
 	SaturationRounds int
-	IdleAfter        time.Duration // of the autoscaler: 0, its default (1 min)
-	ScaleCooldown    time.Duration // of the autoscaler: 0, its default (30 s)
-	DrainTimeout     time.Duration
-	LogLevel         string
+	// TraceFile: append the OpenTelemetry spans of claims, indexing and
+	// queries served here to this file as JSON ("": none).
+	TraceFile     string
+	IdleAfter     time.Duration // of the autoscaler: 0, its default (1 min)
+	ScaleCooldown time.Duration // of the autoscaler: 0, its default (30 s)
+	DrainTimeout  time.Duration
+	LogLevel      string
 	storeFlags
 	tuning
 }
@@ -212,6 +217,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "directory for temporary clones (default: the system's)")
 	fs.StringVar(&c.SnapshotDir, "snapshot-dir", c.SnapshotDir, "directory of index snapshots, which the nodes of a fleet may share: each built index is written there, and with -rehydrate a won repo is loaded from it (\"\": none)")
 	fs.BoolVar(&c.Autoscale, "autoscale", c.Autoscale, "run the agent's autoscaler: log a decision (msg=scale decision=grow|shrink) when items that fit find no room, or when this node has been idle for -idle-after with nothing waiting")
+	fs.StringVar(&c.TraceFile, "trace-file", c.TraceFile, "append OpenTelemetry spans (agent.claim, agent.index, agent.serve) to this file as JSON, one object per span (\"\": none)")
 	fs.DurationVar(&c.IdleAfter, "idle-after", c.IdleAfter, "with -autoscale: idle time (no lease held, no query served) after which the node asks to be stopped (0: 1m)")
 	fs.DurationVar(&c.ScaleCooldown, "scale-cooldown", c.ScaleCooldown, "with -autoscale: quiet time after each decision (0: 30s)")
 	fs.IntVar(&c.SaturationRounds, "saturation-rounds", c.SaturationRounds, "scans in a row without a claim before unclaimed items that fit a node count as saturated (0: the agent's default, 20)")
@@ -280,16 +286,20 @@ func (c *counters) snapshot() map[string]int64 {
 
 // node is a running fleet node.
 type node struct {
-	cfg    nodeConfig
-	log    *slog.Logger
-	tab    sideTables
-	prom   *promMetrics
-	store  fleetStore
-	mgr    *agent.Manager
-	idx    *repoIndexer
-	addr   string
-	client *http.Client
-	c      counters
+	cfg  nodeConfig
+	log  *slog.Logger
+	tab  sideTables
+	prom *promMetrics
+	// tp records the spans of -trace-file, nil without it; its own
+	// provider, never the global one.
+	tp       *sdktrace.TracerProvider
+	traceOut *os.File
+	store    fleetStore
+	mgr      *agent.Manager
+	idx      *repoIndexer
+	addr     string
+	client   *http.Client
+	c        counters
 }
 
 // hooks connect the store's, the leases' and the manager's events to the
@@ -490,6 +500,18 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 	if cfg.SaturationRounds > 0 {
 		mopts = append(mopts, agent.WithSaturationRounds(cfg.SaturationRounds))
 	}
+	if cfg.TraceFile != "" {
+		if n.traceOut, err = os.OpenFile(cfg.TraceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("-trace-file: %w", err)
+		}
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(n.traceOut))
+		if err != nil {
+			n.traceOut.Close()
+			return nil, fmt.Errorf("-trace-file: %w", err)
+		}
+		n.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		mopts = append(mopts, agent.WithTracer(n.tp.Tracer("github.com/indexkit/indexkit/examples/fleet")))
+	}
 	if cfg.Autoscale {
 		mopts = append(mopts, agent.WithAutoscaler(&agent.Scaler{IdleAfter: cfg.IdleAfter, MinNodes: 1, Cooldown: cfg.ScaleCooldown}))
 	}
@@ -542,6 +564,14 @@ func (n *node) verifyOnce(ctx context.Context) int {
 
 func (n *node) close() {
 	n.client.CloseIdleConnections()
+	if n.tp != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.tp.Shutdown(sctx); err != nil {
+			n.log.Warn("trace file", "err", err)
+		}
+		cancel()
+		_ = n.traceOut.Close()
+	}
 	if n.store != nil {
 		_ = n.store.Close()
 	}

@@ -142,9 +142,10 @@ func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
 		// The index may be of an older commit while the new one is built:
 		// the answer names the commit it searched.
 		if ri := n.idx.get(row.ID); ri != nil {
-			n.mgr.Touch(row.ID)
+			_, served := n.mgr.Serve(r.Context(), row.ID) // a span with -trace-file
 			n.c.QueriesLocal.Add(1)
 			ms, trunc, err := ri.Search(query, limit)
+			served(err)
 			if err != nil { // checked above; kept for safety
 				bad(err.Error())
 				return
