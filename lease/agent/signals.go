@@ -80,6 +80,7 @@ type wait struct {
 type signals struct {
 	waits     map[string]wait // the unclaimed items of the last scan
 	next      map[string]wait // being built by the current scan
+	spare     map[string]wait // the map before waits, cleared for reuse
 	unclaimed int
 	bytes     int64 // UnclaimedBytes
 	tooLarge  int
@@ -95,7 +96,11 @@ type signals struct {
 // beginScan starts the signals of a scan at now.
 func (m *Manager) beginScan(now time.Time) {
 	sg := &m.sig
-	sg.next = make(map[string]wait, len(sg.waits))
+	if sg.spare == nil {
+		sg.spare = make(map[string]wait, len(sg.waits))
+	}
+	sg.next, sg.spare = sg.spare, nil
+	clear(sg.next)
 	sg.unclaimed, sg.tooLarge, sg.claimed, sg.items, sg.bytes = 0, 0, 0, 0, 0
 	sg.free = m.free()
 }
@@ -133,7 +138,7 @@ func (m *Manager) countRow(r lease.Row, now time.Time) {
 // asks the autoscaler, if any.
 func (m *Manager) endScan(now time.Time) {
 	sg := &m.sig
-	sg.waits, sg.next = sg.next, nil
+	sg.waits, sg.spare, sg.next = sg.next, sg.waits, nil
 	if sg.unclaimed > 0 && sg.claimed == 0 {
 		sg.stall++
 	} else {
