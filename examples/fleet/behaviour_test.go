@@ -412,15 +412,23 @@ func (x sizedIndexer) Index(ctx context.Context, r lease.Row) (int64, error) {
 }
 
 // TestNodeLoadMetrics runs an autoscaling node in this process on a real
-// Redis with two repos that each fit its budget but not together: it
+// Redis, and on a real etcd, with two repos that each fit its budget but not together: it
 // claims one, and once its scans see no claim for the saturation rounds,
 // GET /metrics shows the other saturated and one grow decision, with the
 // claim latency, bid window, index time and index bytes of the win, and
 // the time of the last query served.
 func TestNodeLoadMetrics(t *testing.T) {
-	t.Parallel()
+	for _, store := range []string{storeRedis, storeEtcd} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			testNodeLoadMetrics(t, store)
+		})
+	}
+}
+
+func testNodeLoadMetrics(t *testing.T, store string) {
 	needGit(t)
-	env := testStore(t, storeRedis)
+	env := testStore(t, store)
 	ctx := context.Background()
 	repos, err := generateRepos(ctx, t.TempDir(), 2, sizeRange{1 << 10, 4 << 10}, 37)
 	if err != nil {
@@ -428,7 +436,7 @@ func TestNodeLoadMetrics(t *testing.T) {
 	}
 	e0, e1 := repos[0].Estimate(), repos[1].Estimate()
 	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: byteSize(e0 + e1 - 1), WorkDir: t.TempDir(),
-		DrainTimeout: 5 * time.Second, tuning: e2eTuning(), Autoscale: true, SaturationRounds: 5, ScaleCooldown: time.Hour,
+		DrainTimeout: 5 * time.Second, tuning: tuningFor(store), Autoscale: true, SaturationRounds: 5, ScaleCooldown: time.Hour,
 		TraceFile: filepath.Join(t.TempDir(), "spans.json")}
 	n := startNode(ctx, t, env, cfg, func(x agent.Indexer) agent.Indexer { return sizedIndexer{x} }, nil)
 	hc := &http.Client{}

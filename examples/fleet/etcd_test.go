@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"regexp"
@@ -198,4 +199,19 @@ func TestSimEtcd(t *testing.T) {
 		}
 	}
 	checkRehydration(t, out)
+}
+
+// A node whose store cannot be made (here etcd refuses a liveness window
+// that is not whole seconds) fails with that error, and cleans up
+// without calling Close on a store it never had.
+func TestNewNodeStoreErrorOnEtcd(t *testing.T) {
+	t.Parallel()
+	env := testStore(t, storeEtcd)
+	tun := tuningFor(storeEtcd)
+	tun.Liveness = 1500 * time.Millisecond
+	cfg := nodeConfig{Name: "node-a", storeFlags: env.sf, Prefix: env.prefix, Budget: 64 << 20, WorkDir: t.TempDir(), tuning: tun}
+	_, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, nil)
+	if err == nil || !strings.Contains(err.Error(), "whole number of seconds") {
+		t.Fatalf("newNode with a 1.5s liveness on etcd: %v, want etcd's refusal", err)
+	}
 }

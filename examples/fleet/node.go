@@ -478,10 +478,13 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 		idx = wrap(idx)
 	}
 	sh, mh := n.hooks()
-	n.store, err = b.newStore(cfg.Prefix, cfg.storeOptions(sh)...)
+	// Assigned only once made: a failed newStore's typed nil in the
+	// interface would make close call Close on a nil store.
+	st, err := b.newStore(cfg.Prefix, cfg.storeOptions(sh)...)
 	if err != nil {
 		return nil, err
 	}
+	n.store = st
 	mopts := []agent.Option{
 		agent.WithIndexer(idx),
 		agent.WithBudget(int64(cfg.Budget)),
