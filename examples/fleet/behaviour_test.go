@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -263,15 +262,7 @@ func TestSim(t *testing.T) {
 	t.Parallel()
 	needGit(t)
 	addr, prefix := testRedis(t)
-	bin := proctest.Build(t, "./examples/fleet")
-	p := proctest.Start(t, bin, "sim", "-redis", addr, "-prefix", prefix, "-nodes", "3", "-repos", "30",
-		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
-		"-oversize", "1", "-steady", "1s", "-duration", "50s")
-	if code := p.Wait(55 * time.Second); code != 0 {
-		t.Fatalf("sim exited with %d\n%s", code, p.Output())
-	}
-	out := p.Output()
-	for _, re := range []string{
+	out := runSimFor(t, []string{
 		`full coverage: 30/30 repos ready after`,
 		`SIGKILL node-\w \(pid \d+\), which held \d+ repos`,
 		`full coverage again after`,
@@ -279,11 +270,9 @@ func TestSim(t *testing.T) {
 		`starved \(too large for the budget of [\d.]+ MiB, never bid on\): 1 rows`,
 		`huge-0000 needs [\d.]+ MiB; reported by 3/3 nodes`,
 		`after SIGTERM of the survivors: 31/31 rows idle`,
-	} {
-		if !regexp.MustCompile(re).MatchString(out) {
-			t.Errorf("sim output lacks %q:\n%s", re, out)
-		}
-	}
+	}, "-redis", addr, "-prefix", prefix, "-nodes", "3", "-repos", "30",
+		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
+		"-oversize", "1", "-steady", "1s")
 	checkRehydration(t, out)
 }
 
@@ -296,25 +285,15 @@ func TestSimAutoscale(t *testing.T) {
 	t.Parallel()
 	needGit(t)
 	addr, prefix := testRedis(t)
-	bin := proctest.Build(t, "./examples/fleet")
-	p := proctest.Start(t, bin, "sim", "-redis", addr, "-prefix", prefix, "-nodes", "5", "-repos", "40",
-		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
-		"-budget", "1MiB", "-autoscale", "both", "-autoscale-start", "2", "-saturation-rounds", "10", "-idle-after", "2s",
-		"-scale-cooldown", "1s", "-scale-gap", "1s", "-duration", "50s")
-	if code := p.Wait(55 * time.Second); code != 0 {
-		t.Fatalf("sim exited with %d\n%s", code, p.Output())
-	}
-	out := p.Output()
-	for _, re := range []string{
+	runSimFor(t, []string{
 		`without acting: (\d+)/40 repos ready \(\d+%\), no gain after t=[\d.]+m?s: saturated`,
 		`acting on grow: full coverage after [\dm.]+s, [1-3] nodes started`,
 		`decisions logged by the nodes: [1-9]\d* grow, [1-9]\d* shrink; stopped on shrink: \[node-\w\]`,
 		`spare node-\w held 0 repos and stopped itself`,
-	} {
-		if !regexp.MustCompile(re).MatchString(out) {
-			t.Errorf("sim output lacks %q:\n%s", re, out)
-		}
-	}
+	}, "-redis", addr, "-prefix", prefix, "-nodes", "5", "-repos", "40",
+		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "500ms",
+		"-budget", "1MiB", "-autoscale", "both", "-autoscale-start", "2", "-saturation-rounds", "10", "-idle-after", "2s",
+		"-scale-cooldown", "1s", "-scale-gap", "1s")
 }
 
 // TestCorruptIndexRebuilt runs a node in this process on a real Redis and

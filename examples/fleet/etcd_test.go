@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"io"
 	"log/slog"
 	"maps"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
-	"github.com/indexkit/indexkit/internal/testbed/proctest"
 )
 
 // TestSideTables runs the table contract on both stores: Set, Get, List
@@ -177,15 +175,7 @@ func TestSimEtcd(t *testing.T) {
 	if _, err := etcdserver.Binary(); err != nil {
 		etcdtest.Unavailable(t, "%v", err) // fails under CI, skips otherwise
 	}
-	bin := proctest.Build(t, "./examples/fleet")
-	p := proctest.Start(t, bin, "sim", "-store", "etcd", "-nodes", "3", "-repos", "20",
-		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "1s",
-		"-oversize", "1", "-steady", "1s", "-duration", "50s")
-	if code := p.Wait(55 * time.Second); code != 0 {
-		t.Fatalf("sim exited with %d\n%s", code, p.Output())
-	}
-	out := p.Output()
-	for _, re := range []string{
+	out := runSimFor(t, []string{
 		`etcd started: 1 member\(s\) on 127\.0\.0\.1:\d+ \(pids \[\d+\]\)`,
 		`full coverage: 20/20 repos ready after`,
 		`SIGKILL node-\w \(pid \d+\), which held \d+ repos`,
@@ -193,11 +183,9 @@ func TestSimEtcd(t *testing.T) {
 		`steady state: the etcd server handled [1-9]\d* requests/s over 1s, \d+ per node`,
 		`huge-0000 needs [\d.]+ MiB; reported by 3/3 nodes`,
 		`after SIGTERM of the survivors: 21/21 rows idle`,
-	} {
-		if !regexp.MustCompile(re).MatchString(out) {
-			t.Errorf("sim output lacks %q:\n%s", re, out)
-		}
-	}
+	}, "-store", "etcd", "-nodes", "3", "-repos", "20",
+		"-max-size", "16KiB", "-ttl", "2s", "-liveness", "1s", "-heartbeat", "250ms", "-window", "1s",
+		"-oversize", "1", "-steady", "1s")
 	checkRehydration(t, out)
 }
 

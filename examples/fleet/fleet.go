@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"github.com/indexkit/indexkit/lease"
 )
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	"github.com/indexkit/indexkit/lease/agent"
 )
@@ -163,4 +164,23 @@ func checkRehydration(t *testing.T, out string) {
 	if !regexp.MustCompile(`recovery with snapshots loaded / without: \d+\.\d\d`).MatchString(out) {
 		t.Errorf("no ratio of the recoveries:\n%s", out)
 	}
+}
+
+// runSimFor runs the fleet binary's sim with args (bounded at 50 s),
+// fails the test unless it exits 0, and returns its output after checking
+// that it matches every regular expression of want.
+func runSimFor(t *testing.T, want []string, args ...string) string {
+	t.Helper()
+	bin := proctest.Build(t, "./examples/fleet")
+	p := proctest.Start(t, bin, append(append([]string{"sim"}, args...), "-duration", "50s")...)
+	if code := p.Wait(55 * time.Second); code != 0 {
+		t.Fatalf("sim exited with %d\n%s", code, p.Output())
+	}
+	out := p.Output()
+	for _, re := range want {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("sim output lacks %q:\n%s", re, out)
+		}
+	}
+	return out
 }
