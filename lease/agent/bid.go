@@ -167,7 +167,29 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 	if res.Result != nil && res.Result.Outcome != lease.NotDue {
 		m.settle(ctx, *res.Result)
 		m.kickScan(true) // free to bid again
+		return
 	}
+	m.learnDeadline(ctx, r.ID)
+}
+
+// learnDeadline reads the row of the node's pending bid for its auction's
+// close, so that scanLoop scans then: the feed may not show the bid (a
+// change made before the feed's subscription is lost, as the first scans
+// of a manager can make), and without the close a node whose ticks are
+// far apart would wait for the next one.
+func (m *Manager) learnDeadline(ctx context.Context, item string) {
+	r, err := m.s.Get(ctx, item)
+	if err != nil {
+		return // the next scan or the feed tells
+	}
+	if m.view != nil {
+		m.view.put(r)
+	}
+	m.mu.Lock()
+	if m.pending == item && r.Bids > 0 && !r.AuctionDeadline.IsZero() {
+		m.closes = r.AuctionDeadline
+	}
+	m.mu.Unlock()
 }
 
 func (m *Manager) evaluate(ctx context.Context, item string) {

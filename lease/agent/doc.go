@@ -40,7 +40,11 @@
 //     feed shows a change to the auction it bid in (closed, or granted to
 //     it) or an auction open on an item that fits its free memory while
 //     it bids in none; while its bid is pending, the next scan comes no
-//     later than the end of that auction's window. So a node claims as
+//     later than the end of that auction's window (read from the row
+//     right after the bid, since the feed may not show it), and that
+//     scan only joins: the node opens its next auction at a random
+//     moment up to 250 ms later, so that nodes whose auctions closed
+//     together do not open the next ones together. So a node claims as
 //     fast as auctions close, not one item per interval, without every
 //     node opening an auction of its own at the same moment; a burst of
 //     changes costs at most one scan per 25 ms;

@@ -306,14 +306,22 @@ func (m *Manager) every(ctx context.Context, d, jitter time.Duration, f func(con
 // the scan closes the auction (no change on the feed would say so).
 func (m *Manager) scanLoop(ctx context.Context) {
 	minGap := min(m.c.scan/8, kickGap)
+	spread := min(m.c.scan/2, openSpread)
 	t := time.NewTimer(0)
 	defer t.Stop()
+	atDeadline := false // the timer is set to the pending auction's close
 	for {
 		open := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			// A scan at the close of the node's auction only joins:
+			// nodes whose auctions opened together close them together,
+			// and would open their next ones together, each waiting out
+			// its window alone, for ever. Opening comes soon after, at a
+			// random moment (wantOpen below).
+			open = !atDeadline
 		case <-m.kick:
 			t.Stop()
 			g := time.NewTimer(minGap)
@@ -327,14 +335,17 @@ func (m *Manager) scanLoop(ctx context.Context) {
 		}
 		next := m.c.scan + time.Duration(rand.Int64N(int64(m.c.scan))) - m.c.scan/2
 		if m.scan(ctx, open) {
-			// A kicked scan found items to open an auction on and opened
-			// none: open one soon, at a random moment, so that nodes
-			// kicked by the same change do not all open at once.
-			next = minGap + time.Duration(rand.Int64N(int64(m.c.scan/2)+1))
+			// A scan that could only join found items to open an auction
+			// on and opened none: open one soon, at a random moment, so
+			// that nodes kicked by the same change do not all open at once.
+			next = minGap + time.Duration(rand.Int64N(int64(spread)+1))
 		}
+		atDeadline = false
 		m.mu.Lock()
 		if m.pending != "" && !m.closes.IsZero() {
-			next = max(min(next, m.closes.Sub(m.lc.Clock.Now())+minGap), minGap)
+			if d := max(m.closes.Sub(m.lc.Clock.Now())+minGap, minGap); d < next {
+				next, atDeadline = d, true
+			}
 		}
 		m.mu.Unlock()
 		t.Reset(next)
@@ -344,6 +355,10 @@ func (m *Manager) scanLoop(ctx context.Context) {
 // kickGap is the longest a kicked scan waits: changes that come in a
 // burst (a catalog put, many leases lapsing) share one scan.
 const kickGap = 25 * time.Millisecond
+
+// openSpread bounds the random wait before a node opens an auction after
+// a scan that could only join (half the scan interval if shorter).
+const openSpread = 250 * time.Millisecond
 
 // kickScan asks scanLoop for an early scan; open lets that scan open an
 // auction, else it only joins one.
