@@ -178,13 +178,14 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 // of a manager can make), and without the close a node whose ticks are
 // far apart would wait for the next one.
 func (m *Manager) learnDeadline(ctx context.Context, item string) {
+	if m.view == nil {
+		return // without a feed every scan lists the row, the next tick included
+	}
 	r, err := m.s.Get(ctx, item)
 	if err != nil {
 		return // the next scan or the feed tells
 	}
-	if m.view != nil {
-		m.view.put(r)
-	}
+	m.view.put(r)
 	m.mu.Lock()
 	if m.pending == item && r.Bids > 0 && !r.AuctionDeadline.IsZero() {
 		m.closes = r.AuctionDeadline
