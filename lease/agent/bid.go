@@ -153,6 +153,9 @@ func (m *Manager) bid(ctx context.Context, r lease.Row, free int64) {
 			m.confirm(ctx, r.ID) // the view thought the lease lapsed
 		}
 		m.backOff(r.ID)
+		// Free to bid again: join another open auction now, or open one
+		// after a random spread, rather than wait for the next tick.
+		m.kickScan(false)
 		return
 	}
 	if hooks.BidPlaced != nil {

@@ -310,6 +310,12 @@ func (m *Manager) scanLoop(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	atDeadline := false // the timer is set to the pending auction's close
+	// openAt is when the node opens an auction after a scan that could
+	// only join found items to open one on. Kicked scans in between only
+	// join and leave it be: on a busy feed, a kick comes before every
+	// open moment, and a node that put its open off at each would only
+	// ever race the others to join.
+	var openAt time.Time
 	for {
 		open := true
 		select {
@@ -320,7 +326,7 @@ func (m *Manager) scanLoop(ctx context.Context) {
 			// nodes whose auctions opened together close them together,
 			// and would open their next ones together, each waiting out
 			// its window alone, for ever. Opening comes soon after, at a
-			// random moment (wantOpen below).
+			// random moment (openAt).
 			open = !atDeadline
 		case <-m.kick:
 			t.Stop()
@@ -333,12 +339,22 @@ func (m *Manager) scanLoop(ctx context.Context) {
 			}
 			open = m.kickOpen.Swap(false)
 		}
+		now := time.Now()
+		if !openAt.IsZero() && !now.Before(openAt) {
+			open = true
+		}
 		next := m.c.scan + time.Duration(rand.Int64N(int64(m.c.scan))) - m.c.scan/2
-		if m.scan(ctx, open) {
-			// A scan that could only join found items to open an auction
-			// on and opened none: open one soon, at a random moment, so
-			// that nodes kicked by the same change do not all open at once.
-			next = minGap + time.Duration(rand.Int64N(int64(spread)+1))
+		wantOpen := m.scan(ctx, open)
+		switch {
+		case !wantOpen:
+			openAt = time.Time{} // bid, pending, or nothing to open
+		case openAt.IsZero():
+			// At a random moment, so that nodes kicked by the same change
+			// do not all open at once.
+			openAt = now.Add(minGap + time.Duration(rand.Int64N(int64(spread)+1)))
+		}
+		if !openAt.IsZero() {
+			next = min(next, max(openAt.Sub(time.Now()), 0))
 		}
 		atDeadline = false
 		m.mu.Lock()
