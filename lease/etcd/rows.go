@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,39 +105,94 @@ func (s *Store) fill(ctx context.Context, sns []*snap, rev int64) error {
 	return nil
 }
 
-// rowAt reads item id's row as it was at revision rev; ok is false if it
-// had none.
-func (s *Store) rowAt(ctx context.Context, id string, rev int64) (lease.Row, bool, error) {
-	resp, err := s.cli.Get(ctx, s.rowKey(id), clientv3.WithRev(rev))
-	if err != nil {
-		return lease.Row{}, false, err
+// watchState is what a watch knows of the catalog: every row and every
+// owner key, as of the revision it follows from, kept up to date from the
+// watch's own events. It turns an event into a row without a read.
+type watchState struct {
+	rows   map[string]row
+	owners map[string][]byte // the owner keys' values ("fence holder")
+}
+
+// statePage is how many keys one range read of a watch's start returns.
+const statePage = 1000
+
+// loadState reads every row and owner key at one revision, the current
+// one, in pages, and returns them with that revision.
+func (s *Store) loadState(ctx context.Context) (*watchState, int64, error) {
+	st := &watchState{rows: map[string]row{}, owners: map[string][]byte{}}
+	var rev int64
+	for _, p := range []struct {
+		prefix string
+		put    func(id string, v []byte) error
+	}{
+		{s.rowKey(""), func(id string, v []byte) error {
+			var r row
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("row %q: %w", id, err)
+			}
+			st.rows[id] = r
+			return nil
+		}},
+		{s.ownKey(""), func(id string, v []byte) error { st.owners[id] = v; return nil }},
+	} {
+		from, end := p.prefix, clientv3.GetPrefixRangeEnd(p.prefix)
+		for {
+			opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(statePage)}
+			if rev != 0 {
+				opts = append(opts, clientv3.WithRev(rev))
+			}
+			resp, err := s.cli.Get(ctx, from, opts...)
+			if err != nil {
+				return nil, 0, err
+			}
+			if rev == 0 {
+				rev = resp.Header.Revision
+			}
+			for _, k := range resp.Kvs {
+				if err := p.put(strings.TrimPrefix(string(k.Key), p.prefix), k.Value); err != nil {
+					return nil, 0, err
+				}
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
 	}
-	k := kvOf(resp)
-	if k == nil {
-		return lease.Row{}, false, nil
+	return st, rev, nil
+}
+
+// row returns item id's row as the state has it; ok is false if it has
+// none. The feed does not follow the expiry keys, so the row carries no
+// Expiry: a lapse is an event of its own (the owner key's deletion).
+func (st *watchState) row(id string) (lease.Row, bool) {
+	r, ok := st.rows[id]
+	if !ok {
+		return lease.Row{}, false
 	}
-	sn := &snap{id: id, exists: true, rowRev: k.mod}
-	if err := json.Unmarshal(k.val, &sn.r); err != nil {
-		return lease.Row{}, false, fmt.Errorf("row %q: %w", id, err)
+	sn := &snap{id: id, r: r, exists: true}
+	if v, ok := st.owners[id]; ok {
+		sn.own = &kv{val: v}
 	}
-	if err := s.fill(ctx, []*snap{sn}, rev); err != nil {
-		return lease.Row{}, false, err
-	}
-	return sn.public(), true, nil
+	return sn.public(), true
 }
 
 // Watch implements [lease.Watcher] with an etcd watch on the owner keys,
 // pending markers and rows (one key range that leaves out the expiry keys
 // every renewal writes and the node keys every heartbeat writes, so the
-// server does not send them to each watcher). It yields a Reset, then for each revision that wrote a row, an
-// owner key (a grant, a release, or the lapse of a grant's etcd lease) or
-// nothing else of note, the rows of the items it touched as they were at
-// that revision (read with one more request each). Renewals (which write
-// only the expiry key), window keys, pending markers and node keys are
-// left out. After a compaction that outran the feed (etcd's ErrCompacted)
-// or a lost watch it yields a Reset again and resumes from the current
-// revision. It ends with an error wrapping lease.ErrClosed when the store
-// is closed, and silently when ctx ends.
+// server does not send them to each watcher). At its start, and after
+// each Reset, it reads every row and owner key (in pages, at one
+// revision); from then on the events themselves keep that copy current,
+// so a change costs the watcher no read. It yields a Reset, then for each
+// revision that wrote a row or an owner key (a grant, a release, or the
+// lapse of a grant's etcd lease), the rows of the items it touched as
+// that revision left them. Renewals (which write only the expiry key),
+// window keys, pending markers and node keys are left out, and the rows
+// carry no Expiry (the expiry keys are not followed; a lapse is reported
+// as it happens). After a compaction that outran the feed (etcd's
+// ErrCompacted) or a lost watch it yields a Reset again and starts over
+// from a fresh read. It ends with an error wrapping lease.ErrClosed when
+// the store is closed, and silently when ctx ends.
 func (s *Store) Watch(ctx context.Context) iter.Seq2[lease.Change, error] {
 	return func(yield func(lease.Change, error) bool) {
 		if err := s.begin(ctx, "watch"); err != nil {
@@ -160,7 +216,7 @@ func (s *Store) Watch(ctx context.Context) iter.Seq2[lease.Change, error] {
 			return ctx.Err() != nil
 		}
 		for {
-			resp, err := s.cli.Get(ctx, s.rowKey(""), clientv3.WithPrefix(), clientv3.WithCountOnly())
+			st, rev, err := s.loadState(ctx)
 			if err != nil {
 				if ended() {
 					return
@@ -174,7 +230,7 @@ func (s *Store) Watch(ctx context.Context) iter.Seq2[lease.Change, error] {
 			if !yield(lease.Change{Reset: true}, nil) {
 				return
 			}
-			if !s.follow(ctx, resp.Header.Revision+1, yield) {
+			if !s.follow(ctx, st, rev+1, yield) {
 				return
 			}
 			if ended() {
@@ -184,9 +240,10 @@ func (s *Store) Watch(ctx context.Context) iter.Seq2[lease.Change, error] {
 	}
 }
 
-// follow yields the changes from revision from on; it returns false when
-// the consumer stopped, true when the watch must start again.
-func (s *Store) follow(ctx context.Context, from int64, yield func(lease.Change, error) bool) bool {
+// follow yields the changes from revision from on, applying each event
+// to st first; it returns false when the consumer stopped, true when the
+// watch must start again.
+func (s *Store) follow(ctx context.Context, st *watchState, from int64, yield func(lease.Change, error) bool) bool {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	rowP, ownP := s.rowKey(""), s.ownKey("")
@@ -200,27 +257,23 @@ func (s *Store) follow(ctx context.Context, from int64, yield func(lease.Change,
 		}
 		var rev int64
 		var items []string
-		// flush yields the rows of items at rev: done is false when the
-		// consumer stopped, err set when a row could not be read (a
-		// compaction, a lost connection).
-		flush := func() (done bool, err error) {
+		// flush yields the rows of items as rev left them; false when the
+		// consumer stopped.
+		flush := func() bool {
 			for _, id := range items {
-				r, ok, err := s.rowAt(ctx, id, rev)
-				if err != nil {
-					return true, err
-				}
-				if ok && !yield(lease.Change{Row: r}, nil) {
-					return false, nil
+				if r, ok := st.row(id); ok && !yield(lease.Change{Row: r}, nil) {
+					return false
 				}
 			}
 			items = items[:0]
-			return true, nil
+			return true
 		}
 		for _, ev := range wr.Events {
 			key := string(ev.Kv.Key)
 			var id string
+			isRow := strings.HasPrefix(key, rowP)
 			switch {
-			case strings.HasPrefix(key, rowP):
+			case isRow:
 				id = key[len(rowP):]
 			case strings.HasPrefix(key, ownP):
 				id = key[len(ownP):]
@@ -228,21 +281,36 @@ func (s *Store) follow(ctx context.Context, from int64, yield func(lease.Change,
 				continue
 			}
 			if ev.Kv.ModRevision != rev {
-				if more, err := flush(); !more || err != nil {
-					return more
+				// The rows of one revision are yielded once all of its
+				// events are applied: a grant writes the row and the
+				// owner key.
+				if !flush() {
+					return false
 				}
 				rev = ev.Kv.ModRevision
 			}
-			dup := false
-			for _, x := range items {
-				dup = dup || x == id
+			del := ev.Type == clientv3.EventTypeDelete
+			switch {
+			case isRow && del:
+				delete(st.rows, id)
+			case isRow:
+				var r row
+				if err := json.Unmarshal(ev.Kv.Value, &r); err != nil {
+					yield(lease.Change{}, fmt.Errorf("lease/etcd: watch: row %q: %w", id, err))
+					return false
+				}
+				st.rows[id] = r
+			case del:
+				delete(st.owners, id)
+			default:
+				st.owners[id] = ev.Kv.Value
 			}
-			if !dup {
+			if !slices.Contains(items, id) {
 				items = append(items, id)
 			}
 		}
-		if more, err := flush(); !more || err != nil {
-			return more
+		if !flush() {
+			return false
 		}
 	}
 	return true
