@@ -21,6 +21,7 @@ type view struct {
 	listed time.Time   // when the last complete listing began
 	during []lease.Row // changes applied while a listing runs
 	lists  int         // listings under way (0 or 1: the scan lists)
+	buf    []lease.Row // the last snapshot's rows
 }
 
 func newView() *view { return &view{rows: make(map[string]lease.Row), stale: true} }
@@ -100,10 +101,11 @@ func (v *view) put(r lease.Row) { v.apply(r) }
 // confirms with the store.
 func (v *view) snapshot(now time.Time, margin time.Duration) iter.Seq2[lease.Row, error] {
 	v.mu.Lock()
-	rows := make([]lease.Row, 0, len(v.rows))
+	rows := v.buf[:0]
 	for _, r := range v.rows {
 		rows = append(rows, r)
 	}
+	v.buf = rows
 	v.mu.Unlock()
 	return func(yield func(lease.Row, error) bool) {
 		for _, r := range rows {

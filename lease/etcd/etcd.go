@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -417,6 +418,31 @@ func (l *leases) get(ctx context.Context, what string, ttl int64) (clientv3.Leas
 	return g.ID, t0, nil
 }
 
+// prefetch grants at once the leases of want that l does not hold yet,
+// so that their grants share the server's round trips and disk syncs
+// rather than wait for each other; get then finds them. A failed grant
+// is left for get to meet again.
+func (l *leases) prefetch(ctx context.Context, want map[string]int64) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for what, ttl := range want {
+		if _, ok := l.ids[what]; ok {
+			continue
+		}
+		wg.Go(func() {
+			t0 := time.Now()
+			g, err := l.s.cli.Grant(ctx, ttl)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			l.ids[what], l.at[what] = g.ID, t0
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
 // done revokes the leases no committed write uses.
 func (l *leases) done() {
 	for what, id := range l.ids {
@@ -501,6 +527,7 @@ func (s *Store) bidOnce(ctx context.Context, ls *leases, id, node string, free i
 		// The auction stays open: its window key (when it opens) and the
 		// bidder's pending marker, each on an etcd lease.
 		if opening {
+			ls.prefetch(ctx, map[string]int64{"window": s.window, "pending": s.pend})
 			lid, t0, err := ls.get(ctx, "window", s.window)
 			if err != nil {
 				return lease.BidResult{}, nil, false, fmt.Errorf("lease/etcd: bid on %q: %w", id, err)
