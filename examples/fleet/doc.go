@@ -101,6 +101,23 @@
 // loading on or off at every node at its next heartbeat, as max-bids;
 // snapshots are written either way. GET /status says "rehydrate".
 //
+// # Handoff on SIGTERM
+//
+// Without a shared directory, a drain still costs no clone: on SIGTERM a
+// node first offers each ready index it holds (an entry item → "commit
+// node" in the handoffs side table), then drains, and keeps serving the
+// offered indexes at GET /snapshot?item=ID&commit=SHA, in the snapshot
+// format. A node that wins an offered repo at that commit (with
+// -rehydrate) fetches it from there before it looks in a snapshot
+// directory, checks it as it checks a snapshot file (and that it is of
+// the offered commit), deletes the entry, and indexes from git only if
+// anything fails. The stopping node waits until every entry was fetched,
+// for at most -handoff-wait (10s; 0 offers nothing) and at most two
+// auction windows and a second without a fetch (when the whole fleet
+// stops, nobody fetches), then deletes what is left, logs msg="handoff:
+// done" offered=N fetched=M left=K, and stops. msg=indexed says
+// from=handoff; /status and /metrics count handoffs_loaded.
+//
 // When the catalog row of a repo a node holds names a new commit (a Put
 // by the catalog's administrator), the node's next scan sees it and
 // indexes the new commit under the same lease; until the new index is
@@ -156,6 +173,7 @@
 //	    400 {"status":"bad query","error":…}   no repo, empty query, a line break, over 256 bytes, limit not in 1..1000
 //	GET /status   {"node","addr","budget","used","items":[{"item","fence","ready","size","files","commit"}],"starved":[{"item","need"}],"rehydrate","counters":{…}}
 //	GET /metrics  the counters and gauges in the Prometheus text format
+//	GET /snapshot?item=ID&commit=SHA  the node's index of ID at SHA in the snapshot format (404: none here)
 //
 // Besides the event counters, /metrics has the load an operator or an
 // autoscaler acts on (lease/agent's Signals, from the node's last scan):
@@ -165,7 +183,7 @@
 // _last_served_timestamp_seconds; and the histograms
 // _claim_latency_seconds (how long each win had waited unclaimed),
 // _bid_window_seconds (from each bid to its auction's close),
-// _index_seconds{from="git"|"snapshot"|"failed"} and _index_bytes. With
+// _index_seconds{from="git"|"snapshot"|"handoff"|"failed"} and _index_bytes. With
 // -autoscale the node runs the agent's Scaler and logs each decision
 // (msg=scale decision=grow: start a node; decision=shrink: stop this
 // one, idle for -idle-after with nothing waiting), counted in
@@ -260,7 +278,7 @@
 // node only: -name, -redis (127.0.0.1:6379), -prefix (fleet:), -listen
 // (127.0.0.1:0), -budget (256MiB), -work-dir (for clones), -snapshot-dir
 // ("": no snapshots), -rehydrate (true), -git-credential-helper (none),
-// -drain-timeout (10s), -log-level (info), -autoscale (false: run the
+// -drain-timeout (10s), -handoff-wait (10s), -log-level (info), -autoscale (false: run the
 // agent's Scaler and log its decisions), -saturation-rounds (0: the
 // agent's 20), -idle-after (0: 1m), -scale-cooldown (0: 30s), -trace-file
 // ("": none; else the node's OpenTelemetry spans, agent.claim,
@@ -292,7 +310,11 @@
 // has as many survivors), turns rehydrate on through the settings table,
 // waits until every node reports it, and kills the node that then holds
 // the most: the report gives both recoveries side by side, with the
-// rebuilds of each loaded from a snapshot or cloned, and their ratio. Claim latency is measured per item from the nodes' log lines
+// rebuilds of each loaded from a snapshot or cloned, and their ratio.
+// Unless -rehydration is off, it last sends SIGTERM to the node then
+// holding the most and polls until every row is ready again: the drain,
+// whose repos the other nodes fetch from the draining node (see Handoff
+// on SIGTERM). Claim latency is measured per item from the nodes' log lines
 // (as the parent reads them): from the catalog put, or the kill, to the
 // msg=indexed of the winner, and from the first msg=bid on the item to
 // the same. It counts Index calls against catalog items (items indexed

@@ -146,20 +146,25 @@ func startNode(ctx context.Context, t *testing.T, env testEnv, cfg nodeConfig, w
 
 // checkRehydration checks a `fleet sim -rehydration both` report: the
 // first recovery cloned and indexed every repo it rebuilt, the second
-// loaded every one from a snapshot.
+// loaded every one from a snapshot, and after the drain every repo was
+// fetched from the draining node.
 func checkRehydration(t *testing.T, out string) {
 	t.Helper()
-	re := regexp.MustCompile(`rebuilds: (\d+) Index calls \((\d+) failed\), (\d+) loaded from a snapshot, (\d+) cloned and indexed`)
+	re := regexp.MustCompile(`rebuilds: (\d+) Index calls \((\d+) failed\), (\d+) loaded from a snapshot, (\d+) handed off, (\d+) cloned and indexed`)
 	m := re.FindAllStringSubmatch(out, -1)
-	if len(m) != 2 || !strings.Contains(out, "kill 1, snapshots not loaded") || !strings.Contains(out, "kill 2, snapshots loaded") {
-		t.Fatalf("want two recoveries, without and with snapshots:\n%s", out)
+	if len(m) != 3 || !strings.Contains(out, "kill 1, snapshots not loaded") || !strings.Contains(out, "kill 2, snapshots loaded") ||
+		!strings.Contains(out, "drain, indexes handed off") {
+		t.Fatalf("want two recoveries, without and with snapshots, and a drain:\n%s", out)
 	}
 	n := func(s string) int { v, _ := strconv.Atoi(s); return v }
-	if calls, loaded := n(m[0][1]), n(m[0][3]); calls == 0 || loaded != 0 {
+	if calls, loaded, handed := n(m[0][1]), n(m[0][3]), n(m[0][4]); calls == 0 || loaded != 0 || handed != 0 {
 		t.Errorf("kill 1 (snapshots not loaded): %s", m[0][0])
 	}
-	if calls, failed, loaded, cloned := n(m[1][1]), n(m[1][2]), n(m[1][3]), n(m[1][4]); calls == 0 || failed != 0 || loaded != calls || cloned != 0 {
+	if calls, failed, loaded, cloned := n(m[1][1]), n(m[1][2]), n(m[1][3]), n(m[1][5]); calls == 0 || failed != 0 || loaded != calls || cloned != 0 {
 		t.Errorf("kill 2 (snapshots loaded): %s", m[1][0])
+	}
+	if calls, failed, handed, cloned := n(m[2][1]), n(m[2][2]), n(m[2][4]), n(m[2][5]); calls == 0 || failed != 0 || handed != calls || cloned != 0 {
+		t.Errorf("drain (handed off): %s", m[2][0])
 	}
 	if !regexp.MustCompile(`recovery with snapshots loaded / without: \d+\.\d\d`).MatchString(out) {
 		t.Errorf("no ratio of the recoveries:\n%s", out)

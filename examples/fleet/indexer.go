@@ -23,8 +23,9 @@ type repoIndex struct {
 	Commit string
 	Built  time.Time
 	Took   time.Duration
-	// From says where the index came from: "git" (cloned and indexed) or
-	// "snapshot" (loaded from the snapshot directory).
+	// From says where the index came from: "git" (cloned and indexed),
+	// "snapshot" (loaded from the snapshot directory) or "handoff"
+	// (fetched from the node that held it, as it stopped).
 	From string
 }
 
@@ -57,6 +58,9 @@ type repoIndexer struct {
 	snaps       *snapshots
 	rehydrate   atomic.Bool
 	snapshotErr func(item string, loading bool, err error)
+	// handoff, when set and rehydrate is on, fetches the index a stopping
+	// node offers (handoff.go); fs.ErrNotExist when none does.
+	handoff func(ctx context.Context, item, commit string) (*Index, error)
 }
 
 type brokenIndex struct {
@@ -88,6 +92,15 @@ func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, err
 		return nil, fmt.Errorf("index %s: the catalog row has no commit", row.ID)
 	}
 	repo, _ := lease.SplitReplicaID(row.ID) // replicas share their repo's snapshot
+	if x.handoff != nil && x.rehydrate.Load() {
+		ix, err := x.handoff(ctx, row.ID, row.Commit)
+		if err == nil {
+			return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start), From: "handoff"}, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			x.reportSnapshot(row.ID, true, err)
+		}
+	}
 	if x.snaps != nil && x.rehydrate.Load() {
 		ix, err := x.snaps.load(repo, row.Commit)
 		if err == nil {

@@ -193,7 +193,10 @@ type nodeConfig struct {
 	IdleAfter     time.Duration // of the autoscaler: 0, its default (1 min)
 	ScaleCooldown time.Duration // of the autoscaler: 0, its default (30 s)
 	DrainTimeout  time.Duration
-	LogLevel      string
+	// HandoffWait: on SIGTERM, how long the node keeps serving the indexes
+	// it offered (handoff.go) for their next owners to fetch.
+	HandoffWait time.Duration
+	LogLevel    string
 	storeFlags
 	tuning
 }
@@ -202,7 +205,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	host, _ := os.Hostname()
 	c := nodeConfig{
 		Name: fmt.Sprintf("%s-%d", host, os.Getpid()), Prefix: "fleet:",
-		Listen: "127.0.0.1:0", Budget: 256 << 20, Rehydrate: true, DrainTimeout: 10 * time.Second, LogLevel: "info",
+		Listen: "127.0.0.1:0", Budget: 256 << 20, Rehydrate: true, DrainTimeout: 10 * time.Second, HandoffWait: handoffWaitDefault, LogLevel: "info",
 		storeFlags: storeFlags{Store: storeRedis, Redis: "127.0.0.1:6379", Etcd: "127.0.0.1:2379"},
 		tuning:     defaultTuning(),
 	}
@@ -221,7 +224,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 	fs.DurationVar(&c.IdleAfter, "idle-after", c.IdleAfter, "with -autoscale: idle time (no lease held, no query served) after which the node asks to be stopped (0: 1m)")
 	fs.DurationVar(&c.ScaleCooldown, "scale-cooldown", c.ScaleCooldown, "with -autoscale: quiet time after each decision (0: 30s)")
 	fs.IntVar(&c.SaturationRounds, "saturation-rounds", c.SaturationRounds, "scans in a row without a claim before unclaimed items that fit a node count as saturated (0: the agent's default, 20)")
-	fs.BoolVar(&c.Rehydrate, "rehydrate", c.Rehydrate, "load the snapshot of a won repo at the row's commit from -snapshot-dir, when there is one, instead of cloning and indexing (false: only write them)")
+	fs.BoolVar(&c.Rehydrate, "rehydrate", c.Rehydrate, "load the index of a won repo at the row's commit from -snapshot-dir, when there is one, or from the node that handed it off on its SIGTERM, instead of cloning and indexing (false: only write snapshots)")
 	fs.Func("git-credential-helper", "a git credential helper for fetching private repositories, added to those git is configured with (repeatable; e.g. 'store --file=/run/secrets/git-credentials', 'cache', or a program's path)", func(v string) error {
 		if v == "" {
 			return errors.New("empty credential helper")
@@ -230,6 +233,7 @@ func parseNodeFlags(args []string, stderr io.Writer) (nodeConfig, error) {
 		return nil
 	})
 	fs.DurationVar(&c.DrainTimeout, "drain-timeout", c.DrainTimeout, "on SIGTERM, how long to wait for in-flight indexing before releasing")
+	fs.DurationVar(&c.HandoffWait, "handoff-wait", c.HandoffWait, "on SIGTERM, how long to keep serving the ready indexes this node offers to their next owners (GET /snapshot) until each was fetched (0: offer none)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	c.tuning.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -260,6 +264,7 @@ type counters struct {
 	Reused, Starved, AuctionsStarved              atomic.Int64
 	IndexCorrupt, RebuildErrors                   atomic.Int64
 	SnapshotsLoaded, SnapshotsCorrupt             atomic.Int64
+	HandoffsLoaded                                atomic.Int64
 	SnapshotErrors                                atomic.Int64
 	AuctionsShortCircuited, AuctionsTimedOut      atomic.Int64
 	AuctionsNoWinner                              atomic.Int64
@@ -276,7 +281,7 @@ func (c *counters) snapshot() map[string]int64 {
 		"auctions_short_circuited": c.AuctionsShortCircuited.Load(), "auctions_timed_out": c.AuctionsTimedOut.Load(),
 		"auctions_no_winner": c.AuctionsNoWinner.Load(),
 		"index_corrupt":      c.IndexCorrupt.Load(), "index_rebuild_errors": c.RebuildErrors.Load(),
-		"snapshots_loaded": c.SnapshotsLoaded.Load(), "snapshots_corrupt": c.SnapshotsCorrupt.Load(),
+		"snapshots_loaded": c.SnapshotsLoaded.Load(), "handoffs_loaded": c.HandoffsLoaded.Load(), "snapshots_corrupt": c.SnapshotsCorrupt.Load(),
 		"snapshot_errors": c.SnapshotErrors.Load(),
 		"queries_local":   c.QueriesLocal.Load(), "queries_routed": c.QueriesRouted.Load(),
 		"queries_warming": c.QueriesWarming.Load(), "queries_unassigned": c.QueriesUnassigned.Load(),
@@ -300,6 +305,7 @@ type node struct {
 	addr     string
 	client   *http.Client
 	c        counters
+	handing  handing // the indexes offered on SIGTERM (handoff.go)
 }
 
 // hooks connect the store's, the leases' and the manager's events to the
@@ -341,8 +347,11 @@ func (n *node) hooks() (store lease.Hooks, mgr agent.Hooks) {
 			attrs := []any{"item", ref.Item, "size", size}
 			if ri := n.idx.get(ref.Item); ri != nil {
 				attrs = append(attrs, "commit", ri.Commit, "files", ri.Files(), "took", ri.Took.Round(time.Millisecond), "from", ri.From)
-				if ri.From == "snapshot" {
+				switch ri.From {
+				case "snapshot":
 					n.c.SnapshotsLoaded.Add(1)
+				case "handoff":
+					n.c.HandoffsLoaded.Add(1)
 				}
 			}
 			n.log.Info("indexed", attrs...)
@@ -425,8 +434,23 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 		"ttl", cfg.TTL, "window", cfg.Window, "max_bids", cfg.MaxBids, "replicas", cfg.Replicas)
 
 	eg, gctx := errgroup.WithContext(ctx)
-	httpserve.Serve(gctx, eg, "http", httpserve.NewServer(n.handler(), log), ln, 5*time.Second)
-	eg.Go(func() error { return n.mgr.Run(gctx) })
+	// The manager and the HTTP server stop after the rest: first the node
+	// offers its indexes (handoff.go), then the manager drains, and the
+	// server serves the offered indexes until they are fetched.
+	mctx, stopMgr := context.WithCancel(context.WithoutCancel(gctx))
+	hctx, stopHTTP := context.WithCancel(context.WithoutCancel(gctx))
+	defer stopMgr()
+	defer stopHTTP()
+	httpserve.Serve(hctx, eg, "http", httpserve.NewServer(n.handler(), log), ln, 5*time.Second)
+	mgrDone := make(chan struct{})
+	eg.Go(func() error {
+		defer close(mgrDone)
+		err := n.mgr.Run(mctx)
+		if err != nil {
+			stopHTTP() // the node cannot go on
+		}
+		return err
+	})
 	eg.Go(func() error { return n.keepAddr(gctx) })
 	eg.Go(func() error { return n.keepSettings(gctx) })
 	if cfg.VerifyEvery > 0 {
@@ -434,6 +458,16 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	<-gctx.Done()
 	log.Info("shutting down", "held", len(n.mgr.Held()))
+	var offered []string
+	if cfg.HandoffWait > 0 {
+		octx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		offered = n.offerHandoffs(octx)
+		cancel()
+	}
+	stopMgr()
+	<-mgrDone
+	n.awaitHandoffs(offered, cfg.HandoffWait, 2*cfg.Window+time.Second)
+	stopHTTP()
 	err = eg.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	if derr := n.tab.addrs.Delete(dctx, cfg.Name); derr != nil {
@@ -460,18 +494,19 @@ func newNode(cfg nodeConfig, log *slog.Logger, b *backend, wrap func(agent.Index
 	}()
 	n.idx = newRepoIndexer(cfg.WorkDir, n.cloneURL)
 	n.idx.credentialHelpers = cfg.CredentialHelpers
+	n.idx.rehydrate.Store(cfg.Rehydrate)
+	n.idx.handoff = n.fetchHandoff
 	if cfg.SnapshotDir != "" {
 		n.idx.snaps = &snapshots{dir: cfg.SnapshotDir}
-		n.idx.rehydrate.Store(cfg.Rehydrate)
-		n.idx.snapshotErr = func(item string, loading bool, err error) {
-			if loading && errors.Is(err, errCorrupt) {
-				n.c.SnapshotsCorrupt.Add(1)
-				n.log.Error("snapshot corrupt: removed, indexing from git", "item", item, "err", err)
-				return
-			}
-			n.c.SnapshotErrors.Add(1)
-			n.log.Warn("snapshot", "item", item, "loading", loading, "err", err)
+	}
+	n.idx.snapshotErr = func(item string, loading bool, err error) {
+		if loading && errors.Is(err, errCorrupt) {
+			n.c.SnapshotsCorrupt.Add(1)
+			n.log.Error("snapshot corrupt: not used, indexing from git", "item", item, "err", err)
+			return
 		}
+		n.c.SnapshotErrors.Add(1)
+		n.log.Warn("snapshot", "item", item, "loading", loading, "err", err)
 	}
 	var idx agent.Indexer = n.idx
 	if wrap != nil {

@@ -84,6 +84,7 @@ func (n *node) handler() http.Handler {
 	mux.HandleFunc("GET /search", n.handleSearch)
 	mux.HandleFunc("GET /status", n.handleStatus)
 	mux.HandleFunc("GET /metrics", n.handleMetrics)
+	mux.HandleFunc("GET /snapshot", n.handleSnapshot)
 	return mux
 }
 

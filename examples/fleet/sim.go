@@ -95,7 +95,7 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 	var kills []killPhase
 	switch ff.Rehydration {
 	case "both":
-		k, err := f.killAndRecover(ctx, rows, "snapshots not loaded")
+		k, err := f.killAndRecover(ctx, rows, "snapshots not loaded", syscall.SIGKILL)
 		if err != nil {
 			return err
 		}
@@ -109,14 +109,33 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 		if rows, err = f.rows(ctx); err != nil {
 			return err
 		}
-		k, err = f.killAndRecover(ctx, rows, "snapshots loaded")
+		k, err = f.killAndRecover(ctx, rows, "snapshots loaded", syscall.SIGKILL)
 		if err != nil {
 			return err
 		}
 		kills = append(kills, k)
 	default:
 		label := map[string]string{"on": "snapshots loaded", "off": "no snapshots"}[ff.Rehydration]
-		k, err := f.killAndRecover(ctx, rows, label)
+		k, err := f.killAndRecover(ctx, rows, label, syscall.SIGKILL)
+		if err != nil {
+			return err
+		}
+		kills = append(kills, k)
+	}
+	if ff.Rehydration != "off" {
+		// Last, a drain: SIGTERM to the node that holds the most, whose
+		// indexes its successors fetch from it (handoff.go); with as many
+		// survivors as the kills had.
+		if err := f.replace(ctx, kills[len(kills)-1].Victim); err != nil {
+			return err
+		}
+		if err := f.setRehydrate(ctx, true); err != nil {
+			return err
+		}
+		if rows, err = f.rows(ctx); err != nil {
+			return err
+		}
+		k, err := f.killAndRecover(ctx, rows, "indexes handed off", syscall.SIGTERM)
 		if err != nil {
 			return err
 		}
@@ -182,9 +201,11 @@ func (f *fleet) waitCoverage(ctx context.Context, since time.Time, dead map[stri
 	}
 }
 
-// killPhase is one SIGKILL of the sim and the recovery after it.
+// killPhase is one SIGKILL (or SIGTERM) of the sim and the recovery
+// after it.
 type killPhase struct {
 	Label    string // how the survivors rebuild: "snapshots loaded", …
+	Signal   syscall.Signal
 	Victim   string
 	At       time.Time
 	After    time.Duration // until full coverage again
@@ -192,9 +213,10 @@ type killPhase struct {
 	Readable int           // repos with a ready copy on a live node right after the kill
 }
 
-// killAndRecover SIGKILLs the live node that holds the most of rows and
-// waits until every row is ready again at a live node.
-func (f *fleet) killAndRecover(ctx context.Context, rows []lease.Row, label string) (killPhase, error) {
+// killAndRecover sends sig (SIGKILL, or SIGTERM for a drain) to the live
+// node that holds the most of rows and waits until every row is ready
+// again at a live node (and, after a SIGTERM, until the node exited).
+func (f *fleet) killAndRecover(ctx context.Context, rows []lease.Row, label string, sig syscall.Signal) (killPhase, error) {
 	f.mu.Lock()
 	var live []*child
 	for _, c := range f.nodes {
@@ -213,7 +235,7 @@ func (f *fleet) killAndRecover(ctx context.Context, rows []lease.Row, label stri
 			victim = c
 		}
 	}
-	k := killPhase{Label: label, Victim: victim.Name, Lost: held[victim.Name]}
+	k := killPhase{Label: label, Signal: sig, Victim: victim.Name, Lost: held[victim.Name]}
 	// With replicas, the repos that keep a ready copy on a live node.
 	owners := make(map[string]string, len(rows))
 	for _, r := range rows {
@@ -229,14 +251,21 @@ func (f *fleet) killAndRecover(ctx context.Context, rows []lease.Row, label stri
 	}
 	time.Sleep(500 * time.Millisecond) // let trailing events of the phase before arrive
 	k.At = time.Now()
-	_ = victim.cmd.Process.Signal(syscall.SIGKILL)
-	<-victim.done
-	fmt.Fprintf(f.out, "SIGKILL %s (pid %d), which held %d repos; the survivors rebuild with %s\n", victim.Name, victim.cmd.Process.Pid, len(k.Lost), label)
+	_ = victim.cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		<-victim.done
+	}
+	fmt.Fprintf(f.out, "%s %s (pid %d), which held %d repos; the survivors rebuild with %s\n", signalName(sig), victim.Name, victim.cmd.Process.Pid, len(k.Lost), label)
 	if _, err := f.waitCoverage(ctx, k.At, map[string]bool{victim.Name: true}); err != nil {
 		return k, err
 	}
 	k.After = time.Since(k.At)
 	fmt.Fprintf(f.out, "full coverage again after %v\n", k.After.Round(10*time.Millisecond))
+	select {
+	case <-victim.done:
+	case <-ctx.Done():
+		return k, ctx.Err()
+	}
 	time.Sleep(500 * time.Millisecond)
 	return k, nil
 }
@@ -299,6 +328,7 @@ func (f *fleet) report(t0 time.Time, initial time.Duration, all []string, kills 
 		firstBid, ready map[string]time.Time
 		calls, failed   int
 		fromSnapshot    int
+		fromHandoff     int
 	}
 	phases := make([]phase, 1+len(kills))
 	for i := range phases {
@@ -335,8 +365,11 @@ func (f *fleet) report(t0 time.Time, initial time.Duration, all []string, kills 
 				p.failed++
 				continue
 			}
-			if e.Fields["from"] == "snapshot" {
+			switch e.Fields["from"] {
+			case "snapshot":
 				p.fromSnapshot++
+			case "handoff":
+				p.fromHandoff++
 			}
 			indexes[item]++
 			if _, ok := p.ready[item]; !ok {
@@ -369,15 +402,20 @@ func (f *fleet) report(t0 time.Time, initial time.Duration, all []string, kills 
 	fmt.Fprintf(&b, "  initial, from the first bid:      %s\n", lat(all, func(it string) (time.Time, bool) { t, ok := p1.firstBid[it]; return t, ok }, p1.ready))
 	for i, k := range kills {
 		p := phases[i+1]
-		fmt.Fprintf(&b, "kill %d, %s: SIGKILL of %s (%d repos); full coverage again after %v (TTL %v + auctions + rebuilds)\n",
-			i+1, k.Label, k.Victim, len(k.Lost), k.After.Round(10*time.Millisecond), f.flags.TTL)
-		fmt.Fprintf(&b, "  readable right after the kill (a ready copy on a live node): %d/%d repos\n", k.Readable, len(f.repos))
-		fmt.Fprintf(&b, "  from SIGKILL:     %s\n", lat(k.Lost, func(string) (time.Time, bool) { return k.At, true }, p.ready))
+		if k.Signal == syscall.SIGTERM {
+			fmt.Fprintf(&b, "drain, %s: SIGTERM of %s (%d repos); full coverage again after %v (auctions + fetches)\n",
+				k.Label, k.Victim, len(k.Lost), k.After.Round(10*time.Millisecond))
+		} else {
+			fmt.Fprintf(&b, "kill %d, %s: SIGKILL of %s (%d repos); full coverage again after %v (TTL %v + auctions + rebuilds)\n",
+				i+1, k.Label, k.Victim, len(k.Lost), k.After.Round(10*time.Millisecond), f.flags.TTL)
+			fmt.Fprintf(&b, "  readable right after the kill (a ready copy on a live node): %d/%d repos\n", k.Readable, len(f.repos))
+		}
+		fmt.Fprintf(&b, "  from %s:     %s\n", signalName(k.Signal), lat(k.Lost, func(string) (time.Time, bool) { return k.At, true }, p.ready))
 		fmt.Fprintf(&b, "  from the 1st bid: %s\n", lat(k.Lost, func(it string) (time.Time, bool) { t, ok := p.firstBid[it]; return t, ok }, p.ready))
-		fmt.Fprintf(&b, "  rebuilds: %d Index calls (%d failed), %d loaded from a snapshot, %d cloned and indexed\n",
-			p.calls, p.failed, p.fromSnapshot, p.calls-p.failed-p.fromSnapshot)
+		fmt.Fprintf(&b, "  rebuilds: %d Index calls (%d failed), %d loaded from a snapshot, %d handed off, %d cloned and indexed\n",
+			p.calls, p.failed, p.fromSnapshot, p.fromHandoff, p.calls-p.failed-p.fromSnapshot-p.fromHandoff)
 	}
-	if len(kills) == 2 && kills[0].After > 0 {
+	if len(kills) >= 2 && kills[0].After > 0 && kills[1].Signal == syscall.SIGKILL {
 		fmt.Fprintf(&b, "recovery with snapshots loaded / without: %.2f\n", kills[1].After.Seconds()/kills[0].After.Seconds())
 	}
 	multi, maxN := 0, 0
@@ -395,6 +433,13 @@ func (f *fleet) report(t0 time.Time, initial time.Duration, all []string, kills 
 		calls, failed, len(all), multi, maxN, lost)
 	fmt.Fprintf(&b, "leases: %d won, %d lost by survivors, %d evictions; %d wins served from a kept index\n", won, lostLeases, evicted, reused)
 	return b.String()
+}
+
+func signalName(sig syscall.Signal) string {
+	if sig == syscall.SIGTERM {
+		return "SIGTERM"
+	}
+	return "SIGKILL"
 }
 
 // percentiles formats n, p50, p95 and max of ds.

@@ -37,6 +37,7 @@ type sideTables struct {
 	addrs    table // node name → HTTP address, written by each node
 	repos    table // catalog item (a repo) → clone URL, written with the catalog
 	settings table // setting → value: maxBidsField (see fleet set)
+	handoffs table // item → "commit node": an index a stopping node offers (handoff.go)
 }
 
 // Redis keys of the side tables, under the fleet's prefix P beside the
@@ -45,12 +46,14 @@ type sideTables struct {
 func reposKey(prefix string) string    { return prefix + "fleet:repos" }    // item → clone URL
 func addrsKey(prefix string) string    { return prefix + "fleet:addrs" }    // node → HTTP address
 func settingsKey(prefix string) string { return prefix + "fleet:settings" } // setting → value
+func handoffsKey(prefix string) string { return prefix + "fleet:handoffs" } // item → "commit node"
 
 func redisTables(rdb goredis.UniversalClient, prefix string) sideTables {
 	return sideTables{
 		addrs:    redisHash{rdb, addrsKey(prefix)},
 		repos:    redisHash{rdb, reposKey(prefix)},
 		settings: redisHash{rdb, settingsKey(prefix)},
+		handoffs: redisHash{rdb, handoffsKey(prefix)},
 	}
 }
 
@@ -134,6 +137,7 @@ func etcdTables(cli *clientv3.Client, prefix string) sideTables {
 		addrs:    etcdTable{cli, etcdTableKey(prefix, "addrs")},
 		repos:    etcdTable{cli, etcdTableKey(prefix, "repos")},
 		settings: etcdTable{cli, etcdTableKey(prefix, "settings")},
+		handoffs: etcdTable{cli, etcdTableKey(prefix, "handoffs")},
 	}
 }
 
