@@ -64,6 +64,18 @@ func (r Row) Newer(old Row) bool {
 	return r.Owner == "" && old.Owner != ""
 }
 
+// LapseReporter is implemented by stores whose change feed ([Watcher])
+// also reports each lease that lapses, as it lapses: a Change whose Row
+// is no longer held, as for a release. A consumer of such a feed need not
+// judge another node's lease lapsed from its Expiry (renewals move it
+// unreported), and its listings are only a safety net for a feed that
+// failed without a Reset, so they can be rare. lease/etcd reports lapses
+// (an etcd lease's end deletes the owner key, and the feed follows those
+// keys); lease/memory and lease/redis do not.
+type LapseReporter interface {
+	ReportsLapses() bool
+}
+
 // MaxBidsSetter is implemented by stores whose static short-circuit
 // threshold ([WithMaxBids]) can change while they run. The new value takes
 // effect at the next Bid or Evaluate through this Store value; an auction

@@ -39,12 +39,18 @@
 //     may open the next one), and, to join open auctions only, when the
 //     feed shows a change to the auction it bid in (closed, or granted to
 //     it) or an auction open on an item that fits its free memory while
-//     it bids in none; while its bid is pending, the next scan comes no
-//     later than the end of that auction's window (read from the row
-//     right after the bid, since the feed may not show it), and that
-//     scan only joins: the node opens its next auction at a random
-//     moment up to 250 ms later, so that nodes whose auctions closed
-//     together do not open the next ones together. So a node claims as
+//     it bids in none, and after a bid the store refused; a scan that
+//     could only join and found items to open an auction on sets the
+//     moment the node opens one (a random one up to 250 ms later), and
+//     later kicked scans leave that moment be (on a busy feed a kick
+//     always comes first, and a node that put its open off at each would
+//     only ever race the others to join); while its bid is pending, the
+//     next scan comes no later than the end of that auction's window
+//     (read from the row right after the bid, since the feed may not
+//     show it), and that scan only joins: the node opens its next
+//     auction at a random moment up to 250 ms later, so that nodes whose
+//     auctions closed together do not open the next ones together. So a
+//     node claims as
 //     fast as auctions close, not one item per interval, without every
 //     node opening an auction of its own at the same moment; a burst of
 //     changes costs at most one scan per 25 ms;

@@ -111,11 +111,21 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	if c.renew == 0 {
 		c.renew = lc.TTL / 3
 	}
-	if c.reconcile < 0 {
-		c.reconcile = min(30*time.Second, lc.TTL/2)
-	}
 	if c.source == nil {
 		c.source, _ = s.(lease.Lister)
+	}
+	// A feed that reports lapses keeps the view's leases right without
+	// expiries: listings are only the safety net.
+	lapses := false
+	if lr, ok := c.source.(lease.LapseReporter); ok {
+		_, watches := c.source.(lease.Watcher)
+		lapses = watches && lr.ReportsLapses()
+	}
+	if c.reconcile < 0 {
+		c.reconcile = min(30*time.Second, lc.TTL/2)
+		if lapses {
+			c.reconcile = max(30*time.Second, lc.TTL/2)
+		}
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -140,6 +150,7 @@ func NewManager(s lease.Store, node string, opts ...Option) (*Manager, error) {
 	var v *view
 	if feed != nil {
 		v = newView()
+		v.lapses = lapses
 	}
 	return &Manager{
 		s: s, node: node, c: c, lc: lc, feed: feed, view: v,

@@ -161,7 +161,10 @@ func WithItemSource(src lease.Lister) Option {
 // view shows lapsed (by more than the safety margin) has lapsed unless its
 // holder renewed late. A bid on such an item that the store refuses as
 // leased reads the row again. A longer interval costs fewer reads and
-// more such refused bids.
+// more such refused bids. When the feed also reports lapses
+// ([lease.LapseReporter], as lease/etcd's does), the view takes a lease
+// for live until the feed says it lapsed, and the default is 30s or half
+// the TTL, whichever is longer.
 func WithReconcileInterval(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

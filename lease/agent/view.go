@@ -22,6 +22,9 @@ type view struct {
 	during []lease.Row // changes applied while a listing runs
 	lists  int         // listings under way (0 or 1: the scan lists)
 	buf    []lease.Row // the last snapshot's rows
+	// lapses: the feed reports each lapse (lease.LapseReporter), so no
+	// lease is shown lapsed by its Expiry.
+	lapses bool
 }
 
 func newView() *view { return &view{rows: make(map[string]lease.Row), stale: true} }
@@ -97,8 +100,9 @@ func (v *view) put(r lease.Row) { v.apply(r) }
 
 // snapshot yields the view's rows as a listing would show them at now: a
 // lease whose Expiry is more than margin ago (by the manager's clock) is
-// shown lapsed, since renewals and lapses are not reported; a bid on it
-// confirms with the store.
+// shown lapsed, since renewals and lapses are not reported (unless the
+// feed reports lapses: then the feed says when); a bid on it confirms
+// with the store.
 func (v *view) snapshot(now time.Time, margin time.Duration) iter.Seq2[lease.Row, error] {
 	v.mu.Lock()
 	rows := v.buf[:0]
@@ -109,7 +113,7 @@ func (v *view) snapshot(now time.Time, margin time.Duration) iter.Seq2[lease.Row
 	v.mu.Unlock()
 	return func(yield func(lease.Row, error) bool) {
 		for _, r := range rows {
-			if r.Owner != "" && !r.Expiry.IsZero() && now.After(r.Expiry.Add(margin)) {
+			if !v.lapses && r.Owner != "" && !r.Expiry.IsZero() && now.After(r.Expiry.Add(margin)) {
 				r.Owner, r.State, r.Ready, r.Expiry = "", lease.Idle, false, time.Time{}
 			}
 			if !yield(r, nil) {

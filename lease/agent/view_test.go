@@ -83,3 +83,26 @@ func TestViewSnapshotLapses(t *testing.T) {
 		}
 	}
 }
+
+// Under a feed that reports lapses the view shows a lease held, whatever
+// its Expiry, until the feed shows it lapsed.
+func TestViewSnapshotFeedReportsLapses(t *testing.T) {
+	v := newView()
+	v.lapses = true
+	now := time.Now()
+	held := lease.Row{Item: lease.Item{ID: "a"}, Fence: 1, Owner: "x", State: lease.Leased, Expiry: now.Add(-time.Hour)}
+	v.apply(held)
+	for r := range v.snapshot(now, time.Second) {
+		if r.Owner != "x" {
+			t.Fatalf("a lease the feed did not report lapsed reads as lapsed: %+v", r)
+		}
+	}
+	lapsed := held
+	lapsed.Owner, lapsed.State, lapsed.Expiry = "", lease.Idle, time.Time{}
+	v.apply(lapsed)
+	for r := range v.snapshot(now, time.Second) {
+		if r.Owner != "" {
+			t.Fatalf("the feed's lapse did not reach the view: %+v", r)
+		}
+	}
+}

@@ -47,6 +47,7 @@ var (
 	_ lease.Lister        = (*Store)(nil)
 	_ lease.Watcher       = (*Store)(nil)
 	_ lease.MaxBidsSetter = (*Store)(nil)
+	_ lease.LapseReporter = (*Store)(nil)
 )
 
 func seconds(what string, d time.Duration) (int64, error) {
@@ -954,6 +955,10 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// ReportsLapses implements [lease.LapseReporter]: the end of a grant's
+// etcd lease deletes its owner key, which Watch follows.
+func (s *Store) ReportsLapses() bool { return true }
 
 // Rows implements [lease.Lister].
 func (s *Store) Rows(ctx context.Context) iter.Seq2[lease.Row, error] {

@@ -144,3 +144,63 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("after Close: %v, want ErrClosed", err)
 	}
 }
+
+// The feed builds rows from its own events and from what it read at its
+// start: a grant made before the feed started is still shown with its
+// owner when a later write changes only the row, and a grant whose etcd
+// lease lapses is shown idle when the owner key goes, with the same
+// fence, without a renewal or a read in between.
+func TestWatchStartStateAndLapse(t *testing.T) {
+	cli := client(t)
+	s, err := leaseetcd.New(cli, etcdtest.Prefix(t, cli, "watchlapse"), lease.WithMaxBids(1), lease.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, id := range []string{"a", "b"} {
+		if err := s.Put(ctx, lease.Item{ID: id, Commit: "c1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant := func(id string) lease.Ref {
+		t.Helper()
+		res, err := s.Bid(ctx, id, "n1", 10)
+		if err != nil || res.Result == nil || res.Result.Grant == nil {
+			t.Fatalf("Bid %s: %+v %v", id, res, err)
+		}
+		return res.Result.Grant.Ref
+	}
+	refB := grant("b") // before the feed starts
+	ch := watch(ctx, s)
+	if c := next(t, ch); !c.Reset {
+		t.Fatalf("first change %+v, want a Reset", c)
+	}
+	ready := true
+	if _, err := s.Update(ctx, refB, lease.Mutation{Ready: &ready}); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(t, ch); c.Row.ID != "b" || c.Row.Owner != "n1" || c.Row.Fence != refB.Fence || !c.Row.Ready || c.Row.State != lease.Leased {
+		t.Fatalf("after Update of a grant made before the feed: %+v", c.Row)
+	}
+	refA := grant("a")
+	if c := next(t, ch); c.Row.ID != "a" || c.Row.Owner != "n1" || c.Row.Fence != refA.Fence {
+		t.Fatalf("after the grant: %+v", c.Row)
+	}
+	// Not renewed: both etcd leases lapse within the TTL and the leader's
+	// half-second sweep.
+	lapsed := map[string]lease.Row{}
+	for len(lapsed) < 2 {
+		c := next(t, ch)
+		if c.Row.Owner != "" {
+			t.Fatalf("before the lapse: %+v", c.Row)
+		}
+		lapsed[c.Row.ID] = c.Row
+	}
+	if r := lapsed["a"]; r.Fence != refA.Fence || r.State != lease.Idle || r.Ready {
+		t.Fatalf("a after its lease lapsed: %+v", r)
+	}
+	if r := lapsed["b"]; r.Fence != refB.Fence || r.State != lease.Idle || r.Ready {
+		t.Fatalf("b after its lease lapsed: %+v", r)
+	}
+}
