@@ -95,7 +95,7 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 	pend = m.pending
 	busy := m.occupied()
 	m.mu.Unlock()
-	if pend != "" || ctx.Err() != nil {
+	if pend != "" || ctx.Err() != nil || m.renewSlow.Load() {
 		return false
 	}
 	free := m.free()

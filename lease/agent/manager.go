@@ -54,9 +54,12 @@ type Manager struct {
 	// liveNodes is the store's count at the last heartbeat; lastServed
 	// the last Touch, in Unix nanoseconds by the manager's clock.
 	liveNodes, lastServed atomic.Int64
-	wg                    sync.WaitGroup
-	heldRep               sync.Mutex      // serializes Hooks.Held calls
-	work                  context.Context // cancelled when Run ends
+	// renewSlow: the last renewal round took more than half the renewal
+	// interval; the node bids on nothing until one is quick again.
+	renewSlow atomic.Bool
+	wg        sync.WaitGroup
+	heldRep   sync.Mutex      // serializes Hooks.Held calls
+	work      context.Context // cancelled when Run ends
 }
 
 type held struct {
@@ -449,8 +452,21 @@ func (m *Manager) renew(ctx context.Context) {
 		ls = append(ls, h.l)
 	}
 	m.mu.Unlock()
+	t0 := time.Now()
 	if err := lease.RenewAll(ctx, m.s, ls...); err != nil && ctx.Err() == nil {
 		// Refused leases closed their Done; their holders clean up.
 		m.c.log.Warn("lease: renew", "node", m.node, "err", err)
+	}
+	// Renewals come first: a store too slow to renew in time (its writes
+	// queued behind the fleet's claims, say) makes the node stop bidding,
+	// so that its claims do not cost it the leases it has.
+	took := time.Since(t0)
+	slow := len(ls) > 0 && took > m.c.renew/2
+	if was := m.renewSlow.Swap(slow); was != slow && ctx.Err() == nil {
+		if slow {
+			m.c.log.Warn("lease: renewals slow, not bidding", "node", m.node, "took", took, "leases", len(ls))
+		} else {
+			m.c.log.Info("lease: renewals quick again, bidding", "node", m.node, "took", took)
+		}
 	}
 }

@@ -7,7 +7,9 @@ package agent_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
+	"github.com/indexkit/indexkit/lease/memory"
 )
 
 // signalLog keeps what a manager's hooks report about load.
@@ -209,6 +212,49 @@ func TestManagerServeWithoutTracer(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		if sig, _ := l.get(); sig.LastServed.IsZero() || !sig.IdleSince.IsZero() {
 			t.Errorf("signals after Serve %+v, want LastServed set and no idle time (a lease held)", sig)
+		}
+	})
+}
+
+// slowRenewals is a store whose Renew takes delay longer.
+type slowRenewals struct {
+	*memory.Store
+	delay atomic.Int64
+}
+
+func (s *slowRenewals) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Store.Renew(ctx, refs...)
+}
+
+// Renewals come first: while a renewal round takes more than half the
+// renewal interval, the node bids on nothing, and it bids again after a
+// quick one.
+func TestManagerRenewalsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &slowRenewals{Store: newStore(t, lease.Hooks{})}
+		putItems(t, s, 1, 10)
+		var bids atomic.Int64
+		a := start(t, s, "a", newIndexer(0), agent.WithBudget(100), agent.WithScanInterval(time.Second),
+			agent.WithHooks(agent.Hooks{BidPlaced: func(string, string, int64) { bids.Add(1) }}))
+		waitHeld(t, a, 1)
+		// Renewals every 10 s (a third of the TTL): 6 s is slow.
+		s.delay.Store(int64(6 * time.Second))
+		time.Sleep(25 * time.Second)
+		before := bids.Load()
+		for i := 1; i <= 2; i++ {
+			if err := s.Put(context.Background(), lease.Item{ID: fmt.Sprintf("late-%d", i), Size: 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(30 * time.Second)
+		if n := len(a.m.Held()); n != 1 || bids.Load() != before {
+			t.Fatalf("with renewals slow: %d held, %d bids placed since; want 1 and none", n, bids.Load()-before)
+		}
+		s.delay.Store(0)
+		time.Sleep(25 * time.Second)
+		if n := len(a.m.Held()); n != 3 {
+			t.Fatalf("after a quick renewal: %d held, want 3", n)
 		}
 	})
 }
