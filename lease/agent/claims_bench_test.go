@@ -53,12 +53,21 @@ func claimOpts() []lease.Option {
 
 func putCatalog(b *testing.B, s lease.Store, items, maxBids int) {
 	b.Helper()
+	forEach(b, items, func(i int) error {
+		return s.Put(context.Background(), lease.Item{ID: fmt.Sprintf("repo-%05d", i), Size: 1 << 10, MaxBids: maxBids})
+	})
+}
+
+// forEach calls f for 0..n-1 from 16 goroutines and fails b on the first
+// error.
+func forEach(b *testing.B, n int, f func(i int) error) {
+	b.Helper()
 	var wg sync.WaitGroup
 	errc := make(chan error, 16)
 	for w := range 16 {
 		wg.Go(func() {
-			for i := w; i < items; i += 16 {
-				if err := s.Put(context.Background(), lease.Item{ID: fmt.Sprintf("repo-%05d", i), Size: 1 << 10, MaxBids: maxBids}); err != nil {
+			for i := w; i < n; i += 16 {
+				if err := f(i); err != nil {
 					errc <- err
 					return
 				}

@@ -54,6 +54,11 @@
 //     fast as auctions close, not one item per interval, without every
 //     node opening an auction of its own at the same moment; a burst of
 //     changes costs at most one scan per 25 ms;
+//   - renewals come first: while the last renewal round took more than
+//     half the renewal interval, the node bids on nothing (and counts no
+//     item saturated), so that a store behind on its writes, with the
+//     fleet's claims among them, does not cost the node the leases it
+//     has; it bids again after a quick round;
 //   - on a win it acquires the lease.Lease, indexes the item with at most
 //     [WithIndexConcurrency] Index calls at once, and marks the row Ready
 //     with its size under the lease's fence;

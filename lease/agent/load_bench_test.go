@@ -219,28 +219,14 @@ func fleetLoad(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, 
 	// Every item granted to a node up front (one-bid auctions), so the
 	// fleet starts in steady state: each manager picks its grants up at its
 	// first scan.
-	var wg sync.WaitGroup
-	errc := make(chan error, 16)
-	for w := range 16 {
-		wg.Go(func() {
-			for i := w; i < items; i += 16 {
-				id := fmt.Sprintf("repo-%05d", i)
-				if err := as.Put(ctx, lease.Item{ID: id, MaxBids: 1}); err != nil {
-					errc <- err
-					return
-				}
-				if _, err := as.Bid(ctx, id, fmt.Sprintf("node-%d", i%nodes), 1<<20); err != nil {
-					errc <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		b.Fatal(err)
-	}
+	forEach(b, items, func(i int) error {
+		id := fmt.Sprintf("repo-%05d", i)
+		if err := as.Put(ctx, lease.Item{ID: id, MaxBids: 1}); err != nil {
+			return err
+		}
+		_, err := as.Bid(ctx, id, fmt.Sprintf("node-%d", i%nodes), 1<<20)
+		return err
+	})
 
 	ms := make([]*agent.Manager, nodes)
 	runCtx, stop := context.WithCancel(ctx)

@@ -139,7 +139,9 @@ func (m *Manager) countRow(r lease.Row, now time.Time) {
 func (m *Manager) endScan(now time.Time) {
 	sg := &m.sig
 	sg.waits, sg.spare, sg.next = sg.next, sg.waits, nil
-	if sg.unclaimed > 0 && sg.claimed == 0 {
+	// A node that does not bid because its renewals are slow is not out
+	// of room: more nodes would not help a store that is behind.
+	if sg.unclaimed > 0 && sg.claimed == 0 && !m.renewSlow.Load() {
 		sg.stall++
 	} else {
 		sg.stall = 0
