@@ -43,6 +43,42 @@ var errStream = errors.New("lease/etcd: keep-alive stream")
 // it is gone (expired or revoked). It retries once on a fresh stream when
 // the stream it had failed before anything was sent on it.
 func (k *keepAlive) renew(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
+	// A server answers one stream's keep-alives one after the other, each
+	// after its applies caught up with its commits: under a write load
+	// that is milliseconds each, so a holder's many leases are spread
+	// over the streams, renewed at once.
+	const perStream = 16
+	if len(ids) <= perStream {
+		return k.renewOn(ctx, ids)
+	}
+	n := min(keepAliveStreams, (len(ids)+perStream-1)/perStream)
+	size := (len(ids) + n - 1) / n
+	ttls := make([]int64, len(ids))
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		lo, hi := i*size, min(len(ids), (i+1)*size)
+		if lo >= hi {
+			break
+		}
+		wg.Go(func() {
+			t, err := k.renewOn(ctx, ids[lo:hi])
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			copy(ttls[lo:hi], t)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return ttls, nil
+}
+
+// renewOn renews ids on one stream.
+func (k *keepAlive) renewOn(ctx context.Context, ids []clientv3.LeaseID) ([]int64, error) {
 	ks := &k.streams[k.next.Add(1)%keepAliveStreams]
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
