@@ -113,7 +113,7 @@
 // the offered commit), deletes the entry, and indexes from git only if
 // anything fails. The stopping node waits until every entry was fetched,
 // for at most -handoff-wait (10s; 0 offers nothing) and at most two
-// auction windows and a second without a fetch (when the whole fleet
+// auction windows and a TTL without a fetch (when the whole fleet
 // stops, nobody fetches), then deletes what is left, logs msg="handoff:
 // done" offered=N fetched=M left=K, and stops. msg=indexed says
 // from=handoff; /status and /metrics count handoffs_loaded.

@@ -29,7 +29,7 @@ import (
 //     build checksum, the commit), and deletes the entry; anything wrong
 //     and it indexes from git;
 //   - the stopping node waits until every entry it wrote is gone, for at
-//     most -handoff-wait, and for at most two auction windows and a second
+//     most -handoff-wait, and for at most two auction windows and a TTL
 //     without a fetch (when the whole fleet stops, nobody fetches), then
 //     deletes what is left and stops.
 //

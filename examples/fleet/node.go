@@ -466,7 +466,7 @@ func runNode(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	stopMgr()
 	<-mgrDone
-	n.awaitHandoffs(offered, cfg.HandoffWait, 2*cfg.Window+time.Second)
+	n.awaitHandoffs(offered, cfg.HandoffWait, 2*cfg.Window+cfg.TTL)
 	stopHTTP()
 	err = eg.Wait()
 	dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

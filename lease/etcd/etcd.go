@@ -761,32 +761,54 @@ func (s *Store) refErr(sn *snap, ref lease.Ref) error {
 
 // Renew implements [lease.Store]. It checks each ref and writes its new
 // expiry in transactions that compare the owner key with the ref (one
-// round trip for up to 40 refs, nested transactions per ref), then keeps
-// each live grant's etcd lease alive (KeepAliveOnce), concurrently. The
-// expiry reported is the client's time before the transaction was sent
-// plus the TTL: the etcd lease, renewed after that, lasts at least as
-// long.
+// round trip for up to 40 refs, nested transactions per ref, up to 8
+// such transactions at once), then keeps
+// each live grant's etcd lease alive (keep-alives on long-lived streams,
+// a large batch spread over several). The expiry reported is the
+// client's time before the transaction was sent plus the TTL: the etcd
+// lease, renewed after that, lasts at least as long.
 func (s *Store) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
 	if err := s.begin(ctx, "renew"); err != nil {
 		return nil, err
 	}
 	out := make([]lease.Renewal, len(refs))
 	// Up to 40 refs per transaction (three ops each), and no item twice
-	// in one: etcd refuses a transaction that writes a key twice.
+	// in one: etcd refuses a transaction that writes a key twice. The
+	// transactions run at once, up to renewParallel of them: one after
+	// the other, a holder of hundreds of leases on a store behind on its
+	// applies took longer than its leases' margin to renew them.
 	const per = 40
+	var spans [][2]int
 	for i := 0; i < len(refs); {
 		j, items := i, map[string]bool{}
 		for j < len(refs) && j-i < per && !items[refs[j].Item] {
 			items[refs[j].Item] = true
 			j++
 		}
-		if err := s.renew(ctx, refs[i:j], out[i:j]); err != nil {
+		spans = append(spans, [2]int{i, j})
+		i = j
+	}
+	errs := make([]error, len(spans))
+	sem := make(chan struct{}, renewParallel)
+	var wg sync.WaitGroup
+	for k, sp := range spans {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[k] = s.renew(ctx, refs[sp[0]:sp[1]], out[sp[0]:sp[1]])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return nil, err
 		}
-		i = j
 	}
 	return out, nil
 }
+
+// renewParallel bounds the transactions of one Renew in flight.
+const renewParallel = 8
 
 func (s *Store) renew(ctx context.Context, refs []lease.Ref, out []lease.Renewal) error {
 	t0 := time.Now()

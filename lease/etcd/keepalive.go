@@ -14,9 +14,10 @@ import (
 // keepAlive renews etcd leases over a few long-lived LeaseKeepAlive
 // streams: a batch of n renewals is n requests sent and n answers read on
 // one stream, in order, where clientv3's KeepAliveOnce opens a new stream
-// for each lease. Concurrent calls spread over keepAliveStreams streams,
-// each used by one call at a time; a stream is opened on first use and
-// again after any error.
+// for each lease. A batch of more than 16 is split over up to
+// keepAliveStreams streams at once, and concurrent calls spread over
+// them too, each stream used by one call at a time; a stream is opened
+// on first use and again after any error.
 type keepAlive struct {
 	cli  *clientv3.Client
 	done <-chan struct{} // the store's: closing it ends the streams
