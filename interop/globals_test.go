@@ -18,6 +18,8 @@ var rolePackages = []string{
 	"github.com/indexkit/indexkit/examples/piecenode",
 	"github.com/indexkit/indexkit/examples/publishernode",
 	"github.com/indexkit/indexkit/examples/localpool",
+	"github.com/indexkit/indexkit/examples/fleetnode",
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex",
 }
 
 // commandLine are the packages that belong to a program, not to a

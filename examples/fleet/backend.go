@@ -12,18 +12,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/indexkit/indexkit/lease"
-	leaseetcd "github.com/indexkit/indexkit/lease/etcd"
-	leaseredis "github.com/indexkit/indexkit/lease/redis"
+	"github.com/indexkit/indexkit/examples/fleetnode"
+	fleetetcd "github.com/indexkit/indexkit/examples/fleetnode/etcd"
+	fleetredis "github.com/indexkit/indexkit/examples/fleetnode/redis"
 )
-
-// fleetStore is what the fleet needs of its lease store: both
-// lease/redis and lease/etcd implement it.
-type fleetStore interface {
-	lease.Store
-	lease.Lister
-	lease.MaxBidsSetter
-}
 
 // The values of -store.
 const (
@@ -96,25 +88,15 @@ func (s storeFlags) String() string {
 	return "redis " + s.Redis
 }
 
-// checkEtcdTiming refuses timings lease/etcd cannot keep: its TTL, auction
-// window and liveness window are etcd lease TTLs, whole seconds.
-func (t tuning) checkEtcdTiming() error {
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{{"-ttl", t.TTL}, {"-window", t.Window}, {"-liveness", t.Liveness}} {
-		if d.v < time.Second || d.v%time.Second != 0 {
-			return fmt.Errorf("-store etcd: %s %v is not a whole number of seconds ≥ 1s (lease/etcd keeps it as an etcd lease TTL, which is whole seconds)", d.flag, d.v)
-		}
-	}
-	return nil
-}
-
-// backend is a connection to the fleet's coordination store.
+// backend is a connection to the fleet's coordination store: the
+// fleetnode.Backend on it, and the client the program closes.
 type backend struct {
-	flags storeFlags
-	rdb   *goredis.Client  // with -store redis
-	etcd  *clientv3.Client // with -store etcd
+	fleetnode.Backend
+	// DeletePrefix deletes every key of the fleet with a prefix.
+	DeletePrefix func(ctx context.Context, prefix string) error
+	flags        storeFlags
+	rdb          *goredis.Client  // with -store redis
+	etcd         *clientv3.Client // with -store etcd
 }
 
 // dial connects to the store sf names and checks that it answers: Redis
@@ -139,6 +121,8 @@ func dial(ctx context.Context, sf storeFlags, poolSize int) (*backend, error) {
 			return nil, fmt.Errorf("etcd at %s unreachable: %w", sf.Etcd, err)
 		}
 		b.etcd = cli
+		eb := fleetetcd.New(cli)
+		b.Backend, b.DeletePrefix = eb, eb.DeletePrefix
 	default:
 		// MaxRetries -1: see lease/redis, a retried script may run twice.
 		b.rdb = goredis.NewClient(&goredis.Options{Addr: sf.Redis, PoolSize: poolSize, MaxRetries: -1})
@@ -146,42 +130,10 @@ func dial(ctx context.Context, sf storeFlags, poolSize int) (*backend, error) {
 			_ = b.rdb.Close()
 			return nil, fmt.Errorf("redis at %s unreachable: %w", sf.Redis, err)
 		}
+		rb := fleetredis.New(b.rdb)
+		b.Backend, b.DeletePrefix = rb, rb.DeletePrefix
 	}
 	return b, nil
-}
-
-// etcdStorePrefix is where lease/etcd keeps the fleet's catalog under the
-// fleet's prefix P: P+"lease/" (its rows are P+"lease/r/<item>", …), so
-// its watch of its own prefix never sees the side tables' keys
-// (P+"fleet/…").
-func etcdStorePrefix(prefix string) string { return prefix + "lease/" }
-
-// newStore returns the lease store of the fleet with prefix.
-func (b *backend) newStore(prefix string, opts ...lease.Option) (fleetStore, error) {
-	if b.etcd != nil {
-		return leaseetcd.New(b.etcd, etcdStorePrefix(prefix), opts...)
-	}
-	return leaseredis.New(b.rdb, prefix, opts...)
-}
-
-// tables returns the side tables of the fleet with prefix.
-func (b *backend) tables(prefix string) sideTables {
-	if b.etcd != nil {
-		return etcdTables(b.etcd, prefix)
-	}
-	return redisTables(b.rdb, prefix)
-}
-
-// deletePrefix deletes every key of the fleet with prefix: the lease
-// store's and the side tables'.
-func (b *backend) deletePrefix(ctx context.Context, prefix string) error {
-	if b.etcd != nil {
-		if _, err := b.etcd.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-			return fmt.Errorf("delete %s…: %w", prefix, err)
-		}
-		return nil
-	}
-	return unlinkPrefix(ctx, b.rdb, prefix)
 }
 
 // Close closes the connection.

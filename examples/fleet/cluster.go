@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/internal/freeport"
 	"github.com/indexkit/indexkit/internal/logfields"
 )
@@ -107,34 +107,6 @@ func randomPrefix(base string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return base + hex.EncodeToString(b[:]) + ":"
-}
-
-// unlinkPrefix deletes every key under prefix (SCAN + UNLINK, never KEYS:
-// the server may be shared).
-func unlinkPrefix(ctx context.Context, rdb goredis.UniversalClient, prefix string) error {
-	var b strings.Builder
-	for _, r := range prefix {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	match := b.String() + "*"
-	var cursor uint64
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, match, 1000).Result()
-		if err != nil {
-			return fmt.Errorf("scan %s: %w", match, err)
-		}
-		if len(keys) > 0 {
-			if err := rdb.Unlink(ctx, keys...).Err(); err != nil {
-				return fmt.Errorf("unlink: %w", err)
-			}
-		}
-		if cursor = next; cursor == 0 {
-			return nil
-		}
-	}
 }
 
 // lockedBuffer is a goroutine-safe buffer for a process's output.
@@ -265,8 +237,8 @@ func (c *child) Exited() bool {
 }
 
 // status fetches the child's GET /status.
-func (c *child) status(ctx context.Context, hc *http.Client) (nodeStatus, error) {
-	var st nodeStatus
+func (c *child) status(ctx context.Context, hc *http.Client) (fleetnode.Status, error) {
+	var st fleetnode.Status
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Addr+"/status", nil)
@@ -304,27 +276,4 @@ func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.Join(t.lines, "\n")
-}
-
-// search sends GET /search to the node at addr and decodes the answer:
-// the result when the status is 200, else the refusal.
-func search(ctx context.Context, hc *http.Client, addr, repoID, q string, limit int) (int, *searchResult, *searchRefusal, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	u := "http://" + addr + "/search?" + url.Values{"repo": {repoID}, "q": {q}, "limit": {strconv.Itoa(limit)}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
-		var res searchResult
-		return resp.StatusCode, &res, nil, json.NewDecoder(resp.Body).Decode(&res)
-	}
-	var ref searchRefusal
-	return resp.StatusCode, nil, &ref, json.NewDecoder(resp.Body).Decode(&ref)
 }

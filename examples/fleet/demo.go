@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -80,14 +83,14 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 				break
 			}
 		}
-		code, res, ref, err := search(ctx, f.hc, via.Addr, r.ID, q, 3)
+		code, res, ref, err := fleetnode.Search(ctx, f.hc, via.Addr, r.ID, q, 3)
 		switch {
 		case err != nil:
 			fmt.Fprintf(out, "  %s via %s: %v\n", r.ID, via.Name, err)
 		case res == nil:
 			fmt.Fprintf(out, "  %s via %s: %d %s owner=%s %s\n", r.ID, via.Name, code, ref.Status, ref.Owner, ref.Error)
 		default:
-			want := grepFiles(r.Files, q)
+			want := codeindex.Grep(indexFiles(r.Files), q)
 			fmt.Fprintf(out, "  GET %s/search?repo=%s&q=%q → %d, served_by=%s routed_by=%s, %d match(es) shown%s; grep finds %d\n",
 				via.Name, r.ID, q, code, res.ServedBy, res.RoutedBy, len(res.Matches), map[bool]string{true: " (truncated)"}[res.Truncated], len(want))
 			for _, m := range res.Matches {
@@ -95,7 +98,7 @@ func runDemo(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}
 	}
-	code, _, ref, err := search(ctx, f.hc, f.nodes[0].Addr, "no-such-repo", "abc", 1)
+	code, _, ref, err := fleetnode.Search(ctx, f.hc, f.nodes[0].Addr, "no-such-repo", "abc", 1)
 	if err == nil {
 		fmt.Fprintf(out, "  GET %s/search?repo=no-such-repo → %d %s\n", f.nodes[0].Name, code, ref.Status)
 	}
@@ -193,10 +196,10 @@ func (f *fleet) ownershipTable(ctx context.Context, rows []lease.Row) string {
 
 // pickPhrase returns two consecutive words from a random line of a text
 // file of files.
-func pickPhrase(rng *rand.Rand, files []sourceFile) string {
+func pickPhrase(rng *rand.Rand, files []repogen.File) string {
 	for range 20 {
 		f := files[rng.IntN(len(files))]
-		if isBinary(f.Data) || len(f.Data) == 0 {
+		if codeindex.IsBinary(f.Data) || len(f.Data) == 0 {
 			continue
 		}
 		lines := bytes.Split(bytes.TrimSpace(f.Data), []byte{'\n'})

@@ -5,6 +5,13 @@
 // owner. It is the prototype step of the in-memory fleet design: a demo,
 // and a simulation that measures coverage, claim latency and reindexing.
 //
+// The node is package examples/fleetnode, a library: `fleet node` maps its
+// flags onto fleetnode.Config, picks the Backend (fleetnode/redis or
+// fleetnode/etcd) and adds what only a program has: Prometheus metrics at
+// GET /metrics (fed by fleetnode.Hooks), the -trace-file exporter, and
+// signals. The index and its snapshot format are examples/fleetnode/codeindex;
+// the generated repositories of demo and sim, examples/fleetnode/repogen.
+//
 // # Usage
 //
 //	fleet node [flags]   one fleet node

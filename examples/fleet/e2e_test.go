@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/lease"
 )
@@ -42,16 +45,16 @@ func TestFleet(t *testing.T) {
 	bin := proctest.Build(t, "./examples/fleet")
 	ctx := context.Background()
 
-	repos, err := generateRepos(ctx, t.TempDir(), 10, sizeRange{1 << 10, 8 << 10}, 11)
+	repos, err := repogen.Generate(ctx, t.TempDir(), 10, repogen.Sizes{Min: 1 << 10, Max: 8 << 10}, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]repo{}
+	byID := map[string]repogen.Repo{}
 	for _, r := range repos {
 		byID[r.ID] = r
 	}
 	tun := e2eTuning()
-	store, err := env.b.newStore(prefix, tun.storeOptions(lease.Hooks{})...)
+	store, err := env.b.NewStore(prefix, tun.StoreOptions(lease.Hooks{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +117,13 @@ func TestFleet(t *testing.T) {
 				}
 			}
 			for _, q := range []string{fmt.Sprintf("marker-%s", strings.TrimPrefix(r.ID, "repo-")), pickPhrase(rng, r.Files), "ka"} {
-				code, res, ref, err := search(ctx, hc, via.addr, r.ID, q, maxLimit)
+				code, res, ref, err := fleetnode.Search(ctx, hc, via.addr, r.ID, q, codeindex.MaxLimit)
 				if err != nil || code != http.StatusOK {
 					t.Fatalf("search %s for %q via %s (owner %s): %d %+v %v", r.ID, q, via.name, owner, code, ref, err)
 				}
-				want := grepFiles(r.Files, q)
-				if len(want) > maxLimit {
-					want = want[:maxLimit]
+				want := codeindex.Grep(indexFiles(r.Files), q)
+				if len(want) > codeindex.MaxLimit {
+					want = want[:codeindex.MaxLimit]
 				}
 				if !reflect.DeepEqual(res.Matches, want) && !(len(want) == 0 && len(res.Matches) == 0) {
 					t.Fatalf("search %s for %q: %d matches, grep finds %d", r.ID, q, len(res.Matches), len(want))
@@ -144,10 +147,10 @@ func TestFleet(t *testing.T) {
 		{"no-such-repo", "abc", 10, http.StatusNotFound, "unknown"},
 		{repos[0].ID, "", 10, http.StatusBadRequest, "bad query"},
 		{repos[0].ID, "a\nb", 10, http.StatusBadRequest, "bad query"},
-		{repos[0].ID, "abc", maxLimit + 1, http.StatusBadRequest, "bad query"},
+		{repos[0].ID, "abc", codeindex.MaxLimit + 1, http.StatusBadRequest, "bad query"},
 		{"", "abc", 10, http.StatusBadRequest, "bad query"},
 	} {
-		code, _, ref, err := search(ctx, hc, nodes[0].addr, tc.repo, tc.q, tc.limit)
+		code, _, ref, err := fleetnode.Search(ctx, hc, nodes[0].addr, tc.repo, tc.q, tc.limit)
 		if err != nil || code != tc.code || ref == nil || ref.Status != tc.status {
 			t.Errorf("search %q %q limit %d: %d %+v %v; want %d %s", tc.repo, tc.q, tc.limit, code, ref, err, tc.code, tc.status)
 		}
@@ -159,7 +162,7 @@ func TestFleet(t *testing.T) {
 	if err := store.Put(ctx, big); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, ref, err := search(ctx, hc, nodes[0].addr, big.ID, "abc", 1); err != nil || code != http.StatusServiceUnavailable || ref.Status != "unassigned" {
+	if code, _, ref, err := fleetnode.Search(ctx, hc, nodes[0].addr, big.ID, "abc", 1); err != nil || code != http.StatusServiceUnavailable || ref.Status != "unassigned" {
 		t.Errorf("search of an unleased repo: %d %+v %v; want 503 unassigned", code, ref, err)
 	}
 
@@ -208,7 +211,7 @@ func TestFleet(t *testing.T) {
 	// During the TTL the row still names the dead owner: a query through
 	// a survivor cannot reach it.
 	if len(lostItems) > 0 {
-		code, _, ref, err := search(ctx, hc, live[0].addr, lostItems[0], "abc", 1)
+		code, _, ref, err := fleetnode.Search(ctx, hc, live[0].addr, lostItems[0], "abc", 1)
 		if err != nil || code != http.StatusServiceUnavailable {
 			t.Errorf("search of a dead owner's repo: %d %+v %v; want 503", code, ref, err)
 		}
@@ -240,7 +243,7 @@ func TestFleet(t *testing.T) {
 			t.Errorf("after SIGTERM %s: owner %q state %v ready %v; want released", id, r.Owner, r.State, r.Ready)
 		}
 	}
-	if addrs, err := env.tab.addrs.List(ctx); err != nil || len(addrs) != 1 { // the killed node's stays
+	if addrs, err := env.tab.Addrs.List(ctx); err != nil || len(addrs) != 1 { // the killed node's stays
 		t.Errorf("published addresses after shutdown: %v %v, want 1 (the killed node's)", addrs, err)
 	}
 }
@@ -263,7 +266,7 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-func getStatus(t *testing.T, hc *http.Client, addr string) nodeStatus {
+func getStatus(t *testing.T, hc *http.Client, addr string) fleetnode.Status {
 	t.Helper()
 	c := &child{Name: addr, Addr: addr}
 	st, err := c.status(context.Background(), hc)
@@ -291,13 +294,13 @@ func TestFleetReplicas(t *testing.T) {
 	prefix := env.prefix
 	bin := proctest.Build(t, "./examples/fleet")
 	ctx := context.Background()
-	repos, err := generateRepos(ctx, t.TempDir(), 3, sizeRange{1 << 10, 4 << 10}, 13)
+	repos, err := repogen.Generate(ctx, t.TempDir(), 3, repogen.Sizes{Min: 1 << 10, Max: 4 << 10}, 13)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tun := e2eTuning()
 	tun.TTL, tun.Replicas = 20*time.Second, 2 // the dead primary stays in the catalog for the whole test
-	store, err := env.b.newStore(prefix, tun.storeOptions(lease.Hooks{})...)
+	store, err := env.b.NewStore(prefix, tun.StoreOptions(lease.Hooks{})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,12 +346,12 @@ func TestFleetReplicas(t *testing.T) {
 	hc := &http.Client{}
 	defer hc.CloseIdleConnections()
 	q := "marker-" + strings.TrimPrefix(r.ID, "repo-")
-	if _, res, ref, err := search(ctx, hc, nodes[third].addr, r.ID, q, 10); err != nil || res == nil || res.ServedBy != primary {
+	if _, res, ref, err := fleetnode.Search(ctx, hc, nodes[third].addr, r.ID, q, 10); err != nil || res == nil || res.ServedBy != primary {
 		t.Fatalf("before the kill: %+v %+v %v; want served by the primary %s", res, ref, err, primary)
 	}
 	nodes[primary].p.Signal(syscall.SIGKILL)
 	nodes[primary].p.Wait(10 * time.Second)
-	code, res, ref, err := search(ctx, hc, nodes[third].addr, r.ID, q, 10)
+	code, res, ref, err := fleetnode.Search(ctx, hc, nodes[third].addr, r.ID, q, 10)
 	if err != nil || code != http.StatusOK || res.ServedBy != replica || len(res.Matches) != 1 {
 		t.Fatalf("after killing the primary %s: %d %+v %+v %v; want served by the replica %s", primary, code, res, ref, err, replica)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/examples/internal/etcdserver"
 	"github.com/indexkit/indexkit/lease"
 )
@@ -133,9 +135,9 @@ type fleet struct {
 	sf     storeFlags         // the store the nodes use
 	prefix string
 	b      *backend
-	store  fleetStore
-	tab    sideTables
-	repos  []repo
+	store  fleetnode.Store
+	tab    fleetnode.Tables
+	repos  []repogen.Repo
 	budget int64
 	hc     *http.Client
 
@@ -180,8 +182,8 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 	if f.b, err = dial(ctx, f.sf, 0); err != nil {
 		return nil, err
 	}
-	f.tab = f.b.tables(f.prefix)
-	if f.store, err = f.b.newStore(f.prefix, ff.storeOptions(lease.Hooks{})...); err != nil {
+	f.tab = f.b.Tables(f.prefix)
+	if f.store, err = f.b.NewStore(f.prefix, ff.StoreOptions(lease.Hooks{})...); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -189,13 +191,13 @@ func newFleet(ctx context.Context, ff fleetFlags, out io.Writer) (_ *fleet, err 
 	if err := os.Mkdir(repoDir, 0o755); err != nil {
 		return nil, err
 	}
-	if f.repos, err = generateRepos(ctx, repoDir, ff.Repos, sizeRange{int64(ff.MinSize), int64(ff.MaxSize)}, ff.Seed); err != nil {
+	if f.repos, err = repogen.Generate(ctx, repoDir, ff.Repos, repogen.Sizes{Min: int64(ff.MinSize), Max: int64(ff.MaxSize)}, ff.Seed); err != nil {
 		return nil, err
 	}
 	var text, est int64
 	for _, r := range f.repos {
 		text += r.Text
-		est += r.Estimate()
+		est += estimate(r)
 	}
 	f.budget = int64(ff.Budget)
 	if f.budget == 0 {
@@ -398,7 +400,7 @@ func (f *fleet) Close() {
 	if f.b != nil {
 		if f.redis == nil && f.etcd == nil && f.prefix != "" {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = f.b.deletePrefix(ctx, f.prefix)
+			_ = f.b.DeletePrefix(ctx, f.prefix)
 			cancel()
 		}
 		_ = f.b.Close()

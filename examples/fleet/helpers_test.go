@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"net/http/httptest"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -13,10 +11,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
-	"github.com/indexkit/indexkit/lease/agent"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"net"
 )
 
 // Every test closes its Redis clients and stops its processes.
@@ -67,7 +67,7 @@ type testEnv struct {
 	sf     storeFlags
 	prefix string
 	b      *backend
-	tab    sideTables
+	tab    fleetnode.Tables
 }
 
 // testStore returns a testEnv on kind: for redis as testRedis does, for
@@ -92,7 +92,7 @@ func testStore(t *testing.T, kind string) testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	e.b, e.tab = b, b.tables(e.prefix)
+	e.b, e.tab = b, b.Tables(e.prefix)
 	return e
 }
 
@@ -102,7 +102,7 @@ func (e testEnv) args(cmd ...string) []string {
 	return append(append(cmd, e.sf.args()...), "-prefix", e.prefix)
 }
 
-// tuningFor is e2eTuning, with the liveness window a whole second on etcd.
+// tuningFor is e2eTuning, with the liveness window whole seconds on etcd.
 func tuningFor(kind string) tuning {
 	t := e2eTuning()
 	if kind == storeEtcd {
@@ -111,37 +111,36 @@ func tuningFor(kind string) tuning {
 	return t
 }
 
-// startNode runs a node in the test process on env's store: its HTTP
-// handler on a loopback test server, its address published, its manager
-// running until the test ends. wrap, when not nil, wraps its indexer;
-// beforeStop, when not nil, runs first at cleanup (to open a gated
-// indexer, say).
-func startNode(ctx context.Context, t *testing.T, env testEnv, cfg nodeConfig, wrap func(agent.Indexer) agent.Indexer, beforeStop func()) *node {
+// startNode runs a node in the test process as `fleet node` builds it
+// (assemble: its metrics, its trace file), on a loopback listener, until
+// the test ends; it returns the node and its tracer provider (nil without
+// cfg.TraceFile).
+func startNode(ctx context.Context, t *testing.T, env testEnv, cfg nodeConfig) (*fleetnode.Node, *sdktrace.TracerProvider) {
 	t.Helper()
-	n, err := newNode(cfg, slog.New(slog.DiscardHandler), env.b, wrap)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(n.handler())
-	n.addr = strings.TrimPrefix(srv.URL, "http://")
-	if err := n.publishAddr(ctx); err != nil {
+	cfg.Config.Budget = int64(cfg.Budget)
+	n, tp, done, err := assemble(cfg, env.b, ln)
+	if err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- n.mgr.Run(rctx) }()
+	exited := make(chan error, 1)
+	go func() { exited <- n.Run(rctx) }()
+	waitFor(t, 5*time.Second, "the node's address published", func() (bool, string) {
+		a, err := env.tab.Addrs.Get(ctx, cfg.Name)
+		return err == nil && a == n.Addr(), ""
+	})
 	t.Cleanup(func() {
-		if beforeStop != nil {
-			beforeStop()
-		}
 		cancel()
-		if err := <-done; err != nil {
+		if err := <-exited; err != nil {
 			t.Errorf("Run %s: %v", cfg.Name, err)
 		}
-		srv.Close()
-		n.close()
+		done()
 	})
-	return n
+	return n, tp
 }
 
 // checkRehydration checks a `fleet sim -rehydration both` report: the

@@ -1,14 +1,22 @@
 package main
 
 import (
-	"github.com/prometheus/client_golang/prometheus"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/lease/agent"
 )
 
-// promMetrics are a node's histograms and load gauges, fed by the
-// manager's hooks and exported by GET /metrics after the counters. Each
-// node has its own registry: nothing global.
+// promMetrics are a node's histograms and load gauges, fed by the node's
+// hooks (fleetnode.Hooks) and exported by GET /metrics after the
+// counters. Each node has its own registry: nothing global.
 type promMetrics struct {
 	reg          *prometheus.Registry
 	claimLatency prometheus.Histogram
@@ -79,4 +87,54 @@ func (m *promMetrics) scanned(s agent.Signals) {
 	if !s.LastServed.IsZero() {
 		m.lastServed.Set(float64(s.LastServed.UnixNano()) / 1e9)
 	}
+}
+
+// hooks feed m from a node's events.
+func (m *promMetrics) hooks() fleetnode.Hooks {
+	return fleetnode.Hooks{
+		Claimed:   func(_ string, waited time.Duration) { m.claimLatency.Observe(waited.Seconds()) },
+		BidClosed: func(_ string, window time.Duration) { m.bidWindow.Observe(window.Seconds()) },
+		IndexTook: func(_, from string, took time.Duration) { m.indexTime.WithLabelValues(from).Observe(took.Seconds()) },
+		Indexed:   func(_ string, size int64) { m.indexBytes.Observe(float64(size)) },
+		Scanned:   m.scanned,
+		Scale:     func(d agent.Decision, _ agent.Signals) { m.scale.WithLabelValues(d.String()).Inc() },
+	}
+}
+
+// handler is GET /metrics: the counters and gauges of status() in the
+// Prometheus text format, then m's histograms and load gauges.
+func (m *promMetrics) handler(status func() fleetnode.Status, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		st := status()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		names := make([]string, 0, len(st.Counters))
+		for k := range st.Counters {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Fprintf(w, "# TYPE indexkit_fleet_%s_total counter\nindexkit_fleet_%s_total %d\n", k, k, st.Counters[k])
+		}
+		ready := 0
+		for _, it := range st.Items {
+			if it.Ready {
+				ready++
+			}
+		}
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_items_held gauge\nindexkit_fleet_items_held %d\n", len(st.Items))
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_items_ready gauge\nindexkit_fleet_items_ready %d\n", ready)
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_items_starved gauge\nindexkit_fleet_items_starved %d\n", len(st.Starved))
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_used_bytes gauge\nindexkit_fleet_memory_used_bytes %d\n", st.Used)
+		fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_budget_bytes gauge\nindexkit_fleet_memory_budget_bytes %d\n", st.Budget)
+		mfs, err := m.reg.Gather()
+		if err != nil {
+			log.Warn("gather metrics", "err", err)
+		}
+		enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				return
+			}
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -124,7 +125,7 @@ func runSim(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if ff.Rehydration != "off" {
 		// Last, a drain: SIGTERM to the node that holds the most, whose
-		// indexes its successors fetch from it (handoff.go); with as many
+		// indexes its successors fetch from it (fleetnode, handoff.go); with as many
 		// survivors as the kills had.
 		if err := f.replace(ctx, kills[len(kills)-1].Victim); err != nil {
 			return err
@@ -288,7 +289,7 @@ func (f *fleet) replace(ctx context.Context, name string) error {
 // live node reports it in GET /status.
 func (f *fleet) setRehydrate(ctx context.Context, on bool) error {
 	v := map[bool]string{true: "on", false: "off"}[on]
-	if err := f.tab.settings.Set(ctx, map[string]string{rehydrateField: v}); err != nil {
+	if err := f.tab.Settings.Set(ctx, map[string]string{fleetnode.SettingRehydrate: v}); err != nil {
 		return fmt.Errorf("set rehydrate: %w", err)
 	}
 	deadline := time.Now().Add(10*f.flags.Heartbeat + 5*time.Second)

@@ -150,6 +150,8 @@ var roles = []role{
 	{pkg: "examples/piecenode"},
 	{pkg: "examples/publishernode"},
 	{pkg: "examples/localpool", exempt: append(pebbleDeps, libp2pHost...)},
+	{pkg: "examples/fleetnode"},
+	{pkg: "examples/fleetnode/codeindex"},
 }
 
 // role is one row of roles: the package, and the thirdPartyOnly
@@ -217,6 +219,7 @@ var backends = []string{
 	"lease/memory", "lease/redis", "lease/etcd",
 	"scatter/keyspace/etcdlayout",
 	"piece/memory", "piece/redis",
+	"examples/fleetnode/memory", "examples/fleetnode/redis", "examples/fleetnode/etcd",
 }
 
 // engines are heavy third-party modules that only one backend may import

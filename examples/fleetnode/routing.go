@@ -1,4 +1,4 @@
-package main
+package fleetnode
 
 import (
 	"context"
@@ -12,8 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -24,31 +23,31 @@ const hopHeader = "X-Fleet-Routed-By"
 // routeTimeout bounds a routed query.
 const routeTimeout = 10 * time.Second
 
-// searchResult is the answer of GET /search with status "ok".
-type searchResult struct {
-	Status    string  `json:"status"` // "ok"
-	Repo      string  `json:"repo"`
-	Query     string  `json:"query"`
-	Commit    string  `json:"commit"`
-	ServedBy  string  `json:"served_by"`
-	RoutedBy  string  `json:"routed_by,omitempty"`
-	Matches   []Match `json:"matches"`
-	Truncated bool    `json:"truncated"`
+// SearchResult is the answer of GET /search with status "ok".
+type SearchResult struct {
+	Status    string            `json:"status"` // "ok"
+	Repo      string            `json:"repo"`
+	Query     string            `json:"query"`
+	Commit    string            `json:"commit"`
+	ServedBy  string            `json:"served_by"`
+	RoutedBy  string            `json:"routed_by,omitempty"`
+	Matches   []codeindex.Match `json:"matches"`
+	Truncated bool              `json:"truncated"`
 }
 
-// searchRefusal is the answer of GET /search that is not "ok": warming
+// SearchRefusal is the answer of GET /search that is not "ok": warming
 // (503, the owner has not finished indexing), unassigned (503, nobody
 // holds the repo), unreachable (503, the owner did not answer), unknown
 // (404) or bad query (400).
-type searchRefusal struct {
+type SearchRefusal struct {
 	Status string `json:"status"`
 	Repo   string `json:"repo,omitempty"`
 	Owner  string `json:"owner,omitempty"`
 	Error  string `json:"error,omitempty"`
 }
 
-// itemStatus is one held item in GET /status.
-type itemStatus struct {
+// ItemStatus is one held item in GET /status.
+type ItemStatus struct {
 	Item   string `json:"item"`
 	Fence  uint64 `json:"fence"`
 	Ready  bool   `json:"ready"`
@@ -57,34 +56,46 @@ type itemStatus struct {
 	Commit string `json:"commit,omitempty"`
 }
 
-// nodeStatus is the answer of GET /status.
-type nodeStatus struct {
+// Status is the answer of GET /status.
+type Status struct {
 	Node   string       `json:"node"`
 	Addr   string       `json:"addr"`
 	Budget int64        `json:"budget"`
 	Used   int64        `json:"used"`
-	Items  []itemStatus `json:"items"`
+	Items  []ItemStatus `json:"items"`
 	// Starved are the unowned repos too large for this node's budget
 	// (agent.Manager.Starved): it never bids on them.
-	Starved []starvedStatus `json:"starved"`
+	Starved []StarvedStatus `json:"starved"`
 	// Rehydrate tells whether the node loads snapshots (it has a snapshot
 	// directory and the setting is on).
 	Rehydrate bool             `json:"rehydrate"`
 	Counters  map[string]int64 `json:"counters"`
 }
 
-// starvedStatus is one starved repo in GET /status.
-type starvedStatus struct {
+// StarvedStatus is one starved repo in GET /status.
+type StarvedStatus struct {
 	Item string `json:"item"`
 	Need int64  `json:"need"` // bytes: the larger of the row's Size and MinBid
 }
 
-func (n *node) handler() http.Handler {
+// ownRoutes are the patterns of the node's own API.
+var ownRoutes = []string{"GET /search", "GET /status", "GET /snapshot"}
+
+// Handler is the node's HTTP API, which Run serves on its listener:
+//
+//	GET /search?repo=ID&q=TEXT[&limit=N]   SearchResult, or SearchRefusal
+//	GET /status                            Status
+//	GET /snapshot?item=ID&commit=SHA       an index in the snapshot format (handoffs)
+//
+// and Config.Routes.
+func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /search", n.handleSearch)
 	mux.HandleFunc("GET /status", n.handleStatus)
-	mux.HandleFunc("GET /metrics", n.handleMetrics)
 	mux.HandleFunc("GET /snapshot", n.handleSnapshot)
+	for pattern, h := range n.cfg.Routes {
+		mux.Handle(pattern, h)
+	}
 	return mux
 }
 
@@ -94,26 +105,26 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
+func (n *Node) handleSearch(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	repoID, query := q.Get("repo"), q.Get("q")
-	limit := defaultLimit
+	limit := codeindex.DefaultLimit
 	bad := func(msg string) {
 		n.c.QueriesBad.Add(1)
-		writeJSON(w, http.StatusBadRequest, searchRefusal{Status: "bad query", Repo: repoID, Error: msg})
+		writeJSON(w, http.StatusBadRequest, SearchRefusal{Status: "bad query", Repo: repoID, Error: msg})
 	}
 	if repoID == "" {
 		bad("missing parameter repo")
 		return
 	}
-	if err := checkQuery(query); err != nil {
+	if err := codeindex.CheckQuery(query); err != nil {
 		bad(err.Error())
 		return
 	}
 	if s := q.Get("limit"); s != "" {
 		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 || v > maxLimit {
-			bad(fmt.Sprintf("limit %q: want 1 to %d", s, maxLimit))
+		if err != nil || v < 1 || v > codeindex.MaxLimit {
+			bad(fmt.Sprintf("limit %q: want 1 to %d", s, codeindex.MaxLimit))
 			return
 		}
 		limit = v
@@ -125,11 +136,11 @@ func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
 	rows, err := lease.Replicas(r.Context(), n.store, repoID, n.cfg.Replicas)
 	if errors.Is(err, lease.ErrNotFound) {
 		n.c.QueriesUnknown.Add(1)
-		writeJSON(w, http.StatusNotFound, searchRefusal{Status: "unknown", Repo: repoID, Error: "no such repo in the catalog"})
+		writeJSON(w, http.StatusNotFound, SearchRefusal{Status: "unknown", Repo: repoID, Error: "no such repo in the catalog"})
 		return
 	}
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "catalog unavailable", Repo: repoID, Error: err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "catalog unavailable", Repo: repoID, Error: err.Error()})
 		return
 	}
 	routedBy := r.Header.Get(hopHeader)
@@ -152,9 +163,9 @@ func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			if ms == nil {
-				ms = []Match{}
+				ms = []codeindex.Match{}
 			}
-			writeJSON(w, http.StatusOK, searchResult{Status: "ok", Repo: repoID, Query: query, Commit: ri.Commit,
+			writeJSON(w, http.StatusOK, SearchResult{Status: "ok", Repo: repoID, Query: query, Commit: ri.Commit,
 				ServedBy: n.cfg.Name, RoutedBy: routedBy, Matches: ms, Truncated: trunc})
 			return
 		}
@@ -171,18 +182,18 @@ func (n *node) handleSearch(w http.ResponseWriter, r *http.Request) {
 	case len(ready) > 0 && routedBy != "":
 		// Routed here, but this node serves no copy: ownership moved;
 		// the router may retry.
-		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "moved", Repo: repoID, Owner: ready[0].Owner})
+		writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "moved", Repo: repoID, Owner: ready[0].Owner})
 	case len(ready) > 0:
 		n.route(r.Context(), w, ready, repoID, query, limit)
 	case mine:
 		n.c.QueriesWarming.Add(1)
-		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "warming", Repo: repoID, Owner: n.cfg.Name})
+		writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "warming", Repo: repoID, Owner: n.cfg.Name})
 	case anyOwner(rows) != "":
 		n.c.QueriesWarming.Add(1)
-		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "warming", Repo: repoID, Owner: anyOwner(rows)})
+		writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "warming", Repo: repoID, Owner: anyOwner(rows)})
 	default:
 		n.c.QueriesUnassigned.Add(1)
-		writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "unassigned", Repo: repoID})
+		writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "unassigned", Repo: repoID})
 	}
 }
 
@@ -198,7 +209,7 @@ func anyOwner(rows []lease.Row) string {
 
 // route sends the query to the owner of the first copy in ready that
 // answers, and relays its answer.
-func (n *node) route(ctx context.Context, w http.ResponseWriter, ready []lease.Row, repoID, query string, limit int) {
+func (n *Node) route(ctx context.Context, w http.ResponseWriter, ready []lease.Row, repoID, query string, limit int) {
 	var errs []error
 	for _, row := range ready {
 		code, body, err := n.forward(ctx, row.Owner, repoID, query, limit)
@@ -213,15 +224,15 @@ func (n *node) route(ctx context.Context, w http.ResponseWriter, ready []lease.R
 		_, _ = w.Write(body)
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, searchRefusal{Status: "unreachable", Repo: repoID, Owner: ready[0].Owner,
+	writeJSON(w, http.StatusServiceUnavailable, SearchRefusal{Status: "unreachable", Repo: repoID, Owner: ready[0].Owner,
 		Error: errors.Join(errs...).Error()})
 }
 
 // forward sends the query to owner, found in the fleet's address table,
 // and returns its answer.
-func (n *node) forward(ctx context.Context, owner, repoID, query string, limit int) (int, []byte, error) {
-	addr, err := n.tab.addrs.Get(ctx, owner)
-	if errors.Is(err, errNoEntry) {
+func (n *Node) forward(ctx context.Context, owner, repoID, query string, limit int) (int, []byte, error) {
+	addr, err := n.tab.Addrs.Get(ctx, owner)
+	if errors.Is(err, ErrNoEntry) {
 		return 0, nil, fmt.Errorf("owner %s has published no address", owner)
 	}
 	if err != nil {
@@ -247,15 +258,17 @@ func (n *node) forward(ctx context.Context, owner, repoID, query string, limit i
 	return resp.StatusCode, body, nil
 }
 
-func (n *node) status() nodeStatus {
-	st := nodeStatus{Node: n.cfg.Name, Addr: n.addr, Budget: int64(n.cfg.Budget), Used: n.mgr.Used(),
-		Items: []itemStatus{}, Starved: []starvedStatus{}, Counters: n.c.snapshot(),
+// Status is what GET /status answers: the node's budget and use, the
+// items it holds, the starved ones, and its counters.
+func (n *Node) Status() Status {
+	st := Status{Node: n.cfg.Name, Addr: n.addr, Budget: n.cfg.Budget, Used: n.mgr.Used(),
+		Items: []ItemStatus{}, Starved: []StarvedStatus{}, Counters: n.c.snapshot(),
 		Rehydrate: n.idx.snaps != nil && n.idx.rehydrate.Load()}
 	for _, it := range n.mgr.Starved() {
-		st.Starved = append(st.Starved, starvedStatus{Item: it.Item, Need: it.Need})
+		st.Starved = append(st.Starved, StarvedStatus{Item: it.Item, Need: it.Need})
 	}
 	for _, ref := range n.mgr.Held() {
-		is := itemStatus{Item: ref.Item, Fence: uint64(ref.Fence)}
+		is := ItemStatus{Item: ref.Item, Fence: uint64(ref.Fence)}
 		if ri := n.idx.get(ref.Item); ri != nil {
 			is.Ready, is.Size, is.Files, is.Commit = true, ri.Size(), ri.Files(), ri.Commit
 		}
@@ -265,43 +278,6 @@ func (n *node) status() nodeStatus {
 	return st
 }
 
-func (n *node) handleStatus(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, n.status())
-}
-
-// handleMetrics writes the counters and gauges in the Prometheus text
-// format.
-func (n *node) handleMetrics(w http.ResponseWriter, _ *http.Request) {
-	st := n.status()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	names := make([]string, 0, len(st.Counters))
-	for k := range st.Counters {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		fmt.Fprintf(w, "# TYPE indexkit_fleet_%s_total counter\nindexkit_fleet_%s_total %d\n", k, k, st.Counters[k])
-	}
-	ready := 0
-	for _, it := range st.Items {
-		if it.Ready {
-			ready++
-		}
-	}
-	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_held gauge\nindexkit_fleet_items_held %d\n", len(st.Items))
-	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_ready gauge\nindexkit_fleet_items_ready %d\n", ready)
-	fmt.Fprintf(w, "# TYPE indexkit_fleet_items_starved gauge\nindexkit_fleet_items_starved %d\n", len(st.Starved))
-	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_used_bytes gauge\nindexkit_fleet_memory_used_bytes %d\n", st.Used)
-	fmt.Fprintf(w, "# TYPE indexkit_fleet_memory_budget_bytes gauge\nindexkit_fleet_memory_budget_bytes %d\n", st.Budget)
-	// Then the histograms and load gauges of the node's registry.
-	mfs, err := n.prom.reg.Gather()
-	if err != nil {
-		n.log.Warn("gather metrics", "err", err)
-	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return
-		}
-	}
+func (n *Node) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, n.Status())
 }

@@ -1,4 +1,4 @@
-package main
+package codeindex
 
 import (
 	"encoding/binary"
@@ -31,23 +31,23 @@ import (
 //
 // A load checks the file's CRC, decodes it, and checks the decoded index
 // against the checksum taken at build (the on-load check): a flipped byte
-// anywhere, a truncated file or a decoder that went wrong is errCorrupt,
+// anywhere, a truncated file or a decoder that went wrong is ErrCorrupt,
 // and the caller indexes from git instead. A file of another version is
-// errSnapshotVersion, and is ignored the same way.
+// ErrVersion, and is ignored the same way.
 const (
 	snapshotMagic   = "IKFLTSNP"
 	snapshotVersion = 1
 	snapshotExt     = ".snap"
 )
 
-// errSnapshotVersion is returned for a snapshot written in a format this
+// ErrVersion is returned for a snapshot written in a format this
 // binary does not read.
-var errSnapshotVersion = errors.New("snapshot of an unknown version")
+var ErrVersion = errors.New("snapshot of an unknown version")
 
 var le = binary.LittleEndian
 
-// encodeSnapshot returns ix at commit as a snapshot file's bytes.
-func encodeSnapshot(ix *Index, commit string) []byte {
+// Encode returns ix at commit as a snapshot file's bytes.
+func Encode(ix *Index, commit string) []byte {
 	n := len(snapshotMagic) + 4 + 4 + len(commit) + 4 + 4 + len(ix.lines)*16 + 4 + len(ix.postings)*4 + 4 + len(ix.grams)*12 + 8 + 8 + 8
 	for _, f := range ix.files {
 		n += 8 + len(f.path) + len(f.data)
@@ -102,7 +102,7 @@ type snapReader struct {
 
 func (r *snapReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: snapshot truncated in %s", errCorrupt, what)
+		r.err = fmt.Errorf("%w: snapshot truncated in %s", ErrCorrupt, what)
 	}
 	r.b = nil
 }
@@ -144,20 +144,20 @@ func (r *snapReader) count(width int, what string) int {
 	return int(n)
 }
 
-// decodeSnapshot decodes a snapshot file and returns its index and
-// commit. The error wraps errCorrupt when the
-// file does not check, errSnapshotVersion when it is of another version.
-func decodeSnapshot(b []byte) (*Index, string, error) {
+// Decode decodes a snapshot file and returns its index and
+// commit. The error wraps ErrCorrupt when the
+// file does not check, ErrVersion when it is of another version.
+func Decode(b []byte) (*Index, string, error) {
 	if len(b) < len(snapshotMagic)+4+8 || string(b[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, "", fmt.Errorf("%w: not a snapshot (no %q at its start)", errCorrupt, snapshotMagic)
+		return nil, "", fmt.Errorf("%w: not a snapshot (no %q at its start)", ErrCorrupt, snapshotMagic)
 	}
 	body, tail := b[:len(b)-8], b[len(b)-8:]
 	if got, want := crc64.Checksum(body, crcTable), binary.LittleEndian.Uint64(tail); got != want {
-		return nil, "", fmt.Errorf("%w: snapshot CRC-64 %016x, %016x when written", errCorrupt, got, want)
+		return nil, "", fmt.Errorf("%w: snapshot CRC-64 %016x, %016x when written", ErrCorrupt, got, want)
 	}
 	r := &snapReader{b: body[len(snapshotMagic):]}
 	if v := r.u32("version"); v != snapshotVersion {
-		return nil, "", fmt.Errorf("%w: version %d, this binary reads %d", errSnapshotVersion, v, snapshotVersion)
+		return nil, "", fmt.Errorf("%w: version %d, this binary reads %d", ErrVersion, v, snapshotVersion)
 	}
 	commit := string(r.bytes(uint64(r.u32("commit")), "commit"))
 	ix := &Index{}
@@ -195,19 +195,19 @@ func decodeSnapshot(b []byte) (*Index, string, error) {
 			break
 		}
 		if uint64(off)+uint64(n) > uint64(len(ix.postings)) || n == 0 {
-			return nil, "", fmt.Errorf("%w: snapshot trigram %06x's list [%d, +%d) outside the %d postings", errCorrupt, g, off, n, len(ix.postings))
+			return nil, "", fmt.Errorf("%w: snapshot trigram %06x's list [%d, +%d) outside the %d postings", ErrCorrupt, g, off, n, len(ix.postings))
 		}
 		ix.grams[g] = ix.postings[off : off+n : off+n]
 	}
 	// Every reference a search follows must lie inside what it refers to.
 	for _, l := range ix.lines {
 		if int(l.file) >= len(ix.files) || l.start > l.end || int(l.end) > len(ix.files[l.file].data) {
-			return nil, "", fmt.Errorf("%w: snapshot line record %+v outside its file", errCorrupt, l)
+			return nil, "", fmt.Errorf("%w: snapshot line record %+v outside its file", ErrCorrupt, l)
 		}
 	}
 	for _, p := range ix.postings {
 		if int(p) >= len(ix.lines) {
-			return nil, "", fmt.Errorf("%w: snapshot posting %d beyond the %d lines", errCorrupt, p, len(ix.lines))
+			return nil, "", fmt.Errorf("%w: snapshot posting %d beyond the %d lines", ErrCorrupt, p, len(ix.lines))
 		}
 	}
 	ix.size = int64(r.u64("size"))
@@ -216,10 +216,10 @@ func decodeSnapshot(b []byte) (*Index, string, error) {
 		return nil, "", r.err
 	}
 	if len(r.b) != 0 {
-		return nil, "", fmt.Errorf("%w: %d bytes after the snapshot's fields", errCorrupt, len(r.b))
+		return nil, "", fmt.Errorf("%w: %d bytes after the snapshot's fields", ErrCorrupt, len(r.b))
 	}
 	if want := ix.accountedSize(); ix.size != want {
-		return nil, "", fmt.Errorf("%w: snapshot size %d, its index accounts for %d", errCorrupt, ix.size, want)
+		return nil, "", fmt.Errorf("%w: snapshot size %d, its index accounts for %d", ErrCorrupt, ix.size, want)
 	}
 	if err := ix.Verify(); err != nil {
 		return nil, "", fmt.Errorf("on load: %w", err)
@@ -227,43 +227,42 @@ func decodeSnapshot(b []byte) (*Index, string, error) {
 	return ix, commit, nil
 }
 
-// snapshots is a directory of index snapshots, one file per repo and
-// commit, which the nodes of a fleet may share: every write is a new
-// file renamed into place, so a reader sees a whole file or none.
-type snapshots struct {
-	dir string
-}
+// Dir is a directory of index snapshots, one file per repo and commit,
+// which the nodes of a fleet may share: every write is a new file renamed
+// into place, so a reader sees a whole file or none. A node killed while
+// writing leaves a temporary file (".tmp-*"), never a torn snapshot.
+type Dir string
 
-// validCommit reports whether commit is a hexadecimal object name (SHA-1
+// ValidCommit reports whether commit is a hexadecimal object name (SHA-1
 // or SHA-256), the only names a snapshot's file name takes.
-func validCommit(commit string) bool {
+func ValidCommit(commit string) bool {
 	if len(commit) != 40 && len(commit) != 64 {
 		return false
 	}
 	return strings.Trim(commit, "0123456789abcdef") == ""
 }
 
-// path returns the file of repo at commit.
-func (s snapshots) path(repo, commit string) string {
-	return filepath.Join(s.dir, url.PathEscape(repo)+"@"+commit+snapshotExt)
+// File returns the path of the snapshot of repo at commit.
+func (d Dir) File(repo, commit string) string {
+	return filepath.Join(string(d), url.PathEscape(repo)+"@"+commit+snapshotExt)
 }
 
-// load returns the snapshot of repo at commit; fs.ErrNotExist if there is
-// none. A snapshot that does not check (errCorrupt, errSnapshotVersion,
+// Load returns the snapshot of repo at commit; fs.ErrNotExist if there is
+// none. A snapshot that does not check (ErrCorrupt, ErrVersion,
 // or another commit inside) is removed, so that the next build replaces
 // it, and its error returned.
-func (s snapshots) load(repo, commit string) (*Index, error) {
-	if !validCommit(commit) {
+func (d Dir) Load(repo, commit string) (*Index, error) {
+	if !ValidCommit(commit) {
 		return nil, fmt.Errorf("snapshot of %s: commit %q is not an object name: %w", repo, commit, fs.ErrNotExist)
 	}
-	p := s.path(repo, commit)
+	p := d.File(repo, commit)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
-	ix, got, err := decodeSnapshot(b)
+	ix, got, err := Decode(b)
 	if err == nil && got != commit {
-		err = fmt.Errorf("%w: snapshot of commit %s in the file of %s", errCorrupt, got, commit)
+		err = fmt.Errorf("%w: snapshot of commit %s in the file of %s", ErrCorrupt, got, commit)
 	}
 	if err != nil {
 		_ = os.Remove(p)
@@ -272,24 +271,24 @@ func (s snapshots) load(repo, commit string) (*Index, error) {
 	return ix, nil
 }
 
-// store writes ix as the snapshot of repo at commit (a temporary file
+// Store writes ix as the snapshot of repo at commit (a temporary file
 // renamed into place) and removes the repo's snapshots of other commits.
-func (s snapshots) store(repo, commit string, ix *Index) error {
-	if !validCommit(commit) {
+func (d Dir) Store(repo, commit string, ix *Index) error {
+	if !ValidCommit(commit) {
 		return fmt.Errorf("snapshot of %s: commit %q is not an object name", repo, commit)
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	if err := os.MkdirAll(string(d), 0o755); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
+	tmp, err := os.CreateTemp(string(d), ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	_, werr := tmp.Write(encodeSnapshot(ix, commit))
+	_, werr := tmp.Write(Encode(ix, commit))
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
 	}
-	p := s.path(repo, commit)
+	p := d.File(repo, commit)
 	if werr == nil {
 		werr = os.Rename(tmp.Name(), p)
 	}
@@ -297,7 +296,7 @@ func (s snapshots) store(repo, commit string, ix *Index) error {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("snapshot %s: %w", p, werr)
 	}
-	old, _ := filepath.Glob(filepath.Join(s.dir, globEscape(url.PathEscape(repo))+"@*"+snapshotExt))
+	old, _ := filepath.Glob(filepath.Join(string(d), globEscape(url.PathEscape(repo))+"@*"+snapshotExt))
 	for _, o := range old {
 		if o != p {
 			_ = os.Remove(o)

@@ -1,9 +1,10 @@
-package main
+package fleetnode
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 	"io"
 	"io/fs"
 	"net/http"
@@ -22,7 +23,7 @@ import (
 //     ready index to the handoffs side table: item → "commit node";
 //   - its HTTP server stays up while the manager drains and after, and
 //     answers GET /snapshot?item=…&commit=… with the index in the
-//     snapshot format (snapshot.go);
+//     snapshot format (codeindex.Encode);
 //   - the node that wins the item at that commit (with rehydration on)
 //     fetches it from the address the addrs table gives for the node,
 //     checks it as it checks a snapshot file (CRC-64, every reference, the
@@ -64,12 +65,12 @@ func (h *handing) get(item string) *repoIndex {
 
 // offerHandoffs writes a handoffs entry for every ready index the node
 // holds and keeps the indexes in n.handing; it returns the items offered.
-func (n *node) offerHandoffs(ctx context.Context) []string {
+func (n *Node) offerHandoffs(ctx context.Context) []string {
 	entries := map[string]string{}
 	ixs := map[string]*repoIndex{}
 	for _, ref := range n.mgr.Held() {
 		ri := n.idx.get(ref.Item)
-		if ri == nil || !validCommit(ri.Commit) {
+		if ri == nil || !codeindex.ValidCommit(ri.Commit) {
 			continue
 		}
 		entries[ref.Item] = handoffValue(ri.Commit, n.cfg.Name)
@@ -81,7 +82,7 @@ func (n *node) offerHandoffs(ctx context.Context) []string {
 	n.handing.mu.Lock()
 	n.handing.ixs = ixs
 	n.handing.mu.Unlock()
-	if err := n.tab.handoffs.Set(ctx, entries); err != nil {
+	if err := n.tab.Handoffs.Set(ctx, entries); err != nil {
 		n.log.Warn("handoff: offer", "items", len(entries), "err", err)
 		return nil
 	}
@@ -97,7 +98,7 @@ func (n *node) offerHandoffs(ctx context.Context) []string {
 // gone (fetched), for at most wait, and for at most idle without one
 // being fetched (no node is left to take them, or their new owners
 // loaded them from a shared snapshot directory), then deletes the rest.
-func (n *node) awaitHandoffs(items []string, wait, idle time.Duration) {
+func (n *Node) awaitHandoffs(items []string, wait, idle time.Duration) {
 	if len(items) == 0 {
 		return
 	}
@@ -106,7 +107,7 @@ func (n *node) awaitHandoffs(items []string, wait, idle time.Duration) {
 	left := slices.Clone(items)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		all, err := n.tab.handoffs.List(ctx)
+		all, err := n.tab.Handoffs.List(ctx)
 		cancel()
 		if err == nil {
 			still := left[:0]
@@ -131,7 +132,7 @@ func (n *node) awaitHandoffs(items []string, wait, idle time.Duration) {
 	if len(left) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if err := n.tab.handoffs.Delete(ctx, left...); err != nil {
+		if err := n.tab.Handoffs.Delete(ctx, left...); err != nil {
 			n.log.Warn("handoff: delete the entries left", "err", err)
 		}
 	}
@@ -140,9 +141,9 @@ func (n *node) awaitHandoffs(items []string, wait, idle time.Duration) {
 // handleSnapshot is GET /snapshot?item=…&commit=…: the node's index of
 // item at commit in the snapshot format, from the indexer or from what a
 // stopping node offered; 404 when it has none.
-func (n *node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	item, commit := r.URL.Query().Get("item"), r.URL.Query().Get("commit")
-	if item == "" || !validCommit(commit) {
+	if item == "" || !codeindex.ValidCommit(commit) {
 		http.Error(w, "want item and commit (an object name)", http.StatusBadRequest)
 		return
 	}
@@ -154,7 +155,7 @@ func (n *node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no index of %s at %s here", item, commit), http.StatusNotFound)
 		return
 	}
-	b := encodeSnapshot(ri.Index, ri.Commit)
+	b := codeindex.Encode(ri.Index, ri.Commit)
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", fmt.Sprint(len(b)))
 	_, _ = w.Write(b)
@@ -164,9 +165,9 @@ func (n *node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 // handoffs table names, or an error wrapping fs.ErrNotExist when no node
 // offers it. The entry is deleted once the index checks, or when the node
 // does not have it.
-func (n *node) fetchHandoff(ctx context.Context, item, commit string) (*Index, error) {
-	v, err := n.tab.handoffs.Get(ctx, item)
-	if errors.Is(err, errNoEntry) {
+func (n *Node) fetchHandoff(ctx context.Context, item, commit string) (*codeindex.Index, error) {
+	v, err := n.tab.Handoffs.Get(ctx, item)
+	if errors.Is(err, ErrNoEntry) {
 		return nil, fs.ErrNotExist
 	}
 	if err != nil {
@@ -176,7 +177,7 @@ func (n *node) fetchHandoff(ctx context.Context, item, commit string) (*Index, e
 	if c != commit || from == n.cfg.Name {
 		return nil, fmt.Errorf("handoff of %s: offered at %s by %s: %w", item, c, from, fs.ErrNotExist)
 	}
-	addr, err := n.tab.addrs.Get(ctx, from)
+	addr, err := n.tab.Addrs.Get(ctx, from)
 	if err != nil {
 		return nil, fmt.Errorf("handoff of %s: address of %s: %w", item, from, err)
 	}
@@ -191,7 +192,7 @@ func (n *node) fetchHandoff(ctx context.Context, item, commit string) (*Index, e
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		_ = n.tab.handoffs.Delete(ctx, item)
+		_ = n.tab.Handoffs.Delete(ctx, item)
 		return nil, fmt.Errorf("handoff of %s: %s no longer has it: %w", item, from, fs.ErrNotExist)
 	}
 	if resp.StatusCode != http.StatusOK {
@@ -202,14 +203,14 @@ func (n *node) fetchHandoff(ctx context.Context, item, commit string) (*Index, e
 	if err != nil {
 		return nil, fmt.Errorf("handoff of %s from %s: %w", item, from, err)
 	}
-	ix, got, err := decodeSnapshot(b)
+	ix, got, err := codeindex.Decode(b)
 	if err == nil && got != commit {
-		err = fmt.Errorf("%w: index of commit %s, want %s", errCorrupt, got, commit)
+		err = fmt.Errorf("%w: index of commit %s, want %s", codeindex.ErrCorrupt, got, commit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("handoff of %s from %s: %w", item, from, err)
 	}
-	if err := n.tab.handoffs.Delete(ctx, item); err != nil {
+	if err := n.tab.Handoffs.Delete(ctx, item); err != nil {
 		n.log.Warn("handoff: delete the entry", "item", item, "err", err)
 	}
 	return ix, nil

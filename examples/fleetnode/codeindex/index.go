@@ -1,4 +1,4 @@
-package main
+package codeindex
 
 import (
 	"bytes"
@@ -17,11 +17,11 @@ import (
 
 // Limits of the index and of queries.
 const (
-	maxFileSize  = 1 << 20 // larger files are skipped
+	MaxFileSize  = 1 << 20 // bytes; larger files are not indexed
+	MaxQueryLen  = 256     // bytes of a query
+	DefaultLimit = 100     // matches of a Search with limit ≤ 0
+	MaxLimit     = 1000    // the most matches a node's API returns
 	binarySniff  = 8000    // bytes searched for a NUL, as git does
-	maxQueryLen  = 256
-	defaultLimit = 100
-	maxLimit     = 1000
 )
 
 // Costs used by Index.Size, in bytes: a Go map entry of uint32 → []uint32
@@ -32,22 +32,22 @@ const (
 	lineCost      = 16
 )
 
-// errBadQuery is wrapped by the errors of queries the index cannot answer.
-var errBadQuery = errors.New("bad query")
+// ErrBadQuery is wrapped by the errors of queries the index cannot answer.
+var ErrBadQuery = errors.New("bad query")
 
-// errCorrupt is wrapped by Verify's error: the index no longer matches
+// ErrCorrupt is wrapped by Verify's error: the index no longer matches
 // the checksum taken when it was built.
-var errCorrupt = errors.New("index corrupt")
+var ErrCorrupt = errors.New("index corrupt")
 
-// Match is one line that contains the query.
+// Match is one line that contains the query, as a node's API returns it.
 type Match struct {
 	Path string `json:"path"`
 	Line int    `json:"line"` // from 1
 	Text string `json:"text"`
 }
 
-// sourceFile is one file given to newIndex.
-type sourceFile struct {
+// File is one file of a tree, given to New.
+type File struct {
 	Path string
 	Data []byte
 }
@@ -78,20 +78,21 @@ type lineRef struct {
 	file, num, start, end uint32
 }
 
-// isBinary reports whether data looks binary: a NUL in its first bytes.
-func isBinary(data []byte) bool {
+// IsBinary reports whether data looks binary: a NUL in its first bytes.
+func IsBinary(data []byte) bool {
 	return bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0
 }
 
-// newIndex indexes files, skipping binary ones and those over maxFileSize.
-func newIndex(files []sourceFile) *Index {
+// New indexes files, skipping binary ones (IsBinary) and those over
+// MaxFileSize.
+func New(files []File) *Index {
 	files = slices.Clone(files)
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	ix := &Index{}
 	counts := make(map[uint32]uint32)
 	last := make(map[uint32]uint32) // trigram → 1 + the last line counted
 	for _, f := range files {
-		if len(f.Data) > maxFileSize || isBinary(f.Data) {
+		if len(f.Data) > MaxFileSize || IsBinary(f.Data) {
 			continue
 		}
 		fi := uint32(len(ix.files))
@@ -147,6 +148,25 @@ func newIndex(files []sourceFile) *Index {
 	return ix
 }
 
+// Estimate guesses the Size of New(files) without building it: the
+// accounted bytes of the text files' contents, paths and lines, and about
+// four bytes of postings per byte of text (the average of generated and
+// source text), plus a fixed 64 KiB. A catalog uses it for a row's Size
+// and MinBid before any node has built the index; a node reports the
+// exact size once it has.
+func Estimate(files []File) int64 {
+	var text, lines, n int64
+	for _, f := range files {
+		n++
+		if len(f.Data) > MaxFileSize || IsBinary(f.Data) {
+			continue
+		}
+		text += int64(len(f.Data))
+		lines += int64(bytes.Count(f.Data, []byte{'\n'})) + 1
+	}
+	return text*5 + lines*lineCost + n*fileCost + 64<<10
+}
+
 // accountedSize is what Size reports: file contents and paths, a record
 // per file and per line, 4 bytes per posting and a map entry per trigram.
 func (ix *Index) accountedSize() int64 {
@@ -198,22 +218,22 @@ func mix64(x uint64) uint64 {
 }
 
 // Verify recomputes the index's checksum and returns an error wrapping
-// errCorrupt if it differs from the one taken at build: a byte of a file,
+// ErrCorrupt if it differs from the one taken at build: a byte of a file,
 // a line record or a posting list changed in memory since.
 func (ix *Index) Verify() error {
 	if got := ix.checksum(); got != ix.sum {
-		return fmt.Errorf("%w: checksum %016x, %016x when built", errCorrupt, got, ix.sum)
+		return fmt.Errorf("%w: checksum %016x, %016x when built", ErrCorrupt, got, ix.sum)
 	}
 	return nil
 }
 
 func gram(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }
 
-// indexDir indexes the regular files under root, skipping the .git
-// directory, symbolic links, binary files and files over maxFileSize.
+// FromDir indexes the regular files under root, skipping the .git
+// directory, symbolic links, binary files and files over MaxFileSize.
 // Paths are relative to root, with forward slashes.
-func indexDir(root string) (*Index, error) {
-	var files []sourceFile
+func FromDir(root string) (*Index, error) {
+	var files []File
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -231,7 +251,7 @@ func indexDir(root string) (*Index, error) {
 		if err != nil {
 			return err
 		}
-		if info.Size() > maxFileSize {
+		if info.Size() > MaxFileSize {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -242,13 +262,13 @@ func indexDir(root string) (*Index, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, sourceFile{Path: filepath.ToSlash(rel), Data: data})
+		files = append(files, File{Path: filepath.ToSlash(rel), Data: data})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", root, err)
 	}
-	return newIndex(files), nil
+	return New(files), nil
 }
 
 // Size returns the index's in-memory size in bytes as accounted: file
@@ -259,28 +279,29 @@ func (ix *Index) Size() int64 { return ix.size }
 // Files returns the number of files indexed.
 func (ix *Index) Files() int { return len(ix.files) }
 
-// checkQuery validates a query.
-func checkQuery(q string) error {
+// CheckQuery returns an error wrapping ErrBadQuery for a query Search
+// refuses: empty, over MaxQueryLen bytes, or with a line break.
+func CheckQuery(q string) error {
 	switch {
 	case q == "":
-		return fmt.Errorf("empty query: %w", errBadQuery)
-	case len(q) > maxQueryLen:
-		return fmt.Errorf("query of %d bytes, more than %d: %w", len(q), maxQueryLen, errBadQuery)
+		return fmt.Errorf("empty query: %w", ErrBadQuery)
+	case len(q) > MaxQueryLen:
+		return fmt.Errorf("query of %d bytes, more than %d: %w", len(q), MaxQueryLen, ErrBadQuery)
 	case strings.ContainsAny(q, "\n\r"):
-		return fmt.Errorf("query contains a line break: %w", errBadQuery)
+		return fmt.Errorf("query contains a line break: %w", ErrBadQuery)
 	}
 	return nil
 }
 
 // Search returns the lines that contain q, in path and line order, at most
-// limit of them (limit ≤ 0: defaultLimit), and whether more were left
+// limit of them (limit ≤ 0: DefaultLimit), and whether more were left
 // out. A line is reported once however many times it contains q.
 func (ix *Index) Search(q string, limit int) ([]Match, bool, error) {
-	if err := checkQuery(q); err != nil {
+	if err := CheckQuery(q); err != nil {
 		return nil, false, err
 	}
 	if limit <= 0 {
-		limit = defaultLimit
+		limit = DefaultLimit
 	}
 	qb := []byte(q)
 	var out []Match
@@ -352,14 +373,14 @@ func intersect(a, b []uint32) []uint32 {
 	return out
 }
 
-// grepFiles is the brute-force reference of Index.Search: every line of
+// Grep is the brute-force reference of Index.Search: every line of
 // every text file that contains q, in path and line order.
-func grepFiles(files []sourceFile, q string) []Match {
+func Grep(files []File, q string) []Match {
 	files = slices.Clone(files)
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	var out []Match
 	for _, f := range files {
-		if len(f.Data) > maxFileSize || isBinary(f.Data) {
+		if len(f.Data) > MaxFileSize || IsBinary(f.Data) {
 			continue
 		}
 		for i, line := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n") {

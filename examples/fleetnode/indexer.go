@@ -1,4 +1,4 @@
-package main
+package fleetnode
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -19,7 +20,7 @@ var errUnknownRepo = errors.New("no clone URL for repo")
 
 // repoIndex is the index of one repo at one commit.
 type repoIndex struct {
-	*Index
+	*codeindex.Index
 	Commit string
 	Built  time.Time
 	Took   time.Duration
@@ -55,12 +56,12 @@ type repoIndexer struct {
 	// every snapshot that failed to load (a corrupted one is removed and
 	// the repo indexed from git) or to be written; loaded tells whether it
 	// was a load.
-	snaps       *snapshots
+	snaps       *codeindex.Dir
 	rehydrate   atomic.Bool
 	snapshotErr func(item string, loading bool, err error)
 	// handoff, when set and rehydrate is on, fetches the index a stopping
 	// node offers (handoff.go); fs.ErrNotExist when none does.
-	handoff func(ctx context.Context, item, commit string) (*Index, error)
+	handoff func(ctx context.Context, item, commit string) (*codeindex.Index, error)
 }
 
 type brokenIndex struct {
@@ -102,7 +103,7 @@ func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, err
 		}
 	}
 	if x.snaps != nil && x.rehydrate.Load() {
-		ix, err := x.snaps.load(repo, row.Commit)
+		ix, err := x.snaps.Load(repo, row.Commit)
 		if err == nil {
 			return &repoIndex{Index: ix, Commit: row.Commit, Built: time.Now(), Took: time.Since(start), From: "snapshot"}, nil
 		}
@@ -119,7 +120,7 @@ func (x *repoIndexer) build(ctx context.Context, row lease.Row) (*repoIndex, err
 		return nil, err
 	}
 	if x.snaps != nil {
-		if err := x.snaps.store(repo, row.Commit, ix); err != nil {
+		if err := x.snaps.Store(repo, row.Commit, ix); err != nil {
 			x.reportSnapshot(row.ID, false, err)
 		}
 	}
@@ -205,7 +206,7 @@ func (x *repoIndexer) rebuild(ctx context.Context, item string, b brokenIndex) e
 
 // cloneAndIndex fetches commit of url, with depth 1, into a temporary
 // directory, checks the checked-out commit, and indexes the tree.
-func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit string) (*Index, error) {
+func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit string) (*codeindex.Index, error) {
 	dir, err := os.MkdirTemp(x.workDir, "clone-")
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", item, err)
@@ -232,7 +233,7 @@ func (x *repoIndexer) cloneAndIndex(ctx context.Context, item, url, commit strin
 	if got := strings.TrimSpace(string(out)); got != commit {
 		return nil, fmt.Errorf("index %s: checked out %s, the catalog says %s", item, got, commit)
 	}
-	return indexDir(dir)
+	return codeindex.FromDir(dir)
 }
 
 // Drop implements agent.Indexer.

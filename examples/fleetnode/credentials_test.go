@@ -1,4 +1,4 @@
-package main
+package fleetnode
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/lease"
 )
 
@@ -60,7 +61,7 @@ func TestPrivateRepoCredentialHelper(t *testing.T) {
 	needGit(t)
 	ctx := context.Background()
 	root := t.TempDir()
-	repos, err := generateRepos(ctx, root, 1, sizeRange{4 << 10, 8 << 10}, 21)
+	repos, err := repogen.Generate(ctx, root, 1, repogen.Sizes{Min: 4 << 10, Max: 8 << 10}, 21)
 	if err != nil {
 		t.Fatal(err)
 	}
