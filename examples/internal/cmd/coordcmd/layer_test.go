@@ -42,6 +42,10 @@ type layer struct {
 	nodes map[string]*qnode
 	w     *writer.Writer
 	prov  peer.ID
+	// holds are gates of query nodes started after they are set: every
+	// request to the node named waits until its channel is closed (a test
+	// holds a change in a phase with them).
+	holds map[string]chan struct{}
 }
 
 type qnode struct {
@@ -146,7 +150,19 @@ func (y *layer) startQOn(name, url string, l keyspace.Layout, st *etcdlayout.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: n.Handler()}
+	h := n.Handler()
+	if gate := y.holds[name]; gate != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-gate:
+			case <-r.Context().Done():
+				return
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+	srv := &http.Server{Handler: h}
 	y.wg.Go(func() { srv.Serve(ln) })
 	y.wg.Go(func() { <-y.ctx.Done(); srv.Close() })
 	y.wg.Go(func() { n.Run(y.ctx) })

@@ -38,6 +38,15 @@ func TestTakeoverInEachPhase(t *testing.T) {
 			spec := "etcd://" + strings.TrimPrefix(c.Endpoints()[0], "http://") + "/" + prefix
 			q4url := "http://" + freeAddr(t)
 			l, _, _ := st.Load(context.Background())
+			// In the copy phase the change waits for q4 to take the
+			// copied keys: q4 holds every request until A is killed, so
+			// that the phase lasts until the kill however fast the copy
+			// would be (2,000 keys took 143 ms once, before B was even
+			// campaigning).
+			held := make(chan struct{})
+			if phase == "copy" {
+				y.holds = map[string]chan struct{}{"q4": held}
+			}
 			y.startQ("q4", q4url, l)
 			args := []string{"-layout", spec, "-join", "q4=" + q4url, "-ttl", "1s", "-poll", "50ms"}
 			t.Setenv("INDEXKIT_SHARD_TOKEN", token)
@@ -73,6 +82,7 @@ func TestTakeoverInEachPhase(t *testing.T) {
 			b := proctest.Start(t, bin, append(args, "-id", "B")...)
 			b.WaitMsg("campaigning")
 			killed := killAt(t, st, phase, a)
+			close(held)
 			b.WaitMsg("elected coordinator")
 			took := time.Since(killed)
 			if code := b.Wait(60 * time.Second); code != 0 {
