@@ -16,13 +16,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
+	"github.com/indexkit/indexkit/internal/errkind"
 	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
 )
 
 // ErrRunTwice is returned by a second Run, or a Run after Close.
-var ErrRunTwice = errors.New("fleetnode: Run called twice or after Close")
+var ErrRunTwice = errkind.New(errkind.RunTwice, "fleetnode: Run called twice or after Close")
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 5 * time.Second
@@ -49,7 +50,8 @@ type Node struct {
 // New builds a node on b from cfg, serving its HTTP API on ln once Run
 // runs: its lease store, side tables, indexer and manager. It validates
 // cfg (every error names the field) and starts no goroutine. The node
-// takes ln; Close closes it if Run never ran.
+// takes ln, and Close closes it if Run never ran; when New fails, ln stays
+// the caller's.
 func New(cfg Config, b Backend, ln net.Listener) (_ *Node, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package fleetnode_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/indexkit/indexkit/examples/fleetnode"
+	"github.com/indexkit/indexkit/examples/fleetnode/memory"
 	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/lease"
 	"github.com/indexkit/indexkit/lease/agent"
@@ -304,5 +306,59 @@ func TestNewRefuses(t *testing.T) {
 				t.Fatalf("New: %v, %v; want an error containing %q", n, err, c.want)
 			}
 		})
+	}
+}
+
+// Close without Run releases the listener, and a Run after Close, or a
+// second Run, returns ErrRunTwice.
+func TestRunOnce(t *testing.T) {
+	t.Parallel()
+	b := memory.New()
+	cfg := fleetnode.DefaultConfig()
+	cfg.Name, cfg.Prefix, cfg.WorkDir, cfg.HandoffWait = "node-a", "once:", t.TempDir(), 0
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := fleetnode.New(cfg, b, ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		c.Close()
+		t.Fatal("the listener still accepts after Close without Run")
+	}
+	if err := n.Run(context.Background()); !errors.Is(err, fleetnode.ErrRunTwice) {
+		t.Fatalf("Run after Close: %v, want ErrRunTwice", err)
+	}
+
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := fleetnode.New(cfg, b, ln2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	waitFor(t, 5*time.Second, "the address published", func() (bool, string) {
+		a, err := b.Tables(cfg.Prefix).Addrs.Get(ctx, "node-a")
+		return err == nil && a == m.Addr(), ""
+	})
+	if err := m.Run(ctx); !errors.Is(err, fleetnode.ErrRunTwice) {
+		t.Fatalf("a second Run: %v, want ErrRunTwice", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if _, err := b.Tables(cfg.Prefix).Addrs.Get(context.Background(), "node-a"); !errors.Is(err, fleetnode.ErrNoEntry) {
+		t.Fatalf("the address after Run returned: %v, want it removed", err)
 	}
 }
