@@ -13,6 +13,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/internal/testbed/etcdtest"
+	"github.com/indexkit/indexkit/internal/testbed/poll"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -45,20 +46,11 @@ func testRedis(t *testing.T) (addr, prefix string) {
 	return addr, redistest.Prefix(t, c, "fleet")
 }
 
-// waitFor polls cond every 50ms until it holds, failing the test after d.
+// waitFor is poll.Until: cond every 50 ms until it holds, failing the
+// test after d.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last state: %s", d, what, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, d, what, cond)
 }
 
 // testEnv is a store for a test: its flags, a fresh key prefix whose keys

@@ -15,20 +15,14 @@ import (
 
 	"github.com/indexkit/indexkit/examples/fleetnode"
 	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 )
 
 // testCommit is an object name for indexes made in tests.
 const testCommit = "0123456789abcdef0123456789abcdef01234567"
 
-// smallTree is a tree of a few files, with a binary one and an empty one.
-var smallTree = []codeindex.File{
-	{Path: "a.txt", Data: []byte("hello world\nfoo bar baz\nhello again\n")},
-	{Path: "dir/b.go", Data: []byte("package b\n\nfunc Hello() {}")},
-	{Path: "overlap.txt", Data: []byte("aaaa\naaa\naa\nbaaab\n")},
-	{Path: "bin.dat", Data: []byte("hello\x00 binary hello\n")},
-	{Path: "empty", Data: nil},
-	{Path: "unicode.md", Data: []byte("größe straße\nnaïve café\n")},
-}
+// smallTree is a generated tree of a few files (repogen).
+var smallTree = indexFiles(repogen.Files(rand.New(rand.NewPCG(5, 5)), 5, repogen.Sizes{Min: 2 << 10, Max: 4 << 10}))
 
 // TestFetchHandoffChecks runs a node in this process on a real Redis and
 // offers it an index from a peer (a loopback server of the test's): what
@@ -121,7 +115,7 @@ func TestFetchHandoffChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"hello", "a", "aaa", "baaab", "straße", "Hello()", "nothing-like-it"} {
+	for _, q := range append([]string{"marker-0005", "()", "a", "nothing-like-it"}, repogen.Syllables...) {
 		ms, _, err := got.Search(q, 100)
 		if want := codeindex.Grep(smallTree, q); err != nil || !reflect.DeepEqual(ms, want) {
 			t.Fatalf("the handed-off index, fleetnode.Search(%q) = %v, %v; want %v", q, ms, err, want)

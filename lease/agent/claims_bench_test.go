@@ -58,6 +58,42 @@ func putCatalog(b *testing.B, s lease.Store, items, maxBids int) {
 	})
 }
 
+// startManagers runs n Managers, the i-th on node(i) (which it closes
+// when the manager stops) with opts(i, that store), until stop.
+func startManagers(b *testing.B, n int, node func(i int) listingStore, opts func(i int, s listingStore) []agent.Option) (ms []*agent.Manager, stop func()) {
+	b.Helper()
+	ms = make([]*agent.Manager, n)
+	runCtx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	for i := range n {
+		s := node(i)
+		m, err := agent.NewManager(s, fmt.Sprintf("node-%d", i), opts(i, s)...)
+		if err != nil {
+			cancel()
+			running.Wait()
+			s.Close()
+			b.Fatal(err)
+		}
+		ms[i] = m
+		running.Go(func() {
+			defer s.Close()
+			if err := m.Run(runCtx); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	return ms, func() { cancel(); running.Wait() }
+}
+
+// heldBy is the number of leases ms hold.
+func heldBy(ms []*agent.Manager) int {
+	n := 0
+	for _, m := range ms {
+		n += len(m.Held())
+	}
+	return n
+}
+
 // forEach calls f for 0..n-1 from 16 goroutines and fails b on the first
 // error.
 func forEach(b *testing.B, n int, f func(i int) error) {
@@ -133,40 +169,20 @@ func fleetClaims(b *testing.B, open func(*testing.B, []lease.Option) loadBackend
 	}
 	be := open(b, append(claimOpts(), lease.WithHooks(hooks)))
 	putCatalog(b, be.admin, items, 0)
-	ms := make([]*agent.Manager, nodes)
-	runCtx, stop := context.WithCancel(context.Background())
-	var running sync.WaitGroup
-	defer func() { stop(); running.Wait() }()
 	var windows, closedN, scans atomic.Int64
 	n0, cpu0 := be.count(), be.cpu()
 	t0 := time.Now()
-	for i := range nodes {
-		s := be.node(i)
-		m, err := agent.NewManager(s, fmt.Sprintf("node-%d", i),
-			agent.WithIndexer(nopIndexer{}), agent.WithTTL(4*time.Second), agent.WithBudget(1<<30),
-			agent.WithScanInterval(100*time.Millisecond), agent.WithHeartbeatInterval(500*time.Millisecond),
+	ms, stop := startManagers(b, nodes, be.node, func(int, listingStore) []agent.Option {
+		return []agent.Option{
+			agent.WithIndexer(nopIndexer{}), agent.WithTTL(4 * time.Second), agent.WithBudget(1 << 30),
+			agent.WithScanInterval(100 * time.Millisecond), agent.WithHeartbeatInterval(500 * time.Millisecond),
 			agent.WithDrainTimeout(-1), agent.WithHooks(agent.Hooks{
 				BidClosed: func(_ string, w time.Duration) { windows.Add(int64(w)); closedN.Add(1) },
 				Scanned:   func(agent.Signals) { scans.Add(1) },
-			}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ms[i] = m
-		running.Go(func() {
-			defer s.Close()
-			if err := m.Run(runCtx); err != nil {
-				b.Error(err)
-			}
-		})
-	}
-	held := func() int {
-		n := 0
-		for _, m := range ms {
-			n += len(m.Held())
-		}
-		return n
-	}
+			})}
+	})
+	defer stop()
+	held := func() int { return heldBy(ms) }
 	deadline := t0.Add(5 * time.Minute)
 	for held() < items {
 		if time.Now().After(deadline) {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -228,11 +227,7 @@ func fleetLoad(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, 
 		return err
 	})
 
-	ms := make([]*agent.Manager, nodes)
-	runCtx, stop := context.WithCancel(ctx)
-	var running sync.WaitGroup
-	for i := range nodes {
-		s := be.node(i)
+	ms, stop := startManagers(b, nodes, be.node, func(_ int, s listingStore) []agent.Option {
 		mopts := []agent.Option{
 			agent.WithIndexer(nopIndexer{}), agent.WithTTL(ttl), agent.WithScanInterval(250 * time.Millisecond),
 			agent.WithHeartbeatInterval(time.Second), agent.WithDrainTimeout(-1),
@@ -243,27 +238,10 @@ func fleetLoad(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, 
 		if reconcile > 0 {
 			mopts = append(mopts, agent.WithReconcileInterval(reconcile))
 		}
-		m, err := agent.NewManager(s, fmt.Sprintf("node-%d", i), mopts...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ms[i] = m
-		running.Go(func() {
-			defer s.Close()
-			if err := m.Run(runCtx); err != nil {
-				b.Error(err)
-			}
-		})
-	}
-	defer func() { stop(); running.Wait() }()
-
-	held := func() int {
-		n := 0
-		for _, m := range ms {
-			n += len(m.Held())
-		}
-		return n
-	}
+		return mopts
+	})
+	defer stop()
+	held := func() int { return heldBy(ms) }
 	deadline := time.Now().Add(3 * ttl)
 	for held() < items {
 		if time.Now().After(deadline) {
