@@ -3,16 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/indexkit/indexkit/examples/fleetnode"
-	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
-	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
-	"github.com/indexkit/indexkit/internal/testbed/proctest"
-	"github.com/indexkit/indexkit/lease"
 	"net/http"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/indexkit/indexkit/examples/fleetnode"
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
+	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
+	"github.com/indexkit/indexkit/internal/testbed/proctest"
+	"github.com/indexkit/indexkit/lease"
 )
 
 // TestDrainHandsOff runs two node processes on a real Redis and on a real

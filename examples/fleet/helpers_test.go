@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/goleak"
 
 	"github.com/indexkit/indexkit/examples/fleetnode"
@@ -16,8 +18,6 @@ import (
 	"github.com/indexkit/indexkit/internal/testbed/poll"
 	"github.com/indexkit/indexkit/internal/testbed/proctest"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"net"
 )
 
 // Every test closes its Redis clients and stops its processes.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 	"io"
 	"io/fs"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 )
 
 // A node that stops (SIGTERM) hands its indexes to their next owners over

@@ -5,10 +5,11 @@ import (
 	"os/exec"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/indexkit/indexkit/examples/fleetnode/codeindex"
 	"github.com/indexkit/indexkit/examples/fleetnode/repogen"
 	"github.com/indexkit/indexkit/internal/testbed/redistest"
-	"go.uber.org/goleak"
 )
 
 // Every test closes its clients and stops its processes.
