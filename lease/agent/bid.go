@@ -68,14 +68,26 @@ func (m *Manager) scan(ctx context.Context, open bool) (wantOpen bool) {
 			return false
 		}
 		m.countRow(r, now)
+		// Most rows of a large catalog are held by other nodes: one
+		// lock and no more map lookups than their case needs.
+		var bo backoff
+		var mine bool
 		m.mu.Lock()
-		_, mine := m.held[r.ID]
-		bo := m.backoff[r.ID]
+		if r.Owner == "" || r.Owner == m.node {
+			// For a row owned by another node, holding the item
+			// (the view behind, or the lease lost) changes nothing
+			// below: skip the lookup.
+			_, mine = m.held[r.ID]
+		}
+		_, starved := m.aside.starved[r.ID]
+		if r.Owner == "" {
+			bo = m.backoff[r.ID]
+		}
 		if r.ID == m.pending && r.Bids > 0 {
 			m.closes = r.AuctionDeadline // scanLoop scans again then
 		}
 		m.mu.Unlock()
-		m.observe(r, mine) // a held item's new commit, an item too large (keep.go, starve.go)
+		m.observe(r, mine, starved) // a held item's new commit, an item too large (keep.go, starve.go)
 		switch {
 		case mine:
 		case r.Owner == m.node:

@@ -121,13 +121,14 @@ func (m *Manager) dropKept(all bool) {
 
 // observe looks at a row the scan listed: a held item's new commit is
 // indexed (refresh), an unowned item too large for the node is reported
-// starved (starve.go).
-func (m *Manager) observe(r lease.Row, mine bool) {
-	if mine {
+// starved (starve.go). starved says whether r.ID is recorded starved.
+func (m *Manager) observe(r lease.Row, mine, starved bool) {
+	switch {
+	case mine:
 		m.refresh(r)
-		return
+	case starved || r.Owner == "":
+		m.checkStarved(r)
 	}
-	m.checkStarved(r)
 }
 
 // refresh records the latest row of a held item and wakes its holder if

@@ -84,7 +84,8 @@ type signals struct {
 	unclaimed int
 	bytes     int64 // UnclaimedBytes
 	tooLarge  int
-	claimed   int // items of waits seen owned by the current scan
+	claimed   int // items of waits the current scan did not find unclaimed
+	won       int // items of waits the node won since the last scan ended
 	items     int
 	stall     int
 	free      int64
@@ -110,10 +111,7 @@ func (m *Manager) countRow(r lease.Row, now time.Time) {
 	sg := &m.sig
 	sg.items++
 	if r.Owner != "" {
-		if _, ok := sg.waits[r.ID]; ok {
-			sg.claimed++
-		}
-		return
+		return // endScan counts the claims: no lookup per held row
 	}
 	sg.unclaimed++
 	w, ok := sg.waits[r.ID]
@@ -138,6 +136,15 @@ func (m *Manager) countRow(r lease.Row, now time.Time) {
 // asks the autoscaler, if any.
 func (m *Manager) endScan(now time.Time) {
 	sg := &m.sig
+	// Claimed since the last scan: its unclaimed items that this one did
+	// not find unclaimed (owned now, or gone from the catalog), and those
+	// the node itself won meanwhile (claimLatency took them out of waits).
+	sg.claimed, sg.won = sg.won, 0
+	for id := range sg.waits {
+		if _, ok := sg.next[id]; !ok {
+			sg.claimed++
+		}
+	}
 	sg.waits, sg.spare, sg.next = sg.next, sg.waits, nil
 	// A node that does not bid because its renewals are slow is not out
 	// of room: more nodes would not help a store that is behind.
@@ -201,6 +208,7 @@ func (m *Manager) claimLatency(ref lease.Ref, now time.Time) {
 		return
 	}
 	delete(m.sig.waits, ref.Item)
+	m.sig.won++
 	if f := m.c.hooks.Claimed; f != nil {
 		f(ref, max(now.Sub(w.since), 0))
 	}

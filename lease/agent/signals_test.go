@@ -31,6 +31,9 @@ type signalLog struct {
 	windows   []time.Duration
 	took      int
 	decisions []agent.Decision
+	// afterWin: StalledRounds of each scan at which the node held more
+	// than at the scan before (it won meanwhile).
+	afterWin []int
 }
 
 func (l *signalLog) hooks() agent.Hooks {
@@ -38,6 +41,9 @@ func (l *signalLog) hooks() agent.Hooks {
 	return agent.Hooks{
 		Scanned: func(s agent.Signals) {
 			l.mu.Lock()
+			if s.Held > l.last.Held {
+				l.afterWin = append(l.afterWin, s.StalledRounds)
+			}
 			l.last, l.maxSat = s, max(l.maxSat, s.Saturated)
 			l.mu.Unlock()
 		},
@@ -104,6 +110,13 @@ func TestManagerSaturationSignals(t *testing.T) {
 		}
 		if len(claimedA) != 1 {
 			t.Fatalf("claimed %v, want the one win", claimedA)
+		}
+		// The node's own win is a claim: the scan after it is no stall.
+		la.mu.Lock()
+		afterWin := append([]int(nil), la.afterWin...)
+		la.mu.Unlock()
+		if len(afterWin) != 1 || afterWin[0] != 0 {
+			t.Fatalf("stalled rounds at the scans after a's wins: %v, want [0]", afterWin)
 		}
 
 		// A second node takes one more: the stall ends, then comes back

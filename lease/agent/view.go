@@ -16,7 +16,7 @@ import (
 // interval has passed since the last listing).
 type view struct {
 	mu     sync.Mutex
-	rows   map[string]lease.Row
+	rows   rowSet
 	stale  bool        // a Reset since the last listing began
 	listed time.Time   // when the last complete listing began
 	during []lease.Row // changes applied while a listing runs
@@ -27,21 +27,38 @@ type view struct {
 	lapses bool
 }
 
-func newView() *view { return &view{rows: make(map[string]lease.Row), stale: true} }
+func newView() *view { return &view{rows: newRowSet(0), stale: true} }
+
+// rowSet is the newest row of each item, in a slice so that a snapshot is
+// one copy: scans take one of a few thousand rows several times a second.
+type rowSet struct {
+	at   map[string]int // item -> index in rows
+	rows []lease.Row
+}
+
+func newRowSet(n int) rowSet {
+	return rowSet{at: make(map[string]int, n), rows: make([]lease.Row, 0, n)}
+}
+
+// merge keeps r unless the set has a Newer row of its item.
+func (s *rowSet) merge(r lease.Row) {
+	i, ok := s.at[r.ID]
+	switch {
+	case !ok:
+		s.at[r.ID] = len(s.rows)
+		s.rows = append(s.rows, r)
+	case r.Newer(s.rows[i]):
+		s.rows[i] = r
+	}
+}
 
 // apply merges one row from the feed.
 func (v *view) apply(r lease.Row) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.merge(v.rows, r)
+	v.rows.merge(r)
 	if v.lists > 0 {
 		v.during = append(v.during, r)
-	}
-}
-
-func (v *view) merge(rows map[string]lease.Row, r lease.Row) {
-	if old, ok := rows[r.ID]; !ok || r.Newer(old) {
-		rows[r.ID] = r
 	}
 }
 
@@ -68,16 +85,16 @@ func (v *view) list(ctx context.Context, src lease.Lister, now time.Time) error 
 	v.stale = false
 	v.lists++
 	v.during = v.during[:0]
-	n := len(v.rows)
+	n := len(v.rows.rows)
 	v.mu.Unlock()
-	fresh := make(map[string]lease.Row, n)
+	fresh := newRowSet(n)
 	var err error
 	for r, e := range src.Rows(ctx) {
 		if e != nil {
 			err = e
 			break
 		}
-		v.merge(fresh, r)
+		fresh.merge(r)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -87,7 +104,7 @@ func (v *view) list(ctx context.Context, src lease.Lister, now time.Time) error 
 		return err
 	}
 	for _, r := range v.during {
-		v.merge(fresh, r)
+		fresh.merge(r)
 	}
 	v.during = nil
 	v.rows = fresh
@@ -105,10 +122,7 @@ func (v *view) put(r lease.Row) { v.apply(r) }
 // with the store.
 func (v *view) snapshot(now time.Time, margin time.Duration) iter.Seq2[lease.Row, error] {
 	v.mu.Lock()
-	rows := v.buf[:0]
-	for _, r := range v.rows {
-		rows = append(rows, r)
-	}
+	rows := append(v.buf[:0], v.rows.rows...)
 	v.buf = rows
 	v.mu.Unlock()
 	return func(yield func(lease.Row, error) bool) {

@@ -35,7 +35,7 @@ func TestViewKeepsNewerRows(t *testing.T) {
 	open := lease.Row{Item: lease.Item{ID: "a"}, Version: 1, Round: 1, Bids: 1}
 	v.apply(granted)
 	v.apply(open) // an older row, as a listing can show after the feed
-	if got := v.rows["a"]; got.Fence != 5 {
+	if got := rowOf(v, "a"); got.Fence != 5 {
 		t.Fatalf("an older row replaced a newer one: %+v", got)
 	}
 
@@ -46,8 +46,8 @@ func TestViewKeepsNewerRows(t *testing.T) {
 	if err := v.list(context.Background(), l, now); err != nil {
 		t.Fatal(err)
 	}
-	if got := v.rows["a"]; got.Fence != 5 || len(v.rows) != 2 {
-		t.Fatalf("after a listing that raced a grant: a %+v, %d rows", got, len(v.rows))
+	if got := rowOf(v, "a"); got.Fence != 5 || len(v.rows.rows) != 2 {
+		t.Fatalf("after a listing that raced a grant: a %+v, %d rows", got, len(v.rows.rows))
 	}
 
 	// A listing replaces the view: rows a store lost and put again (lower
@@ -56,8 +56,8 @@ func TestViewKeepsNewerRows(t *testing.T) {
 	if err := v.list(context.Background(), listing{rows: []lease.Row{lost}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if got := v.rows["a"]; got.Fence != 0 || len(v.rows) != 1 {
-		t.Fatalf("after a listing of a lost catalog: a %+v, %d rows", got, len(v.rows))
+	if got := rowOf(v, "a"); got.Fence != 0 || len(v.rows.rows) != 1 {
+		t.Fatalf("after a listing of a lost catalog: a %+v, %d rows", got, len(v.rows.rows))
 	}
 	if v.due(now, time.Minute) || !v.due(now.Add(time.Minute), time.Minute) {
 		t.Fatal("a listing should be due one interval after the last")
@@ -105,4 +105,12 @@ func TestViewSnapshotFeedReportsLapses(t *testing.T) {
 			t.Fatalf("the feed's lapse did not reach the view: %+v", r)
 		}
 	}
+}
+
+// rowOf is the view's row of id, the zero Row if it has none.
+func rowOf(v *view, id string) lease.Row {
+	if i, ok := v.rows.at[id]; ok {
+		return v.rows.rows[i]
+	}
+	return lease.Row{}
 }
