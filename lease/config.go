@@ -88,8 +88,16 @@ type Config struct {
 	// granted elsewhere. Off by default; stores that cannot lose
 	// acknowledged writes ignore it. See lease/redis.
 	LossGuard bool
-	Clock     Clock
-	Hooks     Hooks
+	// OmitRowExpiry lets a store that reports lapses ([LapseReporter])
+	// leave Row.Expiry zero on leased rows, so that a renewal need not
+	// write it: lease/etcd then renews by keeping the grant's etcd lease
+	// alive and writes nothing, one raft write fewer per lease and
+	// renewal. Grant.Expiry and Renewal.Expiry are reported as before.
+	// Stores whose rows' expiry costs nothing (memory, Redis) ignore it;
+	// [RowExpiryReporter] tells which rows carry it. Off by default.
+	OmitRowExpiry bool
+	Clock         Clock
+	Hooks         Hooks
 }
 
 // Option sets one setting of the [Config] that [NewConfig] builds. NewConfig
@@ -139,6 +147,9 @@ func WithStarveAfter(n int) Option { return func(c *config) error { c.StarveAfte
 
 // WithLossGuard turns [Config.LossGuard] on.
 func WithLossGuard() Option { return func(c *config) error { c.LossGuard = true; return nil } }
+
+// WithoutRowExpiry turns [Config.OmitRowExpiry] on.
+func WithoutRowExpiry() Option { return func(c *config) error { c.OmitRowExpiry = true; return nil } }
 
 // WithClock sets the clock (default [SystemClock]).
 func WithClock(clk Clock) Option { return func(c *config) error { c.Clock = clk; return nil } }

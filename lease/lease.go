@@ -68,7 +68,7 @@ type Item struct {
 type Row struct {
 	Item
 	Owner       string    // the holder, "" when idle
-	Expiry      time.Time // lease expiry on the store's clock; zero when idle
+	Expiry      time.Time // lease expiry on the store's clock; zero when idle (or unrecorded: RowExpiryReporter)
 	Fence       Fence     // fence of the newest grant, 0 if never granted
 	State       State
 	Version     uint64    // bumped by every Put and Update

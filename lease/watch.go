@@ -76,6 +76,15 @@ type LapseReporter interface {
 	ReportsLapses() bool
 }
 
+// RowExpiryReporter is implemented by stores whose leased rows may carry
+// no Expiry ([WithoutRowExpiry]): ReportsRowExpiry says whether they do.
+// A store that does not implement it sets Expiry on every leased row.
+// Lapses are then known from the change feed ([LapseReporter]) or a Get
+// (an expired lease reads as Idle), not from Expiry.
+type RowExpiryReporter interface {
+	ReportsRowExpiry() bool
+}
+
 // MaxBidsSetter is implemented by stores whose static short-circuit
 // threshold ([WithMaxBids]) can change while they run. The new value takes
 // effect at the next Bid or Evaluate through this Store value; an auction

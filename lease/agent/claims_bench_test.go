@@ -36,10 +36,41 @@ func BenchmarkFleetClaims(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			for b.Loop() {
 				raw := rawGrants(b, be.open, nodes, items)
-				claims, perClaim := fleetClaims(b, be.open, nodes, items)
+				claims, perClaim := fleetClaims(b, be.open, nodes, items, 0)
 				b.ReportMetric(raw, "raw-grants/s")
 				b.ReportMetric(claims, "claims/s")
 				b.ReportMetric(claims/raw, "claims/raw")
+				b.ReportMetric(perClaim, "reqs/claim")
+			}
+		})
+	}
+}
+
+// BenchmarkFleetClaimsUnderRenewals is BenchmarkFleetClaims on a store
+// that also keeps 4,200 other leases alive, renewed every TTL/3 by 8 more
+// holders: the steady state of the fleet sim at 5,000 repositories, where
+// a dead node's 800 items are claimed while the survivors renew theirs.
+// It logs the renewals per second and fails if a background lease was
+// lost. etcd runs twice: as configured by default, and with
+// lease.WithoutRowExpiry (renewals write nothing), as the fleet runs it.
+//
+//	go test -run '^$' -bench FleetClaimsUnderRenewals -benchtime 1x ./lease/agent/
+func BenchmarkFleetClaimsUnderRenewals(b *testing.B) {
+	const (
+		nodes = 8
+		items = 800
+		held  = 4200
+	)
+	for _, be := range []struct {
+		name string
+		open func(b *testing.B, opts []lease.Option) loadBackend
+	}{{"redis", redisLoad}, {"etcd", etcdLoad}, {"etcd-without-row-expiry", func(b *testing.B, opts []lease.Option) loadBackend {
+		return etcdLoad(b, append(opts, lease.WithoutRowExpiry()))
+	}}} {
+		b.Run(be.name, func(b *testing.B) {
+			for b.Loop() {
+				claims, perClaim := fleetClaims(b, be.open, nodes, items, held)
+				b.ReportMetric(claims, "claims/s")
 				b.ReportMetric(perClaim, "reqs/claim")
 			}
 		})
@@ -153,7 +184,9 @@ func rawGrants(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, 
 // fleetClaims runs nodes Managers over a fresh catalog of items and
 // returns the claims per second until every item is held, and the store
 // requests per claim.
-func fleetClaims(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, nodes, items int) (perSec, perClaim float64) {
+// With background > 0 it first grants that many other items to nodes
+// more holders, which renew them every TTL/3 until it returns.
+func fleetClaims(b *testing.B, open func(*testing.B, []lease.Option) loadBackend, nodes, items, background int) (perSec, perClaim float64) {
 	b.Helper()
 	var started, short, timed, placed atomic.Int64
 	var rejected sync.Map // reason -> *atomic.Int64
@@ -169,6 +202,8 @@ func fleetClaims(b *testing.B, open func(*testing.B, []lease.Option) loadBackend
 	}
 	be := open(b, append(claimOpts(), lease.WithHooks(hooks)))
 	putCatalog(b, be.admin, items, 0)
+	stopRenewing := renewBackground(b, be, nodes, background)
+	defer stopRenewing()
 	var windows, closedN, scans atomic.Int64
 	n0, cpu0 := be.count(), be.cpu()
 	t0 := time.Now()
@@ -199,3 +234,94 @@ func fleetClaims(b *testing.B, open func(*testing.B, []lease.Option) loadBackend
 	rejected.Range(func(k, v any) bool { b.Logf("  rejected %v: %d", k, v.(*atomic.Int64).Load()); return true })
 	return float64(items) / d.Seconds(), float64(reqs) / float64(items)
 }
+
+// renewBackground grants n items (other than putCatalog's) to holders
+// with stores of their own, one bid each, and renews each holder's leases
+// every TTL/3 from its first grant, as a Manager does, until the returned
+// function is called, which logs the renewal rate and fails b if a
+// renewal failed.
+func renewBackground(b *testing.B, be loadBackend, holders, n int) (stop func()) {
+	b.Helper()
+	if n == 0 {
+		return func() {}
+	}
+	ctx := context.Background()
+	forEach(b, n, func(i int) error {
+		return be.admin.Put(ctx, lease.Item{ID: fmt.Sprintf("held-%05d", i), Size: 1 << 10, MaxBids: 1})
+	})
+	runCtx, cancel := context.WithCancel(ctx)
+	var renewed, lost atomic.Int64
+	var wg, granting sync.WaitGroup
+	t0 := time.Now()
+	for h := range holders {
+		s := be.node(backgroundNode + h)
+		granting.Add(1)
+		wg.Go(func() {
+			defer s.Close()
+			var refs []lease.Ref
+			renew := func() bool {
+				rs, err := s.Renew(runCtx, refs...)
+				if err != nil {
+					if runCtx.Err() == nil {
+						b.Errorf("background renew: %v", err)
+					}
+					return false
+				}
+				for _, r := range rs {
+					if r.Err != nil {
+						lost.Add(1)
+					} else {
+						renewed.Add(1)
+					}
+				}
+				return true
+			}
+			tick := time.NewTicker(4 * time.Second / 3)
+			defer tick.Stop()
+			// Grant this holder's share, renewing what it holds on time.
+			for i := h; i < n; i += holders {
+				select {
+				case <-tick.C:
+					if !renew() {
+						granting.Done()
+						return
+					}
+				default:
+				}
+				res, err := s.Bid(runCtx, fmt.Sprintf("held-%05d", i), fmt.Sprintf("holder-%d", h), 1<<30)
+				if err != nil || res.Result == nil || res.Result.Outcome != lease.Granted {
+					b.Errorf("background grant of held-%05d: %+v, %v", i, res, err)
+					granting.Done()
+					return
+				}
+				refs = append(refs, res.Result.Grant.Ref)
+			}
+			granting.Done()
+			for {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-tick.C:
+				}
+				if !renew() {
+					return
+				}
+			}
+		})
+	}
+	granting.Wait()
+	b.Logf("background: %d leases granted in %v", n, time.Since(t0).Round(time.Millisecond))
+	return func() {
+		cancel()
+		wg.Wait()
+		d := time.Since(t0)
+		b.Logf("background: %d leases by %d holders, %.0f renewals/s, %d failed", n, holders, float64(renewed.Load())/d.Seconds(), lost.Load())
+		if lost.Load() > 0 {
+			b.Errorf("%d background renewals failed", lost.Load())
+		}
+	}
+}
+
+// backgroundNode numbers the background holders' stores after the
+// managers'.
+const backgroundNode = 100

@@ -26,7 +26,7 @@
 //	P o/<item>   "fence holder" of the live grant, attached to the grant's
 //	             etcd lease: the grant is live exactly while this key exists
 //	P e/<item>   the expiry reported for the grant (client ns), on the same
-//	             etcd lease
+//	             etcd lease; not written with lease.WithoutRowExpiry
 //	P a/<item>   the open auction's round, on an etcd lease of the window:
 //	             the window has passed when the key is gone
 //	P p/<node>   "round:item", the node's pending bid, on an etcd lease of
@@ -61,9 +61,21 @@
 // etcd has no time API, and the store reads no client clock to decide an
 // expiry. The lease TTL, the auction window, the pending-bid marker and
 // node liveness are etcd leases; a key is gone when its lease is. Renew
-// checks the ref against the owner key in a transaction and then keeps the
-// grant's etcd lease alive (KeepAliveOnce); Release deletes the owner key
-// and revokes the lease. etcd lease TTLs are whole seconds: New refuses
+// checks the ref against the owner key in a transaction that writes the
+// expiry key, and then keeps the grant's etcd lease alive; Release deletes
+// the owner key and revokes the lease.
+//
+// A renewal's write is what a large fleet's store spends most on: at
+// 5,000 leases and a TTL of 4 s, renewals every TTL/3 are 3,750 writes a
+// second. [lease.WithoutRowExpiry] drops it: Renew then reads the owner
+// keys (a read-only transaction, no raft entry) and keeps their etcd
+// leases alive, grants write no expiry key, and leased rows carry no
+// Expiry (ReportsRowExpiry says so). Nothing the store decides changes:
+// the etcd lease is the lease either way. A fleet's agents lose nothing
+// by it (they learn lapses from Watch, not from Expiry); a tool that shows
+// when leases end does. In BenchmarkFleetClaimsUnderRenewals (lease/agent:
+// 8 nodes claim 800 items while 4,200 other leases are renewed, one
+// member, 2 cores) it takes claims from 20.6 to 37.4 a second. etcd lease TTLs are whole seconds: New refuses
 // (lease.ErrInvalid) a TTL, window, window plus grace or liveness window
 // that is not a whole number of seconds, rather than round it silently. A
 // server raises a TTL below its minimum (3/2 of its election timeout,

@@ -48,6 +48,8 @@ var (
 	_ lease.Watcher       = (*Store)(nil)
 	_ lease.MaxBidsSetter = (*Store)(nil)
 	_ lease.LapseReporter = (*Store)(nil)
+
+	_ lease.RowExpiryReporter = (*Store)(nil)
 )
 
 func seconds(what string, d time.Duration) (int64, error) {
@@ -424,12 +426,17 @@ func (l *leases) get(ctx context.Context, what string, ttl int64) (clientv3.Leas
 // rather than wait for each other; get then finds them. A failed grant
 // is left for get to meet again.
 func (l *leases) prefetch(ctx context.Context, want map[string]int64) {
+	missing := map[string]int64{}
+	for what, ttl := range want {
+		if _, ok := l.ids[what]; !ok {
+			missing[what] = ttl
+		}
+	}
+	// The grants write l's maps as they come back: l is read above, not
+	// in the loop that starts them.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for what, ttl := range want {
-		if _, ok := l.ids[what]; ok {
-			continue
-		}
+	for what, ttl := range missing {
 		wg.Go(func() {
 			t0 := time.Now()
 			g, err := l.s.cli.Grant(ctx, ttl)
@@ -674,9 +681,10 @@ func (s *Store) close(ctx context.Context, w *write, except string) (lease.Aucti
 	exp := t0.Add(s.cfg.TTL)
 	r.Fence++
 	r.Owner, r.State, r.Ready, r.Unleased = bids[best].Node, uint8(lease.Leased), false, 0
-	w.ops = append(w.ops,
-		clientv3.OpPut(s.ownKey(sn.id), ownValue(r.Owner, r.Fence), clientv3.WithLease(lid)),
-		clientv3.OpPut(s.expKey(sn.id), strconv.FormatInt(exp.UnixNano(), 10), clientv3.WithLease(lid)))
+	w.ops = append(w.ops, clientv3.OpPut(s.ownKey(sn.id), ownValue(r.Owner, r.Fence), clientv3.WithLease(lid)))
+	if !s.cfg.OmitRowExpiry {
+		w.ops = append(w.ops, clientv3.OpPut(s.expKey(sn.id), strconv.FormatInt(exp.UnixNano(), 10), clientv3.WithLease(lid)))
+	}
 	w.uses = append(w.uses, "grant")
 	res.Outcome, res.Unleased = lease.Granted, 0
 	res.Grant = &lease.Grant{
@@ -762,11 +770,12 @@ func (s *Store) refErr(sn *snap, ref lease.Ref) error {
 // Renew implements [lease.Store]. It checks each ref and writes its new
 // expiry in transactions that compare the owner key with the ref (one
 // round trip for up to 40 refs, nested transactions per ref, up to 8
-// such transactions at once), then keeps
-// each live grant's etcd lease alive (keep-alives on long-lived streams,
-// a large batch spread over several). The expiry reported is the
-// client's time before the transaction was sent plus the TTL: the etcd
-// lease, renewed after that, lasts at least as long.
+// such transactions at once), then keeps each live grant's etcd lease
+// alive (keep-alives on long-lived streams, a large batch spread over
+// several). With [lease.WithoutRowExpiry] the check is a read of the
+// owner keys and nothing is written. The expiry reported is the client's
+// time before the transaction was sent plus the TTL: the etcd lease,
+// renewed after that, lasts at least as long.
 func (s *Store) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
 	if err := s.begin(ctx, "renew"); err != nil {
 		return nil, err
@@ -813,49 +822,15 @@ const renewParallel = 8
 func (s *Store) renew(ctx context.Context, refs []lease.Ref, out []lease.Renewal) error {
 	t0 := time.Now()
 	exp := t0.Add(s.cfg.TTL)
-	ev := strconv.FormatInt(exp.UnixNano(), 10)
-	ops := make([]clientv3.Op, len(refs))
-	for i, ref := range refs {
-		ok, ek := s.ownKey(ref.Item), s.expKey(ref.Item)
-		ops[i] = clientv3.OpTxn(
-			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(ok), "=", ownValue(ref.Holder, uint64(ref.Fence)))},
-			[]clientv3.Op{clientv3.OpPut(ek, ev, clientv3.WithIgnoreLease()), clientv3.OpGet(ok)},
-			[]clientv3.Op{clientv3.OpGet(s.rowKey(ref.Item)), clientv3.OpGet(ok), clientv3.OpGet(s.expKey(ref.Item))})
-	}
-	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
-	if err != nil {
-		return fmt.Errorf("lease/etcd: renew: %w", err)
-	}
-	type alive struct {
-		i  int
-		id clientv3.LeaseID
-	}
 	var keep []alive
-	for i, ref := range refs {
-		out[i].Ref = ref
-		tr := resp.Responses[i].GetResponseTxn()
-		g := func(j int) *clientv3.GetResponse { return (*clientv3.GetResponse)(tr.Responses[j].GetResponseRange()) }
-		if tr.Succeeded {
-			k := kvOf(g(1))
-			if k == nil { // cannot happen: the compare saw it
-				out[i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
-				continue
-			}
-			keep = append(keep, alive{i, clientv3.LeaseID(k.lease)})
-			continue
-		}
-		sn := &snap{id: ref.Item}
-		if k := kvOf(g(0)); k != nil {
-			if err := json.Unmarshal(k.val, &sn.r); err != nil {
-				return fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
-			}
-			sn.exists = true
-		}
-		sn.own = kvOf(g(1))
-		out[i].Err = s.refErr(sn, ref)
-		if out[i].Err == nil { // the owner key changed between compare and read: cannot be
-			out[i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
-		}
+	var err error
+	if s.cfg.OmitRowExpiry {
+		keep, err = s.checkOwners(ctx, refs, out)
+	} else {
+		keep, err = s.writeExpiries(ctx, refs, out, strconv.FormatInt(exp.UnixNano(), 10))
+	}
+	if err != nil {
+		return err
 	}
 	if len(keep) == 0 {
 		return nil
@@ -877,6 +852,94 @@ func (s *Store) renew(ctx context.Context, refs []lease.Ref, out []lease.Renewal
 		out[a.i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: lease expired: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
 	}
 	return nil
+}
+
+// alive is a ref (by index) whose owner key names it, and the etcd lease
+// its owner key is on.
+type alive struct {
+	i  int
+	id clientv3.LeaseID
+}
+
+// writeExpiries checks each ref against its owner key and writes its
+// expiry key, in one transaction of nested ones: a write per lease.
+func (s *Store) writeExpiries(ctx context.Context, refs []lease.Ref, out []lease.Renewal, ev string) ([]alive, error) {
+	ops := make([]clientv3.Op, len(refs))
+	for i, ref := range refs {
+		ok := s.ownKey(ref.Item)
+		ops[i] = clientv3.OpTxn(
+			[]clientv3.Cmp{clientv3.Compare(clientv3.Value(ok), "=", ownValue(ref.Holder, uint64(ref.Fence)))},
+			[]clientv3.Op{clientv3.OpPut(s.expKey(ref.Item), ev, clientv3.WithIgnoreLease()), clientv3.OpGet(ok)},
+			[]clientv3.Op{clientv3.OpGet(s.rowKey(ref.Item)), clientv3.OpGet(ok)})
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("lease/etcd: renew: %w", err)
+	}
+	var keep []alive
+	for i, ref := range refs {
+		out[i].Ref = ref
+		tr := resp.Responses[i].GetResponseTxn()
+		g := func(j int) *clientv3.GetResponse { return (*clientv3.GetResponse)(tr.Responses[j].GetResponseRange()) }
+		if tr.Succeeded {
+			k := kvOf(g(1))
+			if k == nil { // cannot happen: the compare saw it
+				out[i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
+				continue
+			}
+			keep = append(keep, alive{i, clientv3.LeaseID(k.lease)})
+			continue
+		}
+		sn := &snap{id: ref.Item}
+		if k := kvOf(g(0)); k != nil {
+			if err := json.Unmarshal(k.val, &sn.r); err != nil {
+				return nil, fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
+			}
+			sn.exists = true
+		}
+		sn.own = kvOf(g(1))
+		out[i].Err = s.notHeld(sn, ref)
+	}
+	return keep, nil
+}
+
+// checkOwners checks each ref against its owner key with one read (no
+// raft write: [lease.WithoutRowExpiry]); a ref that fails is read again
+// in full to say why.
+func (s *Store) checkOwners(ctx context.Context, refs []lease.Ref, out []lease.Renewal) ([]alive, error) {
+	ops := make([]clientv3.Op, len(refs))
+	for i, ref := range refs {
+		ops[i] = clientv3.OpGet(s.ownKey(ref.Item))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("lease/etcd: renew: %w", err)
+	}
+	var keep []alive
+	for i, ref := range refs {
+		out[i].Ref = ref
+		k := kvOf((*clientv3.GetResponse)(resp.Responses[i].GetResponseRange()))
+		if k != nil && string(k.val) == ownValue(ref.Holder, uint64(ref.Fence)) {
+			keep = append(keep, alive{i, clientv3.LeaseID(k.lease)})
+			continue
+		}
+		sn, err := s.read(ctx, ref.Item, "", false)
+		if err != nil {
+			return nil, fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
+		}
+		out[i].Err = s.notHeld(sn, ref)
+	}
+	return keep, nil
+}
+
+// notHeld is the error of a renewal whose owner check failed: the
+// owner check of ref against sn, or ErrNotHeld if sn (read after the
+// check) names ref again.
+func (s *Store) notHeld(sn *snap, ref lease.Ref) error {
+	if err := s.refErr(sn, ref); err != nil {
+		return err
+	}
+	return fmt.Errorf("lease/etcd: %q by %q fence %d: %w", ref.Item, ref.Holder, ref.Fence, lease.ErrNotHeld)
 }
 
 // Release implements [lease.Store]: it deletes the owner key if it names
@@ -977,6 +1040,10 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// ReportsRowExpiry implements [lease.RowExpiryReporter]: leased rows
+// carry Expiry unless the store was made with [lease.WithoutRowExpiry].
+func (s *Store) ReportsRowExpiry() bool { return !s.cfg.OmitRowExpiry }
 
 // ReportsLapses implements [lease.LapseReporter]: the end of a grant's
 // etcd lease deletes its owner key, which Watch follows.

@@ -400,7 +400,7 @@ func RecordHistory(t *testing.T, newStore Factory, seed uint64, opts ...LinearOp
 
 	m := &linModel{
 		ttl: int64(ttl), window: int64(window), grace: int64(grace), margin: int64(cfg.margin),
-		cfg: lcfg, initial: map[string]linState{},
+		cfg: lcfg, initial: map[string]linState{}, noExpiry: !rowsCarryExpiry(st),
 	}
 	h := &History{cfg: cfg, model: m, reg: map[string]*register{}}
 	for _, it := range linItems {

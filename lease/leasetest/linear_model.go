@@ -198,6 +198,9 @@ type linModel struct {
 	margin             int64        // clock margin, ns
 	cfg                lease.Config // the store's settings (threshold, minimum-bid factor)
 	initial            map[string]linState
+	// noExpiry: the store's leased rows carry no Expiry
+	// (lease.RowExpiryReporter).
+	noExpiry bool
 }
 
 // possible reports whether, at in's instant, the instant [lo, hi] may not
@@ -335,11 +338,12 @@ func (m *linModel) matchRow(s linState, r *lease.Row) (linState, bool) {
 	if !m.revealFence(&s, r.Fence) {
 		return s, false
 	}
-	if s.owner == "" {
+	switch {
+	case s.owner == "" || m.noExpiry:
 		if !r.Expiry.IsZero() {
 			return s, false
 		}
-	} else {
+	default:
 		x := r.Expiry.UnixNano()
 		if !m.within(x, s.expLo, s.expHi, s.expExact) {
 			return s, false

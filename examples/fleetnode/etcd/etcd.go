@@ -29,10 +29,13 @@ func New(cli *clientv3.Client) *Backend { return &Backend{cli: cli} }
 func storePrefix(prefix string) string { return prefix + "lease/" }
 
 // NewStore returns the lease store of the fleet with prefix (lease/etcd,
-// under prefix+"lease/"). It refuses a TTL, auction window or liveness
-// window that is not whole seconds, as lease/etcd does.
+// under prefix+"lease/", with lease.WithoutRowExpiry: renewals write
+// nothing). It refuses a TTL, auction window or liveness window that is
+// not whole seconds, as lease/etcd does.
 func (b *Backend) NewStore(prefix string, opts ...lease.Option) (fleetnode.Store, error) {
-	return leaseetcd.New(b.cli, storePrefix(prefix), opts...)
+	// Renewals write nothing: the fleet's agents learn lapses from the
+	// change feed, never from a row's Expiry (lease/etcd's doc).
+	return leaseetcd.New(b.cli, storePrefix(prefix), append(opts, lease.WithoutRowExpiry())...)
 }
 
 // Tables returns the side tables of the fleet with prefix.
