@@ -37,6 +37,9 @@
 // names its grant by a [Ref] and is refused with [ErrStaleFence] once the
 // item has been granted again, or [ErrNotHeld] once the lease expired or was
 // released. Resources outside the catalog check fences with [CheckFence].
+// A leased row's Expiry follows the renewals, except on a store made with
+// [WithoutRowExpiry] whose renewals then write nothing ([RowExpiryReporter]):
+// on such a store a lapse is known from the change feed or a Get.
 //
 // # Holding a lease
 //

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"iter"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -122,7 +123,15 @@ func (v *view) put(r lease.Row) { v.apply(r) }
 // with the store.
 func (v *view) snapshot(now time.Time, margin time.Duration) iter.Seq2[lease.Row, error] {
 	v.mu.Lock()
-	rows := append(v.buf[:0], v.rows.rows...)
+	// From a random row on, as a map's order was: nodes that walk the
+	// same catalog in the same order all evaluate the same due auction
+	// first, and their transactions collide.
+	all := v.rows.rows
+	k := 0
+	if len(all) > 0 {
+		k = rand.IntN(len(all))
+	}
+	rows := append(append(v.buf[:0], all[k:]...), all[:k]...)
 	v.buf = rows
 	v.mu.Unlock()
 	return func(yield func(lease.Row, error) bool) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"testing"
 	"time"
@@ -113,4 +114,39 @@ func rowOf(v *view, id string) lease.Row {
 		return v.rows.rows[i]
 	}
 	return lease.Row{}
+}
+
+// A snapshot yields every row once, starting from a row chosen at random,
+// so that nodes walking the same catalog do not all meet its due auctions
+// in the same order.
+func TestViewSnapshotOrder(t *testing.T) {
+	v := newView()
+	const n = 10
+	for i := range n {
+		v.apply(lease.Row{Item: lease.Item{ID: fmt.Sprintf("i%d", i)}, Version: 1})
+	}
+	firsts := map[string]bool{}
+	for range 40 {
+		seen := map[string]int{}
+		first := ""
+		for r := range v.snapshot(time.Now(), time.Second) {
+			if first == "" {
+				first = r.ID
+			}
+			seen[r.ID]++
+		}
+		if len(seen) != n {
+			t.Fatalf("a snapshot yielded %d distinct rows, want %d: %v", len(seen), n, seen)
+		}
+		for id, c := range seen {
+			if c != 1 {
+				t.Fatalf("a snapshot yielded %s %d times", id, c)
+			}
+		}
+		firsts[first] = true
+	}
+	// 40 snapshots from one start out of 10 has odds of 10^-39.
+	if len(firsts) < 2 {
+		t.Errorf("40 snapshots all began at %v", firsts)
+	}
 }

@@ -773,7 +773,9 @@ func (s *Store) refErr(sn *snap, ref lease.Ref) error {
 // such transactions at once), then keeps each live grant's etcd lease
 // alive (keep-alives on long-lived streams, a large batch spread over
 // several). With [lease.WithoutRowExpiry] the check is a read of the
-// owner keys and nothing is written. The expiry reported is the client's
+// owner keys and nothing is written; the refs whose check failed are read
+// again, in one read after the keep-alives, to say why. The expiry
+// reported is the client's
 // time before the transaction was sent plus the TTL: the etcd lease,
 // renewed after that, lasts at least as long.
 func (s *Store) Renew(ctx context.Context, refs ...lease.Ref) ([]lease.Renewal, error) {
@@ -823,15 +825,28 @@ func (s *Store) renew(ctx context.Context, refs []lease.Ref, out []lease.Renewal
 	t0 := time.Now()
 	exp := t0.Add(s.cfg.TTL)
 	var keep []alive
+	var failed []int
 	var err error
 	if s.cfg.OmitRowExpiry {
-		keep, err = s.checkOwners(ctx, refs, out)
+		keep, failed, err = s.checkOwners(ctx, refs, out)
 	} else {
 		keep, err = s.writeExpiries(ctx, refs, out, strconv.FormatInt(exp.UnixNano(), 10))
 	}
 	if err != nil {
 		return err
 	}
+	if err := s.keepAlive(ctx, refs, out, keep, exp); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return s.explain(ctx, refs, out, failed)
+	}
+	return nil
+}
+
+// keepAlive keeps the etcd leases of keep alive and sets their renewals:
+// expiry exp, or ErrNotHeld for a lease etcd no longer has.
+func (s *Store) keepAlive(ctx context.Context, refs []lease.Ref, out []lease.Renewal, keep []alive, exp time.Time) error {
 	if len(keep) == 0 {
 		return nil
 	}
@@ -904,18 +919,18 @@ func (s *Store) writeExpiries(ctx context.Context, refs []lease.Ref, out []lease
 }
 
 // checkOwners checks each ref against its owner key with one read (no
-// raft write: [lease.WithoutRowExpiry]); a ref that fails is read again
-// in full to say why.
-func (s *Store) checkOwners(ctx context.Context, refs []lease.Ref, out []lease.Renewal) ([]alive, error) {
+// raft write: [lease.WithoutRowExpiry]). It returns the refs that hold and
+// the indexes of those that do not, which explain reads again after the
+// keep-alives: a renewal must not wait on why another failed.
+func (s *Store) checkOwners(ctx context.Context, refs []lease.Ref, out []lease.Renewal) (keep []alive, failed []int, err error) {
 	ops := make([]clientv3.Op, len(refs))
 	for i, ref := range refs {
 		ops[i] = clientv3.OpGet(s.ownKey(ref.Item))
 	}
 	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("lease/etcd: renew: %w", err)
+		return nil, nil, fmt.Errorf("lease/etcd: renew: %w", err)
 	}
-	var keep []alive
 	for i, ref := range refs {
 		out[i].Ref = ref
 		k := kvOf((*clientv3.GetResponse)(resp.Responses[i].GetResponseRange()))
@@ -923,13 +938,43 @@ func (s *Store) checkOwners(ctx context.Context, refs []lease.Ref, out []lease.R
 			keep = append(keep, alive{i, clientv3.LeaseID(k.lease)})
 			continue
 		}
-		sn, err := s.read(ctx, ref.Item, "", false)
-		if err != nil {
-			return nil, fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
-		}
-		out[i].Err = s.notHeld(sn, ref)
+		failed = append(failed, i)
 	}
-	return keep, nil
+	return keep, failed, nil
+}
+
+// explain sets the errors of the refs at failed (their owner check
+// failed) from one read of their rows and owner keys; if that read fails,
+// each is ErrNotHeld with the read's error in its text.
+func (s *Store) explain(ctx context.Context, refs []lease.Ref, out []lease.Renewal, failed []int) error {
+	ops := make([]clientv3.Op, 0, 2*len(failed))
+	for _, i := range failed {
+		ops = append(ops, clientv3.OpGet(s.rowKey(refs[i].Item)), clientv3.OpGet(s.ownKey(refs[i].Item)))
+	}
+	resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
+		// The owner checks failed: not held, whatever the finer reason.
+		for _, i := range failed {
+			ref := refs[i]
+			out[i].Err = fmt.Errorf("lease/etcd: %q by %q fence %d (reading why: %v): %w", ref.Item, ref.Holder, ref.Fence, err, lease.ErrNotHeld)
+		}
+		return nil
+	}
+	for j, i := range failed {
+		g := func(k int) *clientv3.GetResponse {
+			return (*clientv3.GetResponse)(resp.Responses[2*j+k].GetResponseRange())
+		}
+		sn := &snap{id: refs[i].Item}
+		if k := kvOf(g(0)); k != nil {
+			if err := json.Unmarshal(k.val, &sn.r); err != nil {
+				return fmt.Errorf("lease/etcd: renew %q: %w", refs[i].Item, err)
+			}
+			sn.exists = true
+		}
+		sn.own = kvOf(g(1))
+		out[i].Err = s.notHeld(sn, refs[i])
+	}
+	return nil
 }
 
 // notHeld is the error of a renewal whose owner check failed: the
