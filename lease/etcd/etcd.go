@@ -905,14 +905,10 @@ func (s *Store) writeExpiries(ctx context.Context, refs []lease.Ref, out []lease
 			keep = append(keep, alive{i, clientv3.LeaseID(k.lease)})
 			continue
 		}
-		sn := &snap{id: ref.Item}
-		if k := kvOf(g(0)); k != nil {
-			if err := json.Unmarshal(k.val, &sn.r); err != nil {
-				return nil, fmt.Errorf("lease/etcd: renew %q: %w", ref.Item, err)
-			}
-			sn.exists = true
+		sn, err := ownerSnap(ref.Item, g(0), g(1))
+		if err != nil {
+			return nil, fmt.Errorf("lease/etcd: renew %w", err)
 		}
-		sn.own = kvOf(g(1))
 		out[i].Err = s.notHeld(sn, ref)
 	}
 	return keep, nil
@@ -964,17 +960,26 @@ func (s *Store) explain(ctx context.Context, refs []lease.Ref, out []lease.Renew
 		g := func(k int) *clientv3.GetResponse {
 			return (*clientv3.GetResponse)(resp.Responses[2*j+k].GetResponseRange())
 		}
-		sn := &snap{id: refs[i].Item}
-		if k := kvOf(g(0)); k != nil {
-			if err := json.Unmarshal(k.val, &sn.r); err != nil {
-				return fmt.Errorf("lease/etcd: renew %q: %w", refs[i].Item, err)
-			}
-			sn.exists = true
+		sn, err := ownerSnap(refs[i].Item, g(0), g(1))
+		if err != nil {
+			return fmt.Errorf("lease/etcd: renew %w", err)
 		}
-		sn.own = kvOf(g(1))
 		out[i].Err = s.notHeld(sn, refs[i])
 	}
 	return nil
+}
+
+// ownerSnap is what an owner check needs of item: its row and its owner
+// key, as read by row and own.
+func ownerSnap(item string, row, own *clientv3.GetResponse) (*snap, error) {
+	sn := &snap{id: item, own: kvOf(own)}
+	if k := kvOf(row); k != nil {
+		if err := json.Unmarshal(k.val, &sn.r); err != nil {
+			return nil, fmt.Errorf("%q: %w", item, err)
+		}
+		sn.exists = true
+	}
+	return sn, nil
 }
 
 // notHeld is the error of a renewal whose owner check failed: the
@@ -1010,14 +1015,10 @@ func (s *Store) Release(ctx context.Context, ref lease.Ref) error {
 		}
 		return nil
 	}
-	sn := &snap{id: ref.Item}
-	if k := kvOf(g(0)); k != nil {
-		if err := json.Unmarshal(k.val, &sn.r); err != nil {
-			return fmt.Errorf("lease/etcd: release %q: %w", ref.Item, err)
-		}
-		sn.exists = true
+	sn, err := ownerSnap(ref.Item, g(0), g(1))
+	if err != nil {
+		return fmt.Errorf("lease/etcd: release %w", err)
 	}
-	sn.own = kvOf(g(1))
 	if err := s.refErr(sn, ref); err != nil {
 		return err
 	}
