@@ -42,10 +42,21 @@ type layer struct {
 	nodes map[string]*qnode
 	w     *writer.Writer
 	prov  peer.ID
-	// holds are gates of query nodes started after they are set: every
-	// request to the node named waits until its channel is closed (a test
-	// holds a change in a phase with them).
-	holds map[string]chan struct{}
+	// holds are gates of query nodes started after they are set, by
+	// name: a test holds a change in a phase with them (see hold).
+	holds map[string]hold
+}
+
+// hold keeps a query node from going on until gate is closed: by default
+// every request to it waits; with path, only the requests to that path
+// (a coordinator's [keyspace.PathDrop], say); with phase, no request but
+// the node's taking of a layout of that phase, so that it goes on
+// reporting the epoch before and a coordinator, which publishes nothing
+// until every process reports the epoch in force, stays in that phase.
+type hold struct {
+	gate  <-chan struct{}
+	path  string
+	phase keyspace.Phase
 }
 
 type qnode struct {
@@ -150,14 +161,28 @@ func (y *layer) startQOn(name, url string, l keyspace.Layout, st *etcdlayout.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := n.Handler()
-	if gate := y.holds[name]; gate != nil {
+	h, apply := n.Handler(), n.SetLayout
+	switch hd, ok := y.holds[name]; {
+	case ok && hd.phase != "":
+		apply = func(l keyspace.Layout) error {
+			if l.Phase == hd.phase {
+				select {
+				case <-hd.gate:
+				case <-y.ctx.Done():
+					return y.ctx.Err()
+				}
+			}
+			return n.SetLayout(l)
+		}
+	case ok:
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			select {
-			case <-gate:
-			case <-r.Context().Done():
-				return
+			if hd.path == "" || r.URL.Path == hd.path {
+				select {
+				case <-hd.gate:
+				case <-r.Context().Done():
+					return
+				}
 			}
 			inner.ServeHTTP(w, r)
 		})
@@ -166,7 +191,7 @@ func (y *layer) startQOn(name, url string, l keyspace.Layout, st *etcdlayout.Sto
 	y.wg.Go(func() { srv.Serve(ln) })
 	y.wg.Go(func() { <-y.ctx.Done(); srv.Close() })
 	y.wg.Go(func() { n.Run(y.ctx) })
-	y.followOn(st, keyspace.RoleQuery, name, n.SetLayout, n.Status)
+	y.followOn(st, keyspace.RoleQuery, name, apply, n.Status)
 	y.mu.Lock()
 	y.nodes[name] = q
 	y.mu.Unlock()
