@@ -80,3 +80,43 @@ func TestAnnounceWithoutAddrsAfterRestart(t *testing.T) {
 		}
 	}
 }
+
+// An announce without addresses does not discard the addresses an
+// earlier announce brought that were not tried yet. The race it pins
+// down, seen in examples/assigner's TestIndexerOfflineAtStart: a node
+// starting up asks every publisher it follows for its head without
+// addresses (its resync, before Run) while the first announce of a newly
+// assigned publisher, with the publisher's addresses, arrives from a
+// source. When the announce came first, the resync's announce dropped its
+// addresses; the check then had nothing to try, failed "no address
+// announced", counted against the announce's source, and left the
+// publisher waiting for an announce that never came. The calls are made
+// in that order, before Run, so the interleaving is forced.
+func TestAnnounceWithoutAddrsKeepsAnnouncedAddrs(t *testing.T) {
+	chain := generate(t, chaingen.Config{Seed: 22, Ads: 3, MhsPerAd: 4})
+	st := memory.New()
+	defer st.Close()
+	srcs := newSources()
+	srcs.set(chain.Publisher, chain.Source())
+	ing := newIngester(t, st, newDS(), srcs)
+	if err := ing.AnnounceFrom("127.0.0.0/24", chain.Publisher, testAddrs, chain.Head()); err != nil {
+		t.Fatal(err)
+	}
+	if err := ing.Announce(chain.Publisher, nil, cid.Undef); err != nil {
+		t.Fatal(err)
+	}
+	stop := runIngester(t, ing)
+	defer stop()
+	waitFor(t, "the check to verify or fail", func() bool {
+		s, _ := ing.Status(chain.Publisher)
+		return s.LastError != nil || s.LastHead.Equals(chain.Head())
+	})
+	s, _ := ing.Status(chain.Publisher)
+	if s.LastError != nil || !s.Verified || !slices.EqualFunc(s.Addrs, testAddrs, multiaddr.Multiaddr.Equal) {
+		t.Fatalf("status %+v: want verified at the announced %v, no error", s, testAddrs)
+	}
+	if u := ing.Unverified(); u.Failed != 0 || u.Held != 0 {
+		t.Errorf("Unverified() = %+v, want no failed check, none held", u)
+	}
+	equalModel(t, chain.Model(), st)
+}

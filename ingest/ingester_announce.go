@@ -26,9 +26,11 @@ import (
 // A newer announce replaces one still pending; one made while the publisher
 // is being walked is taken when that walk ends. Addrs may be empty to use
 // the addresses last verified, by this Ingester or (persisted) by a
-// previous one on the same datastore. Announce returns [ErrNotAllowed] for
-// a publisher the policy denies, and [ErrTooManyPublishers] when too many
-// publishers that never verified are pending ([WithUnverifiedLimit]).
+// previous one on the same datastore; addresses an earlier announce
+// brought that are not tried yet are then still tried first. Announce
+// returns [ErrNotAllowed] for a publisher the policy denies, and
+// [ErrTooManyPublishers] when too many publishers that never verified are
+// pending ([WithUnverifiedLimit]).
 func (i *Ingester) Announce(publisher peer.ID, addrs []multiaddr.Multiaddr, head cid.Cid) error {
 	return i.AnnounceFrom("", publisher, addrs, head)
 }
@@ -174,11 +176,19 @@ func (i *Ingester) evictFailedLocked() {
 }
 
 // setCandLocked notes addrs as p's candidate addresses, verified when p is
-// next walked; none (or those already verified) clears the candidate.
+// next walked; those already verified clear the candidate. None keeps it:
+// an announce without addresses (a node asking what it follows for its
+// head) says nothing of where the publisher is, so addresses announced
+// before and not tried yet are still tried first, and a failure is
+// theirs. Dropping them would fail the check of a publisher that never
+// verified with no address to try, against the source that announced
+// them.
 func (i *Ingester) setCandLocked(p *publisher, addrs []multiaddr.Multiaddr) {
-	if len(addrs) == 0 || slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal) {
+	switch {
+	case len(addrs) == 0:
+	case slices.EqualFunc(addrs, p.addrs, multiaddr.Multiaddr.Equal):
 		p.cand = nil
-		return
+	default:
+		p.cand = slices.Clone(addrs)
 	}
-	p.cand = slices.Clone(addrs)
 }
