@@ -273,20 +273,41 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 			return err
 		}
 		var next cid.Cid
+		if err := i.acquire(ctx); err != nil {
+			return err
+		}
 		mhs, next, err = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
 		if err != nil {
+			i.release()
 			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
 				return i.otherEntries(ctx, src, ad, c, block, err, maxBlocks, add)
 			}
 			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
 		}
 		chunks++
-		if err := add(mhs); err != nil {
+		err = add(mhs)
+		i.release()
+		if err != nil {
 			return err
 		}
 		c = next
 	}
 	return nil
+}
+
+// acquire takes a turn of CPU work from the pacer, if there is one.
+func (i *Ingester) acquire(ctx context.Context) error {
+	if i.cfg.pacer == nil {
+		return nil
+	}
+	return i.cfg.pacer.Acquire(ctx)
+}
+
+// release gives back the turn acquire took.
+func (i *Ingester) release() {
+	if i.cfg.pacer != nil {
+		i.cfg.pacer.Release()
+	}
 }
 
 // otherEntries handles a first Entries block (fetched under c) that did

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -102,6 +103,7 @@ type config struct {
 	unverifiedTTL    time.Duration
 	headCheckTimeout time.Duration
 	checkWorkers     int
+	pacer            Pacer
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -382,6 +384,25 @@ func WithCheckWorkers(n int) Option {
 			return fmt.Errorf("%w: check workers %d must be positive", ErrInvalidOption, n)
 		}
 		c.checkWorkers = n
+		return nil
+	}
+}
+
+// Pacer hands out turns of CPU work: the Ingester takes one before it
+// decodes and stores each entry chunk, and gives it back after, so that a
+// pacer can hold ingest back while the node answers lookups
+// (ingest/pace's Pacer is one). Acquire returns ctx's error if ctx ends
+// while it waits.
+type Pacer interface {
+	Acquire(ctx context.Context) error
+	Release()
+}
+
+// WithPacer makes the Ingester take a turn from p for each entry chunk
+// it decodes and stores (see [Pacer]); by default it takes none.
+func WithPacer(p Pacer) Option {
+	return func(c *config) error {
+		c.pacer = p
 		return nil
 	}
 }

@@ -142,6 +142,15 @@ type Config struct {
 	// 0: off). A DiskBudget caps it at a 16th of the budget, and turns
 	// runs off below 1 MiB.
 	IndexRunSize int64 `json:"IndexRunSize"`
+	// QueriesFirst makes the node's lookups go first while it ingests
+	// (ingest/pace): while finds come, its walkers take turns to decode
+	// and store entry chunks, keeping one of the Go runtime's processors
+	// free for lookups, and its Pebble index runs one compaction at a time.
+	// Ingest takes every processor again half a second after the last
+	// lookup. The program should run with GOMAXPROCS at pace.Procs() (one
+	// more than the cores), as examples/indexer does, else ingest keeps
+	// one core fewer while lookups come. On in DefaultConfig.
+	QueriesFirst bool `json:"QueriesFirst"`
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.
 	UnfreezeOnStart bool `json:"UnfreezeOnStart"`
@@ -222,6 +231,7 @@ func DefaultConfig() Config {
 		IndexCacheSize:    32 << 20,
 		IndexMemTableSize: 32 << 20,
 		IndexRunSize:      32 << 20,
+		QueriesFirst:      true,
 	}
 }
 

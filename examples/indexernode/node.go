@@ -33,6 +33,7 @@ import (
 	"github.com/indexkit/indexkit/ingest/announce"
 	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/netpolicy"
+	"github.com/indexkit/indexkit/ingest/pace"
 	"github.com/indexkit/indexkit/internal/httpserve"
 	"github.com/indexkit/indexkit/internal/netlimit"
 	"github.com/indexkit/indexkit/scatter/find"
@@ -122,6 +123,7 @@ type Node struct {
 	policy *netpolicy.Policy
 
 	ing    *ingest.Ingester
+	pace   *pace.Pacer // nil unless Config.QueriesFirst
 	recv   *announce.Receiver
 	gossip *announce.Gossip // nil without libp2p
 	mon    *freeze.Monitor
@@ -186,6 +188,9 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
 		return err
 	}
+	if cfg.QueriesFirst {
+		n.pace = pace.New(pace.Config{})
+	}
 	if cfg.Shard != nil {
 		if err := n.openShard(cfg); err != nil {
 			return err
@@ -193,7 +198,7 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	} else if cfg.Index != nil {
 		n.st = cfg.Index
 	} else {
-		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, log); err != nil {
+		if n.st, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.pace, log); err != nil {
 			return lockHint(err)
 		}
 		n.ownS = true
@@ -242,11 +247,15 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	// redirect.
 	n.hc = n.policy.Client()
 
-	n.ing, err = ingest.New(n.st, n.ds, n.syncer,
+	ingOpts := []ingest.Option{
 		ingest.WithLogger(log),
 		ingest.WithHooks(cfg.Hooks.Ingest),
 		ingest.WithFrozen(n.ingestFrozen),
-	)
+	}
+	if n.pace != nil {
+		ingOpts = append(ingOpts, ingest.WithPacer(n.pace))
+	}
+	n.ing, err = ingest.New(n.st, n.ds, n.syncer, ingOpts...)
 	if err != nil {
 		return err
 	}
@@ -345,6 +354,9 @@ func (n *Node) serve(lns Listeners) error {
 	}
 	if n.shard != nil { // no index to look up: see ShardConfig
 		findAPI, routingAPI = n.shard.noIndex(findAPI), n.shard.noIndex(routingAPI)
+	}
+	if n.pace != nil {
+		findAPI, routingAPI = n.pace.Lookups(findAPI), n.pace.Lookups(routingAPI)
 	}
 	if n.cfg.Hooks.Find != nil {
 		findAPI = n.cfg.Hooks.Find(findAPI)
@@ -519,8 +531,9 @@ func lockHint(err error) error {
 // IndexNoWAL ([pebble.WithoutWAL]), gathers sorted runs with
 // IndexRunSize ([pebble.WithSortedRuns]), and if new is keyed on digest
 // prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]); Pebble
-// and LevelDB keep populations only with IndexSampling.
-func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, error) {
+// and LevelDB keep populations only with IndexSampling. A Pebble store
+// runs as many compactions at once as pc allows, if pc is not nil.
+func openStore(kind, dir string, cfg Config, pc *pace.Pacer, log *slog.Logger) (store.Store, error) {
 	budget, noWAL, fullKeys := cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys
 	var st store.Store
 	var err error
@@ -562,6 +575,9 @@ func openStore(kind, dir string, cfg Config, log *slog.Logger) (store.Store, err
 		}
 		if !cfg.IndexSampling {
 			opts = append(opts, pebble.WithoutPopulations())
+		}
+		if pc != nil {
+			opts = append(opts, pebble.WithCompactionLimit(pc.CompactionLimit))
 		}
 		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s

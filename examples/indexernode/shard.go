@@ -70,7 +70,7 @@ func (n *Node) openShard(cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("Shard.Layout %s: %w", sc.Layout, err)
 	}
-	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.log); err != nil {
+	if sp.records, err = openStore(cfg.Store, filepath.Join(cfg.Dir, indexDir), cfg, n.pace, n.log); err != nil {
 		return lockHint(err)
 	}
 	// On a disk budget the outbox is sized to it: small segments, so

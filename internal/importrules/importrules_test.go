@@ -69,6 +69,7 @@ var rules = []rule{
 	{pkg: "ingest/schema", why: "ingest/schema is a leaf: it imports no other package of the module"},
 	{pkg: "ingest/metadata", why: "ingest/metadata is a leaf: it imports no other package of the module"},
 	{pkg: "ingest/netpolicy", why: "ingest/netpolicy, the outbound dial policy, is a leaf: it imports no other package of the module (stdlib only)"},
+	{pkg: "ingest/pace", why: "ingest/pace, the pacer that lets lookups go first, is a leaf: it imports no other package of the module (stdlib only); ingest and store/pebble take it through interfaces and functions of their own"},
 
 	// DESIGN.md lists ingest/ipnisync and ingest/announce among "ingest/*"
 	// without an arrow of their own; these two rows are the narrowest

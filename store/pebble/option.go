@@ -23,6 +23,7 @@ type config struct {
 	records   int64
 	runs      int64
 	noPops    bool
+	compLimit func() int
 }
 
 const defaultCacheSize = 256 << 20
@@ -52,6 +53,9 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	}
 	if c.noWAL {
 		o.DisableWAL = true
+	}
+	if c.compLimit != nil {
+		o.CompactionConcurrencyRange = limitCompactions(o.CompactionConcurrencyRange, c.compLimit)
 	}
 	o.FS = growLogs(o.FS)
 	if o.Merger == nil {
@@ -325,4 +329,33 @@ func recordCache(n int64) int64 {
 		return -1
 	}
 	return n
+}
+
+// WithCompactionLimit caps the compactions Pebble runs at once at limit(),
+// which Pebble asks whenever it considers starting one: a node that lets
+// lookups go first (ingest/pace's Pacer.CompactionLimit) runs fewer
+// while they come. Under the cap the range is the options' own
+// (CompactionConcurrencyRange: 1 to 2 with [DefaultOptions]); a cap below
+// 1 counts as 1. Compactions already running finish.
+func WithCompactionLimit(limit func() int) Option {
+	return func(c *config) error {
+		if limit == nil {
+			return errors.New("nil compaction limit")
+		}
+		c.compLimit = limit
+		return nil
+	}
+}
+
+// limitCompactions caps the concurrency range rng (Pebble's default of
+// 1 to 1 when nil) at limit().
+func limitCompactions(rng func() (int, int), limit func() int) func() (int, int) {
+	return func() (int, int) {
+		lower, upper := 1, 1
+		if rng != nil {
+			lower, upper = rng()
+		}
+		n := max(limit(), 1)
+		return min(lower, n), min(upper, n)
+	}
 }

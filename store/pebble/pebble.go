@@ -373,6 +373,22 @@ func (s *Store) DigestPrefixKeys() bool { return s.DB.Layout() == kv.MergedDiges
 // directly bypasses the store and can corrupt the index.
 func (s *Store) Pebble() *pebble.DB { return s.pdb }
 
+// WriteBytes sums, from a Pebble database's metrics, the bytes written
+// into it (its write-ahead log and the tables it ingested, the index's
+// sorted runs among them) and the bytes its flushes and compactions
+// wrote. rewritten / in is its write amplification; each byte that
+// reaches the last level of an LSM of n levels is rewritten up to n
+// times.
+func WriteBytes(m *pebble.Metrics) (in, rewritten uint64) {
+	in = m.WAL.BytesWritten
+	for i := range m.Levels {
+		l := &m.Levels[i]
+		in += l.TableBytesIngested
+		rewritten += l.TableBytesFlushed + l.TableBytesCompacted
+	}
+	return in, rewritten
+}
+
 // flusher coalesces memtable flushes: a caller needs a flush that starts
 // after it arrives (one already running may have begun before its last
 // write), so callers that arrive during a flush all wait for the next one,

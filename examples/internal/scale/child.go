@@ -28,7 +28,8 @@ import (
 // the benchmark: "child node <indexer flags>" is the indexer node
 // (examples/indexer), "child query <query flags>" a query node
 // (examples/query), "child scatter <scatter flags>" a front end
-// (examples/scatter), "child rawpebble <flags>" the raw Pebble baseline.
+// (examples/scatter), "child rawpebble <flags>" the raw Pebble baseline,
+// "child finder <flags>" the lookups sent during ingest.
 const ChildCommand = "child"
 
 // stopTimeout is how long a child has to exit after SIGTERM before it is
@@ -48,6 +49,12 @@ type child struct {
 // standard error (and its standard output unless keepStdout) goes line
 // by line to logFile and to onLine.
 func startChild(c Config, name, logFile string, keepStdout bool, onLine func(string), args ...string) (*child, error) {
+	return startChildIn(c, name, logFile, nil, keepStdout, onLine, args...)
+}
+
+// startChildIn is startChild with the child's standard input read from
+// stdin (nil: none).
+func startChildIn(c Config, name, logFile string, stdin io.Reader, keepStdout bool, onLine func(string), args ...string) (*child, error) {
 	f, err := os.Create(logFile)
 	if err != nil {
 		return nil, err
@@ -56,6 +63,7 @@ func startChild(c Config, name, logFile string, keepStdout bool, onLine func(str
 	ch := &child{name: name, cmd: exec.Command(c.Exe, argv...), done: make(chan struct{})}
 	// The child dies with the benchmark, even if the benchmark is killed.
 	ch.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	ch.cmd.Stdin = stdin
 	pr, pw := io.Pipe()
 	ch.cmd.Stderr = pw
 	if keepStdout {
@@ -222,7 +230,7 @@ func (n *node) url(name string) string { return "http://" + n.addrs[name] }
 // childMain runs a child: the node, a query node or the raw baseline.
 func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("child: want node, query, scatter or rawpebble")
+		return errors.New("child: want node, query, scatter, rawpebble or finder")
 	}
 	switch args[0] {
 	case "node":
@@ -233,6 +241,8 @@ func childMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return scattercmd.Main(ctx, args[1:], stderr)
 	case "rawpebble":
 		return rawMain(ctx, args[1:], stdout, stderr)
+	case "finder":
+		return finderMain(ctx, args[1:], os.Stdin, stdout, stderr)
 	}
-	return fmt.Errorf("child %q: want node, query, scatter or rawpebble", strings.Join(args, " "))
+	return fmt.Errorf("child %q: want node, query, scatter, rawpebble or finder", strings.Join(args, " "))
 }

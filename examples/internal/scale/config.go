@@ -39,7 +39,7 @@ const (
 	DefaultContextMaxMhs = 16
 	DefaultSamples       = 3000
 	DefaultClients       = 64
-	DefaultProbeRate     = 150
+	DefaultProbeRate     = 1000
 	DefaultStatus        = 5 * time.Second
 	// DefaultReplication is the owners of each key in a sharded run.
 	DefaultReplication = 2
@@ -81,6 +81,10 @@ type Config struct {
 	Status time.Duration
 	// Raw runs the raw Pebble baseline.
 	Raw bool
+	// Unpaced runs the node a second time, on a fresh directory, with
+	// -queries-first=false: the baseline of the first run's finds during
+	// ingest and of its ingest rate.
+	Unpaced bool
 
 	// Sharded, when positive, runs the keyspace-sharded layer too, after
 	// the node: the node again as an ingest node (-layout) writing
@@ -141,6 +145,7 @@ func DefaultConfig() Config {
 		ProbeRate:   DefaultProbeRate,
 		Status:      DefaultStatus,
 		Raw:         true,
+		Unpaced:     true,
 		// Only with Join.
 		JoinBaseline: true,
 	}
@@ -270,6 +275,7 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.Float64Var(&c.ProbeRate, "probe-rate", c.ProbeRate, "finds per second during ingest (0: none)")
 	fs.DurationVar(&c.Status, "status", c.Status, "interval of the progress lines")
 	fs.BoolVar(&c.Raw, "raw", c.Raw, "run the raw Pebble baseline")
+	fs.BoolVar(&c.Unpaced, "unpaced", c.Unpaced, "run the node again with -queries-first=false, the baseline of finds during ingest")
 	fs.IntVar(&c.Sharded, "sharded", c.Sharded, "also run the keyspace-sharded layer: the node as an ingest node writing to this `number` of query nodes (0: not)")
 	fs.IntVar(&c.Replication, "replication", c.Replication, "owners of each key with -sharded (0: 2)")
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")

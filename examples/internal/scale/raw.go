@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	indexpebble "github.com/indexkit/indexkit/store/pebble"
 
 	"github.com/indexkit/indexkit/examples/internal/cli"
 	"github.com/indexkit/indexkit/ingest/chaingen"
@@ -137,6 +138,8 @@ func rawMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Multihashes: total, Wall: wall, CPU: s1.CPU - s0.CPU, RSS: s1.RSS, PeakRSS: s1.HWM,
 		Disk: disk, Debt: int64(db.Metrics().Compact.EstimatedDebt),
 	}}
+	in, rewritten := indexpebble.WriteBytes(db.Metrics())
+	res.Figures.BytesIn, res.Figures.BytesRewritten = int64(in), int64(rewritten)
 
 	// Point gets of random multihashes of the chains.
 	rng := rand.New(rand.NewPCG(seeds[0], 7))

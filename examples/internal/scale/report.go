@@ -27,6 +27,20 @@ type Figures struct {
 	// Debt is Pebble's estimated compaction debt after ingest, in bytes;
 	// -1 when unknown (a node whose store is not Pebble).
 	Debt int64
+	// BytesIn is the bytes written into Pebble during ingest (its log and
+	// the tables it ingested), BytesRewritten those its flushes and
+	// compactions wrote: their ratio is the write amplification. -1 when
+	// unknown. Compactions still owed (Debt) are not in it.
+	BytesIn, BytesRewritten int64
+}
+
+// WriteAmp is the write amplification of the ingest so far: bytes
+// flushed and compacted per byte written into Pebble, 0 when unknown.
+func (f Figures) WriteAmp() float64 {
+	if f.BytesIn <= 0 || f.BytesRewritten < 0 {
+		return 0
+	}
+	return float64(f.BytesRewritten) / float64(f.BytesIn)
 }
 
 // Rate is multihashes per second of wall time.
@@ -75,9 +89,12 @@ type Report struct {
 	Machine string
 	// Ads and Blocks are the ads and blocks of every chain.
 	Ads, Blocks int
-	// Node is the node's ingest; Raw the raw baseline's, nil without.
-	Node Figures
-	Raw  *Figures
+	// Node is the node's ingest; Unpaced the same node's with
+	// -queries-first=false, nil without Config.Unpaced; Raw the raw
+	// baseline's, nil without.
+	Node    Figures
+	Unpaced *Figures
+	Raw     *Figures
 	// Sharded is the sharded run's, nil without Config.Sharded.
 	Sharded *ShardedFigures
 	// Finds are the node's finds: after ingest with one client and with
@@ -104,24 +121,36 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "machine: %s\n\n", r.Machine)
 
-	b.WriteString("| ingest | mh/s | mh/CPU-s | CPU-s/M mh | wall s | RSS after MiB | RSS peak MiB | disk B/mh | compaction debt MiB |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| ingest | mh/s | mh/CPU-s | CPU-s/M mh | wall s | RSS after MiB | RSS peak MiB | disk B/mh | compaction debt MiB | write amp |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	row := func(name string, f Figures) {
-		debt := "—"
+		debt, wa := "—", "—"
 		if f.Debt >= 0 {
 			debt = fmt.Sprintf("%.1f", mib(uint64(f.Debt)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %s |\n", name,
+		if f.WriteAmp() > 0 {
+			wa = fmt.Sprintf("%.2f", f.WriteAmp())
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.1f | %.0f | %.0f | %.1f | %s | %s |\n", name,
 			thousands(uint64(f.Rate())), perCPU(f.PerCPU()), f.CPUPerMillion(), f.Wall.Seconds(),
-			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), debt)
+			mib(f.RSS), mib(f.PeakRSS), f.DiskPerMh(), debt, wa)
 	}
 	row("indexkit node", r.Node)
+	if u := r.Unpaced; u != nil {
+		row("indexkit node, queries first off", *u)
+		fmt.Fprintf(&b, "| queries first / off | %.2f | %.2f | %.2f | %.2f | | | | | |\n",
+			r.Node.Rate()/u.Rate(), r.Node.PerCPU()/u.PerCPU(), r.Node.CPUPerMillion()/u.CPUPerMillion(), r.Node.Wall.Seconds()/u.Wall.Seconds())
+	}
 	if r.Raw != nil {
 		row("raw Pebble, same keys", *r.Raw)
 		n, raw := r.Node, *r.Raw
-		fmt.Fprintf(&b, "| node / raw | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n",
+		wa := "—"
+		if n.WriteAmp() > 0 && raw.WriteAmp() > 0 {
+			wa = fmt.Sprintf("%.2f", n.WriteAmp()/raw.WriteAmp())
+		}
+		fmt.Fprintf(&b, "| node / raw | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n",
 			n.Rate()/raw.Rate(), n.PerCPU()/raw.PerCPU(), n.CPUPerMillion()/raw.CPUPerMillion(), n.Wall.Seconds()/raw.Wall.Seconds(),
-			float64(n.RSS)/float64(raw.RSS), float64(n.PeakRSS)/float64(raw.PeakRSS), n.DiskPerMh()/raw.DiskPerMh(), ratio(n.Debt, raw.Debt))
+			float64(n.RSS)/float64(raw.RSS), float64(n.PeakRSS)/float64(raw.PeakRSS), n.DiskPerMh()/raw.DiskPerMh(), ratio(n.Debt, raw.Debt), wa)
 	}
 
 	if sf := r.Sharded; sf != nil {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,11 +90,18 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	for _, p := range pubs {
 		r.Ads += p.chain.Len()
 		r.Blocks += p.chain.Blocks()
-		r.Node.Multihashes += p.chain.Multihashes()
 	}
+	r.Node.Multihashes = n0(pubs)
 
-	if err := runNode(ctx, c, r, pubs, tmp, log); err != nil {
+	if err := runNode(ctx, c, r, pubs, tmp, log, nodeRun{name: "node", dir: "node", fig: &r.Node, finds: true}); err != nil {
 		return nil, err
+	}
+	if c.Unpaced {
+		r.Unpaced = &Figures{}
+		if err := runNode(ctx, c, r, pubs, tmp, log, nodeRun{name: "node, queries first off", dir: "node-unpaced",
+			flags: []string{"-queries-first=false"}, fig: r.Unpaced}); err != nil {
+			return nil, err
+		}
 	}
 	if c.Sharded > 0 {
 		if err := runSharded(ctx, c, r, pubs, tmp, log); err != nil {
@@ -110,19 +116,30 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return r, nil
 }
 
-// runNode runs the node's part of the benchmark into r.
-func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp string, log *slog.Logger) error {
-	logFile := filepath.Join(tmp, "node.log")
-	n, err := startNode(ctx, c, filepath.Join(tmp, "node"), logFile, log)
+// nodeRun is one run of the node: the node as configured, or the
+// baseline of queries first (the same node with -queries-first=false).
+type nodeRun struct {
+	name  string   // "node" or "node, queries first off": in messages and tables
+	dir   string   // its data directory and log, under the run's
+	flags []string // node flags added to c.NodeFlags
+	fig   *Figures // where its ingest figures go
+	finds bool     // time finds after ingest
+}
+
+// runNode runs the node's part of the benchmark, nr, into r.
+func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp string, log *slog.Logger, nr nodeRun) error {
+	logFile := filepath.Join(tmp, nr.dir+".log")
+	c.NodeFlags = append(append([]string(nil), nr.flags...), c.NodeFlags...)
+	n, err := startNode(ctx, c, filepath.Join(tmp, nr.dir), logFile, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if err := n.stop(); err != nil {
-			log.Warn("node exit", "err", err, "log", logFile)
+			log.Warn(nr.name+" exit", "err", err, "log", logFile)
 		}
 	}()
-	log.Info("node started", "pid", n.pid(), "find", n.url("find"), "log", logFile)
+	log.Info(nr.name+" started", "pid", n.pid(), "find", n.url("find"), "log", logFile)
 	adm, err := admin.NewClient(n.url("admin"))
 	if err != nil {
 		return err
@@ -130,6 +147,13 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 
 	hc := keepAliveClient(c.Clients + 1)
 	defer hc.CloseIdleConnections()
+	var fd *finder
+	if c.ProbeRate > 0 {
+		if fd, err = startFinder(c, nr.name, filepath.Join(tmp, nr.dir+"-finder.log"), n.url("find"), pubs); err != nil {
+			return err
+		}
+		defer fd.stop()
+	}
 	s0, err := readProc(n.pid())
 	if err != nil {
 		return err
@@ -138,50 +162,59 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 	if err := announceAll(ctx, pubs, n.url("ingest")); err != nil {
 		return fmt.Errorf("announcing: %w", err)
 	}
-	log.Info("announced", "publishers", len(pubs), "multihashes", r.Node.Multihashes)
+	f := nr.fig
+	f.Multihashes = n0(pubs)
+	log.Info("announced", "publishers", len(pubs), "multihashes", f.Multihashes)
 
-	probeCtx, stopProbe := context.WithCancel(ctx)
 	indexed := make([]atomic.Uint64, len(pubs)) // per publisher, from the status
-	var probe Latency
-	var probeWG sync.WaitGroup
-	if c.ProbeRate > 0 {
-		probeWG.Go(func() { probe = probeFinds(probeCtx, c, n.url("find"), pubs, indexed) })
-	}
-	err = waitIngested(ctx, c, n, adm, pubs, indexed, s0, start, log)
+	err = waitIngested(ctx, c, n, adm, pubs, indexed, s0, start, log, func() {
+		if fd != nil {
+			fd.indexed(indexed)
+		}
+	})
 	wall := time.Since(start)
-	stopProbe()
-	probeWG.Wait()
-	if err != nil {
+	s1, perr := readProc(n.pid())
+	var probe Latency
+	if fd != nil {
+		var ferr error
+		probe, ferr = fd.finish(ctx)
+		err = errors.Join(err, ferr)
+	}
+	if err = errors.Join(err, perr); err != nil {
 		return err
 	}
-	s1, err := readProc(n.pid())
-	if err != nil {
+	f.Wall, f.CPU, f.RSS, f.PeakRSS = wall, s1.CPU-s0.CPU, s1.RSS, s1.HWM
+	if f.Disk, err = allocated(n.dir); err != nil {
 		return err
 	}
-	r.Node.Wall, r.Node.CPU, r.Node.RSS, r.Node.PeakRSS = wall, s1.CPU-s0.CPU, s1.RSS, s1.HWM
-	if r.Node.Disk, err = allocated(n.dir); err != nil {
-		return err
+	if err := pebbleFigures(ctx, hc, n.url("metrics"), f); err != nil {
+		log.Warn("no Pebble figures", "err", err)
 	}
-	if r.Node.Debt, err = compactionDebt(ctx, hc, n.url("metrics")); err != nil {
-		log.Warn("no compaction debt", "err", err)
-		r.Node.Debt = -1
+	log.Info("ingested", "node", nr.name, "multihashes", f.Multihashes, "wall", wall.Round(time.Millisecond),
+		"cpu", f.CPU, "mh_per_cpu_s", int(f.PerCPU()), "rss_mib", int(mib(f.RSS)),
+		"disk_b_per_mh", fmt.Sprintf("%.1f", f.DiskPerMh()), "write_amp", fmt.Sprintf("%.2f", f.WriteAmp()))
+	if fd != nil {
+		log.Info("finds during ingest", "node", nr.name, "p50", probe.P50, "p99", probe.P99, "rate", int(probe.Rate))
 	}
-	log.Info("ingested", "multihashes", r.Node.Multihashes, "wall", wall.Round(time.Millisecond),
-		"cpu", r.Node.CPU, "mh_per_cpu_s", int(r.Node.PerCPU()), "rss_mib", int(mib(r.Node.RSS)),
-		"disk_b_per_mh", fmt.Sprintf("%.1f", r.Node.DiskPerMh()))
+	if !nr.finds {
+		if fd != nil {
+			r.Finds = append(r.Finds, probe)
+		}
+		return nil
+	}
 
 	samples := sampleFinds(c, pubs)
-	seq, err := timeFinds(ctx, "node, 1 client, after ingest", hc, n.url("find"), samples, 1)
+	seq, err := timeFinds(ctx, nr.name+", 1 client, after ingest", hc, n.url("find"), samples, 1)
 	if err != nil {
 		return err
 	}
-	par, err := timeFinds(ctx, fmt.Sprintf("node, %d clients, after ingest", c.Clients), hc, n.url("find"),
+	par, err := timeFinds(ctx, fmt.Sprintf("%s, %d clients, after ingest", nr.name, c.Clients), hc, n.url("find"),
 		append(append([]sample(nil), samples...), samples...), c.Clients)
 	if err != nil {
 		return err
 	}
 	r.Finds = append(r.Finds, seq, par)
-	if c.ProbeRate > 0 {
+	if fd != nil {
 		r.Finds = append(r.Finds, probe)
 	}
 	log.Info("finds timed", "p50", seq.P50, "p99", seq.P99, "p99_"+strconv.Itoa(c.Clients), par.P99)
@@ -201,9 +234,9 @@ func keepAliveClient(conns int) *http.Client {
 
 // waitIngested polls the node's ingest status until every publisher's
 // head is applied, logging progress every c.Status and keeping indexed
-// up to date.
+// up to date (onStatus, if not nil, is called after each update).
 func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pubs []*publisher,
-	indexed []atomic.Uint64, s0 procSample, start time.Time, log *slog.Logger) error {
+	indexed []atomic.Uint64, s0 procSample, start time.Time, log *slog.Logger, onStatus func()) error {
 	byID := make(map[string]int, len(pubs))
 	for i, p := range pubs {
 		byID[p.pub.ID().String()] = i
@@ -249,6 +282,9 @@ func waitIngested(ctx context.Context, c Config, n *node, adm *admin.Client, pub
 				warned[st.LastError] = true
 				log.Warn("a walk failed", "publisher", st.Publisher.String(), "err", st.LastError, "failures", st.Failures)
 			}
+		}
+		if onStatus != nil {
+			onStatus()
 		}
 		if done == len(pubs) {
 			if want := n0(pubs); total != want {
@@ -339,68 +375,52 @@ func timeFinds(ctx context.Context, name string, hc *http.Client, findURL string
 	})
 }
 
-// probeFinds finds, at c.ProbeRate a second until ctx ends, multihashes
-// the node has already indexed (by its status), and times them.
-func probeFinds(ctx context.Context, c Config, findURL string, pubs []*publisher, indexed []atomic.Uint64) Latency {
-	hc := keepAliveClient(1)
-	defer hc.CloseIdleConnections()
-	rng := rand.New(rand.NewPCG(c.Seed, 13))
-	tick := time.NewTicker(time.Duration(float64(time.Second) / c.ProbeRate))
-	defer tick.Stop()
-	var lat []time.Duration
-	found := 0
-	start := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			l := latencyOf(fmt.Sprintf("node, 1 client, during ingest (%.0f/s)", c.ProbeRate), lat, time.Since(start))
-			l.Found = found
-			return l
-		case <-tick.C:
-		}
-		i := rng.IntN(len(pubs))
-		n := indexed[i].Load()
-		if n == 0 {
-			continue
-		}
-		p := pubs[i]
-		t := time.Now()
-		ok, err := find(ctx, hc, findURL, sample{p.chain.Multihash(rng.Uint64N(n)), p.chain.Provider.String()})
-		if err != nil {
-			continue // ctx ended, most likely
-		}
-		lat = append(lat, time.Since(t))
-		if ok {
-			found++
-		}
-	}
-}
+// The node's metrics the benchmark reads after ingest.
+const (
+	debtMetric      = "indexkit_indexer_pebble_compaction_debt_bytes"
+	bytesInMetric   = "indexkit_indexer_pebble_bytes_in_total"
+	rewrittenMetric = "indexkit_indexer_pebble_bytes_compacted_total"
+)
 
-// debtMetric is the node's compaction debt metric.
-const debtMetric = "indexkit_indexer_pebble_compaction_debt_bytes"
-
-// compactionDebt reads the node's compaction debt from its metrics.
-func compactionDebt(ctx context.Context, hc *http.Client, metricsURL string) (int64, error) {
+// pebbleFigures reads the node's Pebble figures from its metrics into f:
+// the compaction debt and the bytes written in and rewritten.
+func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *Figures) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return err
 	}
+	vals := make(map[string]int64)
 	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, debtMetric+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return int64(f), err
+		name, v, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if x, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+			vals[name] = int64(x)
 		}
 	}
-	return 0, errors.New("the node's metrics have no " + debtMetric)
+	var missing []string
+	for name, dst := range map[string]*int64{debtMetric: &f.Debt, bytesInMetric: &f.BytesIn, rewrittenMetric: &f.BytesRewritten} {
+		v, ok := vals[name]
+		if !ok {
+			missing = append(missing, name)
+			v = -1
+		}
+		*dst = v
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the node's metrics have no %s", strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // runRaw runs the raw baseline child into r.

@@ -70,14 +70,22 @@ func TestRun(t *testing.T) {
 			if n.Multihashes < c.Multihashes || n.Wall <= 0 || n.CPU <= 0 || n.RSS == 0 || n.PeakRSS < n.RSS || n.Disk <= 0 {
 				t.Errorf("node figures missing: %+v", n)
 			}
+			if n.BytesIn <= 0 || n.BytesRewritten < 0 {
+				t.Errorf("node's Pebble figures missing: %+v", n)
+			}
+			if u := r.Unpaced; u == nil || u.Multihashes != n.Multihashes || u.Wall <= 0 || u.RSS == 0 || u.Disk <= 0 {
+				t.Errorf("figures of the node with queries first off missing: %+v", u)
+			}
 			// CPU comes from /proc in ticks of 10 ms: a raw run of a few
 			// thousand keys can end inside one tick and read 0.
 			if r.Raw == nil || r.Raw.Multihashes != n.Multihashes || r.Raw.CPU < 0 || (r.Raw.CPU == 0 && r.Raw.Wall >= 50*time.Millisecond) ||
 				r.Raw.RSS == 0 || r.Raw.Disk <= 0 {
 				t.Errorf("raw figures missing: %+v", r.Raw)
 			}
-			if len(r.Finds) != 5 {
-				t.Fatalf("%d find series, want 5: %+v", len(r.Finds), r.Finds)
+			// After ingest with 1 and 8 clients, during ingest with queries
+			// first on and off, the raw gets with 1 and 8.
+			if len(r.Finds) != 6 {
+				t.Fatalf("%d find series, want 6: %+v", len(r.Finds), r.Finds)
 			}
 			for _, l := range r.Finds {
 				if strings.Contains(l.Name, "during ingest") {
@@ -95,6 +103,7 @@ func TestRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"| indexkit node |", "| raw Pebble, same keys |", "| node / raw |",
+				"| indexkit node, queries first off |", "| queries first / off |", "queries first off, during ingest",
 				"shape " + shape, "node, 8 clients, after ingest", "during ingest", "raw Pebble get, 8 goroutines"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("the tables lack %q:\n%s", want, out.String())

@@ -198,7 +198,7 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 		return fmt.Errorf("announcing to the ingest node: %w", err)
 	}
 	indexed := make([]atomic.Uint64, len(pubs))
-	if err := waitIngested(ctx, c, s.ingest, adm, pubs, indexed, s0[0], start, log); err != nil {
+	if err := waitIngested(ctx, c, s.ingest, adm, pubs, indexed, s0[0], start, log, nil); err != nil {
 		return fmt.Errorf("sharded ingest: %w", err)
 	}
 	sf.Walked = time.Since(start)
@@ -211,8 +211,8 @@ func runSharded(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp
 	if err != nil {
 		return err
 	}
-	sf.Total = Figures{Multihashes: n0(pubs), Wall: wall, Debt: -1}
-	sf.Ingest = Figures{Multihashes: n0(pubs), Wall: wall, CPU: s1[0].CPU - s0[0].CPU, RSS: s1[0].RSS, PeakRSS: s1[0].HWM, Debt: -1}
+	sf.Total = Figures{Multihashes: n0(pubs), Wall: wall, Debt: -1, BytesIn: -1, BytesRewritten: -1}
+	sf.Ingest = Figures{Multihashes: n0(pubs), Wall: wall, CPU: s1[0].CPU - s0[0].CPU, RSS: s1[0].RSS, PeakRSS: s1[0].HWM, Debt: -1, BytesIn: -1, BytesRewritten: -1}
 	if sf.Ingest.Disk, err = allocated(s.ingest.dir); err != nil {
 		return err
 	}

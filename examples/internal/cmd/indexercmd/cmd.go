@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/indexkit/indexkit/examples/indexernode"
 	"github.com/indexkit/indexkit/examples/internal/cli"
+	"github.com/indexkit/indexkit/ingest/pace"
 	"github.com/indexkit/indexkit/internal/httpserve"
 )
 
@@ -56,6 +58,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := fc.node(tok.Value, log)
 	if err != nil {
 		return err
+	}
+	if cfg.QueriesFirst && os.Getenv("GOMAXPROCS") == "" {
+		// One processor more than the cores: the one the pacer keeps
+		// free for lookups while the node ingests (ingest/pace).
+		prev := runtime.GOMAXPROCS(pace.Procs())
+		log.Debug("queries first", "gomaxprocs", runtime.GOMAXPROCS(0), "was", prev)
 	}
 	met := newMetrics()
 	cfg.Hooks = met.hooks()

@@ -76,6 +76,9 @@ type fileConfig struct {
 	// IndexRunSize is the sorted runs of a pebble index in bytes
 	// (Config.IndexRunSize); 0 turns them off.
 	IndexRunSize int64
+	// QueriesFirst paces ingest while lookups come
+	// (Config.QueriesFirst).
+	QueriesFirst bool
 	// Layout, when set, is the layout file of a keyspace-sharded layer
 	// (or an etcd layout, etcd://HOST:PORT[,HOST:PORT...]/PREFIX, followed
 	// by a watch): the node then indexes into its query nodes
@@ -164,6 +167,7 @@ func defaultFileConfig() fileConfig {
 		IndexCacheSize:     d.IndexCacheSize,
 		IndexMemTableSize:  d.IndexMemTableSize,
 		IndexRunSize:       d.IndexRunSize,
+		QueriesFirst:       d.QueriesFirst,
 	}
 }
 
@@ -197,6 +201,7 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
+	fs.BoolVar(&c.QueriesFirst, "queries-first", c.QueriesFirst, "let lookups go first while the node ingests: while finds come, ingest keeps one of the Go runtime's processors free for them and the index runs one compaction at a time; the program runs with GOMAXPROCS one above the cores (unless GOMAXPROCS is set)")
 	fs.StringVar(&c.Layout, "layout", c.Layout, "layout `file` of a keyspace-sharded query layer: index into its query nodes through a durable outbox under -dir instead of a local index (re-read on SIGHUP; \"\": a plain indexer); or etcd://HOST:PORT[,HOST:PORT...]/PREFIX, an etcd layout the node follows by a watch while keeping its status under a lease there")
 	fs.Func("shard-presence-ttl", "with an etcd -layout, the lease `TTL` of the node's status key, whole seconds (0: "+etcdlayout.DefaultTTL.String()+")", func(s string) error {
 		d, err := time.ParseDuration(s)
@@ -327,6 +332,7 @@ func (c fileConfig) node(token string, log *slog.Logger) (indexernode.Config, er
 		IndexCacheSize:     c.IndexCacheSize,
 		IndexMemTableSize:  c.IndexMemTableSize,
 		IndexRunSize:       c.IndexRunSize,
+		QueriesFirst:       c.QueriesFirst,
 		UnfreezeOnStart:    c.UnfreezeOnStart,
 		UseAssigner:        c.UseAssigner,
 		AllowPrivateAddrs:  c.AllowPrivateAddrs,

@@ -141,9 +141,10 @@ func (m *metrics) unverifiedStats(stats func() ingest.UnverifiedStats) {
 }
 
 // pebbleStats exports, read at scrape time, the compaction debt of a
-// Pebble index: the bytes compactions would have to rewrite to bring the
-// LSM back to its shape, which grows when writes outrun compactions.
-// Other stores export nothing.
+// Pebble index (the bytes compactions would have to rewrite to bring the
+// LSM back to its shape, which grows when writes outrun compactions) and
+// the bytes written into it and rewritten by its flushes and compactions,
+// whose ratio is its write amplification. Other stores export nothing.
 func (m *metrics) pebbleStats(st store.Store) {
 	ps, ok := st.(*pebble.Store)
 	if !ok {
@@ -152,7 +153,15 @@ func (m *metrics) pebbleStats(st store.Store) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: metricPrefix + "pebble_compaction_debt_bytes",
 		Help: "Estimated bytes the index's Pebble compactions are behind by.",
-	}, func() float64 { return float64(ps.Pebble().Metrics().Compact.EstimatedDebt) }))
+	}, func() float64 { return float64(ps.Pebble().Metrics().Compact.EstimatedDebt) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: metricPrefix + "pebble_bytes_in_total",
+			Help: "Bytes written into the index's Pebble: its write-ahead log and the tables it ingested (sorted runs).",
+		}, func() float64 { in, _ := pebble.WriteBytes(ps.Pebble().Metrics()); return float64(in) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: metricPrefix + "pebble_bytes_compacted_total",
+			Help: "Bytes the index's Pebble compactions and flushes wrote: over pebble_bytes_in_total, its write amplification.",
+		}, func() float64 { _, c := pebble.WriteBytes(ps.Pebble().Metrics()); return float64(c) }))
 }
 
 // find wraps a lookup handler to count requests and time them. The

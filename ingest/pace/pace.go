@@ -1,0 +1,194 @@
+package pace
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultQuiet is how long after the last lookup a [Pacer] keeps pacing
+// ingest by default.
+const DefaultQuiet = 500 * time.Millisecond
+
+// Config is what a [Pacer] hands out while lookups come. A zero field
+// takes its default.
+type Config struct {
+	// Workers is how many ingest turns are held at once while lookups
+	// come (default: GOMAXPROCS minus Compactions minus one, at least
+	// one), so that one processor stays free for lookups.
+	Workers int
+	// Compactions is the most compactions the store runs at once while
+	// lookups come (default 1).
+	Compactions int
+	// Quiet is how long after the last lookup ingest stays paced
+	// (default [DefaultQuiet]).
+	Quiet time.Duration
+}
+
+// Stats are a [Pacer]'s counts since it was made.
+type Stats struct {
+	// Lookups is the lookups marked, InFlight those running now.
+	Lookups  uint64
+	InFlight int
+	// Turns is the ingest turns handed out; Waits how many of them
+	// waited for another to end because lookups came, and Waited the
+	// time they waited in all.
+	Turns, Waits uint64
+	Waited       time.Duration
+}
+
+// Pacer hands ingest workers their turns and keeps a processor free for
+// lookups while they come. It is safe for concurrent use; the zero value
+// is not: use [New].
+type Pacer struct {
+	workers, compactions int
+	quiet                time.Duration
+	epoch                time.Time
+	now                  func() time.Duration // since epoch; a test's clock
+
+	last     atomic.Int64 // since epoch, of the last lookup's start; -1: none yet
+	inFlight atomic.Int64
+	lookups  atomic.Uint64
+
+	mu     sync.Mutex
+	held   int
+	wake   chan struct{} // closed when a turn ends
+	turns  uint64
+	waits  uint64
+	waited time.Duration
+}
+
+// New returns a Pacer with c's settings.
+func New(c Config) *Pacer {
+	if c.Compactions <= 0 {
+		c.Compactions = 1
+	}
+	if c.Workers <= 0 {
+		c.Workers = max(1, runtime.GOMAXPROCS(0)-c.Compactions-1)
+	}
+	if c.Quiet <= 0 {
+		c.Quiet = DefaultQuiet
+	}
+	p := &Pacer{workers: c.Workers, compactions: c.Compactions, quiet: c.Quiet,
+		epoch: time.Now(), wake: make(chan struct{})}
+	p.now = func() time.Duration { return time.Since(p.epoch) }
+	p.last.Store(-1)
+	return p
+}
+
+// Procs is the GOMAXPROCS a node that paces its ingest runs with: one
+// processor more than the cores it may use (runtime.NumCPU, or the CPU
+// quota Go's runtime found, whichever GOMAXPROCS defaulted to), so that
+// with one kept free for lookups ingest still has one for each core. A
+// program sets it with runtime.GOMAXPROCS(pace.Procs()) at start, before
+// it sets anything else by GOMAXPROCS.
+func Procs() int { return runtime.GOMAXPROCS(0) + 1 }
+
+// Lookups wraps h, a handler of lookups, so that each request marks a
+// lookup for as long as it runs.
+func (p *Pacer) Lookups(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer p.Lookup()()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Lookup marks the start of a lookup made otherwise than through
+// [Pacer.Lookups]; the returned function marks its end.
+func (p *Pacer) Lookup() (end func()) {
+	p.lookups.Add(1)
+	p.inFlight.Add(1)
+	p.last.Store(int64(p.now()))
+	return func() { p.inFlight.Add(-1) }
+}
+
+// Queried reports whether lookups are running or came within the quiet
+// time: while they do, ingest is paced.
+func (p *Pacer) Queried() bool {
+	if p.inFlight.Load() > 0 {
+		return true
+	}
+	last := p.last.Load()
+	return last >= 0 && p.now()-time.Duration(last) < p.quiet
+}
+
+// quietIn is how long until the pacer stops pacing if no lookup comes.
+func (p *Pacer) quietIn() time.Duration {
+	if p.inFlight.Load() > 0 {
+		return p.quiet
+	}
+	return max(time.Duration(p.last.Load())+p.quiet-p.now(), 0)
+}
+
+// Acquire takes an ingest turn, waiting while lookups come and every turn
+// they allow is held; the caller gives it back with [Pacer.Release] once
+// the piece of work is done. A turn should cover CPU work only, not a
+// wait on the network or on a lock. Acquire returns ctx's error if ctx
+// ends first.
+func (p *Pacer) Acquire(ctx context.Context) error {
+	p.mu.Lock()
+	p.turns++
+	if p.held < p.workers || !p.Queried() {
+		p.held++
+		p.mu.Unlock()
+		return nil
+	}
+	p.waits++
+	start := p.now()
+	defer func() {
+		p.mu.Lock()
+		p.waited += p.now() - start
+		p.mu.Unlock()
+	}()
+	for {
+		wake := p.wake
+		wait := p.quietIn()
+		p.mu.Unlock()
+		t := time.NewTimer(wait + time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+		p.mu.Lock()
+		if p.held < p.workers || !p.Queried() {
+			p.held++
+			p.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// Release gives back a turn taken with [Pacer.Acquire].
+func (p *Pacer) Release() {
+	p.mu.Lock()
+	p.held--
+	close(p.wake)
+	p.wake = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// CompactionLimit is the most compactions the store may run at once now:
+// [Config.Compactions] while lookups come, no limit (math.MaxInt) when
+// they do not. store/pebble's WithCompactionLimit takes it.
+func (p *Pacer) CompactionLimit() int {
+	if p.Queried() {
+		return p.compactions
+	}
+	return math.MaxInt
+}
+
+// Stats returns the pacer's counts.
+func (p *Pacer) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Lookups: p.lookups.Load(), InFlight: int(p.inFlight.Load()),
+		Turns: p.turns, Waits: p.waits, Waited: p.waited}
+}

@@ -1,0 +1,103 @@
+package ingest_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ipfs/go-cid"
+
+	"github.com/indexkit/indexkit/ingest"
+	"github.com/indexkit/indexkit/ingest/chaingen"
+	"github.com/indexkit/indexkit/ingest/pace"
+	"github.com/indexkit/indexkit/store/memory"
+)
+
+// countingPacer is a pace.Pacer that counts the turns taken and the most
+// held at once.
+type countingPacer struct {
+	*pace.Pacer
+	mu                       sync.Mutex
+	held, most, taken, given int
+}
+
+func (c *countingPacer) Acquire(ctx context.Context) error {
+	if err := c.Pacer.Acquire(ctx); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.held++
+	c.taken++
+	c.most = max(c.most, c.held)
+	c.mu.Unlock()
+	// The turn's work takes a while, so that the walkers' turns would
+	// overlap if the pacer let them.
+	time.Sleep(time.Millisecond)
+	return nil
+}
+
+func (c *countingPacer) Release() {
+	c.mu.Lock()
+	c.held--
+	c.given++
+	c.mu.Unlock()
+	c.Pacer.Release()
+}
+
+// While a lookup runs, the walkers of several publishers take turns to
+// decode and store their entry chunks: one at a time with a pacer of one
+// worker, every turn given back, and every publisher ingested in full.
+func TestPacerTurnsPerChunk(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := memory.New()
+	defer st.Close()
+	srcs := newSources()
+	var chains []*chaingen.Chain
+	chunks := 0
+	for seed := range uint64(4) {
+		c := generate(t, chaingen.Config{Seed: 300 + seed, Ads: 10, MhsPerAd: 30, ChunkSize: 7})
+		chains = append(chains, c)
+		srcs.set(c.Publisher, c.Source())
+		chunks += 10 * 5 // 30 multihashes in chunks of 7
+	}
+	p := &countingPacer{Pacer: pace.New(pace.Config{Workers: 1, Compactions: 1, Quiet: 1 << 40})}
+	endLookup := p.Lookup() // held for the whole test: ingest stays paced
+	defer endLookup()
+	ing := newIngester(t, st, newDS(), srcs, ingest.WithWorkers(4), ingest.WithPacer(p))
+	done := make(chan error)
+	go func() { done <- ing.Run(ctx) }()
+	for _, c := range chains {
+		if err := ing.Announce(c.Publisher, testAddrs, cid.Undef); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every publisher", func() bool {
+		for _, c := range chains {
+			s, _ := ing.Status(c.Publisher)
+			if !s.LastHead.Equals(c.Head()) {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chains {
+		equalModel(t, c.Model(), providerView{st, c.Provider})
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.taken < chunks || p.given != p.taken || p.held != 0 {
+		t.Errorf("%d turns taken, %d given back, %d held: want one per entry chunk (%d), all given back", p.taken, p.given, p.held, chunks)
+	}
+	if p.most != 1 {
+		t.Errorf("at most %d turns held at once while a lookup ran, want 1", p.most)
+	}
+	if stt := p.Stats(); stt.Waits == 0 {
+		t.Errorf("pacer stats %+v: no walker waited for its turn with 4 walking and 1 turn", stt)
+	}
+}

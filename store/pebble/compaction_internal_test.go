@@ -1,0 +1,66 @@
+package pebble
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/indexkit/indexkit/store"
+	"github.com/multiformats/go-multihash"
+)
+
+func TestLimitCompactions(t *testing.T) {
+	rng := func() (int, int) { return 1, 3 }
+	for _, c := range []struct {
+		rng          func() (int, int)
+		limit        int
+		lower, upper int
+	}{
+		{rng, math.MaxInt, 1, 3},
+		{rng, 2, 1, 2},
+		{rng, 1, 1, 1},
+		{rng, 0, 1, 1}, // below 1 counts as 1
+		{nil, math.MaxInt, 1, 1},
+	} {
+		lower, upper := limitCompactions(c.rng, func() int { return c.limit })()
+		if lower != c.lower || upper != c.upper {
+			t.Errorf("range %v capped at %d: (%d, %d), want (%d, %d)", c.rng != nil, c.limit, lower, upper, c.lower, c.upper)
+		}
+	}
+}
+
+// Pebble asks the limit as it schedules compactions, and never runs more
+// at once than it says.
+func TestCompactionLimitAsked(t *testing.T) {
+	var asked atomic.Int64
+	s, err := Open(filepath.Join(t.TempDir(), "db"), WithMemTableSize(MinMemTableSize), WithCompactionLimit(func() int {
+		asked.Add(1)
+		return 1
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	batch := make([]multihash.Multihash, 100)
+	for i := range 200 {
+		for j := range batch {
+			batch[j], _ = multihash.Sum(fmt.Appendf(nil, "%d/%d", i, j), multihash.SHA2_256, -1)
+		}
+		if err := s.Put(ctx, store.Value{ProviderID: "p", ContextID: []byte{byte(i)}, Metadata: []byte{1}}, batch...); err != nil {
+			t.Fatal(err)
+		}
+		if m := s.Pebble().Metrics(); m.Compact.NumInProgress > 1 {
+			t.Fatalf("%d compactions in progress with a limit of 1", m.Compact.NumInProgress)
+		}
+	}
+	if err := s.Pebble().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() == 0 {
+		t.Error("Pebble never asked the compaction limit")
+	}
+}
