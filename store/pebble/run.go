@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -38,12 +39,24 @@ const runsDir = "indexkit-runs"
 // the memory runs take.
 //
 // A Get of an index key reads Pebble and then the operands of the key
-// still held in runs, under mu's read lock; a run leaves imm, under the
+// still held in runs, under gate's read lock; a run leaves imm, under the
 // write lock, only once Pebble holds it. A read can thus see a run's
 // operands twice, in Pebble and in imm, but never miss them, and applying
 // the same operations a second time changes nothing: each sets or clears
 // an ID, and nothing newer than the run being applied is in Pebble yet,
 // because runs are applied one at a time, in order.
+//
+// The reads wait for no writer but that rare one. They take no other
+// lock: they find the runs through view, an immutable list of them
+// published whenever a run is rotated or leaves imm, and look the active
+// run up while writers add to it, through its table's slots, which a
+// writer stores atomically once the record a slot points to is written
+// (a Put of 65,536 multihashes held a lock shared with the reads for
+// milliseconds, and every find waited behind it; a reader woken after a
+// writer's chunk waited a millisecond more, for Go's mutex hands a lock
+// to a waiter only after that long). The operands a read found stay
+// where they are until it ends: records are only appended, and an arena
+// is reset only under gate's write lock.
 type runs struct {
 	db        *pebble.DB
 	wopts     sstable.WriterOptions
@@ -53,7 +66,9 @@ type runs struct {
 	minIngest int // arena bytes from which a run is ingested rather than committed
 	seed      maphash.Seed
 
-	mu     sync.RWMutex
+	gate   sync.RWMutex // read: a Get; write: a run leaves imm, its arena reset
+	view   atomic.Pointer[runsView]
+	mu     sync.Mutex // the fields below; writers add to the active run under it
 	active *run
 	imm    []*run // rotated and not yet in Pebble; at most one
 	spare  *run   // the other arena, applied and released, when not in imm
@@ -99,7 +114,20 @@ func newRuns(db *pebble.DB, o *pebble.Options, dir string, size int64) (*runs, e
 		return nil, err
 	}
 	r.order = unsafe.Slice((*sortKey)(unsafe.Pointer(&r.orderMem[0])), r.active.max)[:0]
+	r.publishLocked()
 	return r, nil
+}
+
+// runsView is the runs a Get reads, oldest first: imm, then active.
+type runsView struct {
+	imm    []*run
+	active *run
+}
+
+// publishLocked publishes the runs as they are now for Gets. The caller
+// holds mu (or has the runs to itself).
+func (r *runs) publishLocked() {
+	r.view.Store(&runsView{imm: slices.Clone(r.imm), active: r.active})
 }
 
 // fits reports whether an operand of key and op can go into a run at all.
@@ -108,7 +136,9 @@ func (r *runs) fits(key, op []byte) bool {
 }
 
 // add appends a committed batch's index operands, in order, rotating and
-// applying runs as they fill.
+// applying runs as they fill. A Get may see some of the batch's operands
+// before the rest (it reads the active run as operands are added), as if
+// the batch had been committed in parts.
 func (r *runs) add(ops *opList) error {
 	for i := 0; i < ops.len(); {
 		r.mu.Lock()
@@ -158,6 +188,7 @@ func (r *runs) rotateLocked() (bool, error) {
 	}
 	r.imm = append(r.imm, r.active)
 	r.active, r.spare = next, nil
+	r.publishLocked()
 	return true, nil
 }
 
@@ -186,13 +217,13 @@ func (r *runs) applyPending() error {
 	r.applyMu.Lock()
 	defer r.applyMu.Unlock()
 	for {
-		r.mu.RLock()
+		r.mu.Lock()
 		err := r.err
 		var x *run
 		if len(r.imm) > 0 {
 			x = r.imm[0]
 		}
-		r.mu.RUnlock()
+		r.mu.Unlock()
 		if err != nil {
 			return err
 		}
@@ -200,21 +231,26 @@ func (r *runs) applyPending() error {
 			return nil
 		}
 		err = r.apply(x)
-		r.mu.Lock()
 		if err != nil {
 			// The run stays readable in imm, but nothing more may be
 			// applied after it: later runs would overtake it.
+			r.mu.Lock()
 			r.err = fmt.Errorf("pebble: applying a sorted run: %w", err)
 			r.mu.Unlock()
 			return r.err
 		}
-		// x leaves imm and becomes the spare in one step under the write
-		// lock: no reader is using it then, and no writer can rotate in
-		// between and map a third arena for want of a spare.
+		// x leaves imm and becomes the spare in one step under both
+		// locks: no reader is using it then (gate), and no writer can
+		// rotate in between and map a third arena for want of a spare
+		// (mu).
+		r.gate.Lock()
+		r.mu.Lock()
 		r.imm = slices.Delete(r.imm, 0, 1)
+		r.publishLocked()
 		x.reset()
 		r.spare = x
 		r.mu.Unlock()
+		r.gate.Unlock()
 	}
 }
 
@@ -254,13 +290,13 @@ func (r *runs) apply(x *run) error {
 	return err
 }
 
-// opsFor appends to dst the operands the runs hold for key, oldest first.
-// The caller holds mu's read lock.
-func (r *runs) opsFor(key []byte, dst [][]byte) [][]byte {
-	for _, x := range r.imm {
+// opsFor appends to dst the operands the runs of v hold for key, oldest
+// first. The caller holds gate's read lock for as long as it uses them.
+func (v *runsView) opsFor(key []byte, dst [][]byte) [][]byte {
+	for _, x := range v.imm {
 		dst = x.lookup(key, dst)
 	}
-	return r.active.lookup(key, dst)
+	return v.active.lookup(key, dst)
 }
 
 // close releases the arenas; the runs must be drained and unused.
@@ -348,29 +384,30 @@ func (x *run) add(key, op []byte) bool {
 	x.ops++
 	mask := uint64(len(x.table) - 1)
 	for s := maphash.Bytes(x.seed, key) & mask; ; s = (s + 1) & mask {
-		t := x.table[s]
+		t := x.table[s] // only writers, under runs.mu, store slots
 		if t == 0 {
 			binary.LittleEndian.PutUint32(h, 0)
-			x.table[s] = off + 1
+			atomic.StoreUint32(&x.table[s], off+1) // after the record: see find
 			x.n++
 			return true
 		}
 		if bytes.Equal(x.key(t-1), key) {
 			binary.LittleEndian.PutUint32(h, t)
-			x.table[s] = off + 1
+			atomic.StoreUint32(&x.table[s], off+1)
 			return true
 		}
 	}
 }
 
-// find returns the offset+1 of key's newest record, or 0.
+// find returns the offset+1 of key's newest record, or 0. It may run
+// while a writer adds to x: it loads each slot atomically, and a writer
+// stores a slot only once the record it points to (and the records that
+// one links to) are written, so find sees a key's records as of some
+// moment during the call, never a record half written.
 func (x *run) find(key []byte) uint32 {
-	if x.n == 0 {
-		return 0
-	}
 	mask := uint64(len(x.table) - 1)
 	for s := maphash.Bytes(x.seed, key) & mask; ; s = (s + 1) & mask {
-		t := x.table[s]
+		t := atomic.LoadUint32(&x.table[s])
 		if t == 0 || bytes.Equal(x.key(t-1), key) {
 			return t
 		}

@@ -232,9 +232,9 @@ func TestRunsTwoArenas(t *testing.T) {
 	}
 	wg.Wait()
 	r := s.eng.runs
-	r.mu.RLock()
+	r.mu.Lock()
 	arenas := r.arenas
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	r.applyMu.Lock()
 	ingested := r.ingested
 	r.applyMu.Unlock()
