@@ -19,7 +19,10 @@ const DefaultQuiet = 500 * time.Millisecond
 type Config struct {
 	// Workers is how many ingest turns are held at once while lookups
 	// come (default: GOMAXPROCS minus Compactions minus one, at least
-	// one), so that one processor stays free for lookups.
+	// one), so that a processor stays free for lookups however many
+	// publishers are walked at once. Fewer turns than cores cost ingest
+	// more than they bring lookups: on 2 cores, one turn at a time cut
+	// ingest to 0.75x and did not lower the finds' latency.
 	Workers int
 	// Compactions is the most compactions the store runs at once while
 	// lookups come (default 1).
@@ -80,13 +83,18 @@ func New(c Config) *Pacer {
 	return p
 }
 
-// Procs is the GOMAXPROCS a node that paces its ingest runs with: one
-// processor more than the cores it may use (runtime.NumCPU, or the CPU
-// quota Go's runtime found, whichever GOMAXPROCS defaulted to), so that
-// with one kept free for lookups ingest still has one for each core. A
+// Procs is the GOMAXPROCS a node that paces its ingest runs with: four
+// processors for each core it may use (runtime.NumCPU, or the CPU quota
+// Go's runtime found, whichever GOMAXPROCS defaulted to), so that a
+// request finds a processor free however many ingest goroutines run,
+// and the operating system, which runs a thread that wakes from sleep
+// ahead of those that used their share, takes the lookup at once. A
 // program sets it with runtime.GOMAXPROCS(pace.Procs()) at start, before
-// it sets anything else by GOMAXPROCS.
-func Procs() int { return runtime.GOMAXPROCS(0) + 1 }
+// it sets anything else by GOMAXPROCS. (At 10M multihashes on 2 cores,
+// docs/performance.md: one processor more than the cores kept the finds'
+// median at 6 ms; four per core brought it to about 2 ms; sixteen per
+// core did no better and lengthened the tail.)
+func Procs() int { return 4 * runtime.GOMAXPROCS(0) }
 
 // Lookups wraps h, a handler of lookups, so that each request marks a
 // lookup for as long as it runs.

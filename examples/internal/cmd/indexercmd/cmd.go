@@ -60,8 +60,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	if cfg.QueriesFirst && os.Getenv("GOMAXPROCS") == "" {
-		// One processor more than the cores: the one the pacer keeps
-		// free for lookups while the node ingests (ingest/pace).
+		// More processors than cores, so that a lookup finds one free
+		// while the node ingests (ingest/pace).
 		prev := runtime.GOMAXPROCS(pace.Procs())
 		log.Debug("queries first", "gomaxprocs", runtime.GOMAXPROCS(0), "was", prev)
 	}
