@@ -273,41 +273,35 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 			return err
 		}
 		var next cid.Cid
-		if err := i.acquire(ctx); err != nil {
-			return err
-		}
-		mhs, next, err = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
-		if err != nil {
-			i.release()
-			if chunks == 0 && errors.Is(err, schema.ErrMalformed) {
-				return i.otherEntries(ctx, src, ad, c, block, err, maxBlocks, add)
+		var decodeErr error
+		err = i.paced(ctx, func() error {
+			mhs, next, decodeErr = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
+			if decodeErr != nil {
+				return nil
 			}
-			return fmt.Errorf("%w: %w", ErrInvalidBlock, err)
+			return add(mhs)
+		})
+		if decodeErr != nil {
+			if chunks == 0 && errors.Is(decodeErr, schema.ErrMalformed) {
+				return i.otherEntries(ctx, src, ad, c, block, decodeErr, maxBlocks, add)
+			}
+			return fmt.Errorf("%w: %w", ErrInvalidBlock, decodeErr)
+		}
+		if err != nil {
+			return err
 		}
 		chunks++
-		err = add(mhs)
-		i.release()
-		if err != nil {
-			return err
-		}
 		c = next
 	}
 	return nil
 }
 
-// acquire takes a turn of CPU work from the pacer, if there is one.
-func (i *Ingester) acquire(ctx context.Context) error {
+// paced runs fn, a piece of CPU work, through the pacer if there is one.
+func (i *Ingester) paced(ctx context.Context, fn func() error) error {
 	if i.cfg.pacer == nil {
-		return nil
+		return fn()
 	}
-	return i.cfg.pacer.Acquire(ctx)
-}
-
-// release gives back the turn acquire took.
-func (i *Ingester) release() {
-	if i.cfg.pacer != nil {
-		i.cfg.pacer.Release()
-	}
+	return i.cfg.pacer.Run(ctx, fn)
 }
 
 // otherEntries handles a first Entries block (fetched under c) that did

@@ -93,6 +93,11 @@ func (i *Ingester) startReady(ctx context.Context, wg *sync.WaitGroup) (next tim
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if b, ok := i.cfg.pacer.(backgrounder); ok {
+				// The walk's thread runs below the lookups' (see
+				// Pacer); this goroutine ends with the walk.
+				b.Background()
+			}
 			sl := newSlot(i.cfg)
 			walked, err := i.walk(ctx, p, head, headVerified, sl)
 			i.mu.Lock()

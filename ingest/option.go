@@ -388,18 +388,26 @@ func WithCheckWorkers(n int) Option {
 	}
 }
 
-// Pacer hands out turns of CPU work: the Ingester takes one before it
-// decodes and stores each entry chunk, and gives it back after, so that a
-// pacer can hold ingest back while the node answers lookups
-// (ingest/pace's Pacer is one). Acquire returns ctx's error if ctx ends
-// while it waits.
+// Pacer runs pieces of the Ingester's CPU work: the Ingester decodes and
+// stores each entry chunk in a call of Run, so that a pacer can hold
+// ingest back and run it below lookups while the node answers them
+// (ingest/pace's Pacer is one). Run returns fn's error, or ctx's if ctx
+// ends before fn starts; once started, fn runs to its end.
+//
+// A Pacer that also has a method Background() has it called at the start
+// of each walk, on the goroutine that walks and ends with the walk: the
+// pacer may lock that goroutine to its thread and lower the thread's
+// scheduling priority, so that the walk (fetching, decoding, storing,
+// and the sorted runs it applies) yields the CPU to lookups.
 type Pacer interface {
-	Acquire(ctx context.Context) error
-	Release()
+	Run(ctx context.Context, fn func() error) error
 }
 
-// WithPacer makes the Ingester take a turn from p for each entry chunk
-// it decodes and stores (see [Pacer]); by default it takes none.
+// backgrounder is a Pacer that runs walks below other work.
+type backgrounder interface{ Background() }
+
+// WithPacer makes the Ingester decode and store each entry chunk through
+// p (see [Pacer]); by default it runs them itself.
 func WithPacer(p Pacer) Option {
 	return func(c *config) error {
 		c.pacer = p

@@ -14,40 +14,35 @@ import (
 	"github.com/indexkit/indexkit/store/memory"
 )
 
-// countingPacer is a pace.Pacer that counts the turns taken and the most
-// held at once.
+// countingPacer is a pace.Pacer that counts the pieces of work run and
+// the most running at once.
 type countingPacer struct {
 	*pace.Pacer
-	mu                       sync.Mutex
-	held, most, taken, given int
+	mu              sync.Mutex
+	held, most, ran int
 }
 
-func (c *countingPacer) Acquire(ctx context.Context) error {
-	if err := c.Pacer.Acquire(ctx); err != nil {
+func (c *countingPacer) Run(ctx context.Context, fn func() error) error {
+	return c.Pacer.Run(ctx, func() error {
+		c.mu.Lock()
+		c.held++
+		c.ran++
+		c.most = max(c.most, c.held)
+		c.mu.Unlock()
+		// The work takes a while, so that the walkers' turns would
+		// overlap if the pacer let them.
+		time.Sleep(time.Millisecond)
+		err := fn()
+		c.mu.Lock()
+		c.held--
+		c.mu.Unlock()
 		return err
-	}
-	c.mu.Lock()
-	c.held++
-	c.taken++
-	c.most = max(c.most, c.held)
-	c.mu.Unlock()
-	// The turn's work takes a while, so that the walkers' turns would
-	// overlap if the pacer let them.
-	time.Sleep(time.Millisecond)
-	return nil
-}
-
-func (c *countingPacer) Release() {
-	c.mu.Lock()
-	c.held--
-	c.given++
-	c.mu.Unlock()
-	c.Pacer.Release()
+	})
 }
 
 // While a lookup runs, the walkers of several publishers take turns to
 // decode and store their entry chunks: one at a time with a pacer of one
-// worker, every turn given back, and every publisher ingested in full.
+// worker, and every publisher ingested in full.
 func TestPacerTurnsPerChunk(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -91,13 +86,13 @@ func TestPacerTurnsPerChunk(t *testing.T) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.taken < chunks || p.given != p.taken || p.held != 0 {
-		t.Errorf("%d turns taken, %d given back, %d held: want one per entry chunk (%d), all given back", p.taken, p.given, p.held, chunks)
+	if p.ran < chunks || p.held != 0 {
+		t.Errorf("%d pieces of work run, %d running: want one per entry chunk (%d), none left running", p.ran, p.held, chunks)
 	}
 	if p.most != 1 {
-		t.Errorf("at most %d turns held at once while a lookup ran, want 1", p.most)
+		t.Errorf("at most %d pieces of work ran at once while a lookup ran, want 1", p.most)
 	}
-	if stt := p.Stats(); stt.Waits == 0 {
-		t.Errorf("pacer stats %+v: no walker waited for its turn with 4 walking and 1 turn", stt)
+	if stt := p.Stats(); stt.Waits == 0 || stt.Turns != uint64(p.ran) {
+		t.Errorf("pacer stats %+v: want a turn per piece of work (%d), and some waiting with 4 walking and 1 turn", stt, p.ran)
 	}
 }

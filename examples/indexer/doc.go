@@ -41,6 +41,7 @@
 //	-index-cache-size   33554432                  bytes of the pebble index's block cache, 32 MiB (0: pebble's 256 MiB)
 //	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)
 //	-index-run-size     33554432                  bytes of multihashes gathered and written as one sorted table, 32 MiB (below; 0: off)
+//	-queries-first      true                      while finds come, ingest yields to them (ingest/pace); GOMAXPROCS four per core unless set
 //	-unfreeze-on-start  false                     unfreeze at start if usage is below -freeze-at
 //	-layout             ""                        layout file, or etcd://HOST:PORT[,...]/PREFIX, of a keyspace-sharded query layer: be an ingest node (below)
 //	-shard-name         ""                        the node's name among the layout's writers (with -layout)

@@ -143,7 +143,8 @@ type Config struct {
 	// runs off below 1 MiB.
 	IndexRunSize int64 `json:"IndexRunSize"`
 	// QueriesFirst makes the node's lookups go first while it ingests
-	// (ingest/pace): while finds come, its walkers take turns to decode
+	// (ingest/pace): its walks run on threads of lower priority (nice
+	// 10 on Linux), and while finds come its walkers take turns to decode
 	// and store entry chunks, so that a processor of the Go runtime stays
 	// free for lookups, and its Pebble index runs one compaction at a
 	// time. Ingest takes every processor again half a second after the

@@ -24,9 +24,10 @@
 //	-seed           1         seed of the chains (publisher i: seed+i)
 //	-samples        3000      finds timed after ingest with 1 client (twice as many with -clients)
 //	-clients        64        concurrent keep-alive find clients
-//	-probe-rate     150       finds a second during ingest (0: none)
+//	-probe-rate     1000      finds a second during ingest, open loop from a child process (0: none)
 //	-status         5s        interval of the progress lines
 //	-raw            true      run the raw Pebble baseline
+//	-unpaced        true      run the node again with -queries-first=false, the baseline of finds during ingest
 //	-sharded        0         also run the keyspace-sharded layer: the node as an ingest node, this many query nodes
 //	-replication    0         owners of each key with -sharded (0: 2)
 //	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)

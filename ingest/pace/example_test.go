@@ -9,9 +9,9 @@ import (
 	"github.com/indexkit/indexkit/ingest/pace"
 )
 
-// A node marks its lookups with the pacer's handler and has its ingest
-// take a turn for each piece of CPU work: while lookups come, only
-// Config.Workers turns are out at once.
+// A node marks its lookups with the pacer's handler and has the pacer
+// run ingest's pieces of CPU work: below the lookups, and while lookups
+// come only Config.Workers at once.
 func Example() {
 	p := pace.New(pace.Config{Workers: 1})
 	find := p.Lookups(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -22,12 +22,10 @@ func Example() {
 
 	// An ingest worker's piece of work.
 	work := func() error {
-		if err := p.Acquire(context.Background()); err != nil {
-			return err
-		}
-		defer p.Release()
-		// decode and store an entry chunk
-		return nil
+		return p.Run(context.Background(), func() error {
+			// decode and store an entry chunk
+			return nil
+		})
 	}
 	fmt.Println("queried before a lookup:", p.Queried())
 	resp, err := http.Get(srv.URL + "/multihash/x")

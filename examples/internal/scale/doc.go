@@ -75,19 +75,32 @@
 // allocated (st_blocks × 512, not the apparent size: Pebble preallocates
 // its write-ahead logs) under its data directory, index, state and
 // identity together; and Pebble's estimated compaction debt, from the
-// node's indexkit_indexer_pebble_compaction_debt_bytes metric. From them,
-// per million multihashes: ingest rate, multihashes per CPU-second,
-// CPU-seconds per million, bytes of disk per multihash.
+// node's indexkit_indexer_pebble_compaction_debt_bytes metric, and its
+// write amplification: the bytes Pebble's flushes and compactions wrote
+// over the bytes written into it (its log and the tables it ingested),
+// indexkit_indexer_pebble_bytes_compacted_total over
+// indexkit_indexer_pebble_bytes_in_total, compactions still owed not
+// counted. From them, per million multihashes: ingest rate, multihashes
+// per CPU-second, CPU-seconds per million, bytes of disk per multihash.
+//
+// With Config.Unpaced (on by default) the node runs a second time, on a
+// fresh directory, with -queries-first=false: the baseline of the finds
+// during ingest and of the ingest rate that pacing costs. Both runs serve
+// the same finds during ingest, whose CPU counts in the node's.
 //
 // Finds: GET /multihash/<mh> over keep-alive HTTP for Config.Samples
 // multihashes picked at random (the last of each chain among them), one
 // client at a time, then twice as many from Config.Clients concurrent
 // clients, each timed; a find counts as found when it answers 200 with the
-// publisher's provider in it. During ingest, a light probe finds
-// Config.ProbeRate multihashes a second among those the node's status
-// already counts as indexed: the find latency while the node ingests at
-// full rate. The baseline times in-process point gets of as many
-// multihashes, from 1 and Config.Clients goroutines.
+// publisher's provider in it. During ingest, a child process of its own
+// (ChildCommand "finder", so that the publishers' CPU does not delay the
+// client) finds Config.ProbeRate multihashes a second (1,000 by default)
+// among those the node's status already counts as indexed, on a fixed
+// schedule whatever the answers' latency (an open loop, up to 64
+// requests in flight), each timed from the moment the schedule gave it:
+// the find latency while the node ingests at full rate, with no slow
+// answer hiding the ones it delayed. The baseline times in-process point
+// gets of as many multihashes, from 1 and Config.Clients goroutines.
 //
 // [Report.WriteTable] prints two markdown tables, ingest (node, raw, and
 // their ratio) and finds, under a line naming the shape and the machine.
