@@ -106,8 +106,10 @@ func New(c Config) *Pacer {
 // request finds a processor free however many ingest goroutines run,
 // and the operating system, which runs a thread that wakes from sleep
 // ahead of those that used their share, takes the lookup at once. A
-// program sets it with runtime.GOMAXPROCS(pace.Procs()) at start, before
-// it sets anything else by GOMAXPROCS. (At 10M multihashes on 2 cores,
+// program sets it with runtime.GOMAXPROCS(pace.Procs()) at start, while
+// GOMAXPROCS is still the runtime's default (or right after
+// runtime.SetDefaultGOMAXPROCS): Procs multiplies what GOMAXPROCS is
+// when it is called. (At 10M multihashes on 2 cores,
 // docs/performance.md: one processor more than the cores kept the finds'
 // median at 6 ms; four per core brought it to about 2 ms; sixteen per
 // core did no better and lengthened the tail.)

@@ -61,8 +61,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if cfg.QueriesFirst && os.Getenv("GOMAXPROCS") == "" {
 		// More processors than cores, so that a lookup finds one free
-		// while the node ingests (ingest/pace).
-		prev := runtime.GOMAXPROCS(pace.Procs())
+		// while the node ingests (ingest/pace): four per core, from the
+		// runtime's default (the cores or the CPU quota), not from what
+		// an earlier Main in this process set.
+		prev := runtime.GOMAXPROCS(0)
+		runtime.SetDefaultGOMAXPROCS()
+		runtime.GOMAXPROCS(pace.Procs())
 		log.Debug("queries first", "gomaxprocs", runtime.GOMAXPROCS(0), "was", prev)
 	}
 	met := newMetrics()
