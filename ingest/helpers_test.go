@@ -243,3 +243,32 @@ func runIngester(t testing.TB, ing *ingest.Ingester) (stop func()) {
 		}
 	}
 }
+
+// runToHeads runs ing, announces every chain's publisher (the ingester
+// asks each for its head), waits until each is walked to its chain's
+// head, stops ing and checks that Run returned no error.
+func runToHeads(t testing.TB, ing *ingest.Ingester, chains []*chaingen.Chain) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- ing.Run(ctx) }()
+	for _, c := range chains {
+		if err := ing.Announce(c.Publisher, testAddrs, cid.Undef); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every publisher", func() bool {
+		for _, c := range chains {
+			s, _ := ing.Status(c.Publisher)
+			if !s.LastHead.Equals(c.Head()) {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -80,7 +80,6 @@ func TestIngestChain(t *testing.T) {
 // Run ingests several publishers announced at once, through the scheduler,
 // with fewer workers than publishers.
 func TestRunManyPublishers(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
 	st := memory.New()
 	defer st.Close()
 	srcs := newSources()
@@ -91,27 +90,7 @@ func TestRunManyPublishers(t *testing.T) {
 		srcs.set(c.Publisher, c.Source())
 	}
 	ing := newIngester(t, st, newDS(), srcs, ingest.WithWorkers(2))
-	done := make(chan error)
-	go func() { done <- ing.Run(ctx) }()
-	for _, c := range chains {
-		// Head cid.Undef: the ingester asks the publisher.
-		if err := ing.Announce(c.Publisher, testAddrs, cid.Undef); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "every publisher", func() bool {
-		for _, c := range chains {
-			s, _ := ing.Status(c.Publisher)
-			if !s.LastHead.Equals(c.Head()) {
-				return false
-			}
-		}
-		return true
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runToHeads(t, ing, chains)
 	for _, c := range chains {
 		equalModel(t, c.Model(), providerView{st, c.Provider})
 	}

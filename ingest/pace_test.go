@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ipfs/go-cid"
-
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/chaingen"
 	"github.com/indexkit/indexkit/ingest/pace"
@@ -44,8 +42,6 @@ func (c *countingPacer) Run(ctx context.Context, fn func() error) error {
 // decode and store their entry chunks: one at a time with a pacer of one
 // worker, and every publisher ingested in full.
 func TestPacerTurnsPerChunk(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	st := memory.New()
 	defer st.Close()
 	srcs := newSources()
@@ -60,27 +56,7 @@ func TestPacerTurnsPerChunk(t *testing.T) {
 	p := &countingPacer{Pacer: pace.New(pace.Config{Workers: 1, Compactions: 1, Quiet: 1 << 40})}
 	endLookup := p.Lookup() // held for the whole test: ingest stays paced
 	defer endLookup()
-	ing := newIngester(t, st, newDS(), srcs, ingest.WithWorkers(4), ingest.WithPacer(p))
-	done := make(chan error)
-	go func() { done <- ing.Run(ctx) }()
-	for _, c := range chains {
-		if err := ing.Announce(c.Publisher, testAddrs, cid.Undef); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, "every publisher", func() bool {
-		for _, c := range chains {
-			s, _ := ing.Status(c.Publisher)
-			if !s.LastHead.Equals(c.Head()) {
-				return false
-			}
-		}
-		return true
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runToHeads(t, newIngester(t, st, newDS(), srcs, ingest.WithWorkers(4), ingest.WithPacer(p)), chains)
 	for _, c := range chains {
 		equalModel(t, c.Model(), providerView{st, c.Provider})
 	}
