@@ -143,14 +143,15 @@ type Config struct {
 	// runs off below 1 MiB.
 	IndexRunSize int64 `json:"IndexRunSize"`
 	// QueriesFirst makes the node's lookups go first while it ingests
-	// (ingest/pace): its walks run on threads of lower priority (nice
-	// 10 on Linux), and while finds come its walkers take turns to decode
-	// and store entry chunks, so that a processor of the Go runtime stays
-	// free for lookups, and its Pebble index runs one compaction at a
-	// time. Ingest takes every processor again half a second after the
-	// last lookup. The program should run with GOMAXPROCS at pace.Procs()
-	// (four per core), as examples/indexer does: a free processor is what
-	// lets a lookup in at once. On in DefaultConfig.
+	// (ingest/pace): its walks and its Pebble index's compactions run on
+	// threads of lower priority (nice 10 on Linux), and while finds come
+	// its walkers take turns to decode and store entry chunks, so that a
+	// processor of the Go runtime stays free for lookups, and its index
+	// runs one compaction at a time. Ingest takes every processor again
+	// half a second after the last lookup. The program should run with
+	// GOMAXPROCS at pace.Procs() (four per core), as examples/indexer
+	// does: a free processor is what lets a lookup in at once. On in
+	// DefaultConfig.
 	QueriesFirst bool `json:"QueriesFirst"`
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.

@@ -531,8 +531,9 @@ func lockHint(err error) error {
 // IndexNoWAL ([pebble.WithoutWAL]), gathers sorted runs with
 // IndexRunSize ([pebble.WithSortedRuns]), and if new is keyed on digest
 // prefixes unless IndexFullKeys ([pebble.WithDigestPrefixKeys]); Pebble
-// and LevelDB keep populations only with IndexSampling. A Pebble store
-// runs as many compactions at once as pc allows, if pc is not nil.
+// and LevelDB keep populations only with IndexSampling. With pc, a
+// Pebble store runs as many compactions at once as pc allows, on threads
+// pc lowers.
 func openStore(kind, dir string, cfg Config, pc *pace.Pacer, log *slog.Logger) (store.Store, error) {
 	budget, noWAL, fullKeys := cfg.DiskBudget, cfg.IndexNoWAL, cfg.IndexFullKeys
 	var st store.Store
@@ -577,7 +578,7 @@ func openStore(kind, dir string, cfg Config, pc *pace.Pacer, log *slog.Logger) (
 			opts = append(opts, pebble.WithoutPopulations())
 		}
 		if pc != nil {
-			opts = append(opts, pebble.WithCompactionLimit(pc.CompactionLimit))
+			opts = append(opts, pebble.WithCompactionLimit(pc.CompactionLimit), pebble.WithCompactionThreads(pc.Background))
 		}
 		if s, err = pebble.Open(dir, opts...); err == nil {
 			st = s

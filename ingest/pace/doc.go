@@ -16,10 +16,10 @@
 //     out at once;
 //   - the store runs at most [Config.Compactions] compactions at once
 //     meanwhile ([Pacer.CompactionLimit]);
-//   - ingest's walks run on threads of their own at a lower priority
-//     ([Pacer.Background], nice [DefaultNice] on Linux): once a lookup
-//     has a processor, the kernel runs its thread ahead of theirs
-//     whenever both want a core;
+//   - ingest's walks and the store's compactions run on threads of their
+//     own at a lower priority ([Pacer.Background], nice [DefaultNice] on
+//     Linux): once a lookup has a processor, the kernel runs its thread
+//     ahead of theirs whenever both want a core;
 //   - the program runs with more processors than cores ([Procs]), so
 //     that a request finds a free P, which the kernel then runs at once.
 //
@@ -32,7 +32,8 @@
 //
 // The pacer is a building block: ingest takes it through its WithPacer
 // option (and calls Background at the start of each walk),
-// store/pebble through WithCompactionLimit, and the indexer node
+// store/pebble through WithCompactionLimit and WithCompactionThreads
+// (which calls Background on each compaction goroutine), and the indexer node
 // (examples/indexernode) wires all of them when its QueriesFirst setting
 // is on; examples/indexer sets GOMAXPROCS to [Procs]. What it buys, and
 // what it does not yet, is measured by examples/scale (make scale), which

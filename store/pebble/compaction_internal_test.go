@@ -64,3 +64,45 @@ func TestCompactionLimitAsked(t *testing.T) {
 		t.Error("Pebble never asked the compaction limit")
 	}
 }
+
+// With WithCompactionThreads, compactions still run as Pebble wants them
+// and call the hook first thing on their goroutines.
+func TestCompactionThreadsHook(t *testing.T) {
+	var calls atomic.Int64
+	s, err := Open(filepath.Join(t.TempDir(), "db"), WithMemTableSize(MinMemTableSize),
+		WithCompactionThreads(func() { calls.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	batch := make([]multihash.Multihash, 100)
+	for i := range 300 {
+		for j := range batch {
+			batch[j], _ = multihash.Sum(fmt.Appendf(nil, "%d/%d", i, j), multihash.SHA2_256, -1)
+		}
+		if err := s.Put(ctx, store.Value{ProviderID: "p", ContextID: []byte{byte(i)}, Metadata: []byte{1}}, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Pebble().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// A manual compaction goes through the scheduler too.
+	if err := s.Pebble().Compact(ctx, []byte{0}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	m := s.Pebble().Metrics()
+	if m.Compact.Count == 0 {
+		t.Fatal("no compaction ran")
+	}
+	if calls.Load() == 0 {
+		t.Errorf("%d compactions, the hook never called", m.Compact.Count)
+	}
+	vals, err := s.Get(ctx, batch[0])
+	if err != nil || len(vals) != 1 {
+		t.Errorf("Get after the compactions: %v, %v; want the last Put's value", vals, err)
+	}
+	if err := s.Close(); err != nil { // the scheduler stops with the database
+		t.Fatal(err)
+	}
+}

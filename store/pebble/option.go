@@ -24,6 +24,7 @@ type config struct {
 	runs      int64
 	noPops    bool
 	compLimit func() int
+	compHook  func()
 }
 
 const defaultCacheSize = 256 << 20
@@ -56,6 +57,9 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 	}
 	if c.compLimit != nil {
 		o.CompactionConcurrencyRange = limitCompactions(o.CompactionConcurrencyRange, c.compLimit)
+	}
+	if c.compHook != nil && o.Experimental.CompactionScheduler == nil {
+		o.Experimental.CompactionScheduler = newThreadScheduler(c.compHook)
 	}
 	o.FS = growLogs(o.FS)
 	if o.Merger == nil {
@@ -357,5 +361,24 @@ func limitCompactions(rng func() (int, int), limit func() int) func() (int, int)
 		}
 		n := max(limit(), 1)
 		return min(lower, n), min(upper, n)
+	}
+}
+
+// WithCompactionThreads makes Pebble call onGoroutine on each goroutine
+// of a compaction before that goroutine uses the CPU: the compaction's
+// own, which ends with the compaction, and those that compress and write
+// its output tables, which end with their table. onGoroutine may lock
+// the goroutine to its thread and lower the thread's priority, so that
+// compactions yield the CPU to lookups (ingest/pace's Pacer.Background
+// does). It installs a compaction scheduler that grants compactions as
+// Pebble's default one does; with WithOptions, a CompactionScheduler
+// already set in the options is kept and onGoroutine is not called.
+func WithCompactionThreads(onGoroutine func()) Option {
+	return func(c *config) error {
+		if onGoroutine == nil {
+			return errors.New("nil compaction goroutine hook")
+		}
+		c.compHook = onGoroutine
+		return nil
 	}
 }

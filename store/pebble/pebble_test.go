@@ -88,6 +88,14 @@ func TestConformanceSortedRuns(t *testing.T) {
 	}
 }
 
+// The conformance suite with compactions granted by the store's own
+// scheduler (WithCompactionThreads), small memtables so that it compacts.
+func TestConformanceCompactionThreads(t *testing.T) {
+	storetest.RunPersistent(t, func(dir string) (store.Store, error) {
+		return pebble.Open(dir, pebble.WithCompactionThreads(func() {}), pebble.WithMemTableSize(pebble.MinMemTableSize))
+	})
+}
+
 // A multihash whose values are all removed leaves no key behind once swept,
 // whether its list was emptied by Remove or by removing its context.
 func TestSweepPrunesEmptiedKeys(t *testing.T) {
