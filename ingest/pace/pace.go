@@ -18,11 +18,12 @@ const DefaultQuiet = 500 * time.Millisecond
 // takes its default.
 type Config struct {
 	// Workers is how many ingest turns are held at once while lookups
-	// come (default: GOMAXPROCS minus Compactions minus one, at least
-	// one), so that a processor stays free for lookups however many
-	// publishers are walked at once. Fewer turns than cores cost ingest
-	// more than they bring lookups: on 2 cores, one turn at a time cut
-	// ingest to 0.75x and did not lower the finds' latency.
+	// come (default: GOMAXPROCS minus Compactions minus one, so that a
+	// processor stays free for lookups however many publishers are
+	// walked at once, but never fewer than the cores). Fewer turns than
+	// cores cost ingest more than they bring lookups: on 2 cores, one
+	// turn at a time cut ingest to 0.75x and did not lower the finds'
+	// latency.
 	Workers int
 	// Compactions is the most compactions the store runs at once while
 	// lookups come (default 1).
@@ -85,7 +86,7 @@ func New(c Config) *Pacer {
 		c.Compactions = 1
 	}
 	if c.Workers <= 0 {
-		c.Workers = max(1, runtime.GOMAXPROCS(0)-c.Compactions-1)
+		c.Workers = max(runtime.NumCPU(), runtime.GOMAXPROCS(0)-c.Compactions-1)
 	}
 	if c.Quiet <= 0 {
 		c.Quiet = DefaultQuiet
