@@ -137,7 +137,13 @@
 // (ingest hooks); disk usage and the frozen state (freeze hooks); find
 // requests by status and their durations; announces accepted, duplicate,
 // denied, malformed and dropped; the compaction debt of a Pebble index
-// (pebble_compaction_debt_bytes); Go and process metrics.
+// (pebble_compaction_debt_bytes) and the bytes written into it and
+// rewritten by its compactions (pebble_bytes_in_total,
+// pebble_bytes_compacted_total: their ratio is its write amplification);
+// with -queries-first, whether ingest is paced for lookups now
+// (pace_queried), the turns that waited for them and the threads lowered
+// (pace_turn_waits_total, pace_turn_wait_seconds_total,
+// pace_lowered_total); Go and process metrics.
 //
 // p2p: a libp2p host with the node's identity (no bootstrap peers, mDNS,
 // NAT port mapping or relay), on which the node joins the gossip topic

@@ -189,7 +189,9 @@ func TestEndToEnd(t *testing.T) {
 	code, body := httpDo(t, http.MethodGet, n.url("metrics")+"/metrics", nil)
 	if code != http.StatusOK || !bytes.Contains(body, []byte("indexkit_indexer_multihashes_indexed_total")) ||
 		!bytes.Contains(body, []byte("indexkit_indexer_frozen 1")) ||
-		!bytes.Contains(body, []byte("indexkit_indexer_pebble_compaction_debt_bytes ")) {
+		!bytes.Contains(body, []byte("indexkit_indexer_pebble_compaction_debt_bytes ")) ||
+		!bytes.Contains(body, []byte("indexkit_indexer_pebble_bytes_in_total ")) ||
+		!bytes.Contains(body, []byte("indexkit_indexer_pace_queried ")) {
 		t.Fatalf("GET /metrics: %d\n%s", code, body)
 	}
 	n.stop()

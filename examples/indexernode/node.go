@@ -446,6 +446,10 @@ func (n *Node) AnnounceStats() announce.Stats { return n.recv.Stats() }
 // verified: held, checking, refused, evicted, failed.
 func (n *Node) UnverifiedStats() ingest.UnverifiedStats { return n.ing.Unverified() }
 
+// Pacer returns the pacer that lets the node's lookups go first while it
+// ingests (Config.QueriesFirst), for its Stats; nil when that is off.
+func (n *Node) Pacer() *pace.Pacer { return n.pace }
+
 // Frozen reports whether the node is frozen: it takes no new publishers.
 func (n *Node) Frozen() bool { return n.fr != nil && n.fr.Frozen() }
 

@@ -53,7 +53,8 @@ type Stats struct {
 	// time they waited in all.
 	Turns, Waits uint64
 	Waited       time.Duration
-	// Background is the goroutines [Pacer.Background] lowered.
+	// Background is the times [Pacer.Background] lowered a thread (a
+	// compaction's table writers call it once per block they write).
 	Background uint64
 }
 

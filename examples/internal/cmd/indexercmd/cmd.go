@@ -120,6 +120,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	met.announceStats(n.AnnounceStats)
 	met.unverifiedStats(n.UnverifiedStats)
 	met.pebbleStats(n.Store())
+	if pc := n.Pacer(); pc != nil {
+		met.paceStats(pc.Stats, pc.Queried)
+	}
 	a := n.Addrs()
 	cli.LogListening(log, "find", a.Find)
 	cli.LogListening(log, "ingest", a.Ingest)

@@ -15,6 +15,7 @@ import (
 	"github.com/indexkit/indexkit/freeze"
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/announce"
+	"github.com/indexkit/indexkit/ingest/pace"
 	"github.com/indexkit/indexkit/store"
 	"github.com/indexkit/indexkit/store/pebble"
 )
@@ -162,6 +163,28 @@ func (m *metrics) pebbleStats(st store.Store) {
 			Name: metricPrefix + "pebble_bytes_compacted_total",
 			Help: "Bytes the index's Pebble compactions and flushes wrote: over pebble_bytes_in_total, its write amplification.",
 		}, func() float64 { _, c := pebble.WriteBytes(ps.Pebble().Metrics()); return float64(c) }))
+}
+
+// paceStats exports, read at scrape time, what the node's pacer did to
+// let lookups go first (ingest/pace).
+func (m *metrics) paceStats(stats func() pace.Stats, queried func() bool) {
+	counter := func(name, help string, f func(pace.Stats) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: metricPrefix + name, Help: help},
+			func() float64 { return f(stats()) })
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricPrefix + "pace_queried",
+			Help: "1 while lookups came within the pacer's quiet time: ingest is paced."},
+			func() float64 {
+				if queried() {
+					return 1
+				}
+				return 0
+			}),
+		counter("pace_turn_waits_total", "Ingest turns that waited because lookups came.", func(s pace.Stats) float64 { return float64(s.Waits) }),
+		counter("pace_turn_wait_seconds_total", "Time ingest turns waited because lookups came.", func(s pace.Stats) float64 { return s.Waited.Seconds() }),
+		counter("pace_lowered_total", "Threads of walks and compactions lowered below the lookups (nice).", func(s pace.Stats) float64 { return float64(s.Background) }),
+	)
 }
 
 // find wraps a lookup handler to count requests and time them. The
