@@ -150,8 +150,9 @@ type Config struct {
 	// runs one compaction at a time. Ingest takes every processor again
 	// half a second after the last lookup. The program should run with
 	// GOMAXPROCS at pace.Procs() (four per core), as examples/indexer
-	// does: a free processor is what lets a lookup in at once. On in
-	// DefaultConfig.
+	// does: a free processor is what lets a lookup in at once. An ingest
+	// node of a sharded layer (Shard) answers no lookups and is not
+	// paced. On in DefaultConfig.
 	QueriesFirst bool `json:"QueriesFirst"`
 	// UnfreezeOnStart unfreezes a frozen node at start when usage is
 	// below FreezeAt, resuming ingestion from each publisher's FrozenAt.

@@ -188,7 +188,9 @@ func (n *Node) open(ctx context.Context, lns Listeners) (err error) {
 	if n.id, err = peer.IDFromPrivateKey(n.key); err != nil {
 		return err
 	}
-	if cfg.QueriesFirst {
+	if cfg.QueriesFirst && cfg.Shard == nil {
+		// An ingest node of a sharded layer answers no lookups: its
+		// ingest has nothing to yield to.
 		n.pace = pace.New(pace.Config{})
 	}
 	if cfg.Shard != nil {

@@ -59,7 +59,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.QueriesFirst && os.Getenv("GOMAXPROCS") == "" {
+	if cfg.QueriesFirst && cfg.Shard == nil && os.Getenv("GOMAXPROCS") == "" {
 		// More processors than cores, so that a lookup finds one free
 		// while the node ingests (ingest/pace): four per core, from the
 		// runtime's default (the cores or the CPU quota), not from what
