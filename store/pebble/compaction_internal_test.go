@@ -44,19 +44,11 @@ func TestCompactionLimitAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	batch := make([]multihash.Multihash, 100)
-	for i := range 200 {
-		for j := range batch {
-			batch[j], _ = multihash.Sum(fmt.Appendf(nil, "%d/%d", i, j), multihash.SHA2_256, -1)
-		}
-		if err := s.Put(ctx, store.Value{ProviderID: "p", ContextID: []byte{byte(i)}, Metadata: []byte{1}}, batch...); err != nil {
-			t.Fatal(err)
-		}
+	putBatches(t, s, 200, func() {
 		if m := s.Pebble().Metrics(); m.Compact.NumInProgress > 1 {
 			t.Fatalf("%d compactions in progress with a limit of 1", m.Compact.NumInProgress)
 		}
-	}
+	})
 	if err := s.Pebble().Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -75,15 +67,7 @@ func TestCompactionThreadsHook(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	batch := make([]multihash.Multihash, 100)
-	for i := range 300 {
-		for j := range batch {
-			batch[j], _ = multihash.Sum(fmt.Appendf(nil, "%d/%d", i, j), multihash.SHA2_256, -1)
-		}
-		if err := s.Put(ctx, store.Value{ProviderID: "p", ContextID: []byte{byte(i)}, Metadata: []byte{1}}, batch...); err != nil {
-			t.Fatal(err)
-		}
-	}
+	last := putBatches(t, s, 300, func() {})
 	if err := s.Pebble().Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +82,28 @@ func TestCompactionThreadsHook(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Errorf("%d compactions, the hook never called", m.Compact.Count)
 	}
-	vals, err := s.Get(ctx, batch[0])
+	vals, err := s.Get(ctx, last)
 	if err != nil || len(vals) != 1 {
 		t.Errorf("Get after the compactions: %v, %v; want the last Put's value", vals, err)
 	}
 	if err := s.Close(); err != nil { // the scheduler stops with the database
 		t.Fatal(err)
 	}
+}
+
+// putBatches puts n batches of 100 multihashes into s, a context each,
+// calling each after every Put, and returns a multihash of the last one.
+func putBatches(t *testing.T, s *Store, n int, each func()) multihash.Multihash {
+	t.Helper()
+	batch := make([]multihash.Multihash, 100)
+	for i := range n {
+		for j := range batch {
+			batch[j], _ = multihash.Sum(fmt.Appendf(nil, "%d/%d", i, j), multihash.SHA2_256, -1)
+		}
+		if err := s.Put(context.Background(), store.Value{ProviderID: "p", ContextID: []byte{byte(i)}, Metadata: []byte{1}}, batch...); err != nil {
+			t.Fatal(err)
+		}
+		each()
+	}
+	return batch[0]
 }
