@@ -35,6 +35,7 @@ type Option func(*config) error
 type config struct {
 	opts    *Options // nil: goleveldb's defaults
 	records int64
+	lookups int64
 	noPops  bool
 }
 
@@ -83,13 +84,35 @@ func WithRecordCache(n int64) Option {
 	}
 }
 
+// DefaultLookupCache is the size in bytes of the lookup cache unless
+// [WithLookupCache] sets another: some hundred thousand multihashes.
+const DefaultLookupCache = kv.DefaultLookupCache
+
+// WithLookupCache sets the bytes of memory (8 MiB by default) spent on
+// caching what Get read of the index for a multihash: the records it
+// names, or that it has none (most lookups of a public indexer find
+// nothing). A cached lookup does not read LevelDB. The cache is exact:
+// every write of a multihash's index entries drops its entry before it
+// lands, and a bulk load or range removal empties the cache, so that no
+// lookup is answered from a state a finished write replaced. n = 0 caches
+// nothing; n must not be negative.
+func WithLookupCache(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("leveldb: WithLookupCache: %d bytes, want 0 or more", n)
+		}
+		c.lookups = n
+		return nil
+	}
+}
+
 // Open opens (creating if needed) the store in directory dir, with
 // goleveldb's default options unless [WithOptions].
 func Open(dir string, opts ...Option) (*Store, error) {
 	if dir == "" {
 		return nil, errors.New("leveldb: open: empty directory")
 	}
-	c := config{records: DefaultRecordCache}
+	c := config{records: DefaultRecordCache, lookups: DefaultLookupCache}
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -102,11 +125,14 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leveldb: open %s: %w", dir, err)
 	}
-	records := c.records
+	records, lookups := c.records, c.lookups
 	if records == 0 {
 		records = -1 // kv's "cache nothing"
 	}
-	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch, RecordCache: records, NoPopulations: c.noPops})
+	if lookups == 0 {
+		lookups = -1
+	}
+	db, err := kv.Open(&engine{ds: d}, kv.Config{Name: "leveldb", Layout: kv.Entries, MaxBatch: maxBatch, RecordCache: records, LookupCache: lookups, NoPopulations: c.noPops})
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -21,6 +21,7 @@ type config struct {
 	prefix    bool
 	logger    *slog.Logger
 	records   int64
+	lookups   int64
 	runs      int64
 	noPops    bool
 	compLimit func() int
@@ -30,7 +31,7 @@ type config struct {
 const defaultCacheSize = 256 << 20
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{cacheSize: defaultCacheSize, logger: slog.New(slog.DiscardHandler), records: DefaultRecordCache}
+	c := &config{cacheSize: defaultCacheSize, logger: slog.New(slog.DiscardHandler), records: DefaultRecordCache, lookups: DefaultLookupCache}
 	for _, o := range opts {
 		if err := o(c); err != nil {
 			return nil, err
@@ -327,7 +328,30 @@ func WithRecordCache(n int64) Option {
 	}
 }
 
-// recordCache is the kv.Config.RecordCache of the record cache size n.
+// DefaultLookupCache is the size in bytes of the lookup cache unless
+// [WithLookupCache] sets another: some hundred thousand multihashes.
+const DefaultLookupCache = kv.DefaultLookupCache
+
+// WithLookupCache sets the bytes of memory (8 MiB by default) spent on
+// caching what Get read of the index for a multihash: the records it
+// names, or that it has none (most lookups of a public indexer find
+// nothing). A cached lookup does not read Pebble. The cache is exact:
+// every write of a multihash's index entries drops its entry before it
+// lands, and a bulk load or range removal empties the cache, so that no
+// lookup is answered from a state a finished write replaced. n = 0 caches
+// nothing; n must not be negative.
+func WithLookupCache(n int64) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("lookup cache size %d: want 0 or more bytes", n)
+		}
+		c.lookups = n
+		return nil
+	}
+}
+
+// recordCache is the kv.Config size of a cache of n bytes (RecordCache,
+// LookupCache): kv takes 0 for its default and a negative size for none.
 func recordCache(n int64) int64 {
 	if n == 0 {
 		return -1

@@ -59,7 +59,7 @@ func Open(dir string, opts ...Option) (*Store, error) {
 	if cfg.prefix {
 		layout = kv.MergedDigestPrefix
 	}
-	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: layout, Reopen: []kv.Layout{kv.Merged, kv.MergedDigestPrefix}, RecordCache: recordCache(cfg.records), NoPopulations: cfg.noPops})
+	db, err := kv.Open(eng, kv.Config{Name: "pebble", Layout: layout, Reopen: []kv.Layout{kv.Merged, kv.MergedDigestPrefix}, RecordCache: recordCache(cfg.records), LookupCache: recordCache(cfg.lookups), NoPopulations: cfg.noPops})
 	if err != nil {
 		pdb.Close()
 		return nil, err

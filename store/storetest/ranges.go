@@ -51,6 +51,11 @@ func testRemoveRanges(t *testing.T, s store.Store) {
 	// (store/pebble's sorted runs, which the scan above applied) holds
 	// these when RemoveRanges comes, and must not let them land after it.
 	mustPut(t, s, v1, mhs...)
+	// Every multihash looked up once: a store that caches lookups holds
+	// them when RemoveRanges comes, and must not answer from them after.
+	for _, mh := range mhs {
+		mustGet(t, s, mh)
+	}
 	// Two spans by the digest's first byte: [0x40, 0x80) and [0xc0, end
 	// of the header). The oracle decides each form on its own bytes.
 	spans := []store.Span{

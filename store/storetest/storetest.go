@@ -66,6 +66,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RemoveProvider", testRemoveProvider},
 		{"ManyContexts", testManyContexts},
 		{"UpdateWhileReading", testUpdateWhileReading},
+		{"LookupsWhileWriting", testLookupsWhileWriting},
+		{"Versions", testVersions},
 		{"RejectsBadInput", testRejectsBadInput},
 		{"CancelledContext", testCancelledContext},
 		{"ProviderRecords", testProviderRecords},

@@ -48,6 +48,9 @@ type centry[K comparable, V any] struct {
 	cost int64
 	slot int // index in ring
 	ref  atomic.Bool
+	// dead is set when the entry leaves the cache, for whatever reason: a
+	// version built on it (see getVersion) ends then.
+	dead atomic.Bool
 }
 
 // minShardBudget keeps a small cache in few shards, so that a budget of a
@@ -101,6 +104,27 @@ func (s *shard[K, V]) found(e *centry[K, V]) (v V, ok bool, epoch uint64) {
 	return v, true, 0
 }
 
+// getEntryBytes is getBytes returning the entry found, or nil and the
+// shard's epoch.
+func getEntryBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (*centry[string, V], uint64) {
+	s := &c.shards[0]
+	if len(c.shards) > 1 {
+		s = &c.shards[hashBytes(k)>>c.shift]
+	}
+	s.mu.RLock()
+	e := s.m[string(k)]
+	if e == nil {
+		epoch := s.epoch
+		s.mu.RUnlock()
+		return nil, epoch
+	}
+	if !e.ref.Load() {
+		e.ref.Store(true)
+	}
+	s.mu.RUnlock()
+	return e, 0
+}
+
 // getBytes is get for a cache keyed by strings, with the key as bytes: it
 // does not allocate the string. hashBytes(k) must equal c.hash(string(k)).
 func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (v V, ok bool, epoch uint64) {
@@ -113,17 +137,20 @@ func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint6
 }
 
 // fill adds k, read from the engine after the get that returned epoch,
-// unless a writer has changed the shard since or k is there already.
-func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) {
+// unless a writer has changed the shard since or k is there already. It
+// returns the entry it added, or nil.
+func (c *cache[K, V]) fill(k K, v V, cost int64, epoch uint64) *centry[K, V] {
 	s := c.shard(k)
 	if cost > s.max {
-		return
+		return nil
 	}
+	var e *centry[K, V]
 	s.mu.Lock()
 	if s.epoch == epoch && s.writing == 0 && s.m[k] == nil {
-		s.add(k, v, cost)
+		e = s.add(k, v, cost)
 	}
 	s.mu.Unlock()
+	return e
 }
 
 // begin starts a write of k, which set or remove ends: it drops k's entry,
@@ -196,7 +223,7 @@ func (c *cache[K, V]) len() (n int, cost int64) {
 
 // add inserts a new entry, evicting until it fits; the caller holds mu and
 // has checked that cost <= max.
-func (s *shard[K, V]) add(k K, v V, cost int64) {
+func (s *shard[K, V]) add(k K, v V, cost int64) *centry[K, V] {
 	for s.size+cost > s.max {
 		e := s.ring[s.hand]
 		if e.ref.Load() {
@@ -213,6 +240,7 @@ func (s *shard[K, V]) add(k K, v V, cost int64) {
 	s.ring = append(s.ring, e)
 	s.m[k] = e
 	s.size += cost
+	return e
 }
 
 // drop removes e; the caller holds mu. The last entry of the ring takes
@@ -229,4 +257,5 @@ func (s *shard[K, V]) drop(e *centry[K, V]) {
 	}
 	delete(s.m, e.key)
 	s.size -= e.cost
+	e.dead.Store(true)
 }

@@ -36,6 +36,10 @@ type Config struct {
 	// negative value caches nothing, so that every lookup reads the
 	// engine.
 	RecordCache int64
+	// LookupCache is the bytes of memory spent on caching the record IDs
+	// of index keys as lookups read them (see [DB.Get]); 0 means
+	// DefaultLookupCache, and a negative value caches nothing.
+	LookupCache int64
 	// NoPopulations keeps no population entries: Put writes none and
 	// Sample reports store.ErrNotSampled for every context. The database
 	// remembers it: opened again without it, it keeps the populations of
@@ -74,6 +78,12 @@ type DB struct {
 	recs  *cache[uint64, *record]
 	ctxs  *cache[string, ctxInfo]
 	peers interner
+	// removals counts the batches that removed records, for Get.
+	removals atomic.Uint64
+	// vers is what versions of answers and provider records follow.
+	vers versions
+	// looks caches the live record IDs of index keys (nil: no cache).
+	looks *cache[string, idList]
 
 	// popFrom is the first record ID that has a population; popMu orders
 	// Sample against the writers of populations; pops caches what Sample
@@ -91,9 +101,10 @@ type DB struct {
 }
 
 var (
-	_ store.Store   = (*DB)(nil)
-	_ store.Sweeper = (*DB)(nil)
-	_ store.Sampler = (*DB)(nil)
+	_ store.Store     = (*DB)(nil)
+	_ store.Sweeper   = (*DB)(nil)
+	_ store.Sampler   = (*DB)(nil)
+	_ store.Versioned = (*DB)(nil)
 )
 
 // Open returns a DB that owns eng. It reads nothing of the value records,
@@ -122,6 +133,12 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		noPops:     cfg.NoPopulations,
 	}
 	db.newCaches(cfg.RecordCache)
+	switch {
+	case cfg.LookupCache == 0:
+		db.looks = newCache[string, idList](DefaultLookupCache, hashString)
+	case cfg.LookupCache > 0:
+		db.looks = newCache[string, idList](cfg.LookupCache, hashString)
+	}
 	if stored, ok := storedLayout(eng); ok && slices.Contains(cfg.Reopen, stored) {
 		l = stored
 	}

@@ -85,6 +85,10 @@ type layout interface {
 	write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error
 	// lookup appends the record IDs of mh to sc.ids.
 	lookup(eng Engine, mh []byte, sc *lookupScratch) error
+	// lookupKey appends to dst the key that lookup reads for mh: the
+	// key of mh in the lookup cache, and what every write of an entry
+	// of mh invalidates there.
+	lookupKey(dst, mh []byte) []byte
 	// scan calls fn for each multihash from the engine key start on, with
 	// all its IDs, stopping once it has seen at least limit keys and the
 	// multihash changes. It returns the key to resume from, or nil at the
@@ -116,6 +120,8 @@ func (entriesLayout) write(b Batch, sorted []multihash.Multihash, id uint64, del
 	}
 	return nil
 }
+
+func (entriesLayout) lookupKey(dst, mh []byte) []byte { return appendIndexPrefix(dst, mh) }
 
 func (entriesLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
 	sc.key = appendIndexPrefix(sc.key[:0], mh)
@@ -194,6 +200,8 @@ func (l mergedLayout) write(b Batch, sorted []multihash.Multihash, id uint64, de
 	}
 	return nil
 }
+
+func (l mergedLayout) lookupKey(dst, mh []byte) []byte { return l.key(dst, mh) }
 
 func (l mergedLayout) lookup(eng Engine, mh []byte, sc *lookupScratch) error {
 	sc.key = l.key(sc.key[:0], mh)

@@ -241,7 +241,9 @@ func (t *LoadTable) Ingest(ctx context.Context) error {
 	for i := range db.popMu {
 		db.popMu[i].mu.RLock()
 	}
+	db.beginIndexRewrite()
 	err := t.l.ing.IngestTables(t.tables...)
+	db.endIndexRewrite()
 	for i := range db.popMu {
 		db.popMu[i].gen.Add(1)
 		db.popMu[i].mu.RUnlock()

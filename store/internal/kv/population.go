@@ -122,13 +122,14 @@ func (db *DB) writeIndex(b Batch, sorted []multihash.Multihash, id uint64, del b
 	return nil
 }
 
-// commitIndex commits b, which writeIndex filled for record id, in order
-// with Sample.
-func (db *DB) commitIndex(b Batch, id uint64) error {
+// commitIndex commits b, which writeIndex filled with the entries of sorted
+// for record id, in order with Sample and with the lookup cache.
+func (db *DB) commitIndex(b Batch, id uint64, sorted []multihash.Multihash) error {
 	st := db.stripe(id)
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	defer st.gen.Add(1)
+	defer db.endIndexWrite(db.beginIndexWrite(sorted))
 	return b.Commit()
 }
 

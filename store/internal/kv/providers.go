@@ -24,14 +24,18 @@ func (db *DB) PutProvider(ctx context.Context, info store.ProviderInfo) error {
 		return err
 	}
 	defer db.opMu.RUnlock()
+	digest := providerDigest(info)
 	b := db.eng.NewBatch()
 	defer b.Close()
 	if err := b.Set(providerKey(info.AddrInfo.ID), enc); err != nil {
 		return db.wrap("put provider", err)
 	}
+	db.vers.provMu.Lock()
+	defer db.vers.provMu.Unlock()
 	if err := b.Commit(); err != nil {
 		return db.wrap("put provider", err)
 	}
+	db.vers.providerWritten(info.AddrInfo.ID, digest, true)
 	return nil
 }
 
@@ -96,8 +100,11 @@ func (db *DB) DeleteProvider(ctx context.Context, id peer.ID) error {
 	if err := b.Delete(providerKey(id)); err != nil {
 		return db.wrap("delete provider", err)
 	}
+	db.vers.provMu.Lock()
+	defer db.vers.provMu.Unlock()
 	if err := b.Commit(); err != nil {
 		return db.wrap("delete provider", err)
 	}
+	db.vers.providerWritten(id, 0, false)
 	return nil
 }

@@ -36,6 +36,8 @@ func (db *DB) RemoveRanges(ctx context.Context, spans ...store.Span) error {
 	if !db.noPops {
 		return db.wrap(op, fmt.Errorf("%w: the store keeps context populations, which a range deletion would leave behind", errors.ErrUnsupported))
 	}
+	db.beginIndexRewrite()
+	defer db.endIndexRewrite()
 	return db.commit(ctx, op, true, func(b Batch) error {
 		rd, ok := b.(RangeDeleter)
 		if !ok {

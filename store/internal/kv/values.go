@@ -84,7 +84,7 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 		if err := db.writeIndex(b, sorted.mhs, id, false); err != nil {
 			return ctxInfo{}, false, false, err
 		}
-		commit = func() error { return db.commitIndex(b, id) }
+		commit = func() error { return db.commitIndex(b, id, sorted.mhs) }
 	}
 	db.recs.begin(id)
 	if old == nil {
@@ -102,6 +102,9 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 		db.ctxs.set(string(key), ci, ctxCost(string(key)))
 	}
 	db.recs.set(id, r, r.cost())
+	if old != nil {
+		db.vers.recordChanged(id)
+	}
 	return ci, true, old == nil, nil
 }
 
@@ -165,11 +168,25 @@ func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool) erro
 	if err := db.writeIndex(b, sorted.mhs, id, del); err != nil {
 		return err
 	}
-	return db.commitIndex(b, id)
+	return db.commitIndex(b, id, sorted.mhs)
 }
 
 // Get implements [store.Index].
+//
+// A lookup reads the record IDs of mh, then their records. A removal of
+// records landing between the two could combine an index read from before
+// a Put with records read after a later removal: a provider that moves a
+// multihash to a new context and then removes the old one would have it
+// answered with neither, an answer the store never held. So when a record
+// read comes back removed and records were removed during the lookup, Get
+// reads again; after getRetries tries it reads under the writers' record
+// lock, which no removal passes.
 func (db *DB) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value, error) {
+	return db.getWith(ctx, mh, nil)
+}
+
+// getWith is Get, filling v (when not nil) with the version of the answer.
+func (db *DB) getWith(ctx context.Context, mh multihash.Multihash, v *getVersion) ([]store.Value, error) {
 	if err := store.ValidateMultihash(mh); err != nil {
 		return nil, db.wrap("get", err)
 	}
@@ -184,33 +201,68 @@ func (db *DB) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value, e
 			lookupPool.Put(sc)
 		}
 	}()
-	if err := db.layout.lookup(db.eng, mh, sc); err != nil {
-		return nil, db.wrap("get", err)
+	for try := 1; ; try++ {
+		locked := try > getRetries
+		if locked {
+			db.recMu.Lock()
+		}
+		vals, torn, err := db.get(mh, sc, v)
+		if locked {
+			db.recMu.Unlock()
+		}
+		if err != nil {
+			return nil, db.wrap("get", err)
+		}
+		if !torn {
+			return vals, nil
+		}
+		sc.ids = sc.ids[:0]
+	}
+}
+
+// getRetries is how many times Get reads without the record lock.
+const getRetries = 3
+
+// get is one try of Get, filling v (when not nil) with its version. torn reports that a record it read was removed
+// and that records were removed while it read: its answer may mix two
+// states of the store.
+func (db *DB) get(mh multihash.Multihash, sc *lookupScratch, v *getVersion) (vals []store.Value, torn bool, err error) {
+	removals := db.removals.Load()
+	e, err := db.lookupIDs(mh, sc)
+	if err != nil {
+		return nil, false, err
+	}
+	if v != nil {
+		v.entry = e
+		v.capture(sc.ids)
 	}
 	if len(sc.ids) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
+	gone := false
 	if len(sc.ids) == 1 {
 		r, err := db.record(sc.ids[0])
 		if err != nil {
-			return nil, db.wrap("get", err)
+			return nil, false, err
 		}
 		if r != nil {
-			return r.one[:], nil
+			return r.one[:], false, nil
 		}
-		return nil, nil
+		return nil, db.removals.Load() != removals, nil
 	}
-	vals := make([]store.Value, 0, len(sc.ids))
+	vals = make([]store.Value, 0, len(sc.ids))
 	for _, id := range sc.ids {
 		r, err := db.record(id)
 		if err != nil {
-			return nil, db.wrap("get", err)
+			return nil, false, err
 		}
 		if r != nil {
 			vals = append(vals, *r.v())
+		} else {
+			gone = true
 		}
 	}
-	return vals, nil
+	return vals, gone && db.removals.Load() != removals, nil
 }
 
 // Remove implements [store.Index].
@@ -341,10 +393,12 @@ func (db *DB) deleteRecords(refs []ctxRef) error {
 		db.ctxs.begin(string(c.key))
 		db.recs.begin(c.id)
 	}
+	db.removals.Add(1) // before the commit: see Get
 	err := b.Commit()
 	for _, c := range refs {
 		db.ctxs.remove(string(c.key))
 		db.recs.remove(c.id)
+		db.vers.recordChanged(c.id)
 	}
 	return err
 }
