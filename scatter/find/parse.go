@@ -6,6 +6,7 @@ import (
 
 	"github.com/multiformats/go-multihash"
 
+	"github.com/indexkit/indexkit/internal/b58"
 	"github.com/indexkit/indexkit/internal/cidkey"
 )
 
@@ -29,9 +30,11 @@ func parseMultihashKey(s string) (multihash.Multihash, error) {
 	case len(s) > findMaxKeyLen:
 		return nil, errFindKeyTooLong
 	}
-	mh, err := multihash.FromB58String(s)
-	if err == nil {
-		return mh, nil
+	// A base58 string decodes to at most as many bytes as it has digits.
+	if b, err := b58.AppendDecode(make([]byte, 0, len(s)), s); err == nil {
+		if mh, err := multihash.Cast(b); err == nil {
+			return mh, nil
+		}
 	}
 	mh, hexErr := multihash.FromHexString(s)
 	if hexErr == nil {
