@@ -81,7 +81,16 @@
 // store.Store's PutProvider for it) is answered with the provider's ID and
 // no addresses, where the reference drops it: an IPNI answer always carries
 // a Provider with an ID, and indexed content does not vanish. Provider
-// records read for Find are cached briefly ([WithProviderTTL]).
+// records read for Find are cached: over a [store.Versioned] store
+// (store/pebble, store/leveldb) until a write changes what an answer shows
+// of them, otherwise briefly ([WithProviderTTL]).
+//
+// Over such a store, a Handler also keeps JSON answers of single lookups
+// ready ([WithAnswerCache]) and serves one again, without parsing the key,
+// reading the store or encoding, while the versions of everything it was
+// built from are current: the multihash's index entries, their records and
+// the providers' addresses. The cache is exact, not a TTL: once a write
+// that could change an answer has landed, the answer is not served again.
 // [ProviderInfoFromStore] converts a stored record to the API shape.
 //
 // [NewClient] queries any IPNI find API (an indexkit [Handler], a

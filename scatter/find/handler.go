@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/multiformats/go-multihash"
+
+	"github.com/indexkit/indexkit/store"
 )
 
 // Handler serves the IPNI find API over one [Backend]. See the package
@@ -24,9 +26,10 @@ import (
 // slices shared between answers. A wrapper may Set, Add or Del those
 // headers, as net/http does, but must not write into their value slices.
 type Handler struct {
-	b     Backend
-	cfg   handlerConfig
-	addrs addrJSONCache
+	b       Backend
+	cfg     handlerConfig
+	addrs   addrJSONCache
+	answers *answers // nil: none kept
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -44,6 +47,7 @@ func NewHandler(b Backend, opts ...HandlerOption) (*Handler, error) {
 		batchLimit:         DefaultBatchLimit,
 		bodyLimit:          DefaultBodyLimit,
 		streamWriteTimeout: DefaultStreamWriteTimeout,
+		answerCache:        DefaultAnswerCache,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -53,7 +57,11 @@ func NewHandler(b Backend, opts ...HandlerOption) (*Handler, error) {
 			return nil, fmt.Errorf("find: handler: %w", err)
 		}
 	}
-	return &Handler{b: b, cfg: cfg}, nil
+	h := &Handler{b: b, cfg: cfg}
+	if sb, ok := b.(*StoreBackend); ok && sb.vs != nil && sb.ttl > 0 && cfg.answerCache > 0 {
+		h.answers = newAnswers(cfg.answerCache)
+	}
+	return h, nil
 }
 
 // Methods allowed per route, for Allow and CORS preflight answers.
@@ -129,6 +137,12 @@ func (h *Handler) findKey(w http.ResponseWriter, r *http.Request, key string, pa
 	if !ok {
 		return
 	}
+	if h.answers != nil && !ndjson {
+		if a := h.answers.get(r.URL.Path); a != nil {
+			h.serveAnswer(w, r, a)
+			return
+		}
+	}
 	mh, err := parse(key)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("bad %s %q: %v", what, findTruncate(key, 100), err), http.StatusBadRequest)
@@ -159,15 +173,28 @@ func (h *Handler) findJSON(w http.ResponseWriter, r *http.Request, mh multihash.
 	buf := append((*bp)[:0], findResponsePrefix+mhResultPrefix...)
 	buf = findAppendB64(buf, mh)
 	buf = append(buf, mhResultMiddle...)
-	var n int
-	var ferr error
-	if sb, ok := h.b.(*StoreBackend); ok {
+	var (
+		n     int
+		ferr  error
+		ver   store.Version
+		provs []store.Version
+	)
+	if sb, ok := h.b.(*StoreBackend); ok && h.answers != nil {
+		buf, n, ver, provs, ferr = h.appendStoreResultsVersion(r.Context(), sb, mh, buf)
+	} else if ok {
 		buf, n, ferr = h.appendStoreResults(r.Context(), sb, mh, buf)
 	} else {
 		buf, n, ferr = h.appendResults(r.Context(), mh, buf)
 	}
 	buf = append(buf, mhResultSuffix+findResponseSuffix...)
 	*bp = buf
+	if ver != nil && ferr == nil {
+		var body []byte // nil: no results
+		if n > 0 {
+			body = buf
+		}
+		h.answers.put(r.URL.Path, body, ver, provs)
+	}
 	if n == 0 {
 		h.noResults(w, r, ferr)
 		return
@@ -234,6 +261,18 @@ func (h *Handler) appendStoreResults(ctx context.Context, sb *StoreBackend, mh m
 		return true
 	})
 	return buf, n, err
+}
+
+// appendStoreResultsVersion is appendStoreResults over a store.Versioned,
+// which also returns the versions of what the results were built from.
+func (h *Handler) appendStoreResultsVersion(ctx context.Context, sb *StoreBackend, mh multihash.Multihash, buf []byte) ([]byte, int, store.Version, []store.Version, error) {
+	n := 0
+	ver, provs, err := sb.eachVersion(ctx, mh, func(pr ProviderResult) bool {
+		buf = h.addrs.appendResultSep(buf, n > 0, &pr)
+		n++
+		return true
+	})
+	return buf, n, ver, provs, err
 }
 
 // findNDJSON streams one ProviderResult per line, flushing each, as the

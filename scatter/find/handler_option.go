@@ -29,6 +29,7 @@ type handlerConfig struct {
 	batchLimit         int
 	bodyLimit          int64
 	streamWriteTimeout time.Duration
+	answerCache        int64
 }
 
 // WithLogger sets the logger of backend errors the handler could not
@@ -82,6 +83,23 @@ func WithStreamWriteTimeout(d time.Duration) HandlerOption {
 			return fmt.Errorf("%w: stream write timeout %v, want a positive duration", ErrInvalidOption, d)
 		}
 		c.streamWriteTimeout = d
+		return nil
+	}
+}
+
+// WithAnswerCache sets the bytes spent on keeping JSON answers of single
+// lookups ready (default [DefaultAnswerCache]); 0 keeps none. Answers are
+// kept only over a [StoreBackend] whose store is [store.Versioned]
+// (store/pebble and store/leveldb are), and served again only while no
+// write that could change them has landed: exact, not a TTL. A kept
+// answer skips parsing the key, reading the store and encoding. n must
+// not be negative.
+func WithAnswerCache(n int64) HandlerOption {
+	return func(c *handlerConfig) error {
+		if n < 0 {
+			return fmt.Errorf("%w: answer cache of %d bytes, want 0 or more", ErrInvalidOption, n)
+		}
+		c.answerCache = n
 		return nil
 	}
 }

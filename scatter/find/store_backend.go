@@ -35,7 +35,10 @@ type storeBackendConfig struct {
 
 // WithProviderTTL sets how long Find may use a provider record after reading
 // it from the store (default [DefaultProviderTTL]): a changed address or
-// extended provider shows in find results at most this late. In the last
+// extended provider shows in find results at most this late. Over a store
+// that is [store.Versioned] (store/pebble, store/leveldb), the record is
+// used for as long as its version is current instead, so that a change
+// shows at once; the TTL then only says whether to cache at all. In the last
 // eighth of that time, the first lookup to use the record reads it again
 // while the others go on using it, so that a busy provider's record is
 // renewed before it expires rather than by every lookup in flight when it
@@ -54,6 +57,7 @@ func WithProviderTTL(d time.Duration) StoreBackendOption {
 // one indexer node. It is safe for concurrent use.
 type StoreBackend struct {
 	s   store.Store
+	vs  store.Versioned // s, if it is; nil otherwise
 	ttl time.Duration
 
 	mu    sync.RWMutex
@@ -78,13 +82,16 @@ func NewStoreBackend(s store.Store, opts ...StoreBackendOption) (*StoreBackend, 
 			return nil, fmt.Errorf("find: store backend: %w", err)
 		}
 	}
-	return &StoreBackend{s: s, ttl: cfg.ttl}, nil
+	b := &StoreBackend{s: s, ttl: cfg.ttl}
+	b.vs, _ = s.(store.Versioned)
+	return b, nil
 }
 
 // storeProvider is a provider record as Find uses it. When the store has
 // no record of the provider, info holds its ID alone (no addresses) and ep
 // is nil: its values are still answered (see [StoreBackend.Find]).
 type storeProvider struct {
+	ver       store.Version // over a store.Versioned: fresh while current
 	expires   time.Time
 	refreshAt time.Time      // from here to expires, one lookup reads it again
 	refresh   atomic.Bool    // that lookup is under way
@@ -145,6 +152,26 @@ func (b *StoreBackend) each(ctx context.Context, mh multihash.Multihash, fn func
 	if err != nil {
 		return fmt.Errorf("find: store find: %w", err)
 	}
+	return b.eachValue(ctx, values, fn, nil)
+}
+
+// eachVersion is each over a store.Versioned, which also returns the
+// versions of what the results were built from: the values' and those of
+// the provider records, one each (nil when a record has none). The results are
+// current while they all are.
+func (b *StoreBackend) eachVersion(ctx context.Context, mh multihash.Multihash, fn func(pr ProviderResult) bool) (store.Version, []store.Version, error) {
+	values, ver, err := b.vs.GetVersion(ctx, mh)
+	if err != nil {
+		return nil, nil, fmt.Errorf("find: store find: %w", err)
+	}
+	var provs []store.Version
+	err = b.eachValue(ctx, values, fn, &provs)
+	return ver, provs, err
+}
+
+// eachValue calls fn with the results of values, as each does, and adds
+// to provs (when not nil) the version of each provider record it used.
+func (b *StoreBackend) eachValue(ctx context.Context, values []store.Value, fn func(pr ProviderResult) bool, provs *[]store.Version) error {
 	var now time.Time
 	for _, v := range values {
 		if now.IsZero() && b.ttl > 0 {
@@ -153,6 +180,9 @@ func (b *StoreBackend) each(ctx context.Context, mh multihash.Multihash, fn func
 		p, err := b.lookup(ctx, v.ProviderID, now)
 		if err != nil {
 			return err
+		}
+		if provs != nil {
+			*provs = append(*provs, p.ver)
 		}
 		if !fn(ProviderResult{ContextID: v.ContextID, Metadata: v.Metadata, Provider: p.info}) {
 			return nil
@@ -193,22 +223,37 @@ func storeYieldExtended(fn func(ProviderResult) bool, eps []storeEP, v store.Val
 }
 
 // lookup returns the provider record of id as Find uses it, from the cache
-// while it is fresh. now is zero when caching is off.
+// while it is fresh: over a store.Versioned, while its version is current;
+// otherwise for the TTL. now is zero when caching is off.
 func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*storeProvider, error) {
 	if b.ttl > 0 {
 		b.mu.RLock()
 		p := b.cache[id]
 		b.mu.RUnlock()
-		// In the last eighth of its life, the first lookup to see a
-		// record reads it again while the others still use it: under
-		// load, a busy provider's record is renewed before it expires
-		// instead of by every lookup in flight when it does (each reading
-		// the store and taking the write lock, every other lookup waiting).
-		if p != nil && now.Before(p.expires) && (now.Before(p.refreshAt) || !p.refresh.CompareAndSwap(false, true)) {
+		if p != nil && p.ver != nil {
+			if p.ver.Current() {
+				return p, nil
+			}
+		} else if p != nil && now.Before(p.expires) && (now.Before(p.refreshAt) || !p.refresh.CompareAndSwap(false, true)) {
+			// In the last eighth of its life, the first lookup to see a
+			// record reads it again while the others still use it: under
+			// load, a busy provider's record is renewed before it expires
+			// instead of by every lookup in flight when it does (each
+			// reading the store and taking the write lock, every other
+			// lookup waiting).
 			return p, nil
 		}
 	}
-	info, err := b.s.Provider(ctx, id)
+	var (
+		info store.ProviderInfo
+		ver  store.Version
+		err  error
+	)
+	if b.vs != nil && b.ttl > 0 {
+		info, ver, err = b.vs.ProviderVersion(ctx, id)
+	} else {
+		info, err = b.s.Provider(ctx, id)
+	}
 	var p *storeProvider
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -219,6 +264,7 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 		p = newStoreProvider(&info)
 	}
 	if b.ttl > 0 {
+		p.ver = ver
 		p.expires = now.Add(b.ttl)
 		p.refreshAt = p.expires.Add(-b.ttl / 8)
 		b.mu.Lock()
@@ -227,7 +273,7 @@ func (b *StoreBackend) lookup(ctx context.Context, id peer.ID, now time.Time) (*
 		}
 		if len(b.cache) >= storeCacheMax {
 			for k, e := range b.cache {
-				if !now.Before(e.expires) {
+				if e.ver != nil && !e.ver.Current() || e.ver == nil && !now.Before(e.expires) {
 					delete(b.cache, k)
 				}
 			}
