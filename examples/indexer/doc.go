@@ -39,6 +39,8 @@
 //	-sampling           false                     keep each context's multihash set, so the sampling API answers as its spec says (about 2x index disk; off: 501)
 //	-index-full-keys    false                     key a new pebble index on whole multihashes (below)
 //	-index-cache-size   33554432                  bytes of the pebble index's block cache, 32 MiB (0: pebble's 256 MiB)
+//	-index-lookup-cache 0                         bytes of lookups an index keeps read, exact (0: 8 MiB; negative: none)
+//	-answer-cache       0                         bytes of find answers kept ready, each while what it shows is unchanged (0: 8 MiB; negative: none)
 //	-index-memtable-size 33554432                 bytes of each pebble memtable, 32 MiB; about two are held while ingesting (0: 64 MiB)
 //	-index-run-size     33554432                  bytes of multihashes gathered and written as one sorted table, 32 MiB (below; 0: off)
 //	-queries-first      true                      while finds come, ingest yields to them (ingest/pace); GOMAXPROCS four per core unless set

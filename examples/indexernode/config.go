@@ -117,6 +117,18 @@ type Config struct {
 	// page cache holds the files besides, so a larger cache saves
 	// decoding more than disk reads.
 	IndexCacheSize int64 `json:"IndexCacheSize"`
+	// IndexLookupCache is the bytes of memory a Pebble or LevelDB index
+	// spends on what lookups read of it, so that a multihash looked up
+	// again (or found absent again) reads no table
+	// ([pebble.WithLookupCache]; 0: the package's 8 MiB; negative: none).
+	// It is exact: a write drops what it changes.
+	IndexLookupCache int64 `json:"IndexLookupCache"`
+	// AnswerCache is the bytes of memory the find API spends on JSON
+	// answers kept ready over a Pebble or LevelDB index
+	// ([find.WithAnswerCache]; 0: the package's 8 MiB; negative: none). A
+	// kept answer is served while nothing it was built from has changed:
+	// the multihash's entries, their records, the providers' addresses.
+	AnswerCache int64 `json:"AnswerCache"`
 	// IndexMemTableSize is the size in bytes of each of the Pebble
 	// index's memtables (DefaultConfig: 32 MiB; 0: the pebble package's
 	// 64 MiB, [pebble.WithMemTableSize]): ingest

@@ -346,7 +346,11 @@ func (n *Node) serve(lns Listeners) error {
 		return err
 	}
 	var findAPI http.Handler
-	if findAPI, err = find.NewHandler(backend, find.WithLogger(n.log)); err != nil {
+	hopts := []find.HandlerOption{find.WithLogger(n.log)}
+	if n.cfg.AnswerCache != 0 {
+		hopts = append(hopts, find.WithAnswerCache(max(n.cfg.AnswerCache, 0)))
+	}
+	if findAPI, err = find.NewHandler(backend, hopts...); err != nil {
 		return err
 	}
 	var routingAPI http.Handler
@@ -397,7 +401,7 @@ func (n *Node) serve(lns Listeners) error {
 		}
 		switch s.name {
 		case "find":
-			s.srv = httpserve.NewServer(findListener, n.log)
+			s.srv = httpserve.NewServer(lookupsFirst(findAPI, findListener), n.log)
 		case "ingest":
 			s.srv = httpserve.NewServer(ingestMux, n.log)
 		default:
@@ -406,6 +410,26 @@ func (n *Node) serve(lns Listeners) error {
 		n.srv = append(n.srv, s)
 	}
 	return nil
+}
+
+// lookupsFirst hands a single-key lookup (GET /multihash/{key}, GET
+// /cid/{key}) to find without matching it in mux, which would hand it
+// there too: a lookup is most of what the listener serves, and the mux's
+// matching cost it a tenth of a raw handler's rate. A path with another
+// '/' after the prefix goes to mux, which cleans it as before.
+func lookupsFirst(find, mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		key, ok := strings.CutPrefix(p, "/multihash/")
+		if !ok {
+			key, ok = strings.CutPrefix(p, "/cid/")
+		}
+		if ok && key != "" && !strings.Contains(key, "/") {
+			find.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // ID returns the node's peer ID.
@@ -553,6 +577,9 @@ func openStore(kind, dir string, cfg Config, pc *pace.Pacer, log *slog.Logger) (
 		if !cfg.IndexSampling {
 			lopts = append(lopts, leveldb.WithoutPopulations())
 		}
+		if cfg.IndexLookupCache != 0 {
+			lopts = append(lopts, leveldb.WithLookupCache(max(cfg.IndexLookupCache, 0)))
+		}
 		if s, err = leveldb.Open(dir, lopts...); err == nil {
 			st = s
 		}
@@ -564,6 +591,9 @@ func openStore(kind, dir string, cfg Config, pc *pace.Pacer, log *slog.Logger) (
 		}
 		if cfg.IndexMemTableSize > 0 {
 			opts = append(opts, pebble.WithMemTableSize(uint64(cfg.IndexMemTableSize)))
+		}
+		if cfg.IndexLookupCache != 0 {
+			opts = append(opts, pebble.WithLookupCache(max(cfg.IndexLookupCache, 0)))
 		}
 		if budget > 0 {
 			// Memtables, logs and MANIFEST sized to the budget: with

@@ -156,7 +156,8 @@ func (p *Pacer) Background() {
 // lookup for as long as it runs.
 func (p *Pacer) Lookups(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer p.Lookup()()
+		p.begin()
+		defer p.inFlight.Add(-1)
 		h.ServeHTTP(w, r)
 	})
 }
@@ -164,10 +165,20 @@ func (p *Pacer) Lookups(h http.Handler) http.Handler {
 // Lookup marks the start of a lookup made otherwise than through
 // [Pacer.Lookups]; the returned function marks its end.
 func (p *Pacer) Lookup() (end func()) {
+	p.begin()
+	return func() { p.inFlight.Add(-1) }
+}
+
+// begin marks the start of a lookup. The time of the last one is stored
+// only when it moved by a millisecond or more: at thousands of lookups a
+// second, a store each would move its cache line between the cores for
+// nothing, as the quiet time is counted in hundreds of milliseconds.
+func (p *Pacer) begin() {
 	p.lookups.Add(1)
 	p.inFlight.Add(1)
-	p.last.Store(int64(p.now()))
-	return func() { p.inFlight.Add(-1) }
+	if now, last := int64(p.now()), p.last.Load(); last < 0 || now-last >= int64(time.Millisecond) {
+		p.last.Store(now)
+	}
 }
 
 // Queried reports whether lookups are running or came within the quiet

@@ -73,6 +73,10 @@ type fileConfig struct {
 	// Config.IndexMemTableSize).
 	IndexCacheSize    int64
 	IndexMemTableSize int64
+	// IndexLookupCache and AnswerCache size the caches of lookups and of
+	// find answers in bytes (Config.IndexLookupCache, Config.AnswerCache).
+	IndexLookupCache int64
+	AnswerCache      int64
 	// IndexRunSize is the sorted runs of a pebble index in bytes
 	// (Config.IndexRunSize); 0 turns them off.
 	IndexRunSize int64
@@ -166,6 +170,8 @@ func defaultFileConfig() fileConfig {
 		GossipPeerRate:     d.GossipPeerRate,
 		IndexCacheSize:     d.IndexCacheSize,
 		IndexMemTableSize:  d.IndexMemTableSize,
+		IndexLookupCache:   d.IndexLookupCache,
+		AnswerCache:        d.AnswerCache,
 		IndexRunSize:       d.IndexRunSize,
 		QueriesFirst:       d.QueriesFirst,
 	}
@@ -199,6 +205,8 @@ func flagSet(c *fileConfig, configPath *string, stderr io.Writer) *flag.FlagSet 
 	fs.BoolVar(&c.IndexSampling, "sampling", c.IndexSampling, "keep each context's whole multihash set beside a pebble or leveldb index, so that the IPNI multihash-sampling API answers from it as its spec says, alike on every node (about doubles the index's disk, a third slower ingest); off: the API answers 501 for contexts without one")
 	fs.BoolVar(&c.IndexFullKeys, "index-full-keys", c.IndexFullKeys, "key a new pebble index on whole multihashes (off: long cryptographic digests are keyed on their first 20 bytes, 12 bytes less per sha2-256 multihash; an existing index keeps its layout)")
 	fs.Int64Var(&c.IndexCacheSize, "index-cache-size", c.IndexCacheSize, "`bytes` of the pebble index's block cache, which finds fill (0: the pebble package's 256 MiB)")
+	fs.Int64Var(&c.IndexLookupCache, "index-lookup-cache", c.IndexLookupCache, "`bytes` of memory a pebble or leveldb index spends on what lookups read of it, so that a multihash looked up again reads no table; exact: writes drop what they change (0: 8 MiB; negative: none)")
+	fs.Int64Var(&c.AnswerCache, "answer-cache", c.AnswerCache, "`bytes` of memory the find API spends on JSON answers kept ready over a pebble or leveldb index, each served while nothing it was built from has changed (0: 8 MiB; negative: none)")
 	fs.Int64Var(&c.IndexMemTableSize, "index-memtable-size", c.IndexMemTableSize, "`bytes` of each of the pebble index's memtables; an ingesting node holds about two (0: the pebble package's 64 MiB)")
 	fs.Int64Var(&c.IndexRunSize, "index-run-size", c.IndexRunSize, "`bytes` of multihashes a pebble index gathers in memory and writes as one sorted table, bypassing memtable and log; a killed node applies the advertisements since its last checkpoint again (0: off, every multihash goes through the memtable)")
 	fs.BoolVar(&c.QueriesFirst, "queries-first", c.QueriesFirst, "let lookups go first while the node ingests: while finds come, ingest keeps a processor of the Go runtime free for them and the index runs one compaction at a time; the program runs with GOMAXPROCS at four per core (unless GOMAXPROCS is set)")
@@ -331,6 +339,8 @@ func (c fileConfig) node(token string, log *slog.Logger) (indexernode.Config, er
 		IndexFullKeys:      c.IndexFullKeys,
 		IndexCacheSize:     c.IndexCacheSize,
 		IndexMemTableSize:  c.IndexMemTableSize,
+		IndexLookupCache:   c.IndexLookupCache,
+		AnswerCache:        c.AnswerCache,
 		IndexRunSize:       c.IndexRunSize,
 		QueriesFirst:       c.QueriesFirst,
 		UnfreezeOnStart:    c.UnfreezeOnStart,
