@@ -414,9 +414,10 @@ func (n *Node) serve(lns Listeners) error {
 
 // lookupsFirst hands a single-key lookup (GET /multihash/{key}, GET
 // /cid/{key}) to find without matching it in mux, which would hand it
-// there too: a lookup is most of what the listener serves, and the mux's
-// matching cost it a tenth of a raw handler's rate. A path with another
-// '/' after the prefix goes to mux, which cleans it as before.
+// there too: a lookup is most of what the listener serves, and matching
+// it (cleaning the path, walking the patterns, allocating) is work the
+// answer does not need. A path with another '/' after the prefix goes to
+// mux, which cleans it as before.
 func lookupsFirst(find, mux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path

@@ -46,14 +46,19 @@ var nodeFindKeys = flag.Int("node-find-keys", 1_000_000, "multihashes in the ind
 // The index holds -node-find-keys random sha2-256 multihashes (1M by
 // default) of 100 providers, in contexts of 1,000, in Pebble on disk
 // (flushed and compacted, as after a while of running) and in memory; the
-// lookups are 10,000 of them. With ingest=on, one goroutine
+// lookups are 10,000 of them, each asked for many times. Over Pebble the
+// node keeps lookups and answers ready (store/pebble's WithLookupCache,
+// scatter/find's WithAnswerCache), so store=pebble measures a working set
+// that fits them; store=pebble-uncached opens the index without a lookup
+// cache, which keeps no answer either: every lookup parses, reads Pebble
+// and encodes. With ingest=on, one goroutine
 // puts random multihashes into the same store at full rate while the
 // clients find, as the walker does (a new context per Put of
 // ingest.DefaultBatchSize multihashes), and ingest-mh/s reports its rate.
 //
-//	go test -run '^$' -bench BenchmarkNodeFind -benchtime 20000x -benchmem ./examples/indexernode/
+//	go test -run '^$' -bench BenchmarkNodeFind -benchtime 40000x -benchmem ./examples/internal/cmd/indexercmd/
 func BenchmarkNodeFind(b *testing.B) {
-	for _, backend := range []string{"pebble", "memory"} {
+	for _, backend := range []string{"pebble", "pebble-uncached", "memory"} {
 		b.Run("store="+backend, func(b *testing.B) {
 			s := openFindBenchStore(b, backend)
 			defer s.Close()
@@ -88,7 +93,11 @@ func openFindBenchStore(b *testing.B, backend string) store.Store {
 	if backend == "memory" {
 		return memory.New()
 	}
-	s, err := pebble.Open(filepath.Join(b.TempDir(), "index"))
+	var opts []pebble.Option
+	if backend == "pebble-uncached" {
+		opts = append(opts, pebble.WithLookupCache(0))
+	}
+	s, err := pebble.Open(filepath.Join(b.TempDir(), "index"), opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
