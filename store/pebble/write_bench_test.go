@@ -104,6 +104,11 @@ var writeRoutes = []writeRoute{
 	{"runs", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
 	}, 0},
+	// "runs" without a lookup cache: what dropping the written keys'
+	// entries costs a write.
+	{"runs-nolookups", func() []ikpebble.Option {
+		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys(), ikpebble.WithLookupCache(0)}
+	}, 0},
 	{"runs-flush64", func() []ikpebble.Option {
 		return []ikpebble.Option{ikpebble.WithSortedRuns(32 << 20), ikpebble.WithDigestPrefixKeys()}
 	}, 64},
