@@ -25,6 +25,11 @@ import (
 // headers (Content-Type, Access-Control-Allow-Origin, Content-Length) are
 // slices shared between answers. A wrapper may Set, Add or Del those
 // headers, as net/http does, but must not write into their value slices.
+//
+// Over a StoreBackend whose store is [store.Versioned], the handler keeps
+// JSON answers of single lookups ready ([WithAnswerCache]) and serves one
+// again while nothing it was built from has changed (see the package
+// documentation).
 type Handler struct {
 	b       Backend
 	cfg     handlerConfig
