@@ -130,15 +130,27 @@ func (s *Store) Get(ctx context.Context, mh multihash.Multihash) ([]store.Value,
 		return nil, err
 	}
 	defer s.opMu.RUnlock()
+	// The IDs and their records are read under both locks (the shard's
+	// first, as everywhere): a record removed between the two reads
+	// could otherwise combine an index read from before a Put with the
+	// records after a later removal, an answer the store never held.
 	var buf [4]uint64
 	sh := s.shardOf(mh)
 	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	s.recs.mu.RLock()
+	defer s.recs.mu.RUnlock()
 	ids := sh.appendIDs(buf[:0], view(mh))
-	sh.mu.RUnlock()
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.recs.appendValues(make([]store.Value, 0, len(ids)), ids), nil
+	vals := make([]store.Value, 0, len(ids))
+	for _, id := range ids {
+		if r := s.recs.byID[id]; r != nil {
+			vals = append(vals, r.v)
+		}
+	}
+	return vals, nil
 }
 
 // Remove implements [store.Index].

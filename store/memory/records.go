@@ -182,18 +182,6 @@ func (rs *records) removeProvider(p peer.ID) {
 	rs.mu.Unlock()
 }
 
-// appendValues appends the values of the live records among ids to dst.
-func (rs *records) appendValues(dst []store.Value, ids []uint64) []store.Value {
-	rs.mu.RLock()
-	for _, id := range ids {
-		if r := rs.byID[id]; r != nil {
-			dst = append(dst, r.v)
-		}
-	}
-	rs.mu.RUnlock()
-	return dst
-}
-
 // deleted returns how many records were ever deleted.
 func (rs *records) deleted() uint64 {
 	rs.mu.RLock()
