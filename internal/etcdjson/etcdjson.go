@@ -139,12 +139,35 @@ type errJSON struct {
 }
 
 // call posts req to path and decodes the answer into resp, failing over
-// across endpoints on a failure to connect or an "unavailable".
+// across endpoints on a failure to connect or an "unavailable". When a
+// member answered "unavailable" (an election under way: "leader changed",
+// "no leader"), it goes over the endpoints again, after 50 ms, then twice
+// as long each time up to 400 ms, for as long as a request may take (the
+// client's timeout) or ctx allows: a cluster that loses its leader elects
+// another within about a second, and its clients should not fail
+// meanwhile. A cluster none of whose members answers fails at once.
 func (c *Client) call(ctx context.Context, path string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 400*time.Millisecond) {
+		electing, err := c.pass(ctx, path, body, resp)
+		if err == nil || !electing || ctx.Err() != nil || time.Since(start)+wait > c.hc.Timeout {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// pass is one try of call over every endpoint. electing reports that a
+// member answered "unavailable".
+func (c *Client) pass(ctx context.Context, path string, body []byte, resp any) (electing bool, err error) {
 	var errs []error
 	start := int(c.cur.Load())
 	for i := range c.eps {
@@ -152,19 +175,22 @@ func (c *Client) call(ctx context.Context, path string, req, resp any) error {
 		err := c.callOne(ctx, c.eps[idx], path, body, resp)
 		if err == nil {
 			c.cur.Store(int32(idx))
-			return nil
+			return false, nil
 		}
 		var ee *Error
-		if errors.As(err, &ee) && ee.Code != codeUnavailable {
-			return err // etcd answered: another member would say the same
+		if errors.As(err, &ee) {
+			if ee.Code != codeUnavailable {
+				return false, err // etcd answered: another member would say the same
+			}
+			electing = true
 		}
 		if ctx.Err() != nil {
-			return err
+			return false, err
 		}
 		errs = append(errs, err)
 	}
 	c.cur.Store(int32((start + 1) % len(c.eps)))
-	return fmt.Errorf("etcdjson: %s: no endpoint answered: %w", path, errors.Join(errs...))
+	return electing, fmt.Errorf("etcdjson: %s: no endpoint answered: %w", path, errors.Join(errs...))
 }
 
 func (c *Client) callOne(ctx context.Context, ep, path string, body []byte, resp any) error {

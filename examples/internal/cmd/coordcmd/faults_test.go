@@ -26,11 +26,15 @@ type watchdog struct {
 	rounds   int
 	partials int
 	stop     chan struct{}
+	once     sync.Once
 	wg       sync.WaitGroup
 }
 
 func watch(y *layer, keys []string, probe func() ([]string, int)) *watchdog {
 	d := &watchdog{stop: make(chan struct{})}
+	// A test that fails before end still stops the probes before it
+	// completes: a probe's Errorf after that panics the whole binary.
+	y.t.Cleanup(d.halt)
 	d.wg.Go(func() {
 		for {
 			select {
@@ -53,10 +57,15 @@ func watch(y *layer, keys []string, probe func() ([]string, int)) *watchdog {
 	return d
 }
 
+// halt stops the probes and waits for the one under way.
+func (d *watchdog) halt() {
+	d.once.Do(func() { close(d.stop) })
+	d.wg.Wait()
+}
+
 func (d *watchdog) end(t *testing.T) {
 	t.Helper()
-	close(d.stop)
-	d.wg.Wait()
+	d.halt()
 	if len(d.bad) > 0 {
 		t.Fatalf("%d broken promises in %d rounds, first: %v", len(d.bad), d.rounds, d.bad[:min(5, len(d.bad))])
 	}
