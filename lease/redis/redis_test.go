@@ -28,7 +28,11 @@ func newStore(t *testing.T, _ *leasetest.Clock, opts ...lease.Option) lease.Stor
 // that must land before a due time, on a loaded machine.
 func TestConformanceRealTime(t *testing.T) {
 	redistest.Client(t, redistest.Addr()) // fail or skip once, not in every subtest
-	leasetest.RunRealTime(t, newStore, 100*time.Millisecond)
+	// Redis keeps a key's expiry in whole milliseconds, compares it
+	// strictly, and reads the time once per event-loop turn: a marker
+	// due exactly when the suite's sleep ends may lapse a millisecond or
+	// two later (PendingMarkerExpires failed so in CI once).
+	leasetest.RunRealTime(t, newStore, 100*time.Millisecond, leasetest.WithLapseLateness(5*time.Millisecond))
 }
 
 func TestNewRejectsBadArguments(t *testing.T) {
