@@ -105,33 +105,37 @@ func (s *shard[K, V]) found(e *centry[K, V]) (v V, ok bool, epoch uint64) {
 }
 
 // getEntryBytes is getBytes returning the entry found, or nil and the
-// shard's epoch.
+// shard's epoch. The caller reads the entry's value after the shard's lock
+// is released, which is safe only in a cache that never sets a value in
+// place (set on an existing key): the lookup cache, whose writers only
+// drop entries.
 func getEntryBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (*centry[string, V], uint64) {
-	s := &c.shards[0]
-	if len(c.shards) > 1 {
-		s = &c.shards[hashBytes(k)>>c.shift]
-	}
+	s := shardOfBytes(c, k, hashBytes)
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	e := s.m[string(k)]
 	if e == nil {
-		epoch := s.epoch
-		s.mu.RUnlock()
-		return nil, epoch
+		return nil, s.epoch
 	}
 	if !e.ref.Load() {
 		e.ref.Store(true)
 	}
-	s.mu.RUnlock()
 	return e, 0
+}
+
+// shardOfBytes is the shard of key k of a cache keyed by strings, given as
+// bytes. hashBytes(k) must equal c.hash(string(k)).
+func shardOfBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) *shard[string, V] {
+	if len(c.shards) == 1 {
+		return &c.shards[0]
+	}
+	return &c.shards[hashBytes(k)>>c.shift]
 }
 
 // getBytes is get for a cache keyed by strings, with the key as bytes: it
 // does not allocate the string. hashBytes(k) must equal c.hash(string(k)).
 func getBytes[V any](c *cache[string, V], k []byte, hashBytes func([]byte) uint64) (v V, ok bool, epoch uint64) {
-	s := &c.shards[0]
-	if len(c.shards) > 1 {
-		s = &c.shards[hashBytes(k)>>c.shift]
-	}
+	s := shardOfBytes(c, k, hashBytes)
 	s.mu.RLock()
 	return s.found(s.m[string(k)])
 }
