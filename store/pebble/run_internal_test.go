@@ -2,6 +2,7 @@ package pebble
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -24,12 +25,16 @@ import (
 func TestRunOracle(t *testing.T) {
 	// 4 MiB: the operands fill much of the table, and sorted walks it; 64
 	// MiB: they are few for it, and sorted walks the records.
+	// Unique: no key repeats, and sorted walks the records trusting that
+	// each is its key's only one.
 	for _, size := range []int{4 << 20, 64 << 20} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) { testRunOracle(t, size) })
+		for _, unique := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%d/unique=%v", size, unique), func(t *testing.T) { testRunOracle(t, size, unique) })
+		}
 	}
 }
 
-func testRunOracle(t *testing.T, size int) {
+func testRunOracle(t *testing.T, size int, unique bool) {
 	r := rand.New(rand.NewPCG(1, 2))
 	x, err := newRun(size, maphash.MakeSeed())
 	if err != nil {
@@ -40,13 +45,20 @@ func testRunOracle(t *testing.T, size int) {
 	var order []string
 	for i := range 20000 {
 		var key []byte
-		if i > 0 && r.IntN(4) == 0 {
+		switch {
+		case !unique && i > 0 && r.IntN(4) == 0:
 			key = []byte(order[r.IntN(len(order))]) // a key seen before
-		} else {
+		case unique && i%2 == 0:
+			key = binary.BigEndian.AppendUint64([]byte{'i'}, r.Uint64()) // a digest behind a shared byte
+			key = binary.BigEndian.AppendUint64(key, r.Uint64())
+		default:
 			key = make([]byte, 1+r.IntN(40))
 			for j := range key {
 				key[j] = byte(r.IntN(4)) // short alphabet: long shared prefixes
 			}
+		}
+		if _, ok := want[string(key)]; ok && unique {
+			continue
 		}
 		op := binary.AppendUvarint(nil, uint64(r.IntN(50))<<1|uint64(r.IntN(2)))
 		if _, ok := want[string(key)]; !ok {
@@ -85,7 +97,7 @@ func testRunOracle(t *testing.T, size int) {
 	if x.find([]byte(order[0])) != 0 || len(x.lookup([]byte(order[0]), nil)) != 0 || slices.ContainsFunc(x.table, func(t uint32) bool { return t != 0 }) {
 		t.Fatal("reset left operands behind")
 	}
-	if size > 4<<20 {
+	if size > 4<<20 || unique {
 		return
 	}
 	// Full: it says so rather than overwrite.
@@ -98,6 +110,41 @@ func testRunOracle(t *testing.T, size int) {
 	}
 	if got := x.lookup(binary.AppendUvarint([]byte("fill"), uint64(n-1)), nil); len(got) != 1 {
 		t.Fatalf("the last operand that fitted: lookup = %x", got)
+	}
+}
+
+// sortPrefixes orders any prefixes as a comparison sort does: random ones,
+// ones sharing leading bytes, few distinct values, and the sizes around
+// its switch to insertion sort.
+func TestSortPrefixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	gens := map[string]func() uint64{
+		"random":      r.Uint64,
+		"shared head": func() uint64 { return 0x6912200000000000 | r.Uint64()>>24 },
+		"few values":  func() uint64 { return uint64(r.IntN(5)) << 40 },
+		"low bytes":   func() uint64 { return uint64(r.IntN(1000)) },
+	}
+	for name, gen := range gens {
+		for _, n := range []int{0, 1, 31, 32, 33, 300, 100000} {
+			o := make([]sortKey, n)
+			for i := range o {
+				o[i] = sortKey{pfx: gen(), rec: uint32(i)}
+			}
+			want := slices.Clone(o)
+			slices.SortStableFunc(want, func(a, b sortKey) int { return cmp.Compare(a.pfx, b.pfx) })
+			sortPrefixes(o, 56)
+			if !slices.EqualFunc(o, want, func(a, b sortKey) bool { return a.pfx == b.pfx }) {
+				t.Fatalf("%s, %d keys: not in order", name, n)
+			}
+			// A permutation: every record once.
+			seen := make([]bool, n)
+			for _, k := range o {
+				if seen[k.rec] {
+					t.Fatalf("%s, %d keys: record %d twice", name, n, k.rec)
+				}
+				seen[k.rec] = true
+			}
+		}
 	}
 }
 
