@@ -141,7 +141,8 @@
 // denied, malformed and dropped; the compaction debt of a Pebble index
 // (pebble_compaction_debt_bytes) and the bytes written into it and
 // rewritten by its compactions (pebble_bytes_in_total,
-// pebble_bytes_compacted_total: their ratio is its write amplification);
+// pebble_bytes_compacted_total: their ratio is its write amplification)
+// and its compactions running (pebble_compactions_running);
 // with -queries-first, whether ingest is paced for lookups now
 // (pace_queried), the turns that waited for them and the threads lowered
 // (pace_turn_waits_total, pace_turn_wait_seconds_total,

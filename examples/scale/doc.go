@@ -28,6 +28,7 @@
 //	-status         5s        interval of the progress lines
 //	-raw            true      run the raw Pebble baseline
 //	-unpaced        true      run the node again with -queries-first=false, the baseline of finds during ingest
+//	-settle         0s        after ingest, wait up to this long for Pebble to owe no compaction; report the CPU with it
 //	-sharded        0         also run the keyspace-sharded layer: the node as an ingest node, this many query nodes
 //	-replication    0         owners of each key with -sharded (0: 2)
 //	-shard-batch-bytes 0      bytes of the ingest node's batches to each query node (0: the writer's 1 MiB)

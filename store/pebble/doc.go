@@ -241,6 +241,27 @@
 //
 //	INDEXKIT_BENCH_KEYS=30000000 go test -run XXX -bench 'BenchmarkWrite/(runs-lbase64$|runs-lbase$)' -benchtime=1x ./store/pebble/
 //
+// At 100M a profile of the node (issue #32) put the runs themselves at 29%
+// of its CPU, most of it waiting on memory: a probe of the run's table that
+// passed another key's slot read that key from the arena to compare it (a
+// cache miss each, in a table three quarters full), collecting the keys
+// walked the table at random, the sort made its comparisons through a
+// closure, and with 4 KiB pages nearly every probe of a 4 MiB table also
+// missed the TLB. A slot now keeps the hash bits an offset does not need
+// (7 in a 32 MiB arena) and a key is read only when they agree; a run whose
+// keys do not repeat is collected in the order it was written; the 8-byte
+// prefixes sort by radix (a third of the time); and arenas of 4 MiB and
+// more are aligned to transparent huge pages and ask for them. A node
+// ingesting 100M multihashes (examples/scale, one run each, back to back,
+// ingest only / with the settling compactions):
+//
+//	100M multihashes                     mh/CPU-s ingest  with settling
+//	before                               303,923          (see below)
+//	hash bits, record order, radix sort  321,905
+//	  and huge pages                     415,627          325,945
+//
+//	make scale SCALE_FLAGS='-mh 100M -raw=false -unpaced=false -probe-rate 0 -settle 20m'
+//
 // The price of the WAL's absence is paid at Flush, each of which writes
 // a table that compactions must merge into the base level; with random
 // keys every small table overlaps all of it. Flushing after every so many

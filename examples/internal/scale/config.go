@@ -85,6 +85,12 @@ type Config struct {
 	// -queries-first=false: the baseline of the first run's finds during
 	// ingest and of its ingest rate.
 	Unpaced bool
+	// Settle, when positive, waits after each node's ingest, up to this
+	// long, until Pebble owes no compaction, and reports the CPU of the
+	// ingest with its settling: what a multihash costs in the end, which
+	// a node that defers compactions does not show in its ingest alone.
+	// The finds after ingest are then timed on the settled index.
+	Settle time.Duration
 
 	// Sharded, when positive, runs the keyspace-sharded layer too, after
 	// the node: the node again as an ingest node (-layout) writing
@@ -277,6 +283,7 @@ func (c *Config) flags(args []string, stderr io.Writer) error {
 	fs.DurationVar(&c.Status, "status", c.Status, "interval of the progress lines")
 	fs.BoolVar(&c.Raw, "raw", c.Raw, "run the raw Pebble baseline")
 	fs.BoolVar(&c.Unpaced, "unpaced", c.Unpaced, "run the node again with -queries-first=false, the baseline of finds during ingest")
+	fs.DurationVar(&c.Settle, "settle", c.Settle, "after ingest, wait up to this long for Pebble to owe no compaction and report the CPU with the settling (0: not)")
 	fs.IntVar(&c.Sharded, "sharded", c.Sharded, "also run the keyspace-sharded layer: the node as an ingest node writing to this `number` of query nodes (0: not)")
 	fs.IntVar(&c.Replication, "replication", c.Replication, "owners of each key with -sharded (0: 2)")
 	fs.IntVar(&c.ShardBatchBytes, "shard-batch-bytes", c.ShardBatchBytes, "`bytes` of the batches the ingest node sends each query node with -sharded (0: 1 MiB)")

@@ -83,6 +83,15 @@
 // counted. From them, per million multihashes: ingest rate, multihashes
 // per CPU-second, CPU-seconds per million, bytes of disk per multihash.
 //
+// With Config.Settle (-settle), each node run then waits, up to that
+// long, until Pebble owes no compaction, and a second table gives the
+// ingest's CPU with the settling's: multihashes per CPU-second with
+// settling, write amplification with settling, disk once settled. A node
+// that leaves compactions owed looks cheaper by its ingest alone; this
+// is the figure to compare across sizes (make scale SCALE_FLAGS='-mh 100M
+// -settle 30m'). The finds after ingest are then timed on the settled
+// index.
+//
 // With Config.Unpaced (on by default) the node runs a second time, on a
 // fresh directory, with -queries-first=false: the baseline of the finds
 // during ingest and of the ingest rate that pacing costs. Both runs serve

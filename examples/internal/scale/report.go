@@ -32,6 +32,45 @@ type Figures struct {
 	// compactions wrote: their ratio is the write amplification. -1 when
 	// unknown. Compactions still owed (Debt) are not in it.
 	BytesIn, BytesRewritten int64
+	// Settled is set when Config.Settle was given: the node's figures
+	// once Pebble owed no compaction, or when Config.Settle ran out.
+	Settled *Settled
+
+	running int64 // compactions in progress, as last read
+}
+
+// Settled is what settling the compaction debt after ingest took.
+type Settled struct {
+	// Wall and CPU are the settling's alone, after the ingest's.
+	Wall, CPU time.Duration
+	// Done is false when Config.Settle ran out with compactions still
+	// to run. Debt is Pebble's estimate at the end: above zero when done
+	// means Pebble stopped compacting while its estimate still counted
+	// bytes (a level not full enough for its compaction score).
+	Done bool
+	Debt int64
+	// BytesRewritten counts the ingest's and the settling's compactions.
+	BytesRewritten int64
+	// Disk is the data directory's allocated bytes once settled.
+	Disk int64
+}
+
+// SettledPerCPU is multihashes per CPU-second of the ingest and its
+// settling together, 0 without Settled.
+func (f Figures) SettledPerCPU() float64 {
+	if f.Settled == nil {
+		return 0
+	}
+	return float64(f.Multihashes) / (f.CPU + f.Settled.CPU).Seconds()
+}
+
+// SettledWriteAmp is the write amplification with the settling's
+// compactions, 0 when unknown.
+func (f Figures) SettledWriteAmp() float64 {
+	if f.Settled == nil || f.BytesIn <= 0 || f.Settled.BytesRewritten < 0 {
+		return 0
+	}
+	return float64(f.Settled.BytesRewritten) / float64(f.BytesIn)
 }
 
 // WriteAmp is the write amplification of the ingest so far: bytes
@@ -153,6 +192,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			float64(n.RSS)/float64(raw.RSS), float64(n.PeakRSS)/float64(raw.PeakRSS), n.DiskPerMh()/raw.DiskPerMh(), ratio(n.Debt, raw.Debt), wa)
 	}
 
+	writeSettled(&b, r)
 	if sf := r.Sharded; sf != nil {
 		writeSharded(&b, r.Node, sf)
 	}
@@ -165,6 +205,34 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSettled writes the settling's table, when the run settled.
+func writeSettled(b *strings.Builder, r *Report) {
+	if r.Node.Settled == nil {
+		return
+	}
+	b.WriteString("\n| ingest, then settled | settle wall s | settle CPU-s | mh/CPU-s with settling | CPU-s/M mh with settling | write amp with settling | disk B/mh settled | debt left MiB |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	row := func(name string, f *Figures) {
+		if f == nil || f.Settled == nil {
+			return
+		}
+		s := f.Settled
+		wa := "—"
+		if f.SettledWriteAmp() > 0 {
+			wa = fmt.Sprintf("%.2f", f.SettledWriteAmp())
+		}
+		left := fmt.Sprintf("%.1f", mib(uint64(max(s.Debt, 0))))
+		if !s.Done {
+			left += " (-settle ran out)"
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %s | %.2f | %s | %.1f | %s |\n", name, s.Wall.Seconds(), s.CPU.Seconds(),
+			perCPU(f.SettledPerCPU()), (f.CPU+s.CPU).Seconds()/float64(f.Multihashes)*1e6, wa,
+			float64(s.Disk)/float64(f.Multihashes), left)
+	}
+	row("indexkit node", &r.Node)
+	row("indexkit node, queries first off", r.Unpaced)
 }
 
 func mib(n uint64) float64 { return float64(n) / (1 << 20) }

@@ -196,6 +196,11 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 	if fd != nil {
 		log.Info("finds during ingest", "node", nr.name, "p50", probe.P50, "p99", probe.P99, "rate", int(probe.Rate))
 	}
+	if c.Settle > 0 && f.Debt >= 0 {
+		if f.Settled, err = settle(ctx, c, n, hc, s1, log); err != nil {
+			return err
+		}
+	}
 	if !nr.finds {
 		if fd != nil {
 			r.Finds = append(r.Finds, probe)
@@ -222,6 +227,63 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 		log.Warn("finds missed multihashes the node ingested", "found", seq.Found, "of", seq.N)
 	}
 	return nil
+}
+
+// settle waits, up to c.Settle, until node n's Pebble is done compacting
+// and measures the wait from s1, the node's counters at the end of its
+// ingest. Done means it owes nothing, or that it has stopped on its own:
+// no compaction running and none finished for three polls a second apart
+// (Pebble's debt estimate can stay above zero where its compaction
+// scores do not ask for one, as with a higher L0 threshold).
+func settle(ctx context.Context, c Config, n *node, hc *http.Client, s1 procSample, log *slog.Logger) (*Settled, error) {
+	start := time.Now()
+	deadline := start.Add(c.Settle)
+	next := start.Add(c.Status)
+	var f Figures
+	idle, zero := 0, 0
+	last := int64(-1)
+	for {
+		if err := pebbleFigures(ctx, hc, n.url("metrics"), &f); err != nil {
+			return nil, err
+		}
+		if f.Debt == 0 {
+			zero++
+		} else {
+			zero = 0
+		}
+		if f.running == 0 && f.BytesRewritten == last {
+			idle++
+		} else {
+			idle = 0
+		}
+		last = f.BytesRewritten
+		now := time.Now()
+		if zero == 2 || idle == 3 || now.After(deadline) {
+			break
+		}
+		if now.After(next) {
+			log.Info("settling", "debt_mib", int(mib(uint64(max(f.Debt, 0)))), "compacted_mib", int(mib(uint64(max(f.BytesRewritten, 0)))),
+				"compactions", f.running, "took", now.Sub(start).Round(time.Second))
+			next = now.Add(c.Status)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	s2, err := readProc(n.pid())
+	if err != nil {
+		return nil, err
+	}
+	disk, err := allocated(n.dir)
+	if err != nil {
+		return nil, err
+	}
+	st := &Settled{Wall: time.Since(start), CPU: s2.CPU - s1.CPU, Done: f.Debt == 0 || idle == 3, Debt: f.Debt,
+		BytesRewritten: f.BytesRewritten, Disk: disk}
+	log.Info("settled", "done", st.Done, "wall", st.Wall.Round(time.Millisecond), "cpu", st.CPU, "debt_mib", int(mib(uint64(max(f.Debt, 0)))))
+	return st, nil
 }
 
 // keepAliveClient is an HTTP client that keeps up to conns connections
@@ -380,6 +442,7 @@ const (
 	debtMetric      = "indexkit_indexer_pebble_compaction_debt_bytes"
 	bytesInMetric   = "indexkit_indexer_pebble_bytes_in_total"
 	rewrittenMetric = "indexkit_indexer_pebble_bytes_compacted_total"
+	runningMetric   = "indexkit_indexer_pebble_compactions_running"
 )
 
 // pebbleFigures reads the node's Pebble figures from its metrics into f:
@@ -409,7 +472,7 @@ func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *F
 		}
 	}
 	var missing []string
-	for name, dst := range map[string]*int64{debtMetric: &f.Debt, bytesInMetric: &f.BytesIn, rewrittenMetric: &f.BytesRewritten} {
+	for name, dst := range map[string]*int64{debtMetric: &f.Debt, bytesInMetric: &f.BytesIn, rewrittenMetric: &f.BytesRewritten, runningMetric: &f.running} {
 		v, ok := vals[name]
 		if !ok {
 			missing = append(missing, name)

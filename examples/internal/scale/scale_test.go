@@ -60,6 +60,7 @@ func TestRun(t *testing.T) {
 				c.Multihashes = 4000 // about 120 ads per publisher, each verified: slow under -race
 			}
 			c.Samples, c.Clients, c.ProbeRate = 200, 8, 200
+			c.Settle = time.Minute
 			c.Dir, c.Exe = t.TempDir(), exe
 			c.NodeFlags = []string{"-log-level", "info"} // passed through, harmless
 			r, err := scale.Run(t.Context(), c)
@@ -72,6 +73,9 @@ func TestRun(t *testing.T) {
 			}
 			if n.BytesIn <= 0 || n.BytesRewritten < 0 {
 				t.Errorf("node's Pebble figures missing: %+v", n)
+			}
+			if st := n.Settled; st == nil || !st.Done || st.CPU < 0 || st.BytesRewritten < n.BytesRewritten || st.Disk <= 0 {
+				t.Errorf("settling figures missing or unsettled: %+v", st)
 			}
 			if u := r.Unpaced; u == nil || u.Multihashes != n.Multihashes || u.Wall <= 0 || u.RSS == 0 || u.Disk <= 0 {
 				t.Errorf("figures of the node with queries first off missing: %+v", u)
@@ -104,6 +108,7 @@ func TestRun(t *testing.T) {
 			}
 			for _, want := range []string{"| indexkit node |", "| raw Pebble, same keys |", "| node / raw |",
 				"| indexkit node, queries first off |", "| queries first / off |", "queries first off, during ingest",
+				"| ingest, then settled |",
 				"shape " + shape, "node, 8 clients, after ingest", "during ingest", "raw Pebble get, 8 goroutines"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("the tables lack %q:\n%s", want, out.String())

@@ -145,7 +145,8 @@ func (m *metrics) unverifiedStats(stats func() ingest.UnverifiedStats) {
 // Pebble index (the bytes compactions would have to rewrite to bring the
 // LSM back to its shape, which grows when writes outrun compactions) and
 // the bytes written into it and rewritten by its flushes and compactions,
-// whose ratio is its write amplification. Other stores export nothing.
+// whose ratio is its write amplification, and the compactions running.
+// Other stores export nothing.
 func (m *metrics) pebbleStats(st store.Store) {
 	ps, ok := st.(*pebble.Store)
 	if !ok {
@@ -162,7 +163,11 @@ func (m *metrics) pebbleStats(st store.Store) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: metricPrefix + "pebble_bytes_compacted_total",
 			Help: "Bytes the index's Pebble compactions and flushes wrote: over pebble_bytes_in_total, its write amplification.",
-		}, func() float64 { _, c := pebble.WriteBytes(ps.Pebble().Metrics()); return float64(c) }))
+		}, func() float64 { _, c := pebble.WriteBytes(ps.Pebble().Metrics()); return float64(c) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: metricPrefix + "pebble_compactions_running",
+			Help: "Compactions of the index's Pebble in progress.",
+		}, func() float64 { return float64(ps.Pebble().Metrics().Compact.NumInProgress) }))
 }
 
 // paceStats exports, read at scrape time, what the node's pacer did to
