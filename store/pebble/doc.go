@@ -255,12 +255,19 @@
 // ingesting 100M multihashes (examples/scale, one run each, back to back,
 // ingest only / with the settling compactions):
 //
-//	100M multihashes                     mh/CPU-s ingest  with settling
-//	before                               303,923          (see below)
+//	100M multihashes                     mh/CPU-s ingest   with settling
+//	before (two runs)                    286,985, 303,923  256,601
 //	hash bits, record order, radix sort  321,905
-//	  and huge pages                     415,627          325,945
+//	  and huge pages (two runs)          357,295, 415,627  280,630, 325,945
 //
 //	make scale SCALE_FLAGS='-mh 100M -raw=false -unpaced=false -probe-rate 0 -settle 20m'
+//
+// Measured and not kept: compression on the last level only (tables
+// above it uncompressed, as transient): 282,135, and 34.2 bytes of disk
+// per multihash against 28.2 right after the load, the larger tables
+// costing more to move than Snappy saved; an L0 compaction threshold of 8
+// instead of 2 (more runs merged at once): 393,561 and 307,805 with
+// settling, inside the spread of the default.
 //
 // The price of the WAL's absence is paid at Flush, each of which writes
 // a table that compactions must merge into the base level; with random
