@@ -67,7 +67,7 @@ func OpenDatastore(dir string, budget int64, log *slog.Logger) (*dspebble.Datast
 	}
 	o.FS = growLogs(nil)
 	ds, err := dspebble.NewDatastore(dir, dspebble.WithPebbleOpts(o), dspebble.WithPebbleWriteOptions(pebble.Sync),
-		dspebble.WithCacheSize(datastoreCache))
+		dspebble.WithCacheSize(datastoreCache+2*datastoreMemTable)) // memtables count against it: see pebbleOptions
 	if err != nil {
 		return nil, fmt.Errorf("pebble: datastore %s: %w", dir, err)
 	}

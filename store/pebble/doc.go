@@ -111,7 +111,11 @@
 //
 // [DefaultOptions] is tuned for ingest: 64 MiB memtables and a high L0
 // stop-writes threshold, so that writes do not stall, with a 256 MiB block
-// cache ([WithCacheSize]) and bloom filters above the last level. The
+// cache ([WithCacheSize]) and bloom filters above the last level. Pebble
+// counts its live memtables against the block cache, so Open makes the
+// cache two memtables larger than asked: until issue #32, a node's 32 MiB
+// cache beside its 32 MiB memtables held no block at all, and each lookup
+// read its filter, index and data blocks from the files. The
 // memtable size also sizes the disk: Pebble preallocates each write-ahead
 // log to 110% of it, some 70 MiB by default however little is stored.
 // Open and [OpenDatastore] let a log's preallocation grow with what it

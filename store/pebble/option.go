@@ -70,7 +70,13 @@ func (c *config) pebbleOptions() (*pebble.Options, func()) {
 		o.Logger = slogLogger{c.logger}
 	}
 	if o.Cache == nil && c.cacheSize > 0 {
-		cache := pebble.NewCache(c.cacheSize)
+		// Pebble counts each memtable it holds, the one being written and
+		// the spare it keeps for the next, against the block cache
+		// (Cache.Reserve): a cache no larger than two memtables held no
+		// block at all, and every lookup read its filter, index and data
+		// blocks from the files. The memtables' share goes on top, so that
+		// the cache holds cacheSize bytes of blocks.
+		cache := pebble.NewCache(c.cacheSize + 2*int64(o.MemTableSize))
 		o.Cache = cache
 		return o, func() { o.Cache = nil; cache.Unref() }
 	}
@@ -91,7 +97,9 @@ func WithOptions(o *pebble.Options) Option {
 }
 
 // WithCacheSize sets the block cache size in bytes (256 MiB by default); 0
-// leaves Pebble's own default.
+// leaves Pebble's own default. The cache Open makes is larger by two
+// memtables, which Pebble counts against it while they live: n is what
+// the blocks get.
 func WithCacheSize(n int64) Option {
 	return func(c *config) error {
 		if n < 0 {
