@@ -1,6 +1,7 @@
 package pebble
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -29,6 +30,11 @@ func TestBlockCacheBesideMemtables(t *testing.T) {
 		}
 	}
 	if err := s.Pebble().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// One compaction of everything, waited for: no background compaction
+	// replaces the tables (and their cached blocks) between the lookups.
+	if err := s.Pebble().Compact(context.Background(), []byte{0}, bytes.Repeat([]byte{0xff}, 64), true); err != nil {
 		t.Fatal(err)
 	}
 	// A lookup that goes to the tables (the store's lookup cache would
