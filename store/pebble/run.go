@@ -467,15 +467,15 @@ func (x *run) sorted(order *[]sortKey, fn func(key, value []byte) error) error {
 		copy(p[:], x.key(t-1))
 		o = append(o, sortKey{binary.BigEndian.Uint64(p[:]), t})
 	}
+	unique := x.ops == x.n
 	switch {
-	case x.ops == x.n || x.ops < len(x.table)/8:
+	case unique || x.ops < len(x.table)/8:
 		// Every key once (the usual run of random digests), or few
 		// operands in a large table (a Flush soon after the last
 		// rotation): walk the records in the order they were written,
 		// keeping each key's newest, every record when no key repeats.
 		// In order, the arena is read at the speed of memory; through the
 		// table, each key cost a cache miss.
-		unique := x.ops == x.n
 		for off := 0; off < x.used; {
 			h := x.rec[off:]
 			kl, ol := binary.LittleEndian.Uint16(h[4:]), binary.LittleEndian.Uint16(h[6:])

@@ -35,8 +35,6 @@ type Figures struct {
 	// Settled is set when Config.Settle was given: the node's figures
 	// once Pebble owed no compaction, or when Config.Settle ran out.
 	Settled *Settled
-
-	running int64 // compactions in progress, as last read
 }
 
 // Settled is what settling the compaction debt after ingest took.

@@ -187,7 +187,7 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 	if f.Disk, err = allocated(n.dir); err != nil {
 		return err
 	}
-	if err := pebbleFigures(ctx, hc, n.url("metrics"), f); err != nil {
+	if _, err := pebbleFigures(ctx, hc, n.url("metrics"), f); err != nil {
 		log.Warn("no Pebble figures", "err", err)
 	}
 	log.Info("ingested", "node", nr.name, "multihashes", f.Multihashes, "wall", wall.Round(time.Millisecond),
@@ -243,7 +243,8 @@ func settle(ctx context.Context, c Config, n *node, hc *http.Client, s1 procSamp
 	idle, zero := 0, 0
 	last := int64(-1)
 	for {
-		if err := pebbleFigures(ctx, hc, n.url("metrics"), &f); err != nil {
+		running, err := pebbleFigures(ctx, hc, n.url("metrics"), &f)
+		if err != nil {
 			return nil, err
 		}
 		if f.Debt == 0 {
@@ -251,7 +252,7 @@ func settle(ctx context.Context, c Config, n *node, hc *http.Client, s1 procSamp
 		} else {
 			zero = 0
 		}
-		if f.running == 0 && f.BytesRewritten == last {
+		if running == 0 && f.BytesRewritten == last {
 			idle++
 		} else {
 			idle = 0
@@ -263,7 +264,7 @@ func settle(ctx context.Context, c Config, n *node, hc *http.Client, s1 procSamp
 		}
 		if now.After(next) {
 			log.Info("settling", "debt_mib", int(mib(uint64(max(f.Debt, 0)))), "compacted_mib", int(mib(uint64(max(f.BytesRewritten, 0)))),
-				"compactions", f.running, "took", now.Sub(start).Round(time.Second))
+				"compactions", running, "took", now.Sub(start).Round(time.Second))
 			next = now.Add(c.Status)
 		}
 		select {
@@ -446,20 +447,21 @@ const (
 )
 
 // pebbleFigures reads the node's Pebble figures from its metrics into f:
-// the compaction debt and the bytes written in and rewritten.
-func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *Figures) error {
+// the compaction debt and the bytes written in and rewritten. It returns
+// the compactions running.
+func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *Figures) (running int64, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL+"/metrics", nil)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	vals := make(map[string]int64)
 	for line := range strings.SplitSeq(string(body), "\n") {
@@ -472,7 +474,7 @@ func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *F
 		}
 	}
 	var missing []string
-	for name, dst := range map[string]*int64{debtMetric: &f.Debt, bytesInMetric: &f.BytesIn, rewrittenMetric: &f.BytesRewritten, runningMetric: &f.running} {
+	for name, dst := range map[string]*int64{debtMetric: &f.Debt, bytesInMetric: &f.BytesIn, rewrittenMetric: &f.BytesRewritten, runningMetric: &running} {
 		v, ok := vals[name]
 		if !ok {
 			missing = append(missing, name)
@@ -481,9 +483,9 @@ func pebbleFigures(ctx context.Context, hc *http.Client, metricsURL string, f *F
 		*dst = v
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the node's metrics have no %s", strings.Join(missing, ", "))
+		return running, fmt.Errorf("the node's metrics have no %s", strings.Join(missing, ", "))
 	}
-	return nil
+	return running, nil
 }
 
 // runRaw runs the raw baseline child into r.
