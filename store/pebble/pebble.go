@@ -149,15 +149,15 @@ func (e *engine) Get(key []byte, fn func(value []byte) error) error {
 // not have yet: Pebble's value, then the runs' operands over it.
 func (e *engine) getIndex(key []byte, fn func(value []byte) error) error {
 	r := e.runs
-	r.gate.RLock()
-	defer r.gate.RUnlock()
+	view := r.pin() // before Pebble: a run not in view is in Pebble already
+	defer view.unpin()
 	v, closer, err := e.db.Get(key)
 	found := err == nil
 	if err != nil && !errors.Is(err, pebble.ErrNotFound) {
 		return err
 	}
 	var opsBuf [4][]byte
-	ops := r.view.Load().opsFor(key, opsBuf[:0])
+	ops := view.opsFor(key, opsBuf[:0])
 	if len(ops) == 0 {
 		if !found {
 			return kv.ErrNotFound
