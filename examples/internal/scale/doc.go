@@ -105,10 +105,16 @@
 // (ChildCommand "finder", so that the publishers' CPU does not delay the
 // client) finds Config.ProbeRate multihashes a second (1,000 by default)
 // among those the node's status already counts as indexed, on a fixed
-// schedule whatever the answers' latency (an open loop, up to 64
-// requests in flight), each timed from the moment the schedule gave it:
-// the find latency while the node ingests at full rate, with no slow
-// answer hiding the ones it delayed. The baseline times in-process point
+// schedule whatever the answers' latency (an open loop: 64 senders, each
+// on a connection of its own with every 64th slot of the schedule): the
+// find latency while the node ingests at full rate. A find is timed from
+// its slot, so that no slow answer hides the ones it delayed (a sender
+// still waiting for an answer when its next slot comes counts that find
+// from the slot), except for what the finder itself adds: a sender its
+// timer woke after its slot counts from when it woke. Go's timers on Linux
+// sleep in whole milliseconds, so that lateness is half a millisecond at
+// the median, more when the finder waits for the shared cores; the table
+// reports it in a column of its own. The baseline times in-process point
 // gets of as many multihashes, from 1 and Config.Clients goroutines.
 //
 // [Report.WriteTable] prints two markdown tables, ingest (node, raw, and

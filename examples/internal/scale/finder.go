@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,10 +103,17 @@ func (f *finder) finish(ctx context.Context) (Latency, error) {
 // node has indexed (by the counts read from standard input, one line of
 // comma-separated counts per update) at -rate a second on a fixed
 // schedule, whatever the answers' latency (an open loop, as real clients
-// are), on up to finderConns connections. A lookup's latency counts from
-// the time the schedule gave it, not from when a connection was free, so
-// that a slow node is not hidden by lookups sent late. It stops when
-// standard input closes and prints the timing as JSON.
+// are), from finderConns senders, each on a connection of its own and
+// with every finderConns-th slot of the schedule. A lookup's latency
+// counts from its slot, so that a slow node is not hidden by lookups sent
+// late: a sender still waiting for its previous answer when its next slot
+// comes counts that lookup from the slot. What the finder itself adds is
+// not counted: a sender whose timer woke it after its slot (Go's timers on
+// Linux sleep in whole milliseconds of epoll_wait, so a wake-up is up to a
+// millisecond late, half of one on average, before the finder's threads
+// wait for the two shared cores) counts from when it woke. That lateness
+// is reported apart, as Latency.Late. It stops when standard input closes
+// and prints the timing as JSON.
 func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("finder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -141,30 +149,67 @@ func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	hc := keepAliveClient(finderConns)
 	defer hc.CloseIdleConnections()
-	type lookup struct {
-		at time.Time
-		s  sample
-	}
-	jobs := make(chan lookup, finderConns)
 	var (
 		mu    sync.Mutex
 		lat   []time.Duration
+		late  []time.Duration
 		found int
+		sent  int
+		first time.Time
 		errs  []error
 	)
+	every := time.Duration(float64(time.Second) / *rate)
+	start := time.Now()
 	var wg sync.WaitGroup
-	for range finderConns {
+	for k := range finderConns {
 		wg.Go(func() {
-			for j := range jobs {
-				ok, err := find(ctx, hc, *findURL, j.s)
-				d := time.Since(j.at)
+			rng := rand.New(rand.NewPCG(*seed, 17+uint64(k)))
+			key := make([]byte, 0, 64)
+			t := time.NewTimer(time.Hour)
+			defer t.Stop()
+			for slot := start.Add(time.Duration(k) * every); ; slot = slot.Add(finderConns * every) {
+				from := slot
+				if d := time.Until(slot); d > 0 {
+					t.Reset(d)
+					select {
+					case <-stop:
+						return
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+					if now := time.Now(); now.After(slot) {
+						from = now
+					}
+				} else {
+					select {
+					case <-stop:
+						return
+					case <-ctx.Done():
+						return
+					default:
+					}
+				}
+				i := rng.IntN(len(seeds))
+				n := counts[i].Load()
+				if n == 0 {
+					continue // nothing of this chain is indexed yet
+				}
+				key = chaingen.AppendMultihash(key[:0], seeds[i], rng.Uint64N(n))
+				ok, err := find(ctx, hc, *findURL, sample{multihash.Multihash(key), provs[i]})
+				d := time.Since(from)
 				mu.Lock()
+				sent++
+				if first.IsZero() || slot.Before(first) {
+					first = slot
+				}
 				if err != nil {
 					if len(errs) < 5 {
 						errs = append(errs, err)
 					}
 				} else {
 					lat = append(lat, d)
+					late = append(late, from.Sub(slot))
 					if ok {
 						found++
 					}
@@ -173,40 +218,6 @@ func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			}
 		})
 	}
-
-	rng := rand.New(rand.NewPCG(*seed, 17))
-	every := time.Duration(float64(time.Second) / *rate)
-	start := time.Now()
-	next := start
-	var first time.Time
-	sent := 0
-	key := make([]byte, 0, 64)
-dispatch:
-	for {
-		if d := time.Until(next); d > 0 {
-			select {
-			case <-stop:
-				break dispatch
-			case <-ctx.Done():
-				break dispatch
-			case <-time.After(d):
-			}
-		}
-		at := next
-		next = next.Add(every)
-		i := rng.IntN(len(seeds))
-		n := counts[i].Load()
-		if n == 0 {
-			continue // nothing of this chain is indexed yet
-		}
-		if first.IsZero() {
-			first = at
-		}
-		key = chaingen.AppendMultihash(key[:0], seeds[i], rng.Uint64N(n))
-		jobs <- lookup{at, sample{multihash.Multihash(append([]byte(nil), key...)), provs[i]}}
-		sent++
-	}
-	close(jobs)
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -220,5 +231,9 @@ dispatch:
 	}
 	l := latencyOf("", lat, wall)
 	l.Found = found
+	if len(late) > 0 {
+		slices.Sort(late)
+		l.Late = &Late{P50: late[len(late)/2], P99: late[min(len(late)-1, len(late)*99/100)]}
+	}
 	return json.NewEncoder(stdout).Encode(l)
 }

@@ -194,7 +194,11 @@ func runNode(ctx context.Context, c Config, r *Report, pubs []*publisher, tmp st
 		"cpu", f.CPU, "mh_per_cpu_s", int(f.PerCPU()), "rss_mib", int(mib(f.RSS)),
 		"disk_b_per_mh", fmt.Sprintf("%.1f", f.DiskPerMh()), "write_amp", fmt.Sprintf("%.2f", f.WriteAmp()))
 	if fd != nil {
-		log.Info("finds during ingest", "node", nr.name, "p50", probe.P50, "p99", probe.P99, "rate", int(probe.Rate))
+		args := []any{"node", nr.name, "p50", probe.P50, "p99", probe.P99, "rate", int(probe.Rate)}
+		if probe.Late != nil {
+			args = append(args, "sent_late_p50", probe.Late.P50, "sent_late_p99", probe.Late.P99)
+		}
+		log.Info("finds during ingest", args...)
 	}
 	if c.Settle > 0 && f.Debt >= 0 {
 		if f.Settled, err = settle(ctx, c, n, hc, s1, log); err != nil {

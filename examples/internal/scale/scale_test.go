@@ -96,6 +96,9 @@ func TestRun(t *testing.T) {
 					if l.Found != l.N { // only multihashes the node reported indexed are probed
 						t.Errorf("%s: found %d of %d", l.Name, l.Found, l.N)
 					}
+					if l.N > 0 && (l.Late == nil || l.Late.P50 < 0 || l.Late.P99 < l.Late.P50) {
+						t.Errorf("%s: the finder's own lateness is %+v, want it measured", l.Name, l.Late)
+					}
 					continue
 				}
 				if l.N == 0 || l.Found != l.N || l.P50 <= 0 || l.P99 < l.P50 {
