@@ -69,8 +69,8 @@ func Open(dir string, opts ...Option) (*Store, error) {
 
 // DefaultOptions returns the Pebble options Open uses when none are given:
 // 64 MiB memtables and a high L0 stop threshold so that ingest does not
-// stall, a 256 MiB block cache, and bloom filters on every level but the
-// last. A fresh value is returned on every call.
+// stall, a 256 MiB base level, a 256 MiB block cache, and bloom filters on
+// every level but the last. A fresh value is returned on every call.
 func DefaultOptions() *pebble.Options {
 	o := &pebble.Options{
 		Merger:                      Merger,
@@ -78,7 +78,7 @@ func DefaultOptions() *pebble.Options {
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       2,
 		L0StopWritesThreshold:       1000,
-		LBaseMaxBytes:               64 << 20,
+		LBaseMaxBytes:               256 << 20,
 		BytesPerSync:                10 << 20,
 		WALBytesPerSync:             10 << 20,
 		CompactionConcurrencyRange:  func() (int, int) { return 1, 2 },
