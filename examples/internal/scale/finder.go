@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -160,6 +159,8 @@ func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	)
 	every := time.Duration(float64(time.Second) / *rate)
 	start := time.Now()
+	due := make(chan time.Time) // a slot already due: no wait
+	close(due)
 	var wg sync.WaitGroup
 	for k := range finderConns {
 		wg.Go(func() {
@@ -168,27 +169,21 @@ func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			t := time.NewTimer(time.Hour)
 			defer t.Stop()
 			for slot := start.Add(time.Duration(k) * every); ; slot = slot.Add(finderConns * every) {
-				from := slot
+				var wake <-chan time.Time = due
 				if d := time.Until(slot); d > 0 {
 					t.Reset(d)
-					select {
-					case <-stop:
-						return
-					case <-ctx.Done():
-						return
-					case <-t.C:
-					}
-					if now := time.Now(); now.After(slot) {
-						from = now
-					}
-				} else {
-					select {
-					case <-stop:
-						return
-					case <-ctx.Done():
-						return
-					default:
-					}
+					wake = t.C
+				}
+				select {
+				case <-stop:
+					return
+				case <-ctx.Done():
+					return
+				case <-wake:
+				}
+				from := slot
+				if now := time.Now(); wake != due && now.After(slot) {
+					from = now // the timer woke late: the finder's delay, not the node's
 				}
 				i := rng.IntN(len(seeds))
 				n := counts[i].Load()
@@ -232,8 +227,8 @@ func finderMain(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	l := latencyOf("", lat, wall)
 	l.Found = found
 	if len(late) > 0 {
-		slices.Sort(late)
-		l.Late = &Late{P50: late[len(late)/2], P99: late[min(len(late)-1, len(late)*99/100)]}
+		l.Late = new(Late)
+		l.Late.P50, l.Late.P99 = percentiles(late)
 	}
 	return json.NewEncoder(stdout).Encode(l)
 }

@@ -117,12 +117,17 @@ func latencyOf(name string, lat []time.Duration, wall time.Duration) Latency {
 	if len(lat) == 0 {
 		return l
 	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	l.P50 = s[len(s)*50/100]
-	l.P99 = s[min(len(s)-1, len(s)*99/100)]
+	l.P50, l.P99 = percentiles(lat)
 	l.Rate = float64(len(lat)) / wall.Seconds()
 	return l
+}
+
+// percentiles returns the median and the 99th percentile of the
+// non-empty d, which it leaves as it is.
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
 }
 
 // Report is what [Run] measured.
