@@ -125,6 +125,10 @@ func (e *engine) NewBatch() kv.Batch {
 	return b
 }
 
+// IndexOrderFree implements [kv.OrderFreeIndex]: sorted runs sort a whole
+// run when they apply it, so a batch's index operands need no order.
+func (e *engine) IndexOrderFree() bool { return e.runs != nil }
+
 func isIndexKey(key []byte) bool { return len(key) > 0 && key[0] == kv.IndexPrefix }
 
 func (e *engine) Get(key []byte, fn func(value []byte) error) error {

@@ -91,8 +91,11 @@ type DB struct {
 	popFrom uint64
 	popMu   [popStripes]popStripe
 	pops    *cache[uint64, *popIndex]
-	noPops  bool         // Config.NoPopulations
-	scans   atomic.Int64 // population scans, for tests
+	noPops  bool // Config.NoPopulations
+	// orderFree is set when the engine takes index writes in any order
+	// ([OrderFreeIndex]).
+	orderFree bool
+	scans     atomic.Int64 // population scans, for tests
 
 	// countOver is the Size at which CountEntries last found more than
 	// CountLimit multihashes (0: it has not, or counted since).
@@ -131,6 +134,9 @@ func Open(eng Engine, cfg Config) (*DB, error) {
 		maxBatch:   cfg.MaxBatch,
 		countLimit: CountLimit,
 		noPops:     cfg.NoPopulations,
+	}
+	if o, ok := eng.(OrderFreeIndex); ok {
+		db.orderFree = o.IndexOrderFree()
 	}
 	db.newCaches(cfg.RecordCache)
 	switch {

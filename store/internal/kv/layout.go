@@ -80,9 +80,9 @@ type MergeBatch interface {
 
 // layout is the code behind a Layout.
 type layout interface {
-	// write adds (or, with del, removes) the entries of sorted, in
-	// ascending byte order, for id.
-	write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error
+	// write adds (or, with del, removes) the entries of mhs for id, in
+	// the order given (see DB.indexOrder).
+	write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error
 	// lookup appends the record IDs of mh to sc.ids.
 	lookup(eng Engine, mh []byte, sc *lookupScratch) error
 	// lookupKey appends to dst the key that lookup reads for mh: the
@@ -104,9 +104,9 @@ type layout interface {
 // entriesLayout implements Entries.
 type entriesLayout struct{}
 
-func (entriesLayout) write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error {
+func (entriesLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
 	key := make([]byte, 0, 64)
-	for _, mh := range sorted {
+	for _, mh := range mhs {
 		key = appendIndexKey(key[:0], mh, id)
 		var err error
 		if del {
@@ -189,11 +189,11 @@ func (l mergedLayout) key(dst []byte, mh []byte) []byte {
 	return append(dst, 0)
 }
 
-func (l mergedLayout) write(b Batch, sorted []multihash.Multihash, id uint64, del bool) error {
+func (l mergedLayout) write(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
 	mb := b.(MergeBatch)
 	op := appendOp(nil, id, del)
 	key := make([]byte, 0, 64)
-	for _, mh := range sorted {
+	for _, mh := range mhs {
 		if err := mb.Merge(l.key(key[:0], mh), op); err != nil {
 			return err
 		}
@@ -338,8 +338,21 @@ func sortMultihashes(mhs []multihash.Multihash) *sortedMultihashes {
 	return s
 }
 
+// indexOrder returns the multihashes of a batch for record id in the
+// order their index entries are written, and what to release after:
+// as given (nothing to release) when the engine takes index writes in any
+// order and id has no population entries, else a sorted copy.
+func (db *DB) indexOrder(mhs []multihash.Multihash, id uint64) ([]multihash.Multihash, *sortedMultihashes) {
+	if db.orderFree && id < db.popFrom {
+		return mhs, nil
+	}
+	s := sortMultihashes(mhs)
+	return s.mhs, s
+}
+
+// release returns s to the pool; a nil s is nothing to release.
 func (s *sortedMultihashes) release() {
-	if cap(s.mhs) > 2*DefaultMaxBatch {
+	if s == nil || cap(s.mhs) > 2*DefaultMaxBatch {
 		return
 	}
 	clear(s.mhs)

@@ -89,16 +89,16 @@ func (db *DB) lookupIDs(mh multihash.Multihash, sc *lookupScratch) (*centry[stri
 	return db.looks.fill(key, l, l.cost(key), epoch), nil
 }
 
-// beginIndexWrite starts a write of the index keys of sorted in the lookup
+// beginIndexWrite starts a write of the index keys of mhs in the lookup
 // cache: their entries are dropped, and the shards they fall in take no
 // fill until endIndexWrite. It returns the shards, for endIndexWrite.
-func (db *DB) beginIndexWrite(sorted []multihash.Multihash) (shards uint64) {
+func (db *DB) beginIndexWrite(mhs []multihash.Multihash) (shards uint64) {
 	c := db.looks
 	if c == nil {
 		return 0
 	}
 	var buf [80]byte
-	for _, mh := range sorted {
+	for _, mh := range mhs {
 		key := db.layout.lookupKey(buf[:0], mh)
 		i := 0
 		if len(c.shards) > 1 {

@@ -97,17 +97,18 @@ func parsePopKey(key []byte) (id uint64, mh []byte, ok bool) {
 }
 
 // writeIndex writes to b the index entries and the population entries of
-// sorted (ascending byte order) for record id: set, or deleted with del.
+// mhs for record id, in the order indexOrder gave them (sorted whenever id
+// has a population): set, or deleted with del.
 // A record below popFrom predates populations and gets none.
-func (db *DB) writeIndex(b Batch, sorted []multihash.Multihash, id uint64, del bool) error {
-	if err := db.layout.write(b, sorted, id, del); err != nil {
+func (db *DB) writeIndex(b Batch, mhs []multihash.Multihash, id uint64, del bool) error {
+	if err := db.layout.write(b, mhs, id, del); err != nil {
 		return err
 	}
 	if id < db.popFrom {
 		return nil
 	}
 	key := make([]byte, 0, 64)
-	for _, mh := range sorted {
+	for _, mh := range mhs {
 		key = popKey(key[:0], id, mh)
 		var err error
 		if del {
@@ -122,14 +123,14 @@ func (db *DB) writeIndex(b Batch, sorted []multihash.Multihash, id uint64, del b
 	return nil
 }
 
-// commitIndex commits b, which writeIndex filled with the entries of sorted
+// commitIndex commits b, which writeIndex filled with the entries of mhs
 // for record id, in order with Sample and with the lookup cache.
-func (db *DB) commitIndex(b Batch, id uint64, sorted []multihash.Multihash) error {
+func (db *DB) commitIndex(b Batch, id uint64, mhs []multihash.Multihash) error {
 	st := db.stripe(id)
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	defer st.gen.Add(1)
-	defer db.endIndexWrite(db.beginIndexWrite(sorted))
+	defer db.endIndexWrite(db.beginIndexWrite(mhs))
 	return b.Commit()
 }
 

@@ -79,12 +79,12 @@ func (db *DB) ensureRecord(key []byte, v store.Value, create bool, first []multi
 	if len(first) > 0 {
 		db.indexMu.RLock()
 		defer db.indexMu.RUnlock()
-		sorted := sortMultihashes(first)
-		defer sorted.release()
-		if err := db.writeIndex(b, sorted.mhs, id, false); err != nil {
+		ordered, s := db.indexOrder(first, id)
+		defer s.release()
+		if err := db.writeIndex(b, ordered, id, false); err != nil {
 			return ctxInfo{}, false, false, err
 		}
-		commit = func() error { return db.commitIndex(b, id, sorted.mhs) }
+		commit = func() error { return db.commitIndex(b, id, ordered) }
 	}
 	db.recs.begin(id)
 	if old == nil {
@@ -163,12 +163,12 @@ func (db *DB) commitEntries(mhs []multihash.Multihash, id uint64, del bool) erro
 	defer db.indexMu.RUnlock()
 	b := db.eng.NewBatch()
 	defer b.Close()
-	sorted := sortMultihashes(mhs)
-	defer sorted.release()
-	if err := db.writeIndex(b, sorted.mhs, id, del); err != nil {
+	ordered, s := db.indexOrder(mhs, id)
+	defer s.release()
+	if err := db.writeIndex(b, ordered, id, del); err != nil {
 		return err
 	}
-	return db.commitIndex(b, id, sorted.mhs)
+	return db.commitIndex(b, id, ordered)
 }
 
 // Get implements [store.Index].
