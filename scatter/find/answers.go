@@ -42,11 +42,14 @@ type answer struct {
 }
 
 // current reports whether nothing a's answer was built from has changed.
-func (a *answer) current() bool {
-	if !a.ver.Current() {
+func (a *answer) current() bool { return current(a.ver, a.provs) }
+
+// current reports whether ver and every version of provs are current.
+func current(ver store.Version, provs []store.Version) bool {
+	if !ver.Current() {
 		return false
 	}
-	for _, p := range a.provs {
+	for _, p := range provs {
 		if !p.Current() {
 			return false
 		}
@@ -83,12 +86,13 @@ func (c *answers) get(path string) *answer {
 // put keeps body (nil: no results) as the answer of path, built from what
 // ver and provs are the versions of. It keeps nothing already stale.
 func (c *answers) put(path string, body []byte, ver store.Version, provs []store.Version) {
-	a := &answer{ver: ver, provs: provs, cost: int64(len(path)+len(body)) + 160 + 16*int64(len(provs))}
+	cost := int64(len(path)+len(body)) + 160 + 16*int64(len(provs))
+	if cost > c.max || !current(ver, provs) {
+		return // before the copy: over a store without a lookup cache, no answer is current
+	}
+	a := &answer{ver: ver, provs: provs, cost: cost}
 	if body != nil {
 		a.body = append([]byte(nil), body...)
-	}
-	if a.cost > c.max || !a.current() {
-		return
 	}
 	s := c.shard(path)
 	s.mu.Lock()

@@ -165,7 +165,11 @@ func (b *StoreBackend) eachVersion(ctx context.Context, mh multihash.Multihash, 
 		return nil, nil, fmt.Errorf("find: store find: %w", err)
 	}
 	var provs []store.Version
-	err = b.eachValue(ctx, values, fn, &provs)
+	pp := &provs
+	if !ver.Current() {
+		pp = nil // stale already, or a store that keeps no versions: nothing will keep this answer
+	}
+	err = b.eachValue(ctx, values, fn, pp)
 	return ver, provs, err
 }
 

@@ -277,6 +277,13 @@ func (v *getVersion) Current() bool {
 	return true
 }
 
+// neverCurrent is the version of an answer read by a database without a
+// lookup cache, which keeps nothing that could tell when it changes.
+type neverCurrent struct{}
+
+// Current implements store.Version.
+func (neverCurrent) Current() bool { return false }
+
 // provVersion is the version of a provider record.
 type provVersion struct {
 	gen *atomic.Uint64
@@ -288,6 +295,15 @@ func (v provVersion) Current() bool { return v.gen.Load() == v.was }
 
 // GetVersion implements [store.Versioned].
 func (db *DB) GetVersion(ctx context.Context, mh multihash.Multihash) ([]store.Value, store.Version, error) {
+	if db.looks == nil {
+		// Without a lookup cache no version is ever current: say so
+		// without allocating one.
+		vals, err := db.getWith(ctx, mh, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return vals, neverCurrent{}, nil
+	}
 	v := &getVersion{vs: &db.vers}
 	vals, err := db.getWith(ctx, mh, v)
 	if err != nil {
