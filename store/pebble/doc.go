@@ -286,6 +286,28 @@
 //	batches sorted (two runs)            299,985, 309,205  208,220, 215,035
 //	batches as given (two runs)          344,388, 337,188  237,778, 216,113
 //
+// What was left of the runs' own time was two cache misses a key, each
+// waited for alone: adding a key read its slot of the run's 2 MiB table,
+// and applying a run read each key's record from the arena in key order,
+// that is at random (perf annotate put nearly all of add's and sorted's
+// time on those two loads, 6-7% of the node's CPU each at 10M). Now a
+// batch's keys are hashed 64 at a time and their slots read before they
+// are added, and sorted reads the records of the next 64 keys before it
+// writes them: loops of loads that do not depend on each other, so the
+// processor waits for many misses at once. Nanoseconds per key of a
+// 32 MiB run of random digests, three runs each (the fill's "before" is
+// add, one key at a time, in the same process; the apply's is the same
+// benchmark on the previous commit, whose "write only" baseline, the same
+// keys added to a table from a slice, measured 288–318 then and 276–325
+// after, so that apply minus it is the run's own cost, about 270 ns a key
+// before and 60 after):
+//
+//	32 MiB run                   before    after
+//	fill (BenchmarkRunAdd)       126–146   81–110
+//	apply (BenchmarkRunApply)    558–651   345–378
+//
+//	go test -run '^$' -bench 'BenchmarkRun(Add|Apply)' -count 3 ./store/pebble/
+//
 // Measured and not kept: compression on the last level only (tables
 // above it uncompressed, as transient): 282,135, and 34.2 bytes of disk
 // per multihash against 28.2 right after the load, the larger tables

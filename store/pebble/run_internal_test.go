@@ -27,14 +27,18 @@ func TestRunOracle(t *testing.T) {
 	// MiB: they are few for it, and sorted walks the records.
 	// Unique: no key repeats, and sorted walks the records trusting that
 	// each is its key's only one.
+	// List: operands added in lists of random lengths by addList, as a
+	// committed batch's are, rather than one at a time by add.
 	for _, size := range []int{4 << 20, 64 << 20} {
 		for _, unique := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%d/unique=%v", size, unique), func(t *testing.T) { testRunOracle(t, size, unique) })
+			for _, list := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%d/unique=%v/list=%v", size, unique, list), func(t *testing.T) { testRunOracle(t, size, unique, list) })
+			}
 		}
 	}
 }
 
-func testRunOracle(t *testing.T, size int, unique bool) {
+func testRunOracle(t *testing.T, size int, unique, list bool) {
 	r := rand.New(rand.NewPCG(1, 2))
 	x, err := newRun(size, maphash.MakeSeed())
 	if err != nil {
@@ -43,6 +47,13 @@ func testRunOracle(t *testing.T, size int, unique bool) {
 	defer freeArena(x.mem)
 	want := map[string][][]byte{}
 	var order []string
+	var ops opList
+	flush := func() {
+		if n := x.addList(&ops, 0); n != ops.len() {
+			t.Fatalf("addList took %d of %d operands: the run is full at %d of %d bytes, %d keys", n, ops.len(), x.used, len(x.rec), x.n)
+		}
+		ops.reset()
+	}
 	for i := range 20000 {
 		var key []byte
 		switch {
@@ -65,10 +76,17 @@ func testRunOracle(t *testing.T, size int, unique bool) {
 			order = append(order, string(key))
 		}
 		want[string(key)] = append(want[string(key)], op)
+		if list {
+			if ops.append(key, op); r.IntN(100) == 0 {
+				flush()
+			}
+			continue
+		}
 		if !x.add(key, op) {
 			t.Fatalf("operand %d: the run is full at %d of %d bytes, %d keys", i, x.used, len(x.rec), x.n)
 		}
 	}
+	flush()
 	for k, ops := range want {
 		if got := x.lookup([]byte(k), nil); !slices.EqualFunc(got, ops, bytes.Equal) {
 			t.Fatalf("lookup %x = %x, want %x", k, got, ops)
@@ -102,7 +120,22 @@ func testRunOracle(t *testing.T, size int, unique bool) {
 	}
 	// Full: it says so rather than overwrite.
 	n := 0
-	for x.add(binary.AppendUvarint([]byte("fill"), uint64(n)), []byte{2}) {
+	if list {
+		for {
+			ops.reset()
+			for j := range 100 {
+				ops.append(binary.AppendUvarint([]byte("fill"), uint64(n+j)), []byte{2})
+			}
+			k := x.addList(&ops, 0)
+			if n += k; k < ops.len() {
+				break
+			}
+		}
+		if got := x.lookup(binary.AppendUvarint([]byte("fill"), uint64(n)), nil); len(got) != 0 {
+			t.Fatalf("the first operand addList did not take is in the run: %x", got)
+		}
+	}
+	for !list && x.add(binary.AppendUvarint([]byte("fill"), uint64(n)), []byte{2}) {
 		n++
 	}
 	if n == 0 || x.n < x.max && x.used+recordHeader+len("fill")+3 <= len(x.rec) {
