@@ -24,20 +24,10 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkRunApply -count 5 ./store/pebble/
 func BenchmarkRunApply(b *testing.B) {
-	x, err := newRun(32<<20, maphash.MakeSeed())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer freeArena(x.mem)
+	x := benchRun(b)
 	rng := rand.New(rand.NewPCG(1, 2))
-	for id := uint64(1); ; id++ {
-		key := []byte{kv.IndexPrefix, 0x12, 0x14}
-		key = binary.BigEndian.AppendUint64(key, rng.Uint64())
-		key = binary.BigEndian.AppendUint64(key, rng.Uint64())
-		key = binary.BigEndian.AppendUint32(key, rng.Uint32())
-		if !x.add(key, binary.AppendUvarint([]byte{0}, id/1000)) {
-			break
-		}
+	for id := uint64(1); x.add(benchRunKey(rng), benchRunOp(id)); id++ {
+		// until the run is full
 	}
 	o := DefaultOptions()
 	o.EnsureDefaults()
@@ -91,21 +81,13 @@ func BenchmarkRunApply(b *testing.B) {
 //
 //	go test -run '^$' -bench BenchmarkRunAdd -count 5 ./store/pebble/
 func BenchmarkRunAdd(b *testing.B) {
-	x, err := newRun(32<<20, maphash.MakeSeed())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer freeArena(x.mem)
+	x := benchRun(b)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var lists []*opList
 	for n := 0; n < x.max; {
 		l := new(opList)
 		for ; l.len() < 4096 && n < x.max; n++ {
-			key := []byte{kv.IndexPrefix, 0x12, 0x14}
-			key = binary.BigEndian.AppendUint64(key, rng.Uint64())
-			key = binary.BigEndian.AppendUint64(key, rng.Uint64())
-			key = binary.BigEndian.AppendUint32(key, rng.Uint32())
-			l.append(key, binary.AppendUvarint([]byte{0}, uint64(n/1000)))
+			l.append(benchRunKey(rng), benchRunOp(uint64(n)))
 		}
 		lists = append(lists, l)
 	}
@@ -136,3 +118,26 @@ func BenchmarkRunAdd(b *testing.B) {
 		})
 	})
 }
+
+// benchRun returns an empty 32 MiB run, freed when b ends.
+func benchRun(b *testing.B) *run {
+	x, err := newRun(32<<20, maphash.MakeSeed())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { freeArena(x.mem) })
+	return x
+}
+
+// benchRunKey returns the index key of a random sha2-256 digest, kept on
+// its first 20 bytes as a node keeps them.
+func benchRunKey(rng *rand.Rand) []byte {
+	key := []byte{kv.IndexPrefix, 0x12, 0x14}
+	key = binary.BigEndian.AppendUint64(key, rng.Uint64())
+	key = binary.BigEndian.AppendUint64(key, rng.Uint64())
+	return binary.BigEndian.AppendUint32(key, rng.Uint32())
+}
+
+// benchRunOp returns the operand that adds the record of the n-th key's
+// context, 1,000 keys to a context as in an advertisement.
+func benchRunOp(n uint64) []byte { return binary.AppendUvarint([]byte{0}, n/1000) }
