@@ -173,7 +173,9 @@
 //     by 7.2 B per multihash for a CPU saving within the noise. Rejected.
 //   - Columnar tables (FormatNewest): 0.8 B per multihash more, CPU within
 //     the noise, and a format older binaries cannot open. Rejected; the
-//     database keeps the oldest format Pebble supports.
+//     database keeps the oldest format Pebble supports. Measured again
+//     at 10M with the settling counted, with MinLZ (which needs them) and
+//     with Snappy: no less CPU either way (docs/performance.md, issue #32).
 //   - Memtable size and level sizes were not settled: there was no time
 //     for their runs at 10M, and at 1M everything fits one memtable.
 //   - Bulk ingestion of sorted runs ([WithSortedRuns]): see below. Kept
