@@ -385,7 +385,7 @@ type run struct {
 	n       int      // distinct keys
 	ops     int      // operands
 	max     int      // distinct keys the table takes (three quarters full)
-	touched byte     // what addList and sorted read ahead, kept so that the reads are
+	touched byte     // a byte of what addList and sorted read ahead, stored so the reads stay
 }
 
 const recordHeader = 8
@@ -636,11 +636,13 @@ func (x *run) sorted(order *[]sortKey, fn func(key, value []byte) error) error {
 	return nil
 }
 
-// touchAhead is how many records sorted reads ahead of its writes.
+// touchAhead is how many keys addList and sorted read ahead of their
+// work: their slots in the table, their records in the arena.
 const touchAhead = 64
 
-// touch reads the first and last cache line of the record of each key of
-// o and returns a byte of them, to be kept. In key order the records lie
+// touch reads, for each key of o, the first byte of its record and the
+// byte 48 bytes on (the end of a digest key's record: both of its cache
+// lines), and returns a byte of them to be kept. In key order the records lie
 // at random in the arena, each a cache miss: read one at a time between
 // the table writer's work, the misses came one after another (a third of
 // a run's apply, by profile); read here in a loop of independent loads,
