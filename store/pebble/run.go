@@ -467,12 +467,8 @@ func (x *run) addList(ops *opList, i int) int {
 	return i
 }
 
-// add appends an operand, or reports that the run has no room for it.
-func (x *run) add(key, op []byte) bool {
-	return x.addHash(key, op, maphash.Bytes(x.seed, key))
-}
-
-// addHash is add of a key whose hash is hash.
+// addHash appends an operand of a key whose hash is hash, or reports that
+// the run has no room for it.
 func (x *run) addHash(key, op []byte, hash uint64) bool {
 	need := recordHeader + len(key) + len(op)
 	if x.used+need > len(x.rec) || x.n >= x.max {

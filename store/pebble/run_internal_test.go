@@ -18,6 +18,13 @@ import (
 	"github.com/indexkit/indexkit/store/storetest"
 )
 
+// add appends one operand, or reports that the run has no room for it:
+// what addList does for each of a list's, for tests that add one at a
+// time.
+func (x *run) add(key, op []byte) bool {
+	return x.addHash(key, op, maphash.Bytes(x.seed, key))
+}
+
 // A run gives back what was added: each key's operands in order, and its
 // distinct keys sorted with their operands combined, newest operation per
 // ID, deletions kept (Pebble may hold older operands for them to cancel).
