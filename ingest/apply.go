@@ -162,18 +162,19 @@ func parseAddrs(ss []string) ([]multiaddr.Multiaddr, error) {
 // skipped.
 func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, error) {
 	x := ad.Ad
+	b := i.getBatch()
 	sink := &entrySink{
 		ctx:   ctx,
 		st:    i.st,
 		v:     store.Value{ProviderID: ad.Provider, ContextID: x.ContextID, Metadata: x.Metadata},
 		size:  i.cfg.batchSize,
-		batch: i.getBatch(),
+		batch: b,
 	}
-	err := i.walkEntries(ctx, src, ad, 0, sink.add)
+	err := i.walkEntries(ctx, src, ad, 0, sink.add, &b.dec)
 	if err == nil {
 		err = sink.flush()
 	}
-	i.putBatch(sink.batch)
+	i.putBatch(b)
 	if sink.bad > 0 {
 		i.log.Warn("skipped malformed multihashes", "provider", ad.Provider.String(), "cid", ad.Cid.String(), "count", sink.bad)
 	}
@@ -182,31 +183,63 @@ func (i *Ingester) putEntries(ctx context.Context, src Syncer, ad Ad) (int, erro
 
 // freeBatches is the most batches an Ingester keeps for reuse: at the
 // default batch size, 4 × 65,536 × 24 bytes, 6 MiB, held (empty) after a
-// walk, against a batch grown and dropped per large advertisement.
+// walk, against a batch grown and dropped per large advertisement, and the
+// multihashes' bytes of the largest advertisements walked (some 350 KiB
+// for 10,000 multihashes, 2.3 MiB for a full batch).
 const freeBatches = 4
+
+// batch is what one walk of an advertisement's entries puts into the
+// store and the memory it reuses: the multihashes of the next Put (mhs),
+// their bytes (keys: the blocks they were decoded from go back to the
+// Syncer once indexed, see [Syncer]) and the decoder of its entry chunks.
+type batch struct {
+	mhs  []multihash.Multihash
+	keys []byte
+	dec  schema.EntryDecoder
+}
 
 // getBatch returns an empty batch for an entrySink: a free one, or a new
 // one with room for batchSize multihashes (or 16,384, if that is smaller:
 // a larger batch grows as it fills). Reusing batches spares a large
 // advertisement the growing of its batch, which copies pointers under the
-// garbage collector's write barrier.
-func (i *Ingester) getBatch() []multihash.Multihash {
+// garbage collector's write barrier, and every advertisement the
+// allocation of its multihashes' bytes and of its chunks' decoding.
+func (i *Ingester) getBatch() *batch {
 	select {
 	case b := <-i.batches:
 		return b
 	default:
-		return make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384))
+		return &batch{mhs: make([]multihash.Multihash, 0, min(i.cfg.batchSize, 16_384))}
 	}
 }
 
 // putBatch keeps b for reuse, if there is room, holding no multihash: a
 // free batch must not keep the blocks its multihashes point into alive.
-func (i *Ingester) putBatch(b []multihash.Multihash) {
-	clear(b)
+func (i *Ingester) putBatch(b *batch) {
+	b.reset()
+	b.dec.Reset()
 	select {
-	case i.batches <- b[:0]:
+	case i.batches <- b:
 	default:
 	}
+}
+
+// reset empties b for its next Put.
+func (b *batch) reset() {
+	clear(b.mhs)
+	b.mhs, b.keys = b.mhs[:0], b.keys[:0]
+}
+
+// add adds a copy of mh to b.
+func (b *batch) add(mh multihash.Multihash) {
+	if len(b.keys)+len(mh) > cap(b.keys) {
+		// A new array: the batch's earlier multihashes keep the old one
+		// until the Put, and the next batch reuses this one.
+		b.keys = make([]byte, 0, max(2*cap(b.keys), 64<<10, len(mh)))
+	}
+	start := len(b.keys)
+	b.keys = append(b.keys, mh...)
+	b.mhs = append(b.mhs, b.keys[start:len(b.keys):len(b.keys)])
 }
 
 // Entries calls yield with every multihash of ad's entries, in order: those
@@ -224,7 +257,7 @@ func (i *Ingester) Entries(ctx context.Context, src Syncer, ad Ad, yield func(mu
 	if ad.Ad == nil || !ad.Ad.HasEntries() {
 		return nil
 	}
-	return i.walkEntries(ctx, src, ad, 0, yieldEach(yield))
+	return i.walkEntries(ctx, src, ad, 0, yieldEach(yield), nil)
 }
 
 // FirstEntries is [Ingester.Entries] over the first blocks blocks of ad's
@@ -238,7 +271,7 @@ func (i *Ingester) FirstEntries(ctx context.Context, src Syncer, ad Ad, blocks i
 	if ad.Ad == nil || !ad.Ad.HasEntries() {
 		return nil
 	}
-	return i.walkEntries(ctx, src, ad, max(blocks, 0), yieldEach(yield))
+	return i.walkEntries(ctx, src, ad, max(blocks, 0), yieldEach(yield), nil)
 }
 
 // yieldEach adapts a function of one multihash to the blocks walkEntries
@@ -260,8 +293,16 @@ func yieldEach(yield func(multihash.Multihash) error) func([]multihash.Multihash
 // of a HAMT, those of the HAMT; of the first maxBlocks blocks only, when
 // maxBlocks > 0. Entry chunks are hashed only if src does not verify
 // blocks itself (see [Syncer]).
-func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks int, add func([]multihash.Multihash) error) error {
+//
+// With dec, add copies whatever it keeps of the multihashes it is passed:
+// the entry chunks are decoded with dec, and each goes back to src (if it
+// takes blocks back, see [Syncer]) once add has returned.
+func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks int, add func([]multihash.Multihash) error, dec *schema.EntryDecoder) error {
 	hashed := blocksVerified(src)
+	var release func([]byte)
+	if dec != nil {
+		release = blockReleaser(src)
+	}
 	var mhs []multihash.Multihash
 	chunks := 0
 	for c := ad.Ad.Entries; c.Defined() && (maxBlocks == 0 || chunks < maxBlocks); {
@@ -275,7 +316,11 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 		var next cid.Cid
 		var decodeErr error
 		err = i.paced(ctx, func() error {
-			mhs, next, decodeErr = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
+			if dec != nil {
+				mhs, next, decodeErr = dec.Decode(c, block, hashed)
+			} else {
+				mhs, next, decodeErr = schema.AppendEntryChunk(mhs[:0], c, block, hashed)
+			}
 			if decodeErr != nil {
 				return nil
 			}
@@ -289,6 +334,9 @@ func (i *Ingester) walkEntries(ctx context.Context, src Syncer, ad Ad, maxBlocks
 		}
 		if err != nil {
 			return err
+		}
+		if release != nil {
+			release(block)
 		}
 		chunks++
 		c = next
@@ -324,12 +372,14 @@ func (i *Ingester) otherEntries(ctx context.Context, src Syncer, ad Ad, c cid.Ci
 }
 
 // entrySink batches the multihashes of one advertisement into store Puts.
+// It copies them (into its batch's keys): the walk reuses the blocks and
+// the decoder's memory they come from.
 type entrySink struct {
 	ctx   context.Context
 	st    store.Store
 	v     store.Value
 	size  int // the batch size
-	batch []multihash.Multihash
+	batch *batch
 	n     int // multihashes added
 	bad   int // multihashes skipped
 }
@@ -342,9 +392,9 @@ func (s *entrySink) add(mhs []multihash.Multihash) error {
 			s.bad++
 			continue
 		}
-		s.batch = append(s.batch, mh)
+		s.batch.add(mh)
 		s.n++
-		if len(s.batch) == s.size {
+		if len(s.batch.mhs) == s.size {
 			if err := s.flush(); err != nil {
 				return err
 			}
@@ -355,13 +405,12 @@ func (s *entrySink) add(mhs []multihash.Multihash) error {
 
 // flush puts the batch, if any, and empties it.
 func (s *entrySink) flush() error {
-	if len(s.batch) == 0 {
+	if len(s.batch.mhs) == 0 {
 		return nil
 	}
-	if err := s.st.Put(s.ctx, s.v, s.batch...); err != nil {
+	if err := s.st.Put(s.ctx, s.v, s.batch.mhs...); err != nil {
 		return err
 	}
-	clear(s.batch)
-	s.batch = s.batch[:0]
+	s.batch.reset()
 	return nil
 }

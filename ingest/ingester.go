@@ -16,7 +16,6 @@ import (
 	"github.com/ipfs/go-datastore"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
-	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/internal/logsample"
 	"github.com/indexkit/indexkit/store"
@@ -45,8 +44,8 @@ type Ingester struct {
 	// LastAdvertisement (see deferProvider); both guarded by provMu.
 	provKnown map[peer.ID]store.ProviderInfo
 	provLag   map[peer.ID]struct{}
-	batches   chan []multihash.Multihash // free batches: see getBatch
-	sampled   *logsample.Sampler         // of log lines anyone can cause
+	batches   chan *batch        // free batches: see getBatch
+	sampled   *logsample.Sampler // of log lines anyone can cause
 
 	mu         sync.Mutex
 	policy     Policy
@@ -127,7 +126,7 @@ func New(st store.Store, ds datastore.Batching, newSyncer SyncerFunc, opts ...Op
 		cfg:       cfg,
 		log:       cfg.logger,
 		wake:      make(chan struct{}, 1),
-		batches:   make(chan []multihash.Multihash, freeBatches),
+		batches:   make(chan *batch, freeBatches),
 		policy:    cfg.policy,
 		pubs:      make(map[peer.ID]*publisher),
 		srcs:      make(map[string]*source),

@@ -25,6 +25,20 @@ import (
 // and format, and hashes advertisements and HAMT nodes itself). A Syncer
 // that says so and returns bytes that do not hash to the CID asked for
 // gets them indexed.
+//
+// A Syncer may also reuse the memory of the blocks it returns, with a
+// method
+//
+//	ReleaseBlock(block []byte)
+//
+// as an ingest/ipnisync Client has: the walker then gives back each entry
+// chunk whose multihashes it has put into the store (which copies them),
+// once it holds no reference into it, and the Syncer may return that
+// memory from a later Block. It gives back nothing else: not
+// advertisements, not HAMT nodes, and not the blocks that
+// [Ingester.Entries] and [Ingester.FirstEntries] walk for their callers,
+// which may keep what they are given. Each block is given back at most
+// once.
 type Syncer interface {
 	// Head returns the CID of the publisher's newest advertisement, or
 	// cid.Undef when it has published none. It must verify that the head
@@ -132,16 +146,30 @@ func (b *bucket) wait(ctx context.Context) error {
 // blocksVerified reports whether the Block of src, unwrapped from the
 // walker's own wrappers, verifies bytes against the CID (see [Syncer]).
 func blocksVerified(src Syncer) bool {
+	s, ok := unwrapSyncer(src).(interface{ BlocksVerified() bool })
+	return ok && s.BlocksVerified()
+}
+
+// blockReleaser returns the ReleaseBlock method of src, unwrapped from the
+// walker's own wrappers, or nil if it has none (see [Syncer]).
+func blockReleaser(src Syncer) func([]byte) {
+	if s, ok := unwrapSyncer(src).(interface{ ReleaseBlock([]byte) }); ok {
+		return s.ReleaseBlock
+	}
+	return nil
+}
+
+// unwrapSyncer returns the Syncer that src, one of the walker's wrappers,
+// wraps.
+func unwrapSyncer(src Syncer) Syncer {
 	for {
 		switch s := src.(type) {
 		case *limitedSyncer:
 			src = s.s
 		case meteredSyncer:
 			src = s.Syncer
-		case interface{ BlocksVerified() bool }:
-			return s.BlocksVerified()
 		default:
-			return false
+			return src
 		}
 	}
 }

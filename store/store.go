@@ -18,6 +18,10 @@ type Index interface {
 	// a no-op. If the (provider, context) of v is already stored with other
 	// metadata, the metadata is replaced for every multihash of that context.
 	//
+	// Put keeps no reference to v or mhs: the caller may reuse their memory
+	// once it returns (an ingester decodes each entry chunk into memory it
+	// reuses for the next).
+	//
 	// A large Put may be committed in several engine batches; if it fails
 	// part-way, the multihashes that were written stay, and repeating the Put
 	// completes it.

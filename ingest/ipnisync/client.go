@@ -190,6 +190,7 @@ func (c *Client) Block(ctx context.Context, k cid.Cid) ([]byte, error) {
 		return nil, err
 	}
 	if err := checkHash(k, body); err != nil {
+		putBuf(body)
 		return nil, fmt.Errorf("%w: GET %s", err, u)
 	}
 	return body, nil
@@ -199,6 +200,13 @@ func (c *Client) Block(ctx context.Context, k cid.Cid) ([]byte, error) {
 // to the CID asked for. A walker that finds this method on its syncer (see
 // package ingest) trusts it and does not hash the block a second time.
 func (c *Client) BlocksVerified() bool { return true }
+
+// ReleaseBlock gives back block, returned by [Client.Block], for a later
+// Block of any Client to read another body into. The caller must hold no
+// reference into it afterwards, and give each block back at most once. A
+// walker of package ingest gives back the entry chunks it has indexed.
+// Giving back is optional: a block not given back is garbage collected.
+func (c *Client) ReleaseBlock(block []byte) { putBuf(block) }
 
 // checkHash checks that data hashes to k's multihash.
 func checkHash(k cid.Cid, data []byte) error {
@@ -326,19 +334,23 @@ func (c *Client) get(ctx context.Context, rsrc string, limit int64, allowNoConte
 }
 
 // readExactly reads a body of n bytes (its Content-Length, within the
-// limit) into a buffer of that size, in place of io.ReadAll's growing
-// copies, and reads on to the end so that the connection is reused.
+// limit) into a buffer of that length (a released one, when there is one of
+// its size class), in place of io.ReadAll's growing copies, and reads on to
+// the end so that the connection is reused.
 // net/http fails a body that ends early; one that goes on is refused.
 func readExactly(body io.Reader, n int64) ([]byte, error) {
-	data := make([]byte, n)
+	data := getBuf(n)
 	if _, err := io.ReadFull(body, data); err != nil {
+		putBuf(data)
 		return nil, err
 	}
 	var more [1]byte
 	switch k, err := body.Read(more[:]); {
 	case k > 0:
+		putBuf(data)
 		return nil, fmt.Errorf("body longer than its Content-Length %d", n)
 	case err != nil && err != io.EOF:
+		putBuf(data)
 		return nil, err
 	}
 	return data, nil

@@ -136,7 +136,8 @@ func sum(codec uint64, block []byte) cid.Cid {
 // TestAppendEntryChunkChains is the differential test on the chains the
 // benchmarks ingest: every entry chunk of chaingen chains of 1,000 and
 // 16,384 multihashes per chunk, in both codecs, decodes the same with
-// AppendEntryChunk, DecodeEntryChunk and go-ipld-prime.
+// AppendEntryChunk, DecodeEntryChunk, go-ipld-prime and one EntryDecoder
+// walking the whole chain.
 func TestAppendEntryChunkChains(t *testing.T) {
 	for _, codec := range []uint64{schema.DagJSON, schema.DagCBOR} {
 		for _, size := range []int{1000, 16_384} {
@@ -146,6 +147,7 @@ func TestAppendEntryChunkChains(t *testing.T) {
 					t.Fatal(err)
 				}
 				chunks := 0
+				var dec schema.EntryDecoder // one for the whole chain, as a walker keeps it
 				for i := range chain.Len() {
 					ad, err := chain.Ad(i)
 					if err != nil {
@@ -158,6 +160,14 @@ func TestAppendEntryChunkChains(t *testing.T) {
 						}
 						if !agree(t, c.String(), c, block) {
 							t.Fatalf("chunk %s rejected", c)
+						}
+						want, err := schema.DecodeEntryChunk(c, block)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, next, err := dec.Decode(c, block, false)
+						if err != nil || !(&schema.EntryChunk{Entries: got, Next: next}).Equal(want) {
+							t.Fatalf("chunk %s: the EntryDecoder decodes it differently (%v)", c, err)
 						}
 						_, c, _ = schema.AppendEntryChunk(nil, c, block, false)
 					}

@@ -128,6 +128,17 @@ func BenchmarkDecodeEntryChunk(b *testing.B) {
 				}
 			}
 		})
+		b.Run("1000/"+codecName(codec)+"/decoder", func(b *testing.B) {
+			// An EntryDecoder, the walker's: its memory reused.
+			b.SetBytes(int64(len(block)))
+			b.ReportAllocs()
+			var d EntryDecoder
+			for b.Loop() {
+				if _, _, err := d.Decode(c, block, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run("1000/"+codecName(codec)+"/ipld", func(b *testing.B) {
 			b.SetBytes(int64(len(block)))
 			b.ReportAllocs()

@@ -145,6 +145,43 @@ func DecodeEntryChunk(c cid.Cid, block []byte) (*EntryChunk, error) {
 //
 // On error it returns dst as it was.
 func AppendEntryChunk(dst []multihash.Multihash, c cid.Cid, block []byte, hashChecked bool) ([]multihash.Multihash, cid.Cid, error) {
+	return appendEntryChunk(dst, nil, c, block, hashChecked)
+}
+
+// An EntryDecoder decodes the entry chunks of a chain one after another
+// into memory it reuses, for a walker that copies what it keeps of one
+// chunk's entries before it decodes the next: once it has grown to the
+// chunks' size it allocates nothing per chunk, where [AppendEntryChunk]
+// allocates a buffer for each dag-json chunk's entries. The zero value is
+// ready to use. It is not safe for concurrent use.
+type EntryDecoder struct {
+	mhs []multihash.Multihash
+	buf []byte
+}
+
+// Decode decodes block, the entry chunk of c, as [AppendEntryChunk] does
+// onto an empty slice (the same checks and errors, the same entries), and
+// returns its entries and its Next link. The entries are valid until the
+// next call of Decode only: those of a dag-json block are decoded into the
+// decoder's buffer, which the next call overwrites, and those of a
+// dag-cbor block alias block.
+func (d *EntryDecoder) Decode(c cid.Cid, block []byte, hashChecked bool) ([]multihash.Multihash, cid.Cid, error) {
+	d.Reset() // the last chunk's entries may point into a block the caller frees
+	mhs, next, err := appendEntryChunk(d.mhs, &d.buf, c, block, hashChecked)
+	d.mhs = mhs
+	return mhs, next, err
+}
+
+// Reset drops the decoder's references to the entries it decoded last,
+// and so to the block they alias, keeping its memory for reuse.
+func (d *EntryDecoder) Reset() {
+	clear(d.mhs)
+	d.mhs = d.mhs[:0]
+}
+
+// appendEntryChunk is AppendEntryChunk, with the entries of a dag-json
+// block decoded into scratch when it is not nil.
+func appendEntryChunk(dst []multihash.Multihash, scratch *[]byte, c cid.Cid, block []byte, hashChecked bool) ([]multihash.Multihash, cid.Cid, error) {
 	err := checkBlockFormat(c, block)
 	if err == nil && !hashChecked {
 		err = checkHash(c, block)
@@ -160,7 +197,7 @@ func AppendEntryChunk(dst []multihash.Multihash, c cid.Cid, block []byte, hashCh
 	)
 	switch codec {
 	case DagJSON:
-		out, next, ok = parseChunkJSON(dst, block)
+		out, next, ok = parseChunkJSON(dst, scratch, block)
 	case DagCBOR:
 		out, next, ok = parseChunkCBOR(dst, block, true)
 	}

@@ -19,9 +19,10 @@ import (
 // speed, never what is accepted; the fuzz tests compare the two.
 //
 // They append the entries to dst (returned as it was, in length, when they
-// report false). The entries of a dag-json chunk share one new buffer,
-// each capped at its own length; those of a dag-cbor chunk share a copy of
-// the block or, with alias, the block itself.
+// report false). The entries of a dag-json chunk share one buffer, each
+// capped at its own length: scratch, when given (grown as needed), or a new
+// one; those of a dag-cbor chunk share a copy of the block or, with alias,
+// the block itself.
 
 var (
 	jsonChunkStart = []byte(`{"Entries":[`)
@@ -32,7 +33,7 @@ var (
 )
 
 func fastChunkJSON(b []byte) (*EntryChunk, bool) {
-	entries, next, ok := parseChunkJSON(nil, b)
+	entries, next, ok := parseChunkJSON(nil, nil, b)
 	if !ok {
 		return nil, false
 	}
@@ -47,7 +48,7 @@ func fastChunkCBOR(b []byte) (*EntryChunk, bool) {
 	return &EntryChunk{Entries: nonNil(entries), Next: next}, true
 }
 
-func parseChunkJSON(dst []multihash.Multihash, b []byte) ([]multihash.Multihash, cid.Cid, bool) {
+func parseChunkJSON(dst []multihash.Multihash, scratch *[]byte, b []byte) ([]multihash.Multihash, cid.Cid, bool) {
 	if !bytes.HasPrefix(b, jsonChunkStart) {
 		return dst, cid.Undef, false
 	}
@@ -111,7 +112,13 @@ func parseChunkJSON(dst []multihash.Multihash, b []byte) ([]multihash.Multihash,
 	// Second pass, over the structure checked: decode.
 	orig := len(dst)
 	dst = slices.Grow(dst, count)
-	buf := make([]byte, total)
+	var buf []byte
+	if scratch != nil {
+		buf = slices.Grow((*scratch)[:0], total)[:total]
+		*scratch = buf
+	} else {
+		buf = make([]byte, total)
+	}
 	at := 0
 	rest = b
 	for i := range count {

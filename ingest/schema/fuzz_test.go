@@ -168,7 +168,7 @@ func FuzzAppendEntryChunk(f *testing.F) {
 		if cbor {
 			entries, _, ok = parseChunkCBOR(nil, data, true)
 		} else {
-			entries, _, ok = parseChunkJSON(nil, data)
+			entries, _, ok = parseChunkJSON(nil, nil, data)
 		}
 		if ok {
 			slow, err := slowEntryChunk(codec, data)
@@ -197,6 +197,20 @@ func FuzzAppendEntryChunk(f *testing.F) {
 			}
 			if !(&EntryChunk{Entries: got[1:], Next: next}).Equal(want) {
 				t.Fatalf("hashChecked %v: AppendEntryChunk decodes differently", hashChecked)
+			}
+		}
+		// An EntryDecoder decides and decodes the same, on its first
+		// chunk and on one after another it decoded into the same memory.
+		for _, hashChecked := range []bool{false, true} {
+			var d EntryDecoder
+			for round := range 2 {
+				got, next, err := d.Decode(c, data, hashChecked)
+				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("round %d: EntryDecoder error %v, DecodeEntryChunk error %v", round, err, wantErr)
+				}
+				if err == nil && !(&EntryChunk{Entries: got, Next: next}).Equal(want) {
+					t.Fatalf("round %d: EntryDecoder decodes differently", round)
+				}
 			}
 		}
 	})

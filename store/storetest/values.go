@@ -3,6 +3,7 @@ package storetest
 // Subtests of values: Put, Get, UpdateMetadata and the removals.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/indexkit/indexkit/store"
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multihash"
 )
 
 func testPutGet(t *testing.T, s store.Store) {
@@ -25,6 +27,30 @@ func testPutGet(t *testing.T, s store.Store) {
 	}
 	// An empty Put is allowed and writes nothing.
 	mustPut(t, s, value("p1", "ctx2", "md2"))
+
+	// Put keeps nothing of its arguments: a caller may reuse the memory of
+	// the multihashes (and of the value) once it returns, as an ingester
+	// reuses the blocks it decodes them from.
+	keys := Multihashes("putget-reused", 50)
+	buf := make([]byte, 0, 64*len(keys))
+	inBuf := make([]multihash.Multihash, len(keys))
+	for i, mh := range keys {
+		start := len(buf)
+		buf = append(buf, mh...)
+		inBuf[i] = buf[start:len(buf):len(buf)]
+	}
+	rv := value("p2", "ctx-reused", "md-reused")
+	put := rv.Clone()
+	mustPut(t, s, put, inBuf...)
+	copy(buf, bytes.Repeat([]byte{0x12, 0x20}, len(buf)/2)) // sha2-256 multihashes of another digest
+	copy(put.ContextID, "xxxxxxxxxx")
+	copy(put.Metadata, "yyyyyyyyyy")
+	for _, mh := range keys {
+		expectValues(t, s, mh, rv)
+	}
+	if got := mustGet(t, s, inBuf[0]); len(got) != 0 {
+		t.Fatalf("Get of the bytes written over a Put's multihash = %s, want none", fmtValues(got))
+	}
 }
 
 func testPutIdempotent(t *testing.T, s store.Store) {
