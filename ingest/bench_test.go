@@ -261,7 +261,7 @@ func benchRawPut(b *testing.B, chain *chaingen.Chain, open func(testing.TB) stor
 
 // httpPublisher serves chain with our ipnisync Publisher on 127.0.0.1 and
 // returns its address; the server closes with b.
-func httpPublisher(b *testing.B, chain *chaingen.Chain) []multiaddr.Multiaddr {
+func httpPublisher(b testing.TB, chain *chaingen.Chain) []multiaddr.Multiaddr {
 	pub, err := ipnisync.NewPublisher(chain.PublisherKey, ipnisync.BlockSourceFunc(chain.Block))
 	if err != nil {
 		b.Fatal(err)

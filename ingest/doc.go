@@ -209,6 +209,14 @@
 // leaves the context partly indexed, and the retry, putting the same
 // multihashes again, completes it; Puts are idempotent.
 //
+// A walk allocates next to nothing per multihash: each batch copies the
+// multihashes it collects into memory it keeps, entry chunks decode into a
+// reused buffer ([schema.EntryDecoder]), and each indexed chunk goes back
+// to a [Syncer] that takes blocks back (an ingest/ipnisync client reads the
+// next bodies into them). In a node ingesting 10M multihashes this cut
+// what it allocates to a sixth and its garbage collections, each of which
+// stops its lookups too, from 187 to 50 (docs/performance.md).
+//
 // A walk longer than the depth limit ([DefaultAdDepthLimit],
 // [WithDepthLimits]) is abandoned, with nothing of it applied; so is a
 // walk whose collected blocks would take more than the spill limit

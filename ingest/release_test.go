@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/multiformats/go-multiaddr"
 	"github.com/multiformats/go-multihash"
 
 	"github.com/indexkit/indexkit/ingest"
 	"github.com/indexkit/indexkit/ingest/chaingen"
-	"github.com/indexkit/indexkit/ingest/ipnisync"
 	"github.com/indexkit/indexkit/ingest/schema"
 )
 
@@ -156,22 +152,7 @@ func TestReleasedBlocksOverHTTP(t *testing.T) {
 	for p := range 4 {
 		codec := []uint64{schema.DagJSON, schema.DagCBOR}[p%2]
 		chain := generate(t, chaingen.Config{Seed: 92 + uint64(p), Ads: 8, MhsPerAd: 700, ChunkSize: 128 + 100*p, Codec: codec})
-		pub, err := ipnisync.NewPublisher(chain.PublisherKey, ipnisync.BlockSourceFunc(chain.Source().Block))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pub.SetHead(ctx, chain.Head()); err != nil {
-			t.Fatal(err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewUnstartedServer(pub)
-		srv.Listener = ln
-		srv.Start()
-		defer srv.Close()
-		addrs := []multiaddr.Multiaddr{multiaddr.StringCast(fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/http", ln.Addr().(*net.TCPAddr).Port))}
+		addrs := httpPublisher(t, chain)
 		wg.Go(func() {
 			if err := ing.Sync(ctx, chain.Publisher, addrs, cid.Undef); err != nil {
 				t.Errorf("publisher %d: %v", p, err)

@@ -63,7 +63,12 @@
 // Content-Length is read into one buffer of that size, to its end, so that
 // the connection is kept alive for the next block. It does not decode
 // blocks: ingest/schema does. [Client.BlocksVerified] says that blocks are
-// verified, so that package ingest's walker hashes them only once.
+// verified, so that package ingest's walker hashes them only once, and
+// [Client.ReleaseBlock] takes back a block's memory, which package
+// ingest's walker gives back once it has indexed an entry chunk: later
+// bodies of a like size (by classes of powers of two, 4 KiB to 4 MiB, in
+// pools that every Client of the program shares) are read into it, so
+// that a walk at full rate does not allocate what it fetches.
 //
 // # Concurrency
 //
