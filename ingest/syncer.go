@@ -38,7 +38,9 @@ import (
 // advertisements, not HAMT nodes, and not the blocks that
 // [Ingester.Entries] and [Ingester.FirstEntries] walk for their callers,
 // which may keep what they are given. Each block is given back at most
-// once.
+// once. A Syncer that embeds an ipnisync Client inherits both methods: one
+// that keeps or shares the blocks it returns (a cache of blocks) must not
+// offer ReleaseBlock, or the Client reads other blocks into what it keeps.
 type Syncer interface {
 	// Head returns the CID of the publisher's newest advertisement, or
 	// cid.Undef when it has published none. It must verify that the head

@@ -205,7 +205,9 @@ func (c *Client) BlocksVerified() bool { return true }
 // Block of any Client to read another body into. The caller must hold no
 // reference into it afterwards, and give each block back at most once. A
 // walker of package ingest gives back the entry chunks it has indexed.
-// Giving back is optional: a block not given back is garbage collected.
+// Giving back is optional: a block not given back is garbage collected. A
+// type that embeds a Client and keeps the blocks it returns (a cache) must
+// not pass this method on.
 func (c *Client) ReleaseBlock(block []byte) { putBuf(block) }
 
 // checkHash checks that data hashes to k's multihash.

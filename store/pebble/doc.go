@@ -171,6 +171,10 @@
 //     does shrink the 8-byte trailers (zero sequence numbers in the last
 //     level) and the shared code and length bytes: without it tables grow
 //     by 7.2 B per multihash for a CPU saving within the noise. Rejected.
+//     Measured again at 100M with no compression above the last level
+//     only (issue #32, docs/performance.md): 8% less CPU with the
+//     settling counted, none by the ingest, and 8% more disk settled
+//     (29.2–29.5 B per multihash against 26.9–27.1). Rejected too.
 //   - Columnar tables (FormatNewest): 0.8 B per multihash more, CPU within
 //     the noise, and a format older binaries cannot open. Rejected; the
 //     database keeps the oldest format Pebble supports. Measured again
